@@ -1,0 +1,133 @@
+#include "data/cifar10.hpp"
+
+#include <fstream>
+#include <string>
+
+#include <ATen/ATen.h>
+
+#include "harness/input_error.hpp"
+#include "reports/atomic_file.hpp"
+
+namespace ddpbench {
+namespace {
+
+constexpr int kTrainFiles = 5;
+
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> cifar10_files(const std::filesystem::path& batches_dir) {
+  std::vector<std::filesystem::path> files;
+  for (int i = 1; i <= kTrainFiles; ++i) {
+    files.push_back(batches_dir / ("data_batch_" + std::to_string(i) + ".bin"));
+  }
+  files.push_back(batches_dir / "test_batch.bin");
+  return files;
+}
+
+std::filesystem::path find_cifar10(const std::filesystem::path& data_dir) {
+  for (const auto& candidate : {data_dir / kCifar10Folder, data_dir}) {
+    for (const auto& file : cifar10_files(candidate)) {
+      std::error_code ec;
+      if (std::filesystem::exists(file, ec)) return candidate;
+    }
+  }
+  return {};
+}
+
+ImageSet read_cifar10_file(const std::filesystem::path& file, int64_t records) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    throw InputError("CIFAR-10 file '" + file.string() + "' is missing");
+  }
+  const auto size = static_cast<int64_t>(std::filesystem::file_size(file, ec));
+  const int64_t expected = records * kCifar10RecordBytes;
+  if (ec || size != expected) {
+    const int64_t whole = size / kCifar10RecordBytes;
+    std::string detail = with_commas(size) + " bytes hold " + with_commas(whole) + " whole records";
+    if (size % kCifar10RecordBytes != 0) {
+      detail += " and " + with_commas(size % kCifar10RecordBytes) + " bytes of record " +
+                std::to_string(whole);
+    }
+    throw InputError("CIFAR-10 file '" + file.string() + "' is " +
+                     (size < expected ? "truncated" : "too long") + ": " + detail + "; expected " +
+                     with_commas(records) + " records (" + with_commas(expected) + " bytes)");
+  }
+
+  std::vector<char> bytes(static_cast<std::size_t>(size));
+  std::ifstream in(file, std::ios::binary);
+  if (!in.read(bytes.data(), size)) throw InputError("cannot read CIFAR-10 file '" + file.string() + "'");
+
+  ImageSet set{at::empty({records, kImageChannels, kImageSide, kImageSide}, at::kByte),
+               at::empty({records}, at::kLong)};
+  auto* pixels = set.images.data_ptr<uint8_t>();
+  auto* labels = set.labels.data_ptr<int64_t>();
+  for (int64_t r = 0; r < records; ++r) {
+    const auto* record = reinterpret_cast<const uint8_t*>(bytes.data()) + r * kCifar10RecordBytes;
+    if (record[0] >= kCifar10Classes) {
+      throw InputError("CIFAR-10 file '" + file.string() + "': record " + std::to_string(r) +
+                       " (byte offset " + with_commas(r * kCifar10RecordBytes) + ") has label " +
+                       std::to_string(record[0]) + ", expected 0-9");
+    }
+    labels[r] = record[0];
+    std::copy(record + 1, record + kCifar10RecordBytes, pixels + r * kImageBytes);
+  }
+  return set;
+}
+
+DatasetSplits load_cifar10(const std::filesystem::path& data_dir, Cifar10Layout layout) {
+  std::filesystem::path dir = find_cifar10(data_dir);
+  if (dir.empty()) {
+    throw InputError("no CIFAR-10 binary files under '" + data_dir.string() + "' (expected " +
+                     (data_dir / kCifar10Folder / "data_batch_1.bin").string() +
+                     "; scripts/fetch-cifar10 downloads them)");
+  }
+  const auto files = cifar10_files(dir);
+  std::vector<at::Tensor> images, labels;
+  for (int i = 0; i < kTrainFiles; ++i) {
+    ImageSet part = read_cifar10_file(files[i], layout.records_per_file);
+    images.push_back(part.images);
+    labels.push_back(part.labels);
+  }
+  DatasetSplits splits;
+  splits.train = {at::cat(images), at::cat(labels)};
+  splits.test = read_cifar10_file(files.back(), layout.records_per_file);
+  splits.kind = "cifar10";
+  splits.origin = dir.string();
+  return splits;
+}
+
+void write_cifar10(const std::filesystem::path& data_dir, const DatasetSplits& splits,
+                   Cifar10Layout layout) {
+  const int64_t per_file = layout.records_per_file;
+  TORCH_CHECK(splits.train.size() == kTrainFiles * per_file, "write_cifar10: the train split has ",
+              splits.train.size(), " images, the layout needs ", kTrainFiles * per_file);
+  TORCH_CHECK(splits.test.size() == per_file, "write_cifar10: the test split has ",
+              splits.test.size(), " images, the layout needs ", per_file);
+  const auto files = cifar10_files(data_dir / kCifar10Folder);
+  for (int f = 0; f <= kTrainFiles; ++f) {
+    const ImageSet& set = f < kTrainFiles ? splits.train : splits.test;
+    const int64_t first = f < kTrainFiles ? f * per_file : 0;
+    const auto images = set.images.contiguous();
+    const auto labels = set.labels.contiguous();
+    std::string bytes(static_cast<std::size_t>(per_file * kCifar10RecordBytes), '\0');
+    for (int64_t r = 0; r < per_file; ++r) {
+      char* record = bytes.data() + r * kCifar10RecordBytes;
+      record[0] = static_cast<char>(labels.data_ptr<int64_t>()[first + r]);
+      const auto* src = images.data_ptr<uint8_t>() + (first + r) * kImageBytes;
+      std::copy(src, src + kImageBytes, reinterpret_cast<uint8_t*>(record + 1));
+    }
+    write_file_atomically(files[f], bytes);
+  }
+}
+
+}  // namespace ddpbench

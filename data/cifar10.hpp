@@ -1,0 +1,37 @@
+#pragma once
+// The CIFAR-10 binary version: cifar-10-batches-bin/data_batch_{1..5}.bin and test_batch.bin,
+// each a sequence of records of 1 label byte and 3072 pixel bytes (CHW).
+#include <filesystem>
+#include <vector>
+
+#include "data/image_set.hpp"
+
+namespace ddpbench {
+
+inline constexpr int64_t kCifar10RecordBytes = 1 + kImageBytes;  // 3073
+inline constexpr const char* kCifar10Folder = "cifar-10-batches-bin";
+
+struct Cifar10Layout {
+  int64_t records_per_file = 10000;  // the official files; tests write smaller ones
+};
+
+/// The files of the binary version, train files first.
+std::vector<std::filesystem::path> cifar10_files(const std::filesystem::path& batches_dir);
+
+/// The folder holding the batch files: `data_dir/cifar-10-batches-bin`, or `data_dir`
+/// itself when the files lie there; empty when neither holds any of them.
+std::filesystem::path find_cifar10(const std::filesystem::path& data_dir);
+
+/// Reads and checks both splits. Throws InputError naming the file and, for bad content,
+/// the record: a missing file, a size that is not the layout's, a label outside 0..9.
+DatasetSplits load_cifar10(const std::filesystem::path& data_dir, Cifar10Layout layout = {});
+
+/// Reads one batch file of exactly `records` records.
+ImageSet read_cifar10_file(const std::filesystem::path& file, int64_t records);
+
+/// Writes `splits` as CIFAR-10 binary files into `data_dir/cifar-10-batches-bin`: the
+/// train split must hold 5 files' worth of records and the test split one.
+void write_cifar10(const std::filesystem::path& data_dir, const DatasetSplits& splits,
+                   Cifar10Layout layout = {});
+
+}  // namespace ddpbench

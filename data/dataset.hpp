@@ -1,0 +1,13 @@
+#pragma once
+// The dataset a row trains on, as --dataset chooses it.
+#include "data/image_set.hpp"
+#include "harness/run_config.hpp"
+
+namespace ddpbench {
+
+/// cifar10: the binary files under --data-dir (InputError when absent or corrupt);
+/// synthetic: the generated stand-in; auto: CIFAR-10 where found, else synthetic with a
+/// warning on stderr. The result says which it is.
+DatasetSplits load_dataset(const RunConfig& config);
+
+}  // namespace ddpbench

@@ -1,0 +1,14 @@
+#pragma once
+// What this binary was built from; the definition is generated at build time.
+namespace ddpbench {
+
+struct BuildInfo {
+  const char* version;
+  const char* git_revision;  // short hash, "-dirty" with uncommitted changes, or "unknown"
+  const char* build_type;
+  const char* compiler;
+};
+
+const BuildInfo& build_info();
+
+}  // namespace ddpbench

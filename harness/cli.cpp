@@ -1,0 +1,60 @@
+#include "harness/cli.hpp"
+
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "harness/run_options.hpp"
+
+namespace ddpbench {
+namespace {
+
+// Every RunConfig option from the table, so `run` (and later `sweep`) accept the same flags.
+void add_run_options(CLI::App& cmd, RunConfig& config) {
+  for (const auto& opt : run_options()) {
+    const std::string flag = "--" + opt.key;
+    if (opt.is_switch) {
+      cmd.add_flag_function(flag, [&config, &opt](std::int64_t count) {
+        opt.set(config, count > 0 ? "true" : "false");
+      }, opt.help);
+    } else {
+      cmd.add_option_function<std::string>(flag, [&config, &opt](const std::string& value) {
+        opt.set(config, value);
+      }, opt.help)->type_name(opt.value_name)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+  }
+}
+
+}  // namespace
+
+Command parse_command_line(int argc, const char* const* argv) {
+  CLI::App app{"ddpbench: the single-GPU / DataParallel / DDP / AMP training table, measured",
+               "ddpbench"};
+  app.set_version_flag("--version", std::string("ddpbench ") + DDPBENCH_VERSION);
+  app.require_subcommand(1);
+
+  RunConfig run_config;
+  auto* run = app.add_subcommand("run", "train one row (one strategy, one config) and report it");
+  add_run_options(*run, run_config);
+  auto* list = app.add_subcommand("list", "list the strategies and models");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      std::ostringstream out, err;
+      app.exit(e, out, err);
+      return HelpRequest{out.str() + err.str()};
+    }
+    throw InputError(e.what());
+  }
+
+  if (run->parsed()) {
+    validate(run_config);
+    return RunCommand{run_config};
+  }
+  if (list->parsed()) return ListCommand{};
+  throw InputError("no subcommand given (see --help)");
+}
+
+}  // namespace ddpbench

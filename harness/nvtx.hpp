@@ -1,0 +1,116 @@
+#pragma once
+// NVTX ranges in the "ddpbench" domain, so an Nsight Systems timeline shows the harness's
+// phases under the same names as the JSON. Compiled to nothing without the NVTX3 headers
+// (DDPBENCH_HAVE_NVTX unset); switched off at run time with set_enabled(false).
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#if defined(DDPBENCH_HAVE_NVTX) && !defined(DDPBENCH_NVTX_DISABLED)
+#include <nvtx3/nvToolsExt.h>
+#define DDPBENCH_NVTX_ACTIVE 1
+#endif
+
+namespace ddpbench::nvtx {
+
+/// True when this build contains NVTX calls at all.
+constexpr bool compiled_in() {
+#ifdef DDPBENCH_NVTX_ACTIVE
+  return true;
+#else
+  return false;
+#endif
+}
+
+inline std::atomic<bool>& enabled_flag() {
+  static std::atomic<bool> flag{true};
+  return flag;
+}
+inline void set_enabled(bool on) { enabled_flag() = on; }
+inline bool enabled() { return compiled_in() && enabled_flag().load(std::memory_order_relaxed); }
+
+#ifdef DDPBENCH_NVTX_ACTIVE
+inline nvtxDomainHandle_t domain() {
+  static const nvtxDomainHandle_t handle = nvtxDomainCreateA("ddpbench");
+  return handle;
+}
+inline nvtxEventAttributes_t attributes(const char* name, int64_t payload) {
+  nvtxEventAttributes_t a{};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = name;
+  a.payloadType = NVTX_PAYLOAD_TYPE_INT64;
+  a.payload.llValue = payload;
+  return a;
+}
+#endif
+
+/// A push/pop range: begins and ends on the constructing thread.
+class ScopedRange {
+ public:
+  explicit ScopedRange(const std::string& name, int64_t payload = 0) {
+#ifdef DDPBENCH_NVTX_ACTIVE
+    if ((active_ = enabled())) {
+      auto a = attributes(name.c_str(), payload);
+      nvtxDomainRangePushEx(domain(), &a);
+    }
+#else
+    (void)name;
+    (void)payload;
+#endif
+  }
+  ~ScopedRange() {
+#ifdef DDPBENCH_NVTX_ACTIVE
+    if (active_) nvtxDomainRangePop(domain());
+#endif
+  }
+  ScopedRange(const ScopedRange&) = delete;
+  ScopedRange& operator=(const ScopedRange&) = delete;
+
+ private:
+  [[maybe_unused]] bool active_ = false;
+};
+
+/// A start/end range, which may end on another thread than it started (autograd's backward
+/// threads, communication callbacks).
+class ThreadSpanningRange {
+ public:
+  ThreadSpanningRange() = default;
+  void start(const std::string& name, int64_t payload = 0) {
+#ifdef DDPBENCH_NVTX_ACTIVE
+    if (enabled()) {
+      auto a = attributes(name.c_str(), payload);
+      id_ = nvtxDomainRangeStartEx(domain(), &a);
+    }
+#else
+    (void)name;
+    (void)payload;
+#endif
+  }
+  void end() {
+#ifdef DDPBENCH_NVTX_ACTIVE
+    if (id_ != 0) nvtxDomainRangeEnd(domain(), id_);
+#endif
+    id_ = 0;
+  }
+  [[nodiscard]] bool open() const { return id_ != 0; }
+
+ private:
+  uint64_t id_ = 0;
+};
+
+/// An instant marker.
+inline void mark(const std::string& name, int64_t payload = 0) {
+#ifdef DDPBENCH_NVTX_ACTIVE
+  if (enabled()) {
+    auto a = attributes(name.c_str(), payload);
+    nvtxDomainMarkEx(domain(), &a);
+  }
+#else
+  (void)name;
+  (void)payload;
+#endif
+}
+
+}  // namespace ddpbench::nvtx

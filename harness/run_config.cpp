@@ -1,0 +1,47 @@
+#include "harness/run_config.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace ddpbench {
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw InputError(message);
+}
+
+template <class Number>
+void require_positive(Number value, const char* flag) {
+  require(value > 0, std::string(flag) + " must be positive (got " + std::to_string(value) + ")");
+}
+
+template <class Number>
+void require_non_negative(Number value, const char* flag) {
+  require(value >= 0, std::string(flag) + " must not be negative (got " + std::to_string(value) + ")");
+}
+
+}  // namespace
+
+void validate(const RunConfig& c) {
+  require(!c.strategy.empty(), "--strategy must not be empty");
+  require(!c.model.empty(), "--model must not be empty");
+  require_positive(c.num_classes, "--num-classes");
+  require_positive(c.synthetic_train_images, "--synthetic-train-images");
+  require_positive(c.synthetic_test_images, "--synthetic-test-images");
+  require_non_negative(c.workers, "--workers");
+  require_non_negative(c.crop_padding, "--crop-padding");
+  require_positive(c.epochs, "--epochs");
+  require_positive(c.batch_size, "--batch-size");
+  require(std::isfinite(c.lr) && c.lr > 0, "--lr must be a positive number (got " + std::to_string(c.lr) + ")");
+  require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
+          "--momentum must be in [0, 1) (got " + std::to_string(c.momentum) + ")");
+  if (c.max_steps) require_positive(*c.max_steps, "--max-steps");
+  require_non_negative(c.warmup_steps, "--warmup-steps");
+  if (c.max_eval_batches) require_positive(*c.max_eval_batches, "--max-eval-batches");
+  require_non_negative(c.threads, "--threads");
+  require_positive(c.log_interval_steps, "--log-interval-steps");
+  require(c.data_dir.empty() == false || c.dataset == DatasetKind::synthetic,
+          "--data-dir must not be empty");
+}
+
+}  // namespace ddpbench

@@ -1,0 +1,72 @@
+#pragma once
+// RunConfig: every setting of one benchmark row, defaulting to the tutorial's experiment.
+// Plain data with no LibTorch; each field is set through the option table in
+// harness/run_options.hpp, so the CLI flag and the JSON key share one kebab-case name.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "harness/enum_names.hpp"
+
+namespace ddpbench {
+
+enum class DatasetKind { cifar10, synthetic, auto_detect };
+enum class LoaderKind { host, device };
+enum class TestTransform { train, plain };
+
+inline constexpr EnumName<DatasetKind> kDatasetKindNames[] = {
+    {DatasetKind::cifar10, "cifar10"},
+    {DatasetKind::synthetic, "synthetic"},
+    {DatasetKind::auto_detect, "auto"},
+};
+inline constexpr EnumName<LoaderKind> kLoaderKindNames[] = {
+    {LoaderKind::host, "host"},
+    {LoaderKind::device, "device"},
+};
+// `train`: the tutorial's quirk of applying the random train transforms to the test set.
+inline constexpr EnumName<TestTransform> kTestTransformNames[] = {
+    {TestTransform::train, "train"},
+    {TestTransform::plain, "plain"},
+};
+
+struct RunConfig {
+  std::string name;  // the row's name in reports; empty means the strategy's name
+  std::string strategy = "single";
+  std::string model = "resnet50";
+  int64_t num_classes = 1000;  // torchvision's default head, which the tutorial kept
+
+  DatasetKind dataset = DatasetKind::auto_detect;
+  std::string data_dir = "data";
+  int64_t synthetic_train_images = 50000;
+  int64_t synthetic_test_images = 10000;
+  LoaderKind loader = LoaderKind::host;
+  int64_t workers = 10;
+  int64_t crop_padding = 0;  // RandomCrop(32, padding=P); the tutorial used none
+  TestTransform test_transform = TestTransform::train;
+
+  int64_t epochs = 1;
+  int64_t batch_size = 256;  // per process
+  double lr = 0.001;
+  double momentum = 0.9;
+  std::optional<int64_t> max_steps;         // per epoch; unset runs the whole epoch
+  int64_t warmup_steps = 5;                 // excluded from steady-state figures
+  std::optional<int64_t> max_eval_batches;  // unset evaluates the whole test set
+
+  std::string device = "auto";  // auto|cpu|cuda|cuda:N
+  int64_t threads = 0;          // intra-op CPU threads; 0 leaves LibTorch's choice
+  uint64_t seed = 0;
+  int64_t log_interval_steps = 20;
+
+  std::string out;              // result JSON; empty writes none
+  std::string save_checkpoint;  // trained weights as named tensors (torch.load reads them)
+  std::string init_from;        // weights to start from, same format
+
+  /// The name rows and reports use: `name` if set, else the strategy.
+  [[nodiscard]] std::string row_name() const { return name.empty() ? strategy : name; }
+};
+
+/// Checks ranges and combinations; throws InputError naming the flag at fault.
+void validate(const RunConfig& config);
+
+}  // namespace ddpbench

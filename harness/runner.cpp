@@ -1,0 +1,235 @@
+#include "harness/runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/optim/sgd.h>
+#include <torch/utils.h>
+
+#include "data/batch_loader.hpp"
+#include "data/sampler.hpp"
+#include "harness/device.hpp"
+#include "harness/nvtx.hpp"
+#include "harness/phase_timer.hpp"
+#include "harness/progress.hpp"
+#include "harness/run_options.hpp"
+#include "models/checkpoint.hpp"
+#include "models/registry.hpp"
+#include "strategies/strategy.hpp"
+
+namespace ddpbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+LoaderOptions loader_options(const RunConfig& config, const DistContext& dist, std::optional<int64_t> max_batches) {
+  LoaderOptions options;
+  options.batch_size = config.batch_size;
+  options.workers = config.workers;
+  options.device = dist.device;
+  options.max_batches = max_batches;
+  return options;
+}
+
+Batch to_device(Batch batch, const c10::Device& device) {
+  if (batch.images.device() == device) return batch;
+  return Batch{batch.images.to(device, /*non_blocking=*/true), batch.labels.to(device, /*non_blocking=*/true)};
+}
+
+struct EvalCounts {
+  int64_t correct = 0;
+  int64_t seen = 0;
+  bool cut = false;
+};
+
+EvalCounts evaluate(const RunConfig& config, const DistContext& dist, const ImageSet& test,
+                    torch::nn::AnyModule model) {
+  nvtx::ScopedRange range("evaluation", dist.rank);
+  torch::NoGradGuard no_grad;
+  model.ptr()->eval();
+  const Shard shard{dist.rank, dist.world_size};
+  EpochPlan plan{eval_shard_indices(test.size(), shard),
+                 config.test_transform == TestTransform::train
+                     ? random_augmentation(config.seed, 0, AugmentationStream::test, test.size(), config.crop_padding)
+                     : identity_augmentation(test.size())};
+  const auto full_batches = batches_in_epoch(static_cast<int64_t>(plan.indices.size()),
+                                             loader_options(config, dist, std::nullopt));
+  auto loader = make_loader(config.loader, test, loader_options(config, dist, config.max_eval_batches));
+  loader->start_epoch(std::move(plan));
+  auto correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(dist.device));
+  int64_t seen = 0;
+  int64_t batches = 0;
+  while (auto batch = loader->next()) {
+    const Batch b = to_device(std::move(*batch), dist.device);
+    correct += model.forward<at::Tensor>(b.images).argmax(1).eq(b.labels).sum();
+    seen += b.size();
+    ++batches;
+  }
+  auto counts = at::stack({correct.cpu(), at::scalar_tensor(seen, at::kLong)});
+  EvalCounts result{counts[0].item<int64_t>(), counts[1].item<int64_t>(), batches < full_batches};
+  model.ptr()->train();
+  return result;
+}
+
+}  // namespace
+
+RunResult unfinished_result(const RunConfig& config, RunStatus status, std::string reason) {
+  RunResult result;
+  result.name = config.row_name();
+  result.strategy = config.strategy;
+  result.device = config.device;
+  result.status = status;
+  result.reason = std::move(reason);
+  result.epochs = config.epochs;
+  result.warmup_steps = config.warmup_steps;
+  result.config = run_config_to_json(config);
+  return result;
+}
+
+Quantiles quantiles(std::vector<double> values) {
+  if (values.empty()) return {};
+  std::sort(values.begin(), values.end());
+  auto at_fraction = [&](double q) {
+    const double pos = q * static_cast<double>(values.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const auto hi = std::min(lo + 1, values.size() - 1);
+    return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
+  };
+  return {at_fraction(0.5), at_fraction(0.9), values.back()};
+}
+
+RunResult run_row(const RunConfig& config, const DistContext& dist, const DatasetSplits& data,
+                  Clock::time_point row_start) {
+  nvtx::ScopedRange row_range("row " + config.row_name(), dist.rank);
+  const StrategyInfo& strategy_info = find_strategy(config.strategy);
+  const ModelInfo& model_info = find_model(config.model);
+  if (config.threads > 0) at::set_num_threads(static_cast<int>(config.threads));
+  reset_peak_memory(dist.device);
+
+  torch::manual_seed(config.seed);
+  torch::nn::AnyModule model = model_info.make(config.num_classes);
+  if (!config.init_from.empty()) load_checkpoint(*model.ptr(), config.init_from);
+  model.ptr()->to(dist.device);
+  model.ptr()->train();
+  torch::optim::SGD optimizer(model.ptr()->parameters(),
+                              torch::optim::SGDOptions(config.lr).momentum(config.momentum));
+  auto timer = make_phase_timer(dist.device);
+  std::unique_ptr<Strategy> strategy = strategy_info.make();
+  TrainingSetup setup{model, optimizer, dist, config, *timer};
+  strategy->prepare(setup);
+
+  const Shard shard{dist.rank, dist.world_size};
+  const int64_t shard_size = (data.train.size() + dist.world_size - 1) / dist.world_size;
+  const auto train_options = loader_options(config, dist, config.max_steps);
+  const int64_t full_steps = batches_in_epoch(shard_size, loader_options(config, dist, std::nullopt));
+  const int64_t steps_per_epoch = batches_in_epoch(shard_size, train_options);
+  auto loader = make_loader(config.loader, data.train, train_options);
+
+  RunResult result;
+  result.train_time_s = 0;
+  Progress progress(config.row_name(), steps_per_epoch * config.epochs, config.log_interval_steps, dist.is_main());
+  int64_t global_step = 0;
+  int64_t local_images = 0;
+  double last_loss = kNotMeasured;
+  for (int64_t epoch = 0; epoch < config.epochs; ++epoch) {
+    nvtx::ScopedRange epoch_range("epoch", epoch);
+    // The tutorial's clock: wall time around the epoch, loader start-up included.
+    const auto epoch_start = Clock::now();
+    loader->start_epoch(EpochPlan{
+        train_shard_indices(data.train.size(), config.seed, epoch, shard),
+        random_augmentation(config.seed, epoch, AugmentationStream::train, data.train.size(), config.crop_padding)});
+    auto step_start = epoch_start;
+    for (int64_t step = 0;; ++step, ++global_step) {
+      nvtx::ScopedRange step_range("step", global_step);
+      timer->set_step(global_step);
+      std::optional<Batch> batch;
+      timer->begin(Phase::data);
+      {
+        nvtx::ScopedRange data_range("data", global_step);
+        batch = loader->next();
+        if (batch) batch = to_device(std::move(*batch), dist.device);
+      }
+      timer->end(Phase::data);
+      if (!batch) break;
+      const at::Tensor loss = strategy->train_step(*batch);
+      // loss.item() is the tutorial's only synchronisation point, once per step.
+      last_loss = loss.item<double>();
+      StepRecord record;
+      record.epoch = epoch;
+      record.step = step;
+      record.images = batch->size();
+      record.loss = last_loss;
+      record.phases = timer->collect();
+      const auto now = Clock::now();
+      record.time_s = std::chrono::duration<double>(now - step_start).count();
+      step_start = now;
+      local_images += record.images;
+      result.step_records.push_back(record);
+      progress.update(global_step + 1, last_loss,
+                      static_cast<double>(record.images * dist.world_size) / record.time_s);
+    }
+    synchronize(dist.device);
+    result.train_time_s += seconds_since(epoch_start);
+  }
+  progress.finish();
+
+  const EvalCounts eval = evaluate(config, dist, data.test, strategy->eval_model());
+  if (dist.is_main() && !config.save_checkpoint.empty()) save_checkpoint(*model.ptr(), config.save_checkpoint);
+
+  result.name = config.row_name();
+  result.strategy = config.strategy;
+  result.world_size = dist.world_size;
+  result.device = dist.device.str();
+  result.dataset = data.kind;
+  result.dataset_origin = data.origin;
+  result.status = RunStatus::ok;
+  result.epochs = config.epochs;
+  result.steps = global_step;
+  result.steps_per_epoch = full_steps;
+  result.epoch_cut = steps_per_epoch < full_steps;
+  result.warmup_steps = config.warmup_steps;
+  result.global_batch = config.batch_size * dist.world_size;
+  result.images_trained = local_images * dist.world_size;
+  result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
+
+  std::vector<double> steady_times;
+  int64_t steady_images = 0;
+  PhaseSeconds phase_sum;
+  for (std::size_t i = static_cast<std::size_t>(config.warmup_steps); i < result.step_records.size(); ++i) {
+    const StepRecord& r = result.step_records[i];
+    steady_times.push_back(r.time_s);
+    steady_images += r.images;
+    phase_sum.data_s += r.phases.data_s;
+    phase_sum.forward_s += r.phases.forward_s;
+    phase_sum.backward_s += r.phases.backward_s;
+    phase_sum.comm_s += r.phases.comm_s;
+    phase_sum.optimizer_s += r.phases.optimizer_s;
+  }
+  if (!steady_times.empty()) {
+    double steady_time = 0;
+    for (double t : steady_times) steady_time += t;
+    const auto n = static_cast<double>(steady_times.size());
+    result.steady_images_per_s = static_cast<double>(steady_images * dist.world_size) / steady_time;
+    result.step_time_s = quantiles(steady_times);
+    result.mean_phase_s = {phase_sum.data_s / n, phase_sum.forward_s / n, phase_sum.backward_s / n,
+                           phase_sum.comm_s / n, phase_sum.optimizer_s / n};
+  }
+  result.final_loss = last_loss;
+  result.eval_images = eval.seen;
+  result.eval_cut = eval.cut;
+  result.test_accuracy = eval.seen > 0 ? static_cast<double>(eval.correct) / static_cast<double>(eval.seen) : kNotMeasured;
+  result.peak_memory_bytes = peak_memory_bytes(dist.device);
+  result.peak_memory_source = peak_memory_source(dist.device);
+  result.config = run_config_to_json(config);
+  result.strategy_details = strategy->details();
+  result.total_time_s = seconds_since(row_start);
+  return result;
+}
+
+}  // namespace ddpbench

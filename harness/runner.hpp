@@ -1,0 +1,25 @@
+#pragma once
+// The runner: one row's epochs, timing and evaluation around any strategy.
+#include <chrono>
+
+#include "data/image_set.hpp"
+#include "harness/dist_context.hpp"
+#include "harness/run_config.hpp"
+#include "reports/run_result.hpp"
+
+namespace ddpbench {
+
+/// Trains `config` for its epochs on `data` and evaluates it, as rank `dist.rank` of the
+/// run; every rank returns the row's result (accuracy over all ranks, rank 0's step times).
+/// Throws on failure: the caller turns that into a failed row. `row_start` is when the row
+/// began (before its data was loaded), for total_time_s.
+RunResult run_row(const RunConfig& config, const DistContext& dist, const DatasetSplits& data,
+                  std::chrono::steady_clock::time_point row_start);
+
+/// A row that did not run to the end: skipped or failed, with the reason.
+RunResult unfinished_result(const RunConfig& config, RunStatus status, std::string reason);
+
+/// Quantiles of `values` (linear interpolation, as numpy's default); NaN when empty.
+Quantiles quantiles(std::vector<double> values);
+
+}  // namespace ddpbench

@@ -1,0 +1,25 @@
+#pragma once
+// The models ddpbench trains, by name. Models are handed around as torch::nn::AnyModule:
+// forward(Tensor) -> Tensor, clonable onto other devices, and every norm layer a
+// SyncBatchNorm2d that DDP can synchronise.
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <torch/nn/modules/container/any.h>
+
+namespace ddpbench {
+
+struct ModelInfo {
+  std::string name;
+  std::string description;
+  std::function<torch::nn::AnyModule(int64_t num_classes)> make;
+};
+
+std::span<const ModelInfo> model_registry();
+
+/// Throws InputError listing the known models when `name` is not one of them.
+const ModelInfo& find_model(std::string_view name);
+
+}  // namespace ddpbench

@@ -1,0 +1,16 @@
+#pragma once
+// Files that are either wholly written or not there: write beside, fsync, rename.
+#include <filesystem>
+#include <string_view>
+
+namespace ddpbench {
+
+/// Writes `content` to `path` through a temporary file in the same folder and a rename,
+/// creating missing parent folders; throws std::runtime_error naming the path on failure.
+void write_file_atomically(const std::filesystem::path& path, std::string_view content);
+
+/// Throws InputError naming `what` when `path` could not be written later (its folder
+/// cannot be created or written, or it names a folder). Leaves nothing behind.
+void require_writable(const std::filesystem::path& path, std::string_view what);
+
+}  // namespace ddpbench

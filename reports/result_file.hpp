@@ -1,0 +1,16 @@
+#pragma once
+// Reading and writing result files (schema ddpbench/result/v1).
+#include <filesystem>
+
+#include "reports/run_result.hpp"
+
+namespace ddpbench {
+
+/// Pretty-printed JSON, written atomically.
+void write_result_file(const std::filesystem::path& path, const ResultDocument& document);
+
+/// Throws InputError naming the file and what is wrong (missing, not JSON, wrong schema,
+/// a field missing or of the wrong type).
+ResultDocument read_result_file(const std::filesystem::path& path);
+
+}  // namespace ddpbench

@@ -1,0 +1,209 @@
+#include "reports/run_result.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <stdexcept>
+
+namespace ddpbench {
+namespace {
+
+using nlohmann::json;
+
+json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+double read_number(const json& j, const char* key) {
+  const json& v = j.at(key);
+  if (v.is_null()) return kNotMeasured;
+  if (!v.is_number()) throw std::invalid_argument(std::string("'") + key + "' must be a number or null");
+  return v.get<double>();
+}
+
+json quantiles_json(const Quantiles& q) {
+  return {{"p50", number(q.p50)}, {"p90", number(q.p90)}, {"max", number(q.max)}};
+}
+
+Quantiles read_quantiles(const json& j) {
+  return {read_number(j, "p50"), read_number(j, "p90"), read_number(j, "max")};
+}
+
+json phases_json(const PhaseSeconds& p) {
+  return {{"data_s", number(p.data_s)},         {"forward_s", number(p.forward_s)},
+          {"backward_s", number(p.backward_s)}, {"comm_s", number(p.comm_s)},
+          {"optimizer_s", number(p.optimizer_s)}};
+}
+
+PhaseSeconds read_phases(const json& j) {
+  return {read_number(j, "data_s"), read_number(j, "forward_s"), read_number(j, "backward_s"),
+          read_number(j, "comm_s"), read_number(j, "optimizer_s")};
+}
+
+}  // namespace
+
+std::string_view status_name(RunStatus status) {
+  switch (status) {
+    case RunStatus::ok: return "ok";
+    case RunStatus::skipped: return "skipped";
+    case RunStatus::failed: return "failed";
+  }
+  return "?";
+}
+
+RunStatus parse_status(std::string_view name) {
+  if (name == "ok") return RunStatus::ok;
+  if (name == "skipped") return RunStatus::skipped;
+  if (name == "failed") return RunStatus::failed;
+  throw std::invalid_argument("unknown status '" + std::string(name) + "' (expected ok|skipped|failed)");
+}
+
+void to_json(json& j, const RunResult& r) {
+  json steps = json::array();
+  for (const auto& s : r.step_records) {
+    steps.push_back({{"epoch", s.epoch}, {"step", s.step}, {"images", s.images},
+                     {"time_s", number(s.time_s)}, {"loss", number(s.loss)},
+                     {"phases", phases_json(s.phases)}});
+  }
+  j = json{{"name", r.name},
+           {"strategy", r.strategy},
+           {"world_size", r.world_size},
+           {"device", r.device},
+           {"dataset", r.dataset},
+           {"dataset_origin", r.dataset_origin},
+           {"status", status_name(r.status)},
+           {"reason", r.reason},
+           {"train_time_s", number(r.train_time_s)},
+           {"total_time_s", number(r.total_time_s)},
+           {"images_per_s", number(r.images_per_s)},
+           {"steady_images_per_s", number(r.steady_images_per_s)},
+           {"step_time_s", quantiles_json(r.step_time_s)},
+           {"mean_phase_s", phases_json(r.mean_phase_s)},
+           {"test_accuracy", number(r.test_accuracy)},
+           {"eval_images", r.eval_images},
+           {"eval_cut", r.eval_cut},
+           {"final_loss", number(r.final_loss)},
+           {"epochs", r.epochs},
+           {"steps", r.steps},
+           {"steps_per_epoch", r.steps_per_epoch},
+           {"epoch_cut", r.epoch_cut},
+           {"warmup_steps", r.warmup_steps},
+           {"global_batch", r.global_batch},
+           {"images_trained", r.images_trained},
+           {"peak_memory_bytes", r.peak_memory_bytes},
+           {"peak_memory_source", r.peak_memory_source},
+           {"config", r.config},
+           {"strategy_details", r.strategy_details},
+           {"step_records", std::move(steps)}};
+}
+
+void from_json(const json& j, RunResult& r) {
+  r.name = j.at("name").get<std::string>();
+  r.strategy = j.at("strategy").get<std::string>();
+  r.world_size = j.at("world_size").get<int64_t>();
+  r.device = j.at("device").get<std::string>();
+  r.dataset = j.at("dataset").get<std::string>();
+  r.dataset_origin = j.value("dataset_origin", "");
+  r.status = parse_status(j.at("status").get<std::string>());
+  r.reason = j.value("reason", "");
+  r.train_time_s = read_number(j, "train_time_s");
+  r.total_time_s = read_number(j, "total_time_s");
+  r.images_per_s = read_number(j, "images_per_s");
+  r.steady_images_per_s = read_number(j, "steady_images_per_s");
+  r.step_time_s = read_quantiles(j.at("step_time_s"));
+  if (j.contains("mean_phase_s")) r.mean_phase_s = read_phases(j.at("mean_phase_s"));
+  r.test_accuracy = read_number(j, "test_accuracy");
+  r.eval_images = j.at("eval_images").get<int64_t>();
+  r.eval_cut = j.value("eval_cut", false);
+  r.final_loss = read_number(j, "final_loss");
+  r.epochs = j.value("epochs", int64_t{0});
+  r.steps = j.at("steps").get<int64_t>();
+  r.steps_per_epoch = j.value("steps_per_epoch", int64_t{0});
+  r.epoch_cut = j.value("epoch_cut", false);
+  r.warmup_steps = j.value("warmup_steps", int64_t{0});
+  r.global_batch = j.value("global_batch", int64_t{0});
+  r.images_trained = j.value("images_trained", int64_t{0});
+  r.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
+  r.peak_memory_source = j.value("peak_memory_source", "");
+  r.config = j.value("config", json::object());
+  r.strategy_details = j.value("strategy_details", json::object());
+  r.step_records.clear();
+  for (const auto& s : j.value("step_records", json::array())) {
+    StepRecord rec;
+    rec.epoch = s.at("epoch").get<int64_t>();
+    rec.step = s.at("step").get<int64_t>();
+    rec.images = s.at("images").get<int64_t>();
+    rec.time_s = read_number(s, "time_s");
+    rec.loss = read_number(s, "loss");
+    rec.phases = read_phases(s.at("phases"));
+    r.step_records.push_back(rec);
+  }
+}
+
+void to_json(json& j, const Environment& e) {
+  json gpus = json::array();
+  for (const auto& g : e.gpus) {
+    gpus.push_back({{"name", g.name}, {"memory_bytes", g.memory_bytes},
+                    {"compute_capability", g.compute_capability}});
+  }
+  j = json{{"host", e.host},
+           {"os", e.os},
+           {"cpu_model", e.cpu_model},
+           {"cpu_cores", e.cpu_cores},
+           {"gpus", std::move(gpus)},
+           {"driver_version", e.driver_version},
+           {"cuda_runtime_version", e.cuda_runtime_version},
+           {"cudnn_version", e.cudnn_version},
+           {"nccl_version", e.nccl_version},
+           {"libtorch_version", e.libtorch_version},
+           {"compiler", e.compiler},
+           {"build_type", e.build_type},
+           {"git_revision", e.git_revision}};
+}
+
+void from_json(const json& j, Environment& e) {
+  e.host = j.value("host", "");
+  e.os = j.value("os", "");
+  e.cpu_model = j.value("cpu_model", "");
+  e.cpu_cores = j.value("cpu_cores", int64_t{0});
+  e.gpus.clear();
+  for (const auto& g : j.value("gpus", json::array())) {
+    e.gpus.push_back({g.value("name", ""), g.value("memory_bytes", int64_t{0}),
+                      g.value("compute_capability", "")});
+  }
+  e.driver_version = j.value("driver_version", "");
+  e.cuda_runtime_version = j.value("cuda_runtime_version", "");
+  e.cudnn_version = j.value("cudnn_version", "");
+  e.nccl_version = j.value("nccl_version", "");
+  e.libtorch_version = j.value("libtorch_version", "");
+  e.compiler = j.value("compiler", "");
+  e.build_type = j.value("build_type", "");
+  e.git_revision = j.value("git_revision", "");
+}
+
+void to_json(json& j, const ResultDocument& d) {
+  j = json{{"schema", d.schema},         {"tool_version", d.tool_version},
+           {"created_utc", d.created_utc}, {"argv", d.argv},
+           {"environment", d.environment}, {"runs", d.runs}};
+}
+
+void from_json(const json& j, ResultDocument& d) {
+  d.schema = j.at("schema").get<std::string>();
+  if (d.schema != kResultSchema) {
+    throw std::invalid_argument("schema is '" + d.schema + "', expected '" + kResultSchema + "'");
+  }
+  d.tool_version = j.value("tool_version", "");
+  d.created_utc = j.value("created_utc", "");
+  d.argv = j.value("argv", std::vector<std::string>{});
+  d.environment = j.at("environment").get<Environment>();
+  d.runs = j.at("runs").get<std::vector<RunResult>>();
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace ddpbench

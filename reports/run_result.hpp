@@ -1,0 +1,126 @@
+#pragma once
+// The result schema: plain structs of numbers in SI units (seconds, bytes, images per
+// second, accuracy as a fraction). Nothing here formats; reporters do that when they print.
+// A number that was not measured is NaN (null in JSON).
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ddpbench {
+
+inline constexpr const char* kResultSchema = "ddpbench/result/v1";
+inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+
+enum class RunStatus { ok, skipped, failed };
+
+struct Quantiles {
+  double p50 = kNotMeasured;
+  double p90 = kNotMeasured;
+  double max = kNotMeasured;
+};
+
+/// Seconds one step spent in each phase, as measured on the step's device.
+struct PhaseSeconds {
+  double data_s = 0;       // waiting for the loader and copying the batch in
+  double forward_s = 0;    // forward pass and loss
+  double backward_s = 0;   // backward pass (overlapped communication included)
+  double comm_s = 0;       // gradient communication left after backward
+  double optimizer_s = 0;  // optimizer step
+};
+
+struct StepRecord {
+  int64_t epoch = 0;
+  int64_t step = 0;      // within the epoch
+  int64_t images = 0;    // images this process trained on in this step
+  double time_s = 0;     // wall time from the end of the previous step, device-synchronised
+  double loss = kNotMeasured;
+  PhaseSeconds phases;
+};
+
+struct RunResult {
+  std::string name;
+  std::string strategy;
+  int64_t world_size = 1;
+  std::string device;
+  std::string dataset;         // cifar10 | synthetic
+  std::string dataset_origin;  // the folder read, or the synthetic seed and sizes
+  RunStatus status = RunStatus::ok;
+  std::string reason;          // why a row was skipped or failed
+
+  double train_time_s = kNotMeasured;  // the training epochs as the tutorial timed them
+  double total_time_s = kNotMeasured;  // the whole row: data, model, training, evaluation
+  double images_per_s = kNotMeasured;  // images trained (all processes) / train_time_s
+  double steady_images_per_s = kNotMeasured;  // after warm-up, all processes
+  Quantiles step_time_s;                      // steps after warm-up
+  PhaseSeconds mean_phase_s;                  // per step after warm-up
+
+  double test_accuracy = kNotMeasured;  // fraction of eval_images classified right
+  int64_t eval_images = 0;
+  bool eval_cut = false;
+  double final_loss = kNotMeasured;
+
+  int64_t epochs = 0;
+  int64_t steps = 0;             // optimizer steps run (all epochs)
+  int64_t steps_per_epoch = 0;   // of a full epoch
+  bool epoch_cut = false;        // --max-steps cut an epoch short
+  int64_t warmup_steps = 0;
+  int64_t global_batch = 0;      // images per optimizer step, all processes
+  int64_t images_trained = 0;    // all processes
+
+  int64_t peak_memory_bytes = 0;
+  std::string peak_memory_source;  // cuda-allocator | host-rss
+
+  nlohmann::json config = nlohmann::json::object();  // the row's full RunConfig, by option name
+  nlohmann::json strategy_details = nlohmann::json::object();  // what only the strategy knows
+  std::vector<StepRecord> step_records;               // rank 0's steps
+};
+
+struct GpuInfo {
+  std::string name;
+  int64_t memory_bytes = 0;
+  std::string compute_capability;
+};
+
+struct Environment {
+  std::string host;
+  std::string os;
+  std::string cpu_model;
+  int64_t cpu_cores = 0;
+  std::vector<GpuInfo> gpus;
+  std::string driver_version;
+  std::string cuda_runtime_version;
+  std::string cudnn_version;
+  std::string nccl_version;
+  std::string libtorch_version;
+  std::string compiler;
+  std::string build_type;
+  std::string git_revision;
+};
+
+/// One result file: what ran, where, and its rows.
+struct ResultDocument {
+  std::string schema = kResultSchema;
+  std::string tool_version;
+  std::string created_utc;
+  std::vector<std::string> argv;
+  Environment environment;
+  std::vector<RunResult> runs;
+};
+
+std::string_view status_name(RunStatus status);
+RunStatus parse_status(std::string_view name);  // throws std::invalid_argument
+
+void to_json(nlohmann::json& j, const RunResult& r);
+void from_json(const nlohmann::json& j, RunResult& r);
+void to_json(nlohmann::json& j, const Environment& e);
+void from_json(const nlohmann::json& j, Environment& e);
+void to_json(nlohmann::json& j, const ResultDocument& d);
+void from_json(const nlohmann::json& j, ResultDocument& d);
+
+/// The current UTC time as ISO 8601, for created_utc.
+std::string utc_timestamp();
+
+}  // namespace ddpbench

@@ -1,0 +1,41 @@
+#include "strategies/single.hpp"
+
+#include <optional>
+
+namespace ddpbench {
+namespace {
+
+class SingleStrategy final : public Strategy {
+ public:
+  void prepare(TrainingSetup& setup) override { setup_.emplace(setup); }
+
+  at::Tensor train_step(const Batch& batch) override {
+    TrainingSetup& s = *setup_;
+    at::Tensor loss;
+    {
+      PhaseScope phase(s.timer, Phase::forward);
+      s.optimizer.zero_grad();
+      loss = classification_loss(s.model.forward<at::Tensor>(batch.images), batch.labels);
+    }
+    {
+      PhaseScope phase(s.timer, Phase::backward);
+      loss.backward();
+    }
+    {
+      PhaseScope phase(s.timer, Phase::optimizer);
+      s.optimizer.step();
+    }
+    return loss.detach();
+  }
+
+  torch::nn::AnyModule eval_model() override { return setup_->model; }
+
+ private:
+  std::optional<TrainingSetup> setup_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_single_strategy() { return std::make_unique<SingleStrategy>(); }
+
+}  // namespace ddpbench

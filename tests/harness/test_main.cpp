@@ -1,0 +1,136 @@
+// The binary end to end: exit codes, messages and files, for good and bad input.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+
+namespace ddpbench {
+namespace {
+
+using testing::ProcessResult;
+using testing::TempDir;
+
+ProcessResult ddpbench(std::vector<std::string> args) {
+  args.insert(args.begin(), testing::ddpbench_binary());
+  return testing::run_process(args);
+}
+
+// A fast row: tiny model, small synthetic data, two steps.
+std::vector<std::string> quick_run(std::vector<std::string> extra) {
+  std::vector<std::string> args = {"run", "--model", "tiny", "--num-classes", "10", "--dataset", "synthetic",
+                                   "--synthetic-train-images", "512", "--synthetic-test-images", "128",
+                                   "--batch-size", "64", "--max-steps", "2", "--warmup-steps", "1",
+                                   "--workers", "1", "--device", "cpu"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+void expect_bad_input(const ProcessResult& r, const std::string& message) {
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << "stderr: " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+}
+
+TEST(Main, RunWritesTheResultAndPrintsTheRow) {
+  TempDir dir;
+  const auto r = ddpbench(quick_run({"--out", (dir / "r.json").string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| row | strategy |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| single | single | 1 | cpu | synthetic | ok |"), std::string::npos) << r.out;
+  const auto doc = nlohmann::json::parse(testing::read_text(dir / "r.json"));
+  EXPECT_EQ(doc["schema"], "ddpbench/result/v1");
+  EXPECT_EQ(doc["argv"][1], "run");
+  for (const char* key : {"host", "cpu_model", "cpu_cores", "gpus", "driver_version", "cuda_runtime_version",
+                          "cudnn_version", "nccl_version", "libtorch_version", "git_revision"}) {
+    EXPECT_TRUE(doc["environment"].contains(key)) << key;
+  }
+  const auto& run = doc["runs"][0];
+  EXPECT_EQ(run["status"], "ok");
+  EXPECT_EQ(run["steps"], 2);
+  EXPECT_EQ(run["epoch_cut"], true);
+  EXPECT_EQ(run["dataset"], "synthetic");
+  EXPECT_EQ(run["eval_images"], 128);
+  EXPECT_GE(run["test_accuracy"].get<double>(), 0.0);
+  EXPECT_LE(run["test_accuracy"].get<double>(), 1.0);
+  EXPECT_GT(run["train_time_s"].get<double>(), 0.0);
+  EXPECT_GT(run["step_time_s"]["p50"].get<double>(), 0.0);
+  EXPECT_EQ(run["config"]["batch-size"], 64);
+  EXPECT_EQ(run["step_records"].size(), 2u);
+}
+
+TEST(Main, ListNamesStrategiesAndModels) {
+  const auto r = ddpbench({"list"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("single"), std::string::npos);
+  EXPECT_NE(r.out.find("resnet50"), std::string::npos);
+}
+
+TEST(Main, BadFlagsExitTwoWithOneLineAndNoFile) {
+  TempDir dir;
+  const std::string out = (dir / "r.json").string();
+  expect_bad_input(ddpbench(quick_run({"--strategy", "zero", "--out", out})), "unknown strategy 'zero'");
+  expect_bad_input(ddpbench(quick_run({"--model", "vgg", "--out", out})), "unknown model 'vgg'");
+  expect_bad_input(ddpbench(quick_run({"--batch-size", "0", "--out", out})), "--batch-size must be positive");
+  expect_bad_input(ddpbench(quick_run({"--max-steps", "-1", "--out", out})), "--max-steps");
+  expect_bad_input(ddpbench(quick_run({"--lr", "0", "--out", out})), "--lr must be a positive number");
+  expect_bad_input(ddpbench(quick_run({"--epochs", "two", "--out", out})), "--epochs: 'two' is not an integer");
+  expect_bad_input(ddpbench({"run", "--bogus"}), "--bogus");
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(Main, MissingOrTruncatedDataExitsTwo) {
+  TempDir dir;
+  const std::string out = (dir / "r.json").string();
+  expect_bad_input(ddpbench(quick_run({"--dataset", "cifar10", "--data-dir", (dir / "none").string(), "--out", out})),
+                   "no CIFAR-10 binary files under");
+  std::filesystem::create_directories(dir / "cifar-10-batches-bin");
+  for (const char* f : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                        "data_batch_5.bin", "test_batch.bin"}) {
+    testing::write_text(dir / "cifar-10-batches-bin" / f, std::string(3073 * 3, '\1'));
+  }
+  expect_bad_input(ddpbench(quick_run({"--dataset", "cifar10", "--data-dir", dir.path().string(), "--out", out})),
+                   "data_batch_1.bin' is truncated");
+  // auto finds the broken files too: it must not fall back to synthetic data silently.
+  expect_bad_input(ddpbench(quick_run({"--dataset", "auto", "--data-dir", dir.path().string(), "--out", out})),
+                   "is truncated");
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+TEST(Main, UnwritableOutputsAndMissingInitFileExitTwo) {
+  TempDir dir;
+  testing::write_text(dir / "file", "x");
+  expect_bad_input(ddpbench(quick_run({"--out", (dir / "file/r.json").string()})), "--out: cannot write");
+  expect_bad_input(ddpbench(quick_run({"--save-checkpoint", (dir / "file/w.pt").string()})),
+                   "--save-checkpoint: cannot write");
+  expect_bad_input(ddpbench(quick_run({"--init-from", (dir / "absent.pt").string()})), "--init-from: no file");
+}
+
+TEST(Main, CudaDeviceWithoutGpuExitsTwo) {
+  TempDir dir;
+  const auto r = ddpbench(quick_run({"--device", "cuda", "--out", (dir / "r.json").string()}));
+  if (r.exit_code == 0) GTEST_SKIP() << "this machine has a GPU";
+  expect_bad_input(r, "--device cuda: no CUDA device is available");
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.json"));
+  expect_bad_input(ddpbench(quick_run({"--device", "tpu"})), "--device tpu: expected auto|cpu|cuda[:N]");
+}
+
+TEST(Main, CheckpointRoundTripsThroughTheCli) {
+  TempDir dir;
+  const auto saved = ddpbench(quick_run({"--save-checkpoint", (dir / "w.pt").string()}));
+  ASSERT_EQ(saved.exit_code, 0) << saved.err;
+  ASSERT_TRUE(std::filesystem::exists(dir / "w.pt"));
+  const auto loaded = ddpbench(quick_run({"--init-from", (dir / "w.pt").string()}));
+  EXPECT_EQ(loaded.exit_code, 0) << loaded.err;
+  expect_bad_input(ddpbench(quick_run({"--init-from", (dir / "w.pt").string(), "--num-classes", "7"})),
+                   "does not match the model");
+}
+
+TEST(Main, HelpExitsZero) {
+  const auto r = ddpbench({"run", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--max-steps"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddpbench

@@ -1,0 +1,47 @@
+#include <gtest/gtest.h>
+
+#include "reports/markdown_report.hpp"
+
+namespace ddpbench {
+namespace {
+
+std::size_t count_lines(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(MarkdownReport, OneRowPerRunWithUnitsFormatted) {
+  RunResult r;
+  r.name = "single";
+  r.strategy = "single";
+  r.device = "cuda:0";
+  r.dataset = "cifar10";
+  r.train_time_s = 13.08;
+  r.images_per_s = 3823.4;
+  r.step_time_s = {0.0641, 0.07, 0.2};
+  r.test_accuracy = 0.27;
+  r.final_loss = 1.25;
+  r.peak_memory_bytes = 3LL << 30;
+  const std::string md = markdown_runs_table({r});
+  EXPECT_EQ(count_lines(md), 3u) << md;
+  EXPECT_NE(md.find("| single | single | 1 | cuda:0 | cifar10 | ok | 13.08 s | 3,823 | - | 64.1 ms | 70.0 ms | 27.0 % | 1.250 | 3.00 GiB |"),
+            std::string::npos)
+      << md;
+}
+
+TEST(MarkdownReport, NotesCutAndFailedRowsAndEscapesPipes) {
+  RunResult cut;
+  cut.name = "a|b";
+  cut.epoch_cut = true;
+  cut.steps = 20;
+  cut.steps_per_epoch = 196;
+  cut.epochs = 1;
+  RunResult failed;
+  failed.name = "ddp";
+  failed.status = RunStatus::failed;
+  failed.reason = "rank 1 died\nsignal 9";
+  const std::string md = markdown_runs_table({cut, failed});
+  EXPECT_NE(md.find("| a\\|b |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- a\\|b: epoch cut to 20 of 196 steps"), std::string::npos) << md;
+  EXPECT_NE(md.find("- ddp: failed: rank 1 died signal 9"), std::string::npos) << md;
+}
+
+}  // namespace
+}  // namespace ddpbench

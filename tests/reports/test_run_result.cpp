@@ -1,0 +1,97 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "reports/run_result.hpp"
+
+namespace ddpbench {
+namespace {
+
+using nlohmann::json;
+
+RunResult sample_run() {
+  RunResult r;
+  r.name = "single";
+  r.strategy = "single";
+  r.device = "cuda:0";
+  r.dataset = "synthetic";
+  r.train_time_s = 13.08;
+  r.total_time_s = 69.03;
+  r.images_per_s = 3823.0;
+  r.steady_images_per_s = 4000.5;
+  r.step_time_s = {0.064, 0.07, 0.2};
+  r.mean_phase_s = {0.001, 0.02, 0.04, 0.0, 0.003};
+  r.test_accuracy = 0.27;
+  r.eval_images = 10000;
+  r.final_loss = 1.5;
+  r.steps = 196;
+  r.steps_per_epoch = 196;
+  r.global_batch = 256;
+  r.images_trained = 50000;
+  r.peak_memory_bytes = 1LL << 33;
+  r.config = json{{"batch-size", 256}};
+  r.step_records.push_back({0, 0, 256, 0.5, 2.3, {0.1, 0.2, 0.15, 0, 0.05}});
+  return r;
+}
+
+TEST(RunResult, JsonCarriesTheDocumentedFields) {
+  const json j = sample_run();
+  for (const char* key : {"name", "strategy", "world_size", "device", "dataset", "status", "reason", "train_time_s",
+                          "total_time_s", "images_per_s", "steady_images_per_s", "step_time_s", "test_accuracy",
+                          "final_loss", "steps", "peak_memory_bytes", "config", "step_records"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_EQ(j["step_time_s"]["p50"], 0.064);
+  EXPECT_EQ(j["step_time_s"]["p90"], 0.07);
+  EXPECT_EQ(j["step_time_s"]["max"], 0.2);
+}
+
+TEST(RunResult, RoundTripsAndKeepsNotMeasuredAsNull) {
+  RunResult r = sample_run();
+  r.test_accuracy = kNotMeasured;
+  r.status = RunStatus::failed;
+  r.reason = "rank 1 exited with status 3";
+  const json j = r;
+  EXPECT_TRUE(j["test_accuracy"].is_null());
+  const auto back = json::parse(j.dump()).get<RunResult>();
+  EXPECT_TRUE(std::isnan(back.test_accuracy));
+  EXPECT_EQ(back.status, RunStatus::failed);
+  EXPECT_EQ(back.reason, r.reason);
+  EXPECT_DOUBLE_EQ(back.train_time_s, 13.08);
+  EXPECT_EQ(back.peak_memory_bytes, 1LL << 33);
+  ASSERT_EQ(back.step_records.size(), 1u);
+  EXPECT_DOUBLE_EQ(back.step_records[0].phases.backward_s, 0.15);
+  EXPECT_EQ(json(back), j);
+}
+
+TEST(ResultDocument, SchemaIsCheckedOnRead) {
+  ResultDocument doc;
+  doc.argv = {"ddpbench", "run"};
+  doc.environment.gpus.push_back({"NVIDIA H200", 141LL << 30, "9.0"});
+  doc.runs.push_back(sample_run());
+  json j = doc;
+  EXPECT_EQ(j["schema"], "ddpbench/result/v1");
+  const auto back = j.get<ResultDocument>();
+  EXPECT_EQ(back.environment.gpus.at(0).name, "NVIDIA H200");
+  EXPECT_EQ(back.runs.size(), 1u);
+  j["schema"] = "ddpbench/result/v0";
+  EXPECT_THROW(j.get<ResultDocument>(), std::invalid_argument);
+  j = doc;
+  j["runs"][0].erase("train_time_s");
+  EXPECT_THROW(j.get<ResultDocument>(), json::exception);
+  j = doc;
+  j["runs"][0]["status"] = "great";
+  EXPECT_THROW(j.get<ResultDocument>(), std::invalid_argument);
+}
+
+TEST(RunResult, TimestampIsIsoUtc) {
+  const std::string t = utc_timestamp();
+  ASSERT_EQ(t.size(), 20u);
+  EXPECT_EQ(t[4], '-');
+  EXPECT_EQ(t[10], 'T');
+  EXPECT_EQ(t.back(), 'Z');
+}
+
+}  // namespace
+}  // namespace ddpbench
