@@ -14,9 +14,10 @@ void add_run_options(CLI::App& cmd, RunConfig& config) {
   for (const auto& opt : run_options()) {
     const std::string flag = "--" + opt.key;
     if (opt.is_switch) {
-      cmd.add_flag_function(flag, [&config, &opt](std::int64_t count) {
+      // CLI11 counts a `!`-negated flag as -1.
+      cmd.add_flag_function(flag + ",!--no-" + opt.key, [&config, &opt](std::int64_t count) {
         opt.set(config, count > 0 ? "true" : "false");
-      }, opt.help);
+      }, opt.help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     } else {
       cmd.add_option_function<std::string>(flag, [&config, &opt](const std::string& value) {
         opt.set(config, value);

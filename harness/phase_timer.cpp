@@ -13,7 +13,7 @@
 namespace ddpbench {
 namespace {
 
-constexpr std::size_t kPhases = 5;
+constexpr std::size_t kPhases = 6;
 
 double& slot(PhaseSeconds& s, Phase phase) {
   switch (phase) {
@@ -22,6 +22,7 @@ double& slot(PhaseSeconds& s, Phase phase) {
     case Phase::backward: return s.backward_s;
     case Phase::comm: return s.comm_s;
     case Phase::optimizer: return s.optimizer_s;
+    case Phase::allreduce: return s.allreduce_s;
   }
   return s.data_s;
 }
@@ -34,6 +35,7 @@ class SteadyClockTimer final : public PhaseTimer {
     slot(totals_, phase) += d.count();
   }
   PhaseSeconds collect() override { return std::exchange(totals_, PhaseSeconds{}); }
+  void add(Phase phase, double seconds) override { slot(totals_, phase) += seconds; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -63,8 +65,10 @@ class CudaEventTimer final : public PhaseTimer {
     pool_[index].stop.record();
   }
 
+  void add(Phase phase, double seconds) override { slot(added_, phase) += seconds; }
+
   PhaseSeconds collect() override {
-    PhaseSeconds totals;
+    PhaseSeconds totals = std::exchange(added_, PhaseSeconds{});
     for (std::size_t i = 0; i < used_; ++i) {
       Interval& interval = pool_[i];
       interval.stop.synchronize();
@@ -84,7 +88,8 @@ class CudaEventTimer final : public PhaseTimer {
   c10::Device device_;
   std::vector<Interval> pool_;
   std::size_t used_ = 0;
-  std::array<std::size_t, kPhases> open_ = {kNone, kNone, kNone, kNone, kNone};
+  std::array<std::size_t, kPhases> open_ = {kNone, kNone, kNone, kNone, kNone, kNone};
+  PhaseSeconds added_;
 };
 #endif
 
@@ -97,6 +102,7 @@ std::string_view phase_name(Phase phase) {
     case Phase::backward: return "backward";
     case Phase::comm: return "comm";
     case Phase::optimizer: return "optimizer";
+    case Phase::allreduce: return "allreduce";
   }
   return "?";
 }

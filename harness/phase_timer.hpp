@@ -12,7 +12,9 @@
 
 namespace ddpbench {
 
-enum class Phase { data, forward, backward, comm, optimizer };
+// allreduce is not a slice of the step but the summed duration of its gradient
+// allreduces, which overlap backward; strategies report it through add().
+enum class Phase { data, forward, backward, comm, optimizer, allreduce };
 std::string_view phase_name(Phase phase);
 
 class PhaseTimer {
@@ -22,6 +24,8 @@ class PhaseTimer {
   virtual void end(Phase phase) = 0;
   /// Seconds per phase since the last collect(); waits for the work it timed.
   virtual PhaseSeconds collect() = 0;
+  /// Adds a duration measured elsewhere (NaN: not measured) to this step's `phase`.
+  virtual void add(Phase phase, double seconds) = 0;
   /// The payload of the NVTX ranges that follow.
   void set_step(int64_t step) { step_ = step; }
   [[nodiscard]] int64_t step() const { return step_; }

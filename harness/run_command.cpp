@@ -1,12 +1,22 @@
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <thread>
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
 
 #include "data/dataset.hpp"
+#include "harness/build_info.hpp"
 #include "harness/commands.hpp"
+#include "harness/communicator.hpp"
 #include "harness/device.hpp"
 #include "harness/environment.hpp"
-#include "harness/build_info.hpp"
+#include "harness/launcher.hpp"
+#include "harness/rank_environment.hpp"
 #include "harness/runner.hpp"
 #include "models/registry.hpp"
 #include "reports/atomic_file.hpp"
@@ -17,37 +27,26 @@
 namespace ddpbench {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // Everything a user can get wrong is checked before any work starts, so bad input costs
 // nothing and leaves no file behind.
-void check_inputs(const RunConfig& config) {
-  find_strategy(config.strategy);
+void check_inputs(const RunConfig& config, const StrategyInfo& strategy) {
   find_model(config.model);
   if (!config.out.empty()) require_writable(config.out, "--out");
   if (!config.save_checkpoint.empty()) require_writable(config.save_checkpoint, "--save-checkpoint");
   if (!config.init_from.empty() && !std::filesystem::is_regular_file(config.init_from)) {
     throw InputError("--init-from: no file '" + config.init_from + "'");
   }
+  if (!strategy.distributed && config.nproc != 1) {
+    throw InputError("--nproc " + std::to_string(config.nproc) + ": strategy '" + strategy.name +
+                     "' runs in one process (--strategy ddp runs one per device)");
+  }
 }
 
-}  // namespace
-
-int run_command(const RunCommand& command, const std::vector<std::string>& argv) {
-  const auto row_start = std::chrono::steady_clock::now();
-  const RunConfig& config = command.config;
-  check_inputs(config);
-  DistContext dist;
-  dist.device = resolve_device(config.device);
-  const DatasetSplits data = load_dataset(config);
-
-  RunResult result;
-  try {
-    result = run_row(config, dist, data, row_start);
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    result = unfinished_result(config, RunStatus::failed, e.what());
-  }
-
+// The JSON goes to --out and, unless this process is a rank under our own launcher (which
+// reports for all ranks), the Markdown row to stdout.
+int report(const RunConfig& config, const std::vector<std::string>& argv, const RunResult& result, bool print) {
   ResultDocument document;
   document.tool_version = build_info().version;
   document.created_utc = utc_timestamp();
@@ -55,8 +54,138 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   document.environment = capture_environment();
   document.runs = {result};
   if (!config.out.empty()) write_result_file(config.out, document);
-  std::cout << markdown_runs_table(document.runs) << std::flush;
+  if (print) std::cout << markdown_runs_table(document.runs) << std::flush;
   return result.status == RunStatus::failed ? 1 : 0;
+}
+
+// Bad input propagates (exit 2); anything else thrown inside the row becomes a failed row.
+RunResult run_guarded(const RunConfig& config, const DistContext& dist, Clock::time_point row_start) {
+  const DatasetSplits data = load_dataset(config);
+  try {
+    return run_row(config, dist, data, row_start);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    RunResult failed = unfinished_result(config, RunStatus::failed, e.what());
+    failed.world_size = dist.world_size;
+    return failed;
+  }
+}
+
+// A rank's device: cuda:LOCAL_RANK when ranks share a machine's GPUs.
+c10::Device rank_device(const std::string& spec, const RankEnvironment& env) {
+  if (spec == "cpu" || (spec == "auto" && !torch::cuda::is_available())) return c10::Device(c10::kCPU);
+  if (spec == "auto" || spec == "cuda") return resolve_device("cuda:" + std::to_string(env.local_rank));
+  return resolve_device(spec);
+}
+
+int run_rank(RunConfig config, const RankEnvironment& env, const std::vector<std::string>& argv,
+             Clock::time_point row_start) {
+  const char* launched = std::getenv("DDPBENCH_LAUNCHED");
+  DistContext dist;
+  dist.rank = env.rank;
+  dist.world_size = env.world_size;
+  dist.local_rank = env.local_rank;
+  dist.local_world_size = env.local_world_size;
+  dist.device = rank_device(config.device, env);
+  // CPU ranks on one machine share its cores.
+  if (dist.device.is_cpu() && config.threads == 0) {
+    config.threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / env.local_world_size);
+  }
+  RunResult result;
+  try {
+    dist.comm = std::make_shared<Communicator>(
+        CommunicatorOptions{env, config.backend, dist.device, std::chrono::seconds(config.timeout_s)});
+    result = run_guarded(config, dist, row_start);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    result = unfinished_result(config, RunStatus::failed, e.what());
+    result.world_size = env.world_size;
+  }
+  if (env.rank != 0) return result.status == RunStatus::failed ? 1 : 0;
+  return report(config, argv, result, launched == nullptr || std::string(launched) != "1");
+}
+
+std::string tail_text(const std::vector<std::string>& lines, std::size_t count) {
+  std::string text;
+  for (std::size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i) {
+    text += (text.empty() ? "" : "\n") + lines[i];
+  }
+  return text;
+}
+
+int launch(const RunConfig& config, const std::vector<std::string>& argv) {
+  const bool cuda_ranks = config.device.starts_with("cuda") || (config.device == "auto" && torch::cuda::is_available());
+  if (cuda_ranks) {
+    const auto visible = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+    if (visible < config.nproc) {
+      RunResult skipped = unfinished_result(config, RunStatus::skipped,
+                                            "needs " + std::to_string(config.nproc) + " CUDA devices, " +
+                                                std::to_string(visible) + " visible (--device cpu runs Gloo ranks)");
+      skipped.world_size = config.nproc;
+      return report(config, argv, skipped, true);
+    }
+  }
+
+  std::string scratch_template = (std::filesystem::temp_directory_path() / "ddpbench-ranks-XXXXXX").string();
+  if (::mkdtemp(scratch_template.data()) == nullptr) throw std::runtime_error("cannot create a temporary folder");
+  const std::filesystem::path scratch = scratch_template;
+  const std::filesystem::path rank0_result = scratch / "result.json";
+
+  LaunchOptions options;
+  options.program = std::filesystem::read_symlink("/proc/self/exe").string();
+  options.args.assign(argv.begin() + 1, argv.end());
+  options.args.insert(options.args.end(), {"--out", rank0_result.string()});
+  options.nproc = config.nproc;
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
+  if (const char* port = std::getenv("MASTER_PORT"); port != nullptr) options.master_port = std::atoll(port);
+
+  RunResult result;
+  LaunchOutcome outcome;
+  try {
+    outcome = launch_ranks(options);
+  } catch (const std::exception& e) {
+    outcome.failure.reset();
+    result = unfinished_result(config, RunStatus::failed, std::string("cannot start the ranks: ") + e.what());
+  }
+  if (outcome.failure) {
+    result = unfinished_result(config, RunStatus::failed,
+                               outcome.failure->describe() + "; its stderr ended:\n" + tail_text(outcome.failure->stderr_tail, 10));
+  } else if (outcome.interrupted) {
+    result = unfinished_result(config, RunStatus::failed, "interrupted: the launcher was signalled and stopped every rank");
+  } else if (result.reason.empty()) {
+    try {
+      result = read_result_file(rank0_result).runs.at(0);
+    } catch (const std::exception& e) {
+      result = unfinished_result(config, RunStatus::failed, std::string("rank 0 left no result: ") + e.what());
+    }
+  }
+  if (result.status != RunStatus::ok) result.world_size = config.nproc;
+  std::error_code ec;
+  std::filesystem::remove_all(scratch, ec);
+  return report(config, argv, result, true);
+}
+
+}  // namespace
+
+int run_command(const RunCommand& command, const std::vector<std::string>& argv) {
+  const auto row_start = Clock::now();
+  const RunConfig& config = command.config;
+  const StrategyInfo& strategy = find_strategy(config.strategy);
+  check_inputs(config, strategy);
+
+  if (strategy.distributed) {
+    if (auto env = rank_environment_from_process()) return run_rank(config, *env, argv, row_start);
+    if (config.nproc > 1) return launch(config, argv);
+    RankEnvironment self;  // one rank, in this process: a world of one over a local store
+    self.source = "self";
+    self.master_port = free_port(self.master_addr);
+    return run_rank(config, self, argv, row_start);
+  }
+  DistContext dist;
+  dist.device = resolve_device(config.device);
+  return report(config, argv, run_guarded(config, dist, row_start), true);
 }
 
 int list_command() {

@@ -42,6 +42,16 @@ void validate(const RunConfig& c) {
   require_positive(c.log_interval_steps, "--log-interval-steps");
   require(c.data_dir.empty() == false || c.dataset == DatasetKind::synthetic,
           "--data-dir must not be empty");
+  require_positive(c.nproc, "--nproc");
+  require(std::isfinite(c.bucket_mb) && c.bucket_mb > 0,
+          "--bucket-mb must be a positive number (got " + std::to_string(c.bucket_mb) + ")");
+  require_positive(c.timeout_s, "--timeout-s");
+  require(c.inject_fault_rank.has_value() == c.inject_fault_step.has_value(),
+          "--inject-fault-rank and --inject-fault-step go together");
+  if (c.inject_fault_rank) {
+    require_non_negative(*c.inject_fault_rank, "--inject-fault-rank");
+    require_non_negative(*c.inject_fault_step, "--inject-fault-step");
+  }
 }
 
 }  // namespace ddpbench

@@ -14,6 +14,7 @@ namespace ddpbench {
 enum class DatasetKind { cifar10, synthetic, auto_detect };
 enum class LoaderKind { host, device };
 enum class TestTransform { train, plain };
+enum class CommBackend { auto_select, gloo, nccl };
 
 inline constexpr EnumName<DatasetKind> kDatasetKindNames[] = {
     {DatasetKind::cifar10, "cifar10"},
@@ -28,6 +29,12 @@ inline constexpr EnumName<LoaderKind> kLoaderKindNames[] = {
 inline constexpr EnumName<TestTransform> kTestTransformNames[] = {
     {TestTransform::train, "train"},
     {TestTransform::plain, "plain"},
+};
+
+inline constexpr EnumName<CommBackend> kCommBackendNames[] = {
+    {CommBackend::auto_select, "auto"},
+    {CommBackend::gloo, "gloo"},
+    {CommBackend::nccl, "nccl"},
 };
 
 struct RunConfig {
@@ -57,6 +64,16 @@ struct RunConfig {
   int64_t threads = 0;          // intra-op CPU threads; 0 leaves LibTorch's choice
   uint64_t seed = 0;
   int64_t log_interval_steps = 20;
+
+  // Distributed strategies (ddp): one process per device.
+  int64_t nproc = 1;            // processes this command starts, unless a launcher started it
+  CommBackend backend = CommBackend::auto_select;  // auto: NCCL on CUDA devices, Gloo on CPUs
+  double bucket_mb = 25;        // gradient bucket cap in MiB, as DDP's bucket_cap_mb
+  bool overlap = true;          // allreduce buckets during backward (off: after it)
+  bool sync_bn = true;          // SyncBatchNorm, as the tutorial converted the model
+  int64_t timeout_s = 300;      // a collective or the rendezvous waiting longer fails the row
+  std::optional<int64_t> inject_fault_rank;  // test only: this rank kills itself...
+  std::optional<int64_t> inject_fault_step;  // ...at this step
 
   std::string out;              // result JSON; empty writes none
   std::string save_checkpoint;  // trained weights as named tensors (torch.load reads them)

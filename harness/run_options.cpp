@@ -91,6 +91,13 @@ RunOption enum_option(std::string key, Enum RunConfig::*member, const EnumName<E
   return opt;
 }
 
+// A CLI flag pair, `--key` and `--no-key`; true or false in JSON.
+RunOption switch_option(std::string key, bool RunConfig::*member, std::string help) {
+  RunOption opt = option(std::move(key), member, "", std::move(help));
+  opt.is_switch = true;
+  return opt;
+}
+
 std::vector<RunOption> make_run_options() {
   std::vector<RunOption> o;
   o.push_back(option("name", &RunConfig::name, "NAME", "row name in reports (default: the strategy)"));
@@ -125,6 +132,20 @@ std::vector<RunOption> make_run_options() {
   o.push_back(option("threads", &RunConfig::threads, "N", "intra-op CPU threads (0: LibTorch's default)"));
   o.push_back(option("seed", &RunConfig::seed, "N", "seed for data order, augmentation, synthetic data and init"));
   o.push_back(option("log-interval-steps", &RunConfig::log_interval_steps, "N", "steps between progress lines"));
+  o.push_back(option("nproc", &RunConfig::nproc, "N",
+                     "processes to start for a distributed strategy (one per device); ignored under a launcher"));
+  o.push_back(enum_option("backend", &RunConfig::backend, kCommBackendNames,
+                          "c10d backend: auto is NCCL on CUDA devices, Gloo on CPUs"));
+  o.push_back(option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"));
+  o.push_back(switch_option("overlap", &RunConfig::overlap,
+                            "allreduce each gradient bucket as soon as backward fills it (--no-overlap: after backward)"));
+  o.push_back(switch_option("sync-bn", &RunConfig::sync_bn,
+                            "SyncBatchNorm across ranks, as the tutorial converted the model (--no-sync-bn: local)"));
+  o.push_back(option("timeout-s", &RunConfig::timeout_s, "N",
+                     "seconds a collective or the rendezvous may wait before the row fails"));
+  o.push_back(option("inject-fault-rank", &RunConfig::inject_fault_rank, "N",
+                     "test only: this rank kills itself (SIGKILL) at --inject-fault-step"));
+  o.push_back(option("inject-fault-step", &RunConfig::inject_fault_step, "N", "test only: see --inject-fault-rank"));
   o.push_back(option("out", &RunConfig::out, "FILE.json", "write the result JSON here"));
   o.push_back(option("save-checkpoint", &RunConfig::save_checkpoint, "PATH",
                      "save trained weights as named tensors (Python: torch.load)"));

@@ -1,7 +1,10 @@
 #include "harness/runner.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
@@ -10,6 +13,7 @@
 
 #include "data/batch_loader.hpp"
 #include "data/sampler.hpp"
+#include "harness/communicator.hpp"
 #include "harness/device.hpp"
 #include "harness/nvtx.hpp"
 #include "harness/phase_timer.hpp"
@@ -71,10 +75,41 @@ EvalCounts evaluate(const RunConfig& config, const DistContext& dist, const Imag
     seen += b.size();
     ++batches;
   }
-  auto counts = at::stack({correct.cpu(), at::scalar_tensor(seen, at::kLong)});
+  // Each rank counted its own shard; the sums are the whole test set's.
+  auto counts = at::stack({correct, at::scalar_tensor(seen, correct.options())});
+  if (dist.comm) dist.comm->sum(counts);
+  counts = counts.cpu();
   EvalCounts result{counts[0].item<int64_t>(), counts[1].item<int64_t>(), batches < full_batches};
   model.ptr()->train();
   return result;
+}
+
+// Every rank's epoch time and steady step times, so the report can name the slowest rank;
+// the row's train time is the slowest rank's, as the epoch ends when the last rank does.
+void gather_rank_timings(RunResult& result, const RunConfig& config, const DistContext& dist) {
+  const auto warmup = std::min<std::size_t>(static_cast<std::size_t>(config.warmup_steps), result.step_records.size());
+  std::vector<double> row{result.train_time_s};
+  for (std::size_t i = warmup; i < result.step_records.size(); ++i) row.push_back(result.step_records[i].time_s);
+  const auto local = at::tensor(row, at::TensorOptions().dtype(at::kDouble)).to(dist.device);
+  const auto all = all_gather_rows(*dist.comm, local).cpu();
+  result.ranks.clear();
+  double slowest = -1, fastest = std::numeric_limits<double>::infinity();
+  for (int64_t r = 0; r < dist.world_size; ++r) {
+    const auto values = all[r];
+    std::vector<double> steps(values.data_ptr<double>() + 1, values.data_ptr<double>() + values.numel());
+    RankTiming timing{r, values[0].item<double>(), quantiles(steps)};
+    result.train_time_s = std::max(result.train_time_s, timing.train_time_s);
+    if (std::isfinite(timing.step_time_s.p50)) {
+      if (timing.step_time_s.p50 > slowest) {
+        slowest = timing.step_time_s.p50;
+        result.slowest_rank = r;
+      }
+      fastest = std::min(fastest, timing.step_time_s.p50);
+    }
+    result.ranks.push_back(timing);
+  }
+  if (slowest >= 0) result.rank_spread_s = slowest - fastest;
+  result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
 }
 
 }  // namespace
@@ -146,6 +181,12 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
         random_augmentation(config.seed, epoch, AugmentationStream::train, data.train.size(), config.crop_padding)});
     auto step_start = epoch_start;
     for (int64_t step = 0;; ++step, ++global_step) {
+      if (config.inject_fault_rank == dist.rank && config.inject_fault_step == global_step) {
+        std::fprintf(stderr, "ddpbench: rank %lld: --inject-fault-step %lld: killing this rank\n",
+                     static_cast<long long>(dist.rank), static_cast<long long>(global_step));
+        std::fflush(stderr);
+        std::raise(SIGKILL);
+      }
       nvtx::ScopedRange step_range("step", global_step);
       timer->set_step(global_step);
       std::optional<Batch> batch;
@@ -210,6 +251,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     phase_sum.backward_s += r.phases.backward_s;
     phase_sum.comm_s += r.phases.comm_s;
     phase_sum.optimizer_s += r.phases.optimizer_s;
+    phase_sum.allreduce_s += r.phases.allreduce_s;
   }
   if (!steady_times.empty()) {
     double steady_time = 0;
@@ -217,9 +259,10 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     const auto n = static_cast<double>(steady_times.size());
     result.steady_images_per_s = static_cast<double>(steady_images * dist.world_size) / steady_time;
     result.step_time_s = quantiles(steady_times);
-    result.mean_phase_s = {phase_sum.data_s / n, phase_sum.forward_s / n, phase_sum.backward_s / n,
-                           phase_sum.comm_s / n, phase_sum.optimizer_s / n};
+    result.mean_phase_s = {phase_sum.data_s / n,   phase_sum.forward_s / n,   phase_sum.backward_s / n,
+                           phase_sum.comm_s / n,   phase_sum.optimizer_s / n, phase_sum.allreduce_s / n};
   }
+  if (dist.comm) gather_rank_timings(result, config, dist);
   result.final_loss = last_loss;
   result.eval_images = eval.seen;
   result.eval_cut = eval.cut;

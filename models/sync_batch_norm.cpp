@@ -12,15 +12,6 @@ using torch::autograd::variable_list;
 
 at::Tensor per_channel(const at::Tensor& v) { return v.view({1, -1, 1, 1}); }
 
-// One collective gathers every process's (mean, invstd or var, count) per channel: each
-// process fills its own row of a zero matrix and the rows are summed across processes.
-at::Tensor gather_rows(CrossProcessSum& group, const at::Tensor& row) {
-  auto all = at::zeros({group.world_size(), row.numel()}, row.options());
-  all.select(0, group.rank()).copy_(row);
-  group.sum(all);
-  return all;
-}
-
 // Explicit forward and backward, as torch.nn.modules._functions.SyncBatchNorm: on CUDA
 // with ATen's fused SyncBN kernels; elsewhere (they have no CPU kernels) with the same
 // arithmetic from composite ops, combining per-process statistics as Welford/Chan do.
@@ -34,7 +25,7 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
     if (input.is_cuda()) {
       auto [local_mean, local_invstd] = at::batch_norm_stats(input, eps);
       auto row = at::cat({local_mean, local_invstd, at::full({1}, local_count, local_mean.options())});
-      auto all = gather_rows(*group, row);
+      auto all = all_gather_rows(*group, row);
       auto means = all.narrow(1, 0, channels).contiguous();
       auto invstds = all.narrow(1, channels, channels).contiguous();
       counts = all.select(1, 2 * channels).contiguous();
@@ -45,7 +36,7 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
       const auto x = input.to(at::kFloat);
       auto [local_var, local_mean] = at::var_mean(x, {0, 2, 3}, /*correction=*/0);
       auto row = at::cat({local_mean, local_var, at::full({1}, local_count, local_mean.options())});
-      auto all = gather_rows(*group, row);
+      auto all = all_gather_rows(*group, row);
       auto means = all.narrow(1, 0, channels);
       auto vars = all.narrow(1, channels, channels);
       counts = all.select(1, 2 * channels);
@@ -112,6 +103,13 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
 };
 
 }  // namespace
+
+at::Tensor all_gather_rows(CrossProcessSum& group, const at::Tensor& row) {
+  auto all = at::zeros({group.world_size(), row.numel()}, row.options());
+  all.select(0, group.rank()).copy_(row.reshape({-1}));
+  group.sum(all);
+  return all;
+}
 
 SyncBatchNorm2dImpl::SyncBatchNorm2dImpl(int64_t features_, double eps_, double momentum_)
     : features(features_), eps(eps_), momentum(momentum_) {

@@ -21,6 +21,10 @@ class CrossProcessSum {
   [[nodiscard]] virtual int64_t world_size() const = 0;
 };
 
+/// Every process's `row` (same length everywhere) stacked by rank, [world_size, numel], on
+/// every process: each fills its own row of zeros and the rows are summed.
+at::Tensor all_gather_rows(CrossProcessSum& group, const at::Tensor& row);
+
 class SyncBatchNorm2dImpl : public torch::nn::Cloneable<SyncBatchNorm2dImpl> {
  public:
   explicit SyncBatchNorm2dImpl(int64_t features, double eps = 1e-5, double momentum = 0.1);

@@ -30,12 +30,21 @@ Quantiles read_quantiles(const json& j) {
 json phases_json(const PhaseSeconds& p) {
   return {{"data_s", number(p.data_s)},         {"forward_s", number(p.forward_s)},
           {"backward_s", number(p.backward_s)}, {"comm_s", number(p.comm_s)},
-          {"optimizer_s", number(p.optimizer_s)}};
+          {"optimizer_s", number(p.optimizer_s)}, {"allreduce_s", number(p.allreduce_s)}};
 }
 
 PhaseSeconds read_phases(const json& j) {
   return {read_number(j, "data_s"), read_number(j, "forward_s"), read_number(j, "backward_s"),
-          read_number(j, "comm_s"), read_number(j, "optimizer_s")};
+          read_number(j, "comm_s"), read_number(j, "optimizer_s"),
+          j.contains("allreduce_s") ? read_number(j, "allreduce_s") : 0.0};
+}
+
+json ranks_json(const std::vector<RankTiming>& ranks) {
+  json out = json::array();
+  for (const auto& r : ranks) {
+    out.push_back({{"rank", r.rank}, {"train_time_s", number(r.train_time_s)}, {"step_time_s", quantiles_json(r.step_time_s)}});
+  }
+  return out;
 }
 
 }  // namespace
@@ -90,6 +99,9 @@ void to_json(json& j, const RunResult& r) {
            {"images_trained", r.images_trained},
            {"peak_memory_bytes", r.peak_memory_bytes},
            {"peak_memory_source", r.peak_memory_source},
+           {"ranks", ranks_json(r.ranks)},
+           {"slowest_rank", r.slowest_rank},
+           {"rank_spread_s", number(r.rank_spread_s)},
            {"config", r.config},
            {"strategy_details", r.strategy_details},
            {"step_records", std::move(steps)}};
@@ -123,6 +135,13 @@ void from_json(const json& j, RunResult& r) {
   r.images_trained = j.value("images_trained", int64_t{0});
   r.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
   r.peak_memory_source = j.value("peak_memory_source", "");
+  r.ranks.clear();
+  for (const auto& rank : j.value("ranks", json::array())) {
+    r.ranks.push_back({rank.at("rank").get<int64_t>(), read_number(rank, "train_time_s"),
+                       read_quantiles(rank.at("step_time_s"))});
+  }
+  r.slowest_rank = j.value("slowest_rank", int64_t{0});
+  r.rank_spread_s = j.contains("rank_spread_s") ? read_number(j, "rank_spread_s") : kNotMeasured;
   r.config = j.value("config", json::object());
   r.strategy_details = j.value("strategy_details", json::object());
   r.step_records.clear();

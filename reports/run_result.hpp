@@ -29,6 +29,7 @@ struct PhaseSeconds {
   double backward_s = 0;   // backward pass (overlapped communication included)
   double comm_s = 0;       // gradient communication left after backward
   double optimizer_s = 0;  // optimizer step
+  double allreduce_s = 0;  // summed gradient allreduce durations; they overlap backward
 };
 
 struct StepRecord {
@@ -38,6 +39,13 @@ struct StepRecord {
   double time_s = 0;     // wall time from the end of the previous step, device-synchronised
   double loss = kNotMeasured;
   PhaseSeconds phases;
+};
+
+/// One rank's view of a distributed row.
+struct RankTiming {
+  int64_t rank = 0;
+  double train_time_s = kNotMeasured;
+  Quantiles step_time_s;  // steps after warm-up
 };
 
 struct RunResult {
@@ -72,6 +80,10 @@ struct RunResult {
 
   int64_t peak_memory_bytes = 0;
   std::string peak_memory_source;  // cuda-allocator | host-rss
+
+  std::vector<RankTiming> ranks;  // one per rank of a distributed row
+  int64_t slowest_rank = 0;       // by steady step time
+  double rank_spread_s = kNotMeasured;  // slowest minus fastest rank's p50 step time
 
   nlohmann::json config = nlohmann::json::object();  // the row's full RunConfig, by option name
   nlohmann::json strategy_details = nlohmann::json::object();  // what only the strategy knows

@@ -3,6 +3,7 @@
 #include <torch/nn/functional/loss.h>
 
 #include "harness/input_error.hpp"
+#include "strategies/ddp.hpp"
 #include "strategies/single.hpp"
 #include "strategies/strategy.hpp"
 
@@ -11,6 +12,8 @@ namespace ddpbench {
 std::span<const StrategyInfo> strategy_registry() {
   static const std::vector<StrategyInfo> strategies = {
       {"single", "one process, one device: the tutorial's baseline", false, make_single_strategy},
+      {"ddp", "DistributedDataParallel: one process per device, bucketed allreduce overlapped with backward",
+       true, make_ddp_strategy},
   };
   return strategies;
 }

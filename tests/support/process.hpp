@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -22,28 +23,61 @@ struct ProcessResult {
   std::string err;
 };
 
-inline ProcessResult run_process(const std::vector<std::string>& args) {
-  TempDir dir;
-  const std::string out_path = (dir / "out").string();
-  const std::string err_path = (dir / "err").string();
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  ProcessResult result;
-  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+/// A started process; wait() collects it. `extra_env` entries (NAME=VALUE) are added to,
+/// or replace, this process's environment.
+class SpawnedProcess {
+ public:
+  SpawnedProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {}) {
+    std::vector<std::string> env = extra_env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string entry(*e);
+      bool replaced = false;
+      for (const auto& x : extra_env) replaced = replaced || entry.substr(0, entry.find('=') + 1) == x.substr(0, x.find('=') + 1);
+      if (!replaced) env.push_back(entry);
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, (dir_ / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, (dir_ / "err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> argv, envp;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&actions);
   }
-  posix_spawn_file_actions_destroy(&actions);
-  result.out = read_text(out_path);
-  result.err = read_text(err_path);
-  return result;
+  SpawnedProcess(const SpawnedProcess&) = delete;
+  SpawnedProcess& operator=(const SpawnedProcess&) = delete;
+  ~SpawnedProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+
+  ProcessResult wait() {
+    ProcessResult result;
+    if (pid_ > 0) {
+      int status = 0;
+      waitpid(pid_, &status, 0);
+      pid_ = -1;
+      result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    result.out = read_text(dir_ / "out");
+    result.err = read_text(dir_ / "err");
+    return result;
+  }
+
+ private:
+  TempDir dir_;
+  pid_t pid_ = -1;
+};
+
+inline ProcessResult run_process(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {}) {
+  return SpawnedProcess(args, extra_env).wait();
 }
 
 /// The ddpbench binary under test: $DDPBENCH_BINARY, which ctest sets.

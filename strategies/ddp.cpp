@@ -1,0 +1,99 @@
+#include "strategies/ddp.hpp"
+
+#include <map>
+#include <optional>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/utils/tensor_flatten.h>
+
+#include "harness/communicator.hpp"
+#include "models/checkpoint.hpp"
+#include "models/sync_batch_norm.hpp"
+#include "strategies/gradient_reducer.hpp"
+
+namespace ddpbench {
+namespace {
+
+std::vector<at::Tensor> buffers_of(torch::nn::Module& module) { return module.buffers(/*recurse=*/true); }
+
+class DdpStrategy final : public Strategy {
+ public:
+  void prepare(TrainingSetup& setup) override {
+    setup_.emplace(setup);
+    comm_ = setup.dist.comm;
+    TORCH_CHECK(comm_ != nullptr, "ddp: no communicator (the run command creates one for every rank)");
+    torch::nn::Module& module = *setup.model.ptr();
+    if (setup.config.sync_bn) sync_bn_layers_ = convert_sync_batch_norm(module, comm_);
+    std::vector<at::Tensor> state;
+    for (const auto& [name, tensor] : state_dict(module)) state.push_back(tensor);
+    broadcast_from_rank0(*comm_, state);
+    ReducerOptions options;
+    options.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(setup.config.bucket_mb * (1 << 20)));
+    options.overlap = setup.config.overlap;
+    reducer_ = std::make_unique<GradientReducer>(module.parameters(), comm_, options);
+  }
+
+  at::Tensor train_step(const Batch& batch) override {
+    TrainingSetup& s = *setup_;
+    at::Tensor loss;
+    {
+      PhaseScope phase(s.timer, Phase::forward);
+      broadcast_from_rank0(*comm_, buffers_of(*s.model.ptr()));
+      s.optimizer.zero_grad();
+      loss = classification_loss(s.model.forward<at::Tensor>(batch.images), batch.labels);
+    }
+    {
+      PhaseScope phase(s.timer, Phase::backward);
+      reducer_->prepare_for_backward(s.timer.step());
+      loss.backward();
+    }
+    {
+      PhaseScope phase(s.timer, Phase::comm);
+      reducer_->finish();
+    }
+    s.timer.add(Phase::allreduce, reducer_->last_allreduce_s());
+    {
+      PhaseScope phase(s.timer, Phase::optimizer);
+      s.optimizer.step();
+    }
+    return loss.detach();
+  }
+
+  torch::nn::AnyModule eval_model() override { return setup_->model; }
+
+  [[nodiscard]] nlohmann::json details() const override {
+    return {{"implementation", "ddpbench GradientReducer over c10d"},
+            {"backend", comm_->backend_name()},
+            {"overlap", setup_->config.overlap},
+            {"sync_bn_layers", sync_bn_layers_},
+            {"broadcast_buffers", true},
+            {"buckets", reducer_->bucket_count()},
+            {"bucket_bytes", reducer_->bucket_sizes_bytes()},
+            {"gradient_bytes_per_step", reducer_->gradient_bytes()}};
+  }
+
+ private:
+  std::optional<TrainingSetup> setup_;
+  std::shared_ptr<Communicator> comm_;
+  std::unique_ptr<GradientReducer> reducer_;
+  int64_t sync_bn_layers_ = 0;
+};
+
+}  // namespace
+
+void broadcast_from_rank0(Communicator& comm, const std::vector<at::Tensor>& tensors) {
+  if (comm.world_size() == 1 || tensors.empty()) return;
+  at::NoGradGuard no_grad;
+  std::map<at::ScalarType, std::vector<at::Tensor>> by_dtype;
+  for (const auto& t : tensors) by_dtype[t.scalar_type()].push_back(t);
+  for (auto& [dtype, group] : by_dtype) {
+    at::Tensor flat = torch::utils::flatten_dense_tensors(group);
+    comm.broadcast(flat, 0);
+    const auto parts = torch::utils::unflatten_dense_tensors(flat, group);
+    for (std::size_t i = 0; i < group.size(); ++i) group[i].copy_(parts[i]);
+  }
+}
+
+std::unique_ptr<Strategy> make_ddp_strategy() { return std::make_unique<DdpStrategy>(); }
+
+}  // namespace ddpbench

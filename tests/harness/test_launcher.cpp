@@ -1,0 +1,192 @@
+// The launcher and distributed rows end to end, through the ddpbench binary: ranks started
+// by `--nproc`, ranks started by someone else's launcher, and a rank that dies.
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+
+#include <chrono>
+#include <thread>
+#include <nlohmann/json.hpp>
+
+#include "support/process.hpp"
+
+namespace ddpbench {
+namespace {
+
+using testing::ProcessResult;
+using testing::TempDir;
+
+std::vector<std::string> ddp_args(std::vector<std::string> extra) {
+  std::vector<std::string> args = {testing::ddpbench_binary(), "run", "--strategy", "ddp", "--model", "tiny",
+                                   "--num-classes", "10", "--dataset", "synthetic", "--synthetic-train-images",
+                                   "1000", "--synthetic-test-images", "301", "--batch-size", "50", "--workers", "1",
+                                   "--warmup-steps", "2", "--device", "cpu", "--timeout-s", "60"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+nlohmann::json first_run(const std::filesystem::path& file) {
+  return nlohmann::json::parse(testing::read_text(file))["runs"][0];
+}
+
+// Processes whose command line holds `marker`.
+int processes_with(const std::string& marker) {
+  int count = 0;
+  DIR* proc = ::opendir("/proc");
+  while (dirent* entry = ::readdir(proc)) {
+    const std::string cmdline = testing::read_text(std::string("/proc/") + entry->d_name + "/cmdline");
+    std::string flat = cmdline;
+    std::replace(flat.begin(), flat.end(), '\0', ' ');
+    if (flat.find(marker) != std::string::npos) ++count;
+  }
+  ::closedir(proc);
+  return count;
+}
+
+void expect_consistent_ddp_row(const nlohmann::json& run, int64_t world) {
+  EXPECT_EQ(run["status"], "ok") << run.dump();
+  EXPECT_EQ(run["world_size"], world);
+  EXPECT_EQ(run["eval_images"], 301);  // every test image once, whatever the world size
+  EXPECT_EQ(run["ranks"].size(), static_cast<std::size_t>(world));
+  EXPECT_EQ(run["global_batch"], 50 * world);
+  EXPECT_EQ(run["strategy_details"]["backend"], "gloo");
+  const int64_t per_rank = (1000 + world - 1) / world;
+  EXPECT_EQ(run["steps"], (per_rank + 49) / 50);
+}
+
+TEST(Launcher, NprocStartsTheRanksAndReportsOneRow) {
+  for (int64_t world : {2, 3}) {
+    TempDir dir;
+    const auto r = testing::run_process(ddp_args({"--nproc", std::to_string(world), "--out", (dir / "r.json").string()}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("| ddp | ddp | " + std::to_string(world) + " | cpu | synthetic | ok |"), std::string::npos) << r.out;
+    EXPECT_NE(r.err.find("[rank 0]"), std::string::npos) << r.err;
+    expect_consistent_ddp_row(first_run(dir / "r.json"), world);
+  }
+}
+
+TEST(Launcher, ARankThatDiesFailsTheRunWithinSecondsAndLeavesNoProcess) {
+  TempDir dir;
+  const std::string marker = "fault-" + std::to_string(::getpid());
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = testing::run_process(ddp_args({"--nproc", "3", "--name", marker, "--inject-fault-rank", "1",
+                                                "--inject-fault-step", "3", "--out", (dir / "r.json").string()}));
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_LT(elapsed, std::chrono::seconds(30));
+  const auto run = first_run(dir / "r.json");
+  EXPECT_EQ(run["status"], "failed");
+  EXPECT_EQ(run["world_size"], 3);
+  const std::string reason = run["reason"];
+  EXPECT_NE(reason.find("rank 1 was killed by signal 9"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("--inject-fault-step 3: killing this rank"), std::string::npos) << reason;
+  EXPECT_NE(r.out.find("| failed |"), std::string::npos);
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+// Waits until `count` processes carry `marker` (the launcher and its ranks are up).
+bool wait_for_processes(const std::string& marker, int count) {
+  for (int i = 0; i < 300 && processes_with(marker) < count; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return processes_with(marker) >= count;
+}
+
+TEST(Launcher, InterruptStopsEveryRank) {
+  TempDir dir;
+  const std::string marker = "interrupt-" + std::to_string(::getpid());
+  testing::SpawnedProcess launcher(ddp_args({"--nproc", "2", "--epochs", "1000", "--name", marker, "--out",
+                                             (dir / "r.json").string()}));
+  ASSERT_TRUE(wait_for_processes(marker, 3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::kill(launcher.pid(), SIGINT);
+  const auto r = launcher.wait();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto run = first_run(dir / "r.json");
+  EXPECT_EQ(run["status"], "failed");
+  EXPECT_NE(run["reason"].get<std::string>().find("interrupted"), std::string::npos) << run["reason"];
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+TEST(Launcher, RanksDieWithAKilledLauncher) {
+  const std::string marker = "orphan-" + std::to_string(::getpid());
+  testing::SpawnedProcess launcher(ddp_args({"--nproc", "2", "--epochs", "1000", "--name", marker}));
+  ASSERT_TRUE(wait_for_processes(marker, 3));
+  ::kill(launcher.pid(), SIGKILL);
+  launcher.wait();
+  for (int i = 0; i < 100 && processes_with(marker) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+TEST(Launcher, RunsAsOneRankUnderAnExternalLauncher) {
+  TempDir dir;
+  const std::string port = std::to_string(29000 + ::getpid() % 3000);
+  const std::vector<std::string> common = {"WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port,
+                                           "LOCAL_WORLD_SIZE=2"};
+  auto env_for = [&](int rank) {
+    auto env = common;
+    env.push_back("RANK=" + std::to_string(rank));
+    env.push_back("LOCAL_RANK=" + std::to_string(rank));
+    return env;
+  };
+  // --nproc is the launcher's business here: each process is one rank and starts nothing.
+  testing::SpawnedProcess rank0(ddp_args({"--nproc", "4", "--out", (dir / "r.json").string()}), env_for(0));
+  testing::SpawnedProcess rank1(ddp_args({"--nproc", "4", "--out", (dir / "rank1.json").string()}), env_for(1));
+  const auto r0 = rank0.wait();
+  const auto r1 = rank1.wait();
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_NE(r0.out.find("| ddp | ddp | 2 |"), std::string::npos) << r0.out;
+  EXPECT_EQ(r1.out, "") << "only rank 0 reports";
+  EXPECT_FALSE(std::filesystem::exists(dir / "rank1.json")) << "only rank 0 writes files";
+  expect_consistent_ddp_row(first_run(dir / "r.json"), 2);
+}
+
+// torchrun itself, where the Python that provides LibTorch has it: its agent serves the
+// store, the ranks connect to it.
+TEST(Launcher, RunsUnderTorchrun) {
+  const std::string python = DDPBENCH_TEST_PYTHON;
+  if (python.empty() || testing::run_process({python, "-c", "import torch.distributed.run"}).exit_code != 0) {
+    GTEST_SKIP() << "no Python with torch.distributed.run";
+  }
+  TempDir dir;
+  std::vector<std::string> args = {python, "-m", "torch.distributed.run", "--no-python", "--nproc-per-node", "2",
+                                   "--master-port", std::to_string(29000 + (::getpid() + 1500) % 3000)};
+  const auto rank_args = ddp_args({"--out", (dir / "r.json").string()});
+  args.insert(args.end(), rank_args.begin(), rank_args.end());
+  const auto r = testing::run_process(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_consistent_ddp_row(first_run(dir / "r.json"), 2);
+}
+
+TEST(Launcher, OneProcessIsAWorldOfOne) {
+  TempDir dir;
+  const auto r = testing::run_process(ddp_args({"--out", (dir / "r.json").string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_consistent_ddp_row(first_run(dir / "r.json"), 1);
+}
+
+TEST(Launcher, DistributedInputErrorsExitTwo) {
+  const auto single = testing::run_process({testing::ddpbench_binary(), "run", "--nproc", "2", "--model", "tiny"});
+  EXPECT_EQ(single.exit_code, 2);
+  EXPECT_NE(single.err.find("--nproc 2: strategy 'single' runs in one process"), std::string::npos) << single.err;
+  const auto nccl = testing::run_process(ddp_args({"--backend", "nccl"}));
+  EXPECT_EQ(nccl.exit_code, 2);
+  EXPECT_NE(nccl.err.find("--backend nccl needs CUDA devices"), std::string::npos) << nccl.err;
+  const auto bad_env = testing::run_process(ddp_args({}), {"RANK=3", "WORLD_SIZE=2"});
+  EXPECT_EQ(bad_env.exit_code, 2);
+  EXPECT_NE(bad_env.err.find("RANK=3 is outside WORLD_SIZE=2"), std::string::npos) << bad_env.err;
+}
+
+TEST(Launcher, CudaRanksBeyondTheVisibleGpusAreSkipped) {
+  TempDir dir;
+  const auto r = testing::run_process(
+      ddp_args({"--nproc", "64", "--device", "cuda", "--out", (dir / "r.json").string()}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto run = first_run(dir / "r.json");
+  EXPECT_EQ(run["status"], "skipped");
+  EXPECT_NE(run["reason"].get<std::string>().find("needs 64 CUDA devices"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddpbench
