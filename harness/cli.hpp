@@ -16,8 +16,18 @@ struct RunCommand {
   RunConfig config;
 };
 struct ListCommand {};
+struct CompareCommand {
+  std::string baseline;
+  std::string current;
+  double threshold = 0.10;
+  std::vector<std::string> metrics = {"train_time_s", "steady_images_per_s"};
+  bool allow_env_mismatch = false;
+  std::string normalize_by;  // empty: absolute values
+  double alpha = 0.05;
+  std::string out;           // also write the Markdown table here
+};
 
-using Command = std::variant<HelpRequest, RunCommand, ListCommand>;
+using Command = std::variant<HelpRequest, RunCommand, ListCommand, CompareCommand>;
 
 /// Parses argv (argv[0] included). Throws InputError on any bad flag or value; the
 /// returned RunConfig has passed validate().

@@ -1,6 +1,6 @@
 #pragma once
-// The subcommands' bodies. Each returns the process exit code: 0 ok, 1 a failed row,
-// and throws InputError for bad input (exit 2).
+// The subcommands' bodies. Each returns the process exit code: 0 ok, 1 a failed row or a
+// regression, and throws InputError for bad input (exit 2). compare_command needs no LibTorch.
 #include <string>
 #include <vector>
 
@@ -10,5 +10,7 @@ namespace ddpbench {
 
 int run_command(const RunCommand& command, const std::vector<std::string>& argv);
 int list_command();
+/// 0 no regression, 1 a regression; InputError (2) for unreadable or incomparable files.
+int compare_command(const CompareCommand& command);
 
 }  // namespace ddpbench

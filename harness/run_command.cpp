@@ -107,14 +107,6 @@ int run_rank(RunConfig config, const RankEnvironment& env, const std::vector<std
   return report(config, argv, result, launched == nullptr || std::string(launched) != "1");
 }
 
-std::string tail_text(const std::vector<std::string>& lines, std::size_t count) {
-  std::string text;
-  for (std::size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i) {
-    text += (text.empty() ? "" : "\n") + lines[i];
-  }
-  return text;
-}
-
 int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   const bool cuda_ranks = config.device.starts_with("cuda") || (config.device == "auto" && torch::cuda::is_available());
   if (cuda_ranks) {
@@ -134,7 +126,7 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   const std::filesystem::path rank0_result = scratch / "result.json";
 
   LaunchOptions options;
-  options.program = std::filesystem::read_symlink("/proc/self/exe").string();
+  options.program = current_executable();
   options.args.assign(argv.begin() + 1, argv.end());
   options.args.insert(options.args.end(), {"--out", rank0_result.string()});
   options.nproc = config.nproc;
@@ -151,7 +143,7 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   }
   if (outcome.failure) {
     result = unfinished_result(config, RunStatus::failed,
-                               outcome.failure->describe() + "; its stderr ended:\n" + tail_text(outcome.failure->stderr_tail, 10));
+                               outcome.failure->describe() + "; its stderr ended:\n" + outcome.failure->tail(10));
   } else if (outcome.interrupted) {
     result = unfinished_result(config, RunStatus::failed, "interrupted: the launcher was signalled and stopped every rank");
   } else if (result.reason.empty()) {

@@ -1,7 +1,10 @@
 #include "reports/markdown_report.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 
+#include "reports/reporter.hpp"
 #include "reports/units.hpp"
 
 namespace ddpbench {
@@ -55,5 +58,136 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
   if (!notes.str().empty()) md << "\n" << notes.str();
   return md.str();
 }
+
+}  // namespace ddpbench
+
+namespace ddpbench {
+namespace {
+
+const char* mode_description(const std::string& mode) {
+  if (mode == "faithful") {
+    return "the tutorial's quirks kept: its 1000-class head, batch 256 per process, the host loader, and its "
+           "timing (wall time around the epoch, loader start-up included)";
+  }
+  if (mode == "controlled") {
+    return "every row does the same work: one global batch split over its processes, a 10-class head, the "
+           "device-resident loader, and steady-state throughput after warm-up";
+  }
+  return "rows as given";
+}
+
+std::vector<std::string> modes_of(const std::vector<RowSummary>& rows) {
+  std::vector<std::string> modes;
+  for (const auto& r : rows) {
+    if (std::find(modes.begin(), modes.end(), r.mode) == modes.end()) modes.push_back(r.mode);
+  }
+  return modes;
+}
+
+std::string seconds_with_spread(const RowSummary& r) {
+  std::string text = format_seconds(r.train_time_s);
+  if (r.repetitions > 1) {
+    text += " (" + format_fixed(r.train_time_min_s, 2) + "–" + format_fixed(r.train_time_max_s, 2) + ")";
+  }
+  return text;
+}
+
+std::string ratio(double value) { return std::isfinite(value) ? format_fixed(value, 2) + "x" : "-"; }
+
+std::string environment_line(const Environment& e) {
+  std::string hw;
+  if (e.gpus.empty()) {
+    hw = "no GPU; CPU " + e.cpu_model + " (" + std::to_string(e.cpu_cores) + " cores)";
+  } else {
+    hw = std::to_string(e.gpus.size()) + " x " + e.gpus.front().name;
+    if (!e.driver_version.empty()) hw += ", driver " + e.driver_version;
+  }
+  std::string line = hw + "; CUDA " + (e.cuda_runtime_version.empty() ? "-" : e.cuda_runtime_version) + ", cuDNN " +
+                     (e.cudnn_version.empty() ? "-" : e.cudnn_version) + ", NCCL " +
+                     (e.nccl_version.empty() ? "-" : e.nccl_version) + ", LibTorch " + e.libtorch_version +
+                     "; host " + e.host + "; ddpbench " + e.git_revision;
+  return line;
+}
+
+class MarkdownReporter final : public Reporter {
+  [[nodiscard]] std::string do_render(const ResultDocument& doc, const std::vector<RowSummary>& rows) const override {
+    if (!doc.sweep) return markdown_runs_table(doc.runs);
+    std::ostringstream md;
+    md << "# ddpbench: " << doc.sweep->preset << "\n\n";
+    if (!doc.sweep->note.empty()) md << "**" << cell(doc.sweep->note) << "**\n\n";
+    md << environment_line(doc.environment) << "\n";
+    if (!rows.empty() && !rows.front().dataset.empty()) md << "\nData: " << rows.front().dataset << ".\n";
+
+    const auto modes = modes_of(rows);
+    for (const auto& mode : modes) {
+      md << "\n## " << (mode.empty() ? "rows" : mode + " mode") << "\n\n" << mode_description(mode) << ".\n\n"
+         << "| row | GPUs | tutorial | this run | speed-up | scaling efficiency | images/s | steady images/s"
+            " | test accuracy | peak memory | status |\n"
+         << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+      for (const auto& r : rows) {
+        if (r.mode != mode) continue;
+        md << "| " << cell(r.name) << " | " << r.devices << " | " << format_seconds(r.tutorial_seconds) << " | "
+           << seconds_with_spread(r) << " | " << ratio(r.speedup) << " | " << format_percent(r.scaling_efficiency)
+           << " | " << format_rate(r.images_per_s) << " | " << format_rate(r.steady_images_per_s) << " | "
+           << format_percent(r.test_accuracy) << " | " << format_bytes(r.peak_memory_bytes) << " | "
+           << status_name(r.status) << (r.unstable ? " (unstable)" : "") << " |\n";
+      }
+    }
+
+    const bool both = std::find(modes.begin(), modes.end(), "faithful") != modes.end() &&
+                      std::find(modes.begin(), modes.end(), "controlled") != modes.end();
+    if (both) {
+      md << "\n## side by side\n\n"
+         << "| row | tutorial | faithful | controlled | faithful images/s | controlled steady images/s |\n"
+         << "| --- | ---: | ---: | ---: | ---: | ---: |\n";
+      for (const auto& f : rows) {
+        if (f.mode != "faithful") continue;
+        const auto c = std::find_if(rows.begin(), rows.end(), [&](const RowSummary& x) {
+          return x.name == f.name && x.mode == "controlled";
+        });
+        const bool has_c = c != rows.end();
+        md << "| " << cell(f.name) << " | " << format_seconds(f.tutorial_seconds) << " | " << format_seconds(f.train_time_s)
+           << " | " << (has_c ? format_seconds(c->train_time_s) : "-") << " | " << format_rate(f.images_per_s) << " | "
+           << (has_c ? format_rate(c->steady_images_per_s) : "-") << " |\n";
+      }
+    }
+
+    std::ostringstream differences;
+    for (const auto& r : rows) {
+      if (r.differences.empty()) continue;
+      differences << "- " << cell(r.name) << " (" << r.mode << "): ";
+      for (std::size_t i = 0; i < r.differences.size(); ++i) differences << (i ? "; " : "") << cell(r.differences[i]);
+      differences << "\n";
+    }
+    if (!differences.str().empty()) {
+      md << "\n## how each row differs from the baseline row (" << cell(doc.sweep->baseline_row) << ")\n\n"
+         << differences.str();
+    }
+
+    std::ostringstream notes;
+    for (const auto& r : rows) {
+      if (r.status != RunStatus::ok) {
+        notes << "- " << cell(r.name) << " (" << r.mode << "): " << status_name(r.status) << ": " << cell(r.reason) << "\n";
+      } else if (r.unstable) {
+        notes << "- " << cell(r.name) << " (" << r.mode << "): unstable: " << r.repetitions << " repetitions from "
+              << format_seconds(r.train_time_min_s) << " to " << format_seconds(r.train_time_max_s)
+              << ", wider than " << format_percent(kUnstableRelativeSpread) << " of the median\n";
+      }
+    }
+    for (const auto& run : doc.runs) {
+      if (run.status == RunStatus::ok && run.epoch_cut && run.repetition == 0) {
+        notes << "- " << cell(run.name) << " (" << run.mode << "): epoch cut to " << run.steps << " of "
+              << run.steps_per_epoch * run.epochs << " steps\n";
+      }
+    }
+    if (!notes.str().empty()) md << "\n## notes\n\n" << notes.str();
+    return md.str();
+  }
+  [[nodiscard]] std::string do_file_name() const override { return "results.md"; }
+};
+
+}  // namespace
+
+std::unique_ptr<Reporter> make_markdown_reporter() { return std::make_unique<MarkdownReporter>(); }
 
 }  // namespace ddpbench

@@ -73,6 +73,8 @@ void to_json(json& j, const RunResult& r) {
                      {"phases", phases_json(s.phases)}});
   }
   j = json{{"name", r.name},
+           {"mode", r.mode},
+           {"repetition", r.repetition},
            {"strategy", r.strategy},
            {"world_size", r.world_size},
            {"device", r.device},
@@ -109,6 +111,8 @@ void to_json(json& j, const RunResult& r) {
 
 void from_json(const json& j, RunResult& r) {
   r.name = j.at("name").get<std::string>();
+  r.mode = j.value("mode", "");
+  r.repetition = j.value("repetition", int64_t{0});
   r.strategy = j.at("strategy").get<std::string>();
   r.world_size = j.at("world_size").get<int64_t>();
   r.device = j.at("device").get<std::string>();
@@ -198,10 +202,33 @@ void from_json(const json& j, Environment& e) {
   e.git_revision = j.value("git_revision", "");
 }
 
+void to_json(json& j, const SweepInfo& s) {
+  json rows = json::array();
+  for (const auto& r : s.rows) {
+    rows.push_back({{"name", r.name}, {"mode", r.mode}, {"tutorial_seconds", number(r.tutorial_seconds)},
+                    {"devices", r.devices}});
+  }
+  j = json{{"preset", s.preset}, {"note", s.note}, {"baseline_row", s.baseline_row}, {"repeat", s.repeat},
+           {"rows", std::move(rows)}};
+}
+
+void from_json(const json& j, SweepInfo& s) {
+  s.preset = j.value("preset", "");
+  s.note = j.value("note", "");
+  s.baseline_row = j.value("baseline_row", "");
+  s.repeat = j.value("repeat", int64_t{1});
+  s.rows.clear();
+  for (const auto& r : j.value("rows", json::array())) {
+    s.rows.push_back({r.at("name").get<std::string>(), r.value("mode", ""), read_number(r, "tutorial_seconds"),
+                      r.value("devices", int64_t{1})});
+  }
+}
+
 void to_json(json& j, const ResultDocument& d) {
   j = json{{"schema", d.schema},         {"tool_version", d.tool_version},
            {"created_utc", d.created_utc}, {"argv", d.argv},
            {"environment", d.environment}, {"runs", d.runs}};
+  if (d.sweep) j["sweep"] = *d.sweep;
 }
 
 void from_json(const json& j, ResultDocument& d) {
@@ -214,6 +241,8 @@ void from_json(const json& j, ResultDocument& d) {
   d.argv = j.value("argv", std::vector<std::string>{});
   d.environment = j.at("environment").get<Environment>();
   d.runs = j.at("runs").get<std::vector<RunResult>>();
+  d.sweep.reset();
+  if (j.contains("sweep")) d.sweep = j.at("sweep").get<SweepInfo>();
 }
 
 std::string utc_timestamp() {

@@ -4,6 +4,7 @@
 // A number that was not measured is NaN (null in JSON).
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,8 @@ struct RankTiming {
 
 struct RunResult {
   std::string name;
+  std::string mode;        // sweep rows: faithful | controlled; empty for a lone run
+  int64_t repetition = 0;  // sweep rows run --repeat times: 0, 1, ...
   std::string strategy;
   int64_t world_size = 1;
   std::string device;
@@ -112,6 +115,23 @@ struct Environment {
   std::string git_revision;
 };
 
+/// A sweep row as planned: what the tutorial published for it and what it needs.
+struct SweepRowInfo {
+  std::string name;
+  std::string mode;
+  double tutorial_seconds = kNotMeasured;  // the tutorial's table, where it has the row
+  int64_t devices = 1;                     // GPUs the row needs
+};
+
+/// What a sweep ran: the preset or file, the platform's note, and the rows in order.
+struct SweepInfo {
+  std::string preset;      // tutorial | cpu | a sweep file's path
+  std::string note;        // said at the top of the report (e.g. "no GPU: the CPU preset")
+  std::string baseline_row;
+  int64_t repeat = 1;
+  std::vector<SweepRowInfo> rows;
+};
+
 /// One result file: what ran, where, and its rows.
 struct ResultDocument {
   std::string schema = kResultSchema;
@@ -120,6 +140,7 @@ struct ResultDocument {
   std::vector<std::string> argv;
   Environment environment;
   std::vector<RunResult> runs;
+  std::optional<SweepInfo> sweep;  // set by `ddpbench sweep`
 };
 
 std::string_view status_name(RunStatus status);
@@ -129,6 +150,8 @@ void to_json(nlohmann::json& j, const RunResult& r);
 void from_json(const nlohmann::json& j, RunResult& r);
 void to_json(nlohmann::json& j, const Environment& e);
 void from_json(const nlohmann::json& j, Environment& e);
+void to_json(nlohmann::json& j, const SweepInfo& s);
+void from_json(const nlohmann::json& j, SweepInfo& s);
 void to_json(nlohmann::json& j, const ResultDocument& d);
 void from_json(const nlohmann::json& j, ResultDocument& d);
 

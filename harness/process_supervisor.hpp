@@ -1,0 +1,57 @@
+#pragma once
+// Starting and supervising child processes (the ranks of a run, the rows of a sweep):
+// each child's stderr is relayed line by line under a label and its tail kept; when one
+// fails, the others get SIGTERM and, after a grace period, SIGKILL; SIGINT or SIGTERM to
+// this process stops them all; children die with this process (PR_SET_PDEATHSIG), so none
+// is left behind. No LibTorch.
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ddpbench {
+
+struct ProcessSpec {
+  std::string label;              // "rank 1", "row ddp-2gpu": prefixes relayed lines
+  std::string program;            // an absolute path: no PATH search, no shell
+  std::vector<std::string> args;  // argv[1..]
+  std::vector<std::string> env;   // the complete environment, NAME=VALUE
+  bool discard_stdout = false;
+};
+
+struct ProcessExit {
+  std::string label;
+  int exit_code = 0;  // when it exited
+  int signal = 0;     // when a signal ended it
+  std::vector<std::string> stderr_tail;
+  [[nodiscard]] bool failed() const { return signal != 0 || exit_code != 0; }
+  /// "rank 1 was killed by signal 9 (Killed)", "row x exited with status 2".
+  [[nodiscard]] std::string describe() const;
+  /// The last `lines` lines of stderr, newline-separated.
+  [[nodiscard]] std::string tail(std::size_t lines) const;
+};
+
+struct SuperviseOptions {
+  std::chrono::milliseconds grace{5000};  // between SIGTERM and SIGKILL
+  std::size_t stderr_tail_lines = 20;
+  bool prefix_relayed_lines = true;       // "[label] line"; off relays lines unchanged
+};
+
+struct SupervisedRun {
+  std::vector<ProcessExit> exits;          // in the order of the specs
+  std::optional<std::size_t> first_failure;  // index into exits of the failure that stopped the rest
+  bool interrupted = false;                // SIGINT/SIGTERM reached this process
+};
+
+/// Starts every spec and returns when all have ended. Throws std::runtime_error when a
+/// process cannot be started (the ones already started are killed first).
+SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const SuperviseOptions& options = {});
+
+/// This process's environment with `overrides` (NAME=VALUE) replacing or adding entries.
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides);
+
+/// The running executable's absolute path.
+std::string current_executable();
+
+}  // namespace ddpbench

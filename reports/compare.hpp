@@ -1,0 +1,68 @@
+#pragma once
+// `ddpbench compare`: the CI gate. Rows of two result files are matched by name, mode and
+// configuration; each chosen metric is compared as the ratio of the medians of the rows'
+// repetitions. A change is a regression only when it is beyond the threshold and beyond
+// the noise: with repetitions, a Mann-Whitney U test (as Google Benchmark's compare.py
+// runs) below alpha, or, where the samples are too few for that test ever to reach alpha,
+// two sets of values that do not overlap. No LibTorch.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "reports/run_result.hpp"
+
+namespace ddpbench {
+
+struct CompareOptions {
+  double threshold = 0.10;  // a relative change smaller than this is never a regression
+  std::vector<std::string> metrics = {"train_time_s", "steady_images_per_s"};
+  bool allow_env_mismatch = false;
+  std::optional<std::string> normalize_by;  // divide each row's metric by this row's, per file and mode
+  double alpha = 0.05;
+};
+
+/// The metrics compare knows, and whether a larger value is better.
+struct MetricInfo {
+  std::string name;
+  bool higher_is_better;
+};
+const std::vector<MetricInfo>& comparable_metrics();
+
+enum class Verdict { unchanged, improved, regression, within_noise };
+
+struct MetricComparison {
+  std::string row;
+  std::string mode;
+  std::string metric;
+  std::vector<double> baseline;  // per repetition (normalised when asked)
+  std::vector<double> current;
+  double baseline_median = kNotMeasured;
+  double current_median = kNotMeasured;
+  double ratio = kNotMeasured;    // current / baseline
+  double p_value = kNotMeasured;  // two-sided U test, when both sides repeat
+  Verdict verdict = Verdict::unchanged;
+  std::string detail;             // why, in words
+};
+
+struct Comparison {
+  std::vector<MetricComparison> metrics;
+  std::vector<std::string> failed_rows;       // ran in the baseline, failed now: regressions too
+  std::vector<std::string> not_compared;      // only on one side, other config, skipped...
+  std::vector<std::string> environment_differences;  // listed when allowed
+  [[nodiscard]] bool regression() const;
+};
+
+/// Throws InputError when the environments differ (unless allowed, naming what differs),
+/// a metric is unknown, or no row is in both files.
+Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options);
+
+/// The comparison as a Markdown table with a verdict line.
+std::string markdown_comparison(const Comparison& comparison, const CompareOptions& options);
+
+/// Two-sided p-value of the Mann-Whitney U test (exact for small samples, normal
+/// approximation with tie correction for large ones).
+double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
+
+std::string_view verdict_name(Verdict verdict);
+
+}  // namespace ddpbench

@@ -1,0 +1,64 @@
+#include "reports/reporter.hpp"
+
+#include <cmath>
+
+#include "reports/atomic_file.hpp"
+
+namespace ddpbench {
+namespace {
+
+nlohmann::json number(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr); }
+
+class JsonReporter final : public Reporter {
+  [[nodiscard]] std::string do_render(const ResultDocument& document, const std::vector<RowSummary>& rows) const override {
+    nlohmann::json j = document;
+    if (document.sweep) {
+      nlohmann::json summary = nlohmann::json::array();
+      for (const auto& r : rows) summary.push_back(summary_json(r));
+      j["summary"] = std::move(summary);
+    }
+    return j.dump(2) + "\n";
+  }
+  [[nodiscard]] std::string do_file_name() const override { return "results.json"; }
+};
+
+}  // namespace
+
+void Reporter::write(const ResultDocument& document, const std::filesystem::path& path) const {
+  write_file_atomically(path, render(document));
+}
+
+nlohmann::json summary_json(const RowSummary& r) {
+  return {{"name", r.name},
+          {"mode", r.mode},
+          {"status", status_name(r.status)},
+          {"reason", r.reason},
+          {"devices", r.devices},
+          {"world_size", r.world_size},
+          {"repetitions", r.repetitions},
+          {"tutorial_seconds", number(r.tutorial_seconds)},
+          {"train_time_s", number(r.train_time_s)},
+          {"train_time_min_s", number(r.train_time_min_s)},
+          {"train_time_max_s", number(r.train_time_max_s)},
+          {"unstable", r.unstable},
+          {"images_per_s", number(r.images_per_s)},
+          {"steady_images_per_s", number(r.steady_images_per_s)},
+          {"step_time_p50_s", number(r.step_time_p50_s)},
+          {"test_accuracy", number(r.test_accuracy)},
+          {"peak_memory_bytes", r.peak_memory_bytes},
+          {"speedup", number(r.speedup)},
+          {"scaling_efficiency", number(r.scaling_efficiency)},
+          {"differences", r.differences}};
+}
+
+std::unique_ptr<Reporter> make_json_reporter() { return std::make_unique<JsonReporter>(); }
+
+std::vector<std::unique_ptr<Reporter>> default_reporters() {
+  std::vector<std::unique_ptr<Reporter>> reporters;
+  reporters.push_back(make_json_reporter());
+  reporters.push_back(make_markdown_reporter());
+  reporters.push_back(make_html_reporter());
+  return reporters;
+}
+
+}  // namespace ddpbench

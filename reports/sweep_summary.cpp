@@ -1,0 +1,151 @@
+#include "reports/sweep_summary.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace ddpbench {
+namespace {
+
+using nlohmann::json;
+
+std::string text_of(const json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_null()) return "unset";
+  if (value.is_boolean()) return value.get<bool>() ? "on" : "off";
+  return value.dump();
+}
+
+json config_value(const RunResult& r, const char* key) {
+  return r.config.contains(key) ? r.config.at(key) : json(nullptr);
+}
+
+std::vector<const RunResult*> runs_of(const ResultDocument& doc, const std::string& name, const std::string& mode) {
+  std::vector<const RunResult*> runs;
+  for (const auto& r : doc.runs) {
+    if (r.name == name && r.mode == mode) runs.push_back(&r);
+  }
+  return runs;
+}
+
+RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunResult*>& runs) {
+  RowSummary s;
+  s.name = info.name;
+  s.mode = info.mode;
+  s.tutorial_seconds = info.tutorial_seconds;
+  s.devices = info.devices;
+  std::vector<double> train, images, steady, step, accuracy;
+  for (const RunResult* r : runs) {
+    if (r->status != RunStatus::ok) continue;
+    train.push_back(r->train_time_s);
+    images.push_back(r->images_per_s);
+    steady.push_back(r->steady_images_per_s);
+    step.push_back(r->step_time_s.p50);
+    accuracy.push_back(r->test_accuracy);
+    s.peak_memory_bytes = std::max(s.peak_memory_bytes, r->peak_memory_bytes);
+  }
+  s.repetitions = static_cast<int64_t>(train.size());
+  if (!runs.empty()) {
+    s.world_size = runs.front()->world_size;
+    s.device = runs.front()->device;
+    s.dataset = runs.front()->dataset;
+  }
+  if (s.repetitions > 0) {
+    s.status = RunStatus::ok;
+    s.train_time_s = median(train);
+    s.images_per_s = median(images);
+    s.steady_images_per_s = median(steady);
+    s.step_time_p50_s = median(step);
+    s.test_accuracy = median(accuracy);
+    s.train_time_min_s = *std::min_element(train.begin(), train.end());
+    s.train_time_max_s = *std::max_element(train.begin(), train.end());
+    s.unstable = s.repetitions > 1 && (s.train_time_max_s - s.train_time_min_s) > kUnstableRelativeSpread * s.train_time_s;
+  } else if (!runs.empty()) {
+    s.status = runs.front()->status;
+    s.reason = runs.front()->reason;
+  } else {
+    s.status = RunStatus::skipped;
+    s.reason = "not run";
+  }
+  return s;
+}
+
+}  // namespace
+
+double RowSummary::headline_images_per_s() const { return mode == "controlled" ? steady_images_per_s : images_per_s; }
+
+double median(std::vector<double> values) {
+  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
+  if (values.empty()) return kNotMeasured;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+std::vector<std::string> differences_from_baseline(const RunResult& row, const RunResult& baseline) {
+  std::vector<std::string> out;
+  if (row.strategy != baseline.strategy) out.push_back("strategy " + row.strategy);
+  if (row.world_size != baseline.world_size) out.push_back(std::to_string(row.world_size) + " processes");
+  const json devices = config_value(row, "devices");
+  if (devices != config_value(baseline, "devices") && !devices.is_null()) out.push_back("devices " + text_of(devices));
+  if (row.global_batch != baseline.global_batch) {
+    out.push_back("global batch " + std::to_string(row.global_batch) + " (baseline " +
+                  std::to_string(baseline.global_batch) + ")");
+  }
+  if (row.steps_per_epoch != baseline.steps_per_epoch) {
+    out.push_back(std::to_string(row.steps_per_epoch) + " steps per epoch (baseline " +
+                  std::to_string(baseline.steps_per_epoch) + ")");
+  }
+  if (row.strategy == "ddp" && config_value(row, "sync-bn") == json(true)) out.push_back("SyncBatchNorm");
+  // Settings compared by option name: label, key.
+  static const std::pair<const char*, const char*> kSettings[] = {
+      {"precision", "amp"},        {"TF32", "tf32"},         {"channels-last", "channels-last"},
+      {"loader", "loader"},        {"workers", "workers"},   {"head size", "num-classes"},
+      {"model", "model"},          {"test transform", "test-transform"}, {"crop padding", "crop-padding"},
+      {"cuDNN benchmark", "cudnn-benchmark"}, {"dp implementation", "dp-impl"},
+  };
+  for (const auto& [label, key] : kSettings) {
+    const json a = config_value(row, key);
+    const json b = config_value(baseline, key);
+    if (a != b && !(a.is_null() && b.is_null())) {
+      out.push_back(std::string(label) + " " + text_of(a) + " (baseline " + text_of(b) + ")");
+    }
+  }
+  if (row.dataset != baseline.dataset) out.push_back("dataset " + row.dataset + " (baseline " + baseline.dataset + ")");
+  return out;
+}
+
+std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
+  std::vector<SweepRowInfo> rows;
+  std::string baseline_name;
+  if (doc.sweep) {
+    rows = doc.sweep->rows;
+    baseline_name = doc.sweep->baseline_row;
+  } else {
+    for (const auto& r : doc.runs) {
+      const bool seen = std::any_of(rows.begin(), rows.end(), [&](const SweepRowInfo& i) { return i.name == r.name && i.mode == r.mode; });
+      if (!seen) rows.push_back({r.name, r.mode, kNotMeasured, r.world_size});
+    }
+  }
+  if (baseline_name.empty() && !rows.empty()) baseline_name = rows.front().name;
+
+  std::vector<RowSummary> summaries;
+  for (const auto& info : rows) summaries.push_back(summarize_row(info, runs_of(doc, info.name, info.mode)));
+
+  for (auto& s : summaries) {
+    const auto base = std::find_if(summaries.begin(), summaries.end(), [&](const RowSummary& b) {
+      return b.name == baseline_name && b.mode == s.mode;
+    });
+    if (base == summaries.end() || base->status != RunStatus::ok || s.status != RunStatus::ok) continue;
+    s.speedup = s.headline_images_per_s() / base->headline_images_per_s();
+    s.scaling_efficiency = s.speedup / static_cast<double>(std::max<int64_t>(1, s.devices));
+    const auto row_runs = runs_of(doc, s.name, s.mode);
+    const auto base_runs = runs_of(doc, base->name, base->mode);
+    if (&*base != &s && !row_runs.empty() && !base_runs.empty()) {
+      s.differences = differences_from_baseline(*row_runs.front(), *base_runs.front());
+    }
+  }
+  return summaries;
+}
+
+}  // namespace ddpbench

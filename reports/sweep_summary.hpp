@@ -1,0 +1,61 @@
+#pragma once
+// A sweep's rows summarised for people and gates: the median of each row's repetitions,
+// their spread, speed-up and scaling efficiency against the baseline row of the same mode,
+// and how each row's setup differs from the baseline's. Derived from the result document
+// alone, so any reporter, and `compare`, sees the same numbers.
+#include <string>
+#include <vector>
+
+#include "reports/run_result.hpp"
+
+namespace ddpbench {
+
+/// A row whose repetitions spread wider than this fraction of their median is flagged.
+inline constexpr double kUnstableRelativeSpread = 0.10;
+
+struct RowSummary {
+  std::string name;
+  std::string mode;
+  double tutorial_seconds = kNotMeasured;
+  int64_t devices = 1;
+  int64_t world_size = 1;
+  RunStatus status = RunStatus::skipped;  // ok when any repetition ran
+  std::string reason;                     // why it did not
+  int64_t repetitions = 0;                // that ran
+  std::string device;
+  std::string dataset;
+
+  // Medians over the repetitions that ran.
+  double train_time_s = kNotMeasured;
+  double images_per_s = kNotMeasured;
+  double steady_images_per_s = kNotMeasured;
+  double step_time_p50_s = kNotMeasured;
+  double test_accuracy = kNotMeasured;
+  int64_t peak_memory_bytes = 0;  // the largest
+  double train_time_min_s = kNotMeasured;
+  double train_time_max_s = kNotMeasured;
+  bool unstable = false;
+
+  // Against the baseline row of the same mode: throughput ratio (the epoch's images/s in
+  // faithful mode, the steady-state images/s in controlled mode), that per device, and
+  // what this row does differently.
+  double speedup = kNotMeasured;
+  double scaling_efficiency = kNotMeasured;
+  std::vector<std::string> differences;
+
+  /// The mode's headline throughput: images/s over the epoch (faithful), steady (controlled).
+  [[nodiscard]] double headline_images_per_s() const;
+};
+
+/// One summary per planned row (document.sweep), or per distinct name and mode of the runs
+/// when the document has no sweep section.
+std::vector<RowSummary> summarize_sweep(const ResultDocument& document);
+
+/// How `row` is set up differently from `baseline`, one phrase per difference, e.g.
+/// "4 processes", "global batch 1024 (baseline 256)", "SyncBatchNorm".
+std::vector<std::string> differences_from_baseline(const RunResult& row, const RunResult& baseline);
+
+/// The median (mean of the middle two for an even count); NaN when empty.
+double median(std::vector<double> values);
+
+}  // namespace ddpbench

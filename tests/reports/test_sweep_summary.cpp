@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "reports/sweep_summary.hpp"
+#include "support/sample_results.hpp"
+
+namespace ddpbench {
+namespace {
+
+const RowSummary& find(const std::vector<RowSummary>& rows, const std::string& name, const std::string& mode) {
+  for (const auto& r : rows) {
+    if (r.name == name && r.mode == mode) return r;
+  }
+  throw std::runtime_error("no row " + name);
+}
+
+TEST(SweepSummary, MediansSpeedupAndEfficiencyAgainstTheBaselineOfTheSameMode) {
+  const auto rows = summarize_sweep(testing::sample_sweep_document());
+  ASSERT_EQ(rows.size(), 5u);
+  const auto& single = find(rows, "single", "faithful");
+  EXPECT_EQ(single.repetitions, 2);
+  EXPECT_DOUBLE_EQ(single.train_time_s, 13.2);
+  EXPECT_DOUBLE_EQ(single.images_per_s, (3846.0 + 3731.0) / 2);
+  EXPECT_DOUBLE_EQ(single.speedup, 1.0);
+  const auto& ddp = find(rows, "ddp-2gpu", "faithful");
+  EXPECT_NEAR(ddp.speedup, ((5154.0 + 5050.0) / 2) / ((3846.0 + 3731.0) / 2), 1e-12);
+  EXPECT_NEAR(ddp.scaling_efficiency, ddp.speedup / 2, 1e-12);
+  // Controlled rows compare steady-state throughput, against the controlled baseline.
+  const auto& controlled = find(rows, "ddp-2gpu", "controlled");
+  EXPECT_NEAR(controlled.speedup, 8333.0 / 4545.0, 1e-12);
+  EXPECT_DOUBLE_EQ(controlled.tutorial_seconds, 9.8);
+}
+
+TEST(SweepSummary, SkippedRowsKeepTheirReason) {
+  const auto rows = summarize_sweep(testing::sample_sweep_document());
+  const auto& r = find(rows, "ddp-4gpu", "faithful");
+  EXPECT_EQ(r.status, RunStatus::skipped);
+  EXPECT_EQ(r.reason, "needs 4 CUDA devices, 2 visible");
+  EXPECT_TRUE(std::isnan(r.speedup));
+}
+
+TEST(SweepSummary, WideSpreadIsFlaggedUnstable) {
+  auto doc = testing::sample_sweep_document();
+  const auto steady = summarize_sweep(doc);
+  EXPECT_FALSE(find(steady, "single", "faithful").unstable);  // 13.0 to 13.4: 3 %
+  doc.runs[1].train_time_s = 16.0;                             // 13.0 to 16.0: 21 %
+  const auto wide = summarize_sweep(doc);
+  const auto& single = find(wide, "single", "faithful");
+  EXPECT_TRUE(single.unstable);
+  EXPECT_DOUBLE_EQ(single.train_time_min_s, 13.0);
+  EXPECT_DOUBLE_EQ(single.train_time_max_s, 16.0);
+}
+
+TEST(SweepSummary, DifferencesFromTheBaselineAreListed) {
+  auto doc = testing::sample_sweep_document();
+  doc.runs[2].config["amp"] = "fp16";
+  doc.runs[0].config["amp"] = "off";
+  const auto rows = summarize_sweep(doc);
+  const auto& ddp = find(rows, "ddp-2gpu", "faithful");
+  const std::vector<std::string> expected = {"strategy ddp", "2 processes", "global batch 512 (baseline 256)",
+                                             "98 steps per epoch (baseline 196)", "SyncBatchNorm",
+                                             "precision fp16 (baseline off)"};
+  EXPECT_EQ(ddp.differences, expected);
+  EXPECT_TRUE(find(rows, "single", "faithful").differences.empty());
+}
+
+TEST(SweepSummary, Median) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+  EXPECT_TRUE(std::isnan(median({})));
+}
+
+}  // namespace
+}  // namespace ddpbench

@@ -1,0 +1,73 @@
+#pragma once
+// Result documents with fixed numbers, for the reporters' golden files and compare.
+#include "reports/run_result.hpp"
+
+namespace ddpbench::testing {
+
+inline RunResult sample_run(const std::string& name, const std::string& mode, int64_t world, double train_time_s,
+                            double images_per_s, int64_t repetition = 0) {
+  RunResult r;
+  r.name = name;
+  r.mode = mode;
+  r.repetition = repetition;
+  r.strategy = world > 1 ? "ddp" : "single";
+  r.world_size = world;
+  r.device = "cuda:0";
+  r.dataset = "cifar10";
+  r.train_time_s = train_time_s;
+  r.total_time_s = train_time_s + 40;
+  r.images_per_s = images_per_s;
+  r.steady_images_per_s = images_per_s * 1.1;
+  r.step_time_s = {0.064, 0.07, 0.2};
+  r.test_accuracy = 0.27;
+  r.eval_images = 10000;
+  r.final_loss = 1.9;
+  r.epochs = 1;
+  r.steps = 196 / world;
+  r.steps_per_epoch = 196 / world;
+  r.global_batch = 256 * world;
+  r.images_trained = 50000;
+  r.peak_memory_bytes = 5LL << 30;
+  r.config = {{"strategy", r.strategy}, {"batch-size", 256}, {"nproc", world}, {"loader", mode == "controlled" ? "device" : "host"},
+              {"num-classes", mode == "controlled" ? 10 : 1000}, {"sync-bn", true}};
+  return r;
+}
+
+inline ResultDocument sample_sweep_document() {
+  ResultDocument doc;
+  doc.tool_version = "0.1.0";
+  doc.created_utc = "2026-12-01T12:00:00Z";
+  doc.argv = {"ddpbench", "sweep"};
+  doc.environment.host = "gpu-host";
+  doc.environment.cpu_model = "AMD EPYC";
+  doc.environment.cpu_cores = 64;
+  doc.environment.gpus = {{"NVIDIA A100-SXM4-40GB", 40LL << 30, "8.0"}};
+  doc.environment.driver_version = "570.86.10";
+  doc.environment.cuda_runtime_version = "13.0";
+  doc.environment.cudnn_version = "9.19.0";
+  doc.environment.nccl_version = "2.28.9";
+  doc.environment.libtorch_version = "2.11.0";
+  doc.environment.git_revision = "abc123def456";
+  doc.runs = {sample_run("single", "faithful", 1, 13.0, 3846.0, 0), sample_run("single", "faithful", 1, 13.4, 3731.0, 1),
+              sample_run("ddp-2gpu", "faithful", 2, 9.7, 5154.0, 0), sample_run("ddp-2gpu", "faithful", 2, 9.9, 5050.0, 1),
+              sample_run("single", "controlled", 1, 11.0, 4545.0), sample_run("ddp-2gpu", "controlled", 2, 6.0, 8333.0)};
+  doc.runs[5].repetition = 0;
+  RunResult skipped;
+  skipped.name = "ddp-4gpu";
+  skipped.mode = "faithful";
+  skipped.strategy = "ddp";
+  skipped.world_size = 4;
+  skipped.status = RunStatus::skipped;
+  skipped.reason = "needs 4 CUDA devices, 2 visible";
+  doc.runs.push_back(skipped);
+  SweepInfo sweep;
+  sweep.preset = "tutorial";
+  sweep.baseline_row = "single";
+  sweep.repeat = 2;
+  sweep.rows = {{"single", "faithful", 13.2, 1}, {"ddp-2gpu", "faithful", 9.8, 2}, {"ddp-4gpu", "faithful", 6.1, 4},
+                {"single", "controlled", 13.2, 1}, {"ddp-2gpu", "controlled", 9.8, 2}};
+  doc.sweep = sweep;
+  return doc;
+}
+
+}  // namespace ddpbench::testing
