@@ -70,13 +70,23 @@ target_compile_options(ddpbench_torch INTERFACE ${_ddpbench_torch_flags})
 
 if(TARGET torch_cuda)
   set(DDPBENCH_HAVE_CUDA ON)
-  target_compile_definitions(ddpbench_torch INTERFACE DDPBENCH_HAVE_CUDA=1 USE_C10D_NCCL)
+  target_compile_definitions(ddpbench_torch INTERFACE DDPBENCH_HAVE_CUDA=1)
+  # ProcessGroupNCCL.hpp includes nccl.h: from the CUDA toolkit here, from the pip
+  # nvidia-nccl package beside torch on machines whose toolkit lacks NCCL.
+  find_path(DDPBENCH_NCCL_INCLUDE_DIR nccl.h
+            HINTS ${TORCH_INSTALL_PREFIX}/../nvidia/nccl/include ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  if(DDPBENCH_NCCL_INCLUDE_DIR)
+    target_include_directories(ddpbench_torch SYSTEM INTERFACE ${DDPBENCH_NCCL_INCLUDE_DIR})
+    target_compile_definitions(ddpbench_torch INTERFACE USE_C10D_NCCL)
+  else()
+    message(WARNING "ddpbench: nccl.h not found: the NCCL backend is left out (set DDPBENCH_NCCL_INCLUDE_DIR)")
+  endif()
 endif()
 message(STATUS "ddpbench: CUDA code paths ${DDPBENCH_HAVE_CUDA}")
 
 # c10d's ProcessGroupGloo.hpp includes Gloo's own headers, which the torch wheel does not
 # ship; Debian's libgloo-dev provides a set it compiles against (see README, "Gloo").
-find_path(DDPBENCH_GLOO_INCLUDE_DIR gloo/config.h)
+find_path(DDPBENCH_GLOO_INCLUDE_DIR gloo/config.h PATH_SUFFIXES include)
 if(DDPBENCH_GLOO_INCLUDE_DIR)
   set(DDPBENCH_HAVE_GLOO ON)
   target_include_directories(ddpbench_torch SYSTEM INTERFACE ${DDPBENCH_GLOO_INCLUDE_DIR})

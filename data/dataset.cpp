@@ -7,11 +7,11 @@
 
 namespace ddpbench {
 
-DatasetSplits load_dataset(const RunConfig& config) {
+DatasetSplits load_dataset(const RunConfig& config, bool announce) {
   const bool use_cifar = config.dataset == DatasetKind::cifar10 ||
                          (config.dataset == DatasetKind::auto_detect && !find_cifar10(config.data_dir).empty());
   if (use_cifar) return load_cifar10(config.data_dir);
-  if (config.dataset == DatasetKind::auto_detect) {
+  if (config.dataset == DatasetKind::auto_detect && announce) {
     std::cerr << "ddpbench: no CIFAR-10 under '" << config.data_dir
               << "': using the synthetic dataset (scripts/fetch-cifar10 fetches the real one; "
                  "--dataset synthetic silences this)\n";

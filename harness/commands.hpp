@@ -12,5 +12,6 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
 int list_command();
 /// 0 no regression, 1 a regression; InputError (2) for unreadable or incomparable files.
 int compare_command(const CompareCommand& command);
+int sweep_command(const SweepCommand& command, const std::vector<std::string>& argv);
 
 }  // namespace ddpbench

@@ -1,6 +1,6 @@
 #pragma once
-// Two-way tables between enums and their kebab-case names, used by the CLI, the JSON and
-// the Markdown alike, so a value is spelled the same everywhere.
+// Names: two-way tables between enums and their kebab-case spellings, used by the CLI, the
+// JSON and the Markdown alike, and lookups of registry entries by name.
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,6 +42,20 @@ Enum enum_from_name(std::span<const EnumName<Enum>> table, std::string_view text
   }
   throw InputError(std::string(what) + ": unknown value '" + std::string(text) + "' (expected " +
                    enum_choices(table) + ")");
+}
+
+/// The entry of a registry (anything with a `name`) called `name`; throws InputError
+/// naming `flag` and the known names otherwise.
+template <class Entry>
+const Entry& find_named(std::span<const Entry> registry, std::string_view name, std::string_view flag,
+                        std::string_view what) {
+  std::string known;
+  for (const auto& entry : registry) {
+    if (entry.name == name) return entry;
+    known += (known.empty() ? "" : "|") + entry.name;
+  }
+  throw InputError(std::string(flag) + ": unknown " + std::string(what) + " '" + std::string(name) + "' (expected " +
+                   known + ")");
 }
 
 }  // namespace ddpbench

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
     if (const auto* run = std::get_if<RunCommand>(&command)) return run_command(*run, args);
     if (std::holds_alternative<ListCommand>(command)) return list_command();
     if (const auto* compare = std::get_if<CompareCommand>(&command)) return compare_command(*compare);
+    if (const auto* sweep = std::get_if<SweepCommand>(&command)) return sweep_command(*sweep, args);
     std::cerr << "ddpbench: internal error: unhandled command\n";
     return 1;
   } catch (const InputError& e) {

@@ -1,7 +1,11 @@
 #pragma once
-// Per-step phase times, measured where the work runs: CUDA events on the device's stream
-// for a GPU (no host synchronisation until collect()), a steady clock on the CPU. Every
-// phase is also an NVTX range of the same name, payload the global step.
+// Per-step timing, measured where the work runs: CUDA events on the device's stream for a
+// GPU, a steady clock on the CPU. A step's phases (data, forward, backward, comm,
+// optimizer) are intervals inside it; its duration runs from the previous step's end (or
+// the epoch's start) to its own. finish_step() closes a step and hands back a resolver, so
+// the host need not wait for the device until the runner chooses to (each step, or once
+// per log interval). Every phase is also an NVTX range of the same name.
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -17,15 +21,25 @@ namespace ddpbench {
 enum class Phase { data, forward, backward, comm, optimizer, allreduce };
 std::string_view phase_name(Phase phase);
 
+struct StepTiming {
+  double time_s = 0;
+  PhaseSeconds phases;
+};
+
 class PhaseTimer {
  public:
   virtual ~PhaseTimer() = default;
   virtual void begin(Phase phase) = 0;
   virtual void end(Phase phase) = 0;
-  /// Seconds per phase since the last collect(); waits for the work it timed.
-  virtual PhaseSeconds collect() = 0;
   /// Adds a duration measured elsewhere (NaN: not measured) to this step's `phase`.
   virtual void add(Phase phase, double seconds) = 0;
+  /// The next step's duration starts here (the start of an epoch).
+  virtual void mark_epoch_start() = 0;
+  /// Closes the step. The returned function gives its timing, waiting for the device.
+  virtual std::function<StepTiming()> finish_step() = 0;
+
+  /// Closes the step and waits for its phases: for tests and callers that sync anyway.
+  PhaseSeconds collect() { return finish_step()().phases; }
   /// The payload of the NVTX ranges that follow.
   void set_step(int64_t step) { step_ = step; }
   [[nodiscard]] int64_t step() const { return step_; }

@@ -60,7 +60,7 @@ int report(const RunConfig& config, const std::vector<std::string>& argv, const 
 
 // Bad input propagates (exit 2); anything else thrown inside the row becomes a failed row.
 RunResult run_guarded(const RunConfig& config, const DistContext& dist, Clock::time_point row_start) {
-  const DatasetSplits data = load_dataset(config);
+  const DatasetSplits data = load_dataset(config, dist.is_main());
   try {
     return run_row(config, dist, data, row_start);
   } catch (const InputError&) {
@@ -79,7 +79,7 @@ c10::Device rank_device(const std::string& spec, const RankEnvironment& env) {
   return resolve_device(spec);
 }
 
-int run_rank(RunConfig config, const RankEnvironment& env, const std::vector<std::string>& argv,
+int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vector<std::string>& argv,
              Clock::time_point row_start) {
   const char* launched = std::getenv("DDPBENCH_LAUNCHED");
   DistContext dist;
@@ -88,9 +88,11 @@ int run_rank(RunConfig config, const RankEnvironment& env, const std::vector<std
   dist.local_rank = env.local_rank;
   dist.local_world_size = env.local_world_size;
   dist.device = rank_device(config.device, env);
-  // CPU ranks on one machine share its cores.
+  // CPU ranks on one machine share its cores. Set here, not in the config, so the result
+  // records the configuration as given (--resume and compare match on it).
   if (dist.device.is_cpu() && config.threads == 0) {
-    config.threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / env.local_world_size);
+    at::set_num_threads(static_cast<int>(
+        std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / env.local_world_size)));
   }
   RunResult result;
   try {
@@ -175,8 +177,13 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
     self.master_port = free_port(self.master_addr);
     return run_rank(config, self, argv, row_start);
   }
+  if (strategy.preflight) {
+    if (auto reason = strategy.preflight(config)) {
+      return report(config, argv, unfinished_result(config, RunStatus::skipped, *reason), true);
+    }
+  }
   DistContext dist;
-  dist.device = resolve_device(config.device);
+  dist.device = strategy.primary_device ? strategy.primary_device(config) : resolve_device(config.device);
   return report(config, argv, run_guarded(config, dist, row_start), true);
 }
 

@@ -1,5 +1,6 @@
 #include "harness/run_config.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -21,6 +22,50 @@ void require_non_negative(Number value, const char* flag) {
 }
 
 }  // namespace
+
+std::optional<std::pair<int64_t, int64_t>> profile_step_range(const RunConfig& c) {
+  if (c.profile_steps.empty()) return std::nullopt;
+  const std::string error = "--profile-steps '" + c.profile_steps + "': expected A:B with 0 <= A <= B";
+  const auto colon = c.profile_steps.find(':');
+  if (colon == std::string::npos) throw InputError(error);
+  auto parse = [&](std::string_view text) {
+    int64_t v = -1;
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || v < 0) throw InputError(error);
+    return v;
+  };
+  const std::string_view all(c.profile_steps);
+  const int64_t first = parse(all.substr(0, colon));
+  const int64_t last = parse(all.substr(colon + 1));
+  if (first > last) throw InputError(error);
+  return std::make_pair(first, last);
+}
+
+std::vector<int64_t> device_list(const RunConfig& c) {
+  std::vector<int64_t> devices;
+  if (c.devices == "all") return devices;
+  const std::string error = "--devices '" + c.devices + "': expected all, or a list such as 0,1,2,3 or cpu,cpu";
+  std::string_view rest(c.devices);
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (item == "cpu") {
+      devices.push_back(-1);
+    } else {
+      int64_t index = -1;
+      auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), index);
+      if (ec != std::errc() || ptr != item.data() + item.size() || item.empty() || index < 0) throw InputError(error);
+      devices.push_back(index);
+    }
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  const bool cpu = devices.front() < 0;
+  for (int64_t d : devices) {
+    if ((d < 0) != cpu) throw InputError(error + " (CPU and CUDA devices do not mix)");
+  }
+  return devices;
+}
 
 void validate(const RunConfig& c) {
   require(!c.strategy.empty(), "--strategy must not be empty");
@@ -52,6 +97,8 @@ void validate(const RunConfig& c) {
     require_non_negative(*c.inject_fault_rank, "--inject-fault-rank");
     require_non_negative(*c.inject_fault_step, "--inject-fault-step");
   }
+  profile_step_range(c);
+  device_list(c);
 }
 
 }  // namespace ddpbench

@@ -6,6 +6,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "harness/enum_names.hpp"
 
@@ -15,6 +17,11 @@ enum class DatasetKind { cifar10, synthetic, auto_detect };
 enum class LoaderKind { host, device };
 enum class TestTransform { train, plain };
 enum class CommBackend { auto_select, gloo, nccl };
+enum class AmpMode { off, fp16, bf16 };
+enum class SgdImpl { loop, foreach, fused };
+enum class DpImpl { replicas, libtorch };
+enum class NvtxMode { off, on, ops };
+enum class Preset { none, fast };
 
 inline constexpr EnumName<DatasetKind> kDatasetKindNames[] = {
     {DatasetKind::cifar10, "cifar10"},
@@ -36,6 +43,15 @@ inline constexpr EnumName<CommBackend> kCommBackendNames[] = {
     {CommBackend::gloo, "gloo"},
     {CommBackend::nccl, "nccl"},
 };
+
+inline constexpr EnumName<AmpMode> kAmpModeNames[] = {
+    {AmpMode::off, "off"}, {AmpMode::fp16, "fp16"}, {AmpMode::bf16, "bf16"}};
+// loop: LibTorch's SGD, one update per parameter; foreach: multi-tensor ops; fused: one kernel.
+inline constexpr EnumName<SgdImpl> kSgdImplNames[] = {
+    {SgdImpl::loop, "loop"}, {SgdImpl::foreach, "foreach"}, {SgdImpl::fused, "fused"}};
+inline constexpr EnumName<DpImpl> kDpImplNames[] = {{DpImpl::replicas, "replicas"}, {DpImpl::libtorch, "libtorch"}};
+inline constexpr EnumName<NvtxMode> kNvtxModeNames[] = {{NvtxMode::off, "off"}, {NvtxMode::on, "on"}, {NvtxMode::ops, "ops"}};
+inline constexpr EnumName<Preset> kPresetNames[] = {{Preset::none, "none"}, {Preset::fast, "fast"}};
 
 struct RunConfig {
   std::string name;  // the row's name in reports; empty means the strategy's name
@@ -75,6 +91,24 @@ struct RunConfig {
   std::optional<int64_t> inject_fault_rank;  // test only: this rank kills itself...
   std::optional<int64_t> inject_fault_step;  // ...at this step
 
+  // DataParallel (dp): one process, the batch scattered over devices.
+  std::string devices = "all";  // all visible CUDA devices, or a list: 0,1,2,3 (CUDA) or cpu,cpu
+  DpImpl dp_impl = DpImpl::replicas;
+  bool allow_single_device = false;  // run dp on one device instead of skipping it
+
+  // Precision and the GPU fast path.
+  AmpMode amp = AmpMode::off;   // autocast for forward and loss; fp16 with dynamic loss scaling
+  bool tf32 = true;             // TF32 in cuDNN and cuBLAS (the tutorial's A100 convolutions ran so)
+  bool channels_last = false;   // NHWC parameters and inputs
+  bool cudnn_benchmark = false;
+  SgdImpl sgd = SgdImpl::loop;
+  bool sync_every_step = true;  // read the loss back every step, as the tutorial's loss.item()
+  Preset preset = Preset::none; // fast: the best combination of the above (see apply_preset)
+
+  // Profiling.
+  NvtxMode nvtx = NvtxMode::on;
+  std::string profile_steps;    // A:B: cudaProfilerStart before step A, Stop after step B
+
   std::string out;              // result JSON; empty writes none
   std::string save_checkpoint;  // trained weights as named tensors (torch.load reads them)
   std::string init_from;        // weights to start from, same format
@@ -85,5 +119,11 @@ struct RunConfig {
 
 /// Checks ranges and combinations; throws InputError naming the flag at fault.
 void validate(const RunConfig& config);
+
+/// --profile-steps A:B as a pair; nullopt when unset. Throws InputError when malformed.
+std::optional<std::pair<int64_t, int64_t>> profile_step_range(const RunConfig& config);
+
+/// --devices as entries: -1 for a CPU device, N for cuda:N; empty for "all".
+std::vector<int64_t> device_list(const RunConfig& config);
 
 }  // namespace ddpbench

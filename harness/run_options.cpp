@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <limits>
+#include <set>
 #include <type_traits>
 
 #include <nlohmann/json.hpp>
@@ -146,6 +147,27 @@ std::vector<RunOption> make_run_options() {
   o.push_back(option("inject-fault-rank", &RunConfig::inject_fault_rank, "N",
                      "test only: this rank kills itself (SIGKILL) at --inject-fault-step"));
   o.push_back(option("inject-fault-step", &RunConfig::inject_fault_step, "N", "test only: see --inject-fault-rank"));
+  o.push_back(option("devices", &RunConfig::devices, "LIST",
+                     "dp: devices to scatter the batch over: all visible GPUs, or 0,1,2,3, or cpu,cpu"));
+  o.push_back(enum_option("dp-impl", &RunConfig::dp_impl, kDpImplNames,
+                          "dp: replicas kept across steps with coalesced broadcast/reduce, or LibTorch's data_parallel"));
+  o.push_back(switch_option("allow-single-device", &RunConfig::allow_single_device,
+                            "dp: run on one device rather than skip the row"));
+  o.push_back(enum_option("amp", &RunConfig::amp, kAmpModeNames,
+                          "autocast forward and loss: fp16 with dynamic loss scaling (GradScaler), or bf16"));
+  o.push_back(switch_option("tf32", &RunConfig::tf32, "allow TF32 in cuDNN and cuBLAS (--no-tf32: strict fp32)"));
+  o.push_back(switch_option("channels-last", &RunConfig::channels_last, "NHWC (channels-last) parameters and inputs"));
+  o.push_back(switch_option("cudnn-benchmark", &RunConfig::cudnn_benchmark, "let cuDNN time and pick its algorithms"));
+  o.push_back(enum_option("sgd", &RunConfig::sgd, kSgdImplNames,
+                          "SGD step: loop (one update per parameter), foreach (multi-tensor), fused (one kernel)"));
+  o.push_back(switch_option("sync-every-step", &RunConfig::sync_every_step,
+                            "read the loss back every step, as the tutorial did (--no-sync-every-step: once per log interval)"));
+  o.push_back(enum_option("preset", &RunConfig::preset, kPresetNames,
+                          "fast: bf16 autocast, channels-last, cuDNN benchmark, device loader, fused SGD, no per-step sync"));
+  o.push_back(enum_option("nvtx", &RunConfig::nvtx, kNvtxModeNames,
+                          "NVTX ranges: on (ddpbench's phases), ops (also one per LibTorch op), off"));
+  o.push_back(option("profile-steps", &RunConfig::profile_steps, "A:B",
+                     "cudaProfilerStart before global step A, cudaProfilerStop after step B (nsys capture range)"));
   o.push_back(option("out", &RunConfig::out, "FILE.json", "write the result JSON here"));
   o.push_back(option("save-checkpoint", &RunConfig::save_checkpoint, "PATH",
                      "save trained weights as named tensors (Python: torch.load)"));
@@ -154,6 +176,20 @@ std::vector<RunOption> make_run_options() {
 }
 
 }  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& preset_options(Preset preset) {
+  static const std::vector<std::pair<std::string, std::string>> none;
+  static const std::vector<std::pair<std::string, std::string>> fast = {
+      {"amp", "bf16"},          {"channels-last", "true"}, {"cudnn-benchmark", "true"}, {"loader", "device"},
+      {"workers", "0"},         {"sgd", "fused"},          {"sync-every-step", "false"}, {"tf32", "true"}};
+  return preset == Preset::fast ? fast : none;
+}
+
+void apply_preset(RunConfig& config, const std::set<std::string>& explicit_keys) {
+  for (const auto& [key, value] : preset_options(config.preset)) {
+    if (explicit_keys.count(key) == 0) find_run_option(key)->set(config, value);
+  }
+}
 
 std::span<const RunOption> run_options() {
   static const std::vector<RunOption> options = make_run_options();
@@ -171,6 +207,25 @@ nlohmann::json run_config_to_json(const RunConfig& config) {
   json out = json::object();
   for (const auto& opt : run_options()) out[opt.key] = opt.get(config);
   return out;
+}
+
+std::vector<std::string> run_config_to_args(const RunConfig& config) {
+  std::vector<std::string> args;
+  const RunConfig defaults;
+  for (const auto& opt : run_options()) {
+    const json value = opt.get(config);
+    if (value == opt.get(defaults)) continue;
+    if (opt.is_switch) {
+      args.push_back(value.get<bool>() ? "--" + opt.key : "--no-" + opt.key);
+    } else if (value.is_null()) {
+      args.push_back("--" + opt.key);
+      args.push_back("none");
+    } else {
+      args.push_back("--" + opt.key);
+      args.push_back(value.is_string() ? value.get<std::string>() : value.dump());
+    }
+  }
+  return args;
 }
 
 void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std::string_view where) {

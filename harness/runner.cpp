@@ -9,7 +9,12 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 #include <torch/optim/sgd.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/utils.h>
+
+#ifdef DDPBENCH_HAVE_CUDA
+#include <cuda_profiler_api.h>
+#endif
 
 #include "data/batch_loader.hpp"
 #include "data/sampler.hpp"
@@ -19,8 +24,11 @@
 #include "harness/phase_timer.hpp"
 #include "harness/progress.hpp"
 #include "harness/run_options.hpp"
+#include "harness/sgd.hpp"
 #include "models/checkpoint.hpp"
+#include "models/layout.hpp"
 #include "models/registry.hpp"
+#include "strategies/mixed_precision.hpp"
 #include "strategies/strategy.hpp"
 
 namespace ddpbench {
@@ -41,9 +49,12 @@ LoaderOptions loader_options(const RunConfig& config, const DistContext& dist, s
   return options;
 }
 
-Batch to_device(Batch batch, const c10::Device& device) {
-  if (batch.images.device() == device) return batch;
-  return Batch{batch.images.to(device, /*non_blocking=*/true), batch.labels.to(device, /*non_blocking=*/true)};
+Batch to_device(Batch batch, const c10::Device& device, bool channels_last) {
+  if (batch.images.device() != device) {
+    batch = Batch{batch.images.to(device, /*non_blocking=*/true), batch.labels.to(device, /*non_blocking=*/true)};
+  }
+  if (channels_last) batch.images = batch.images.contiguous(at::MemoryFormat::ChannelsLast);
+  return batch;
 }
 
 struct EvalCounts {
@@ -70,7 +81,7 @@ EvalCounts evaluate(const RunConfig& config, const DistContext& dist, const Imag
   int64_t seen = 0;
   int64_t batches = 0;
   while (auto batch = loader->next()) {
-    const Batch b = to_device(std::move(*batch), dist.device);
+    const Batch b = to_device(std::move(*batch), dist.device, config.channels_last);
     correct += model.forward<at::Tensor>(b.images).argmax(1).eq(b.labels).sum();
     seen += b.size();
     ++batches;
@@ -112,6 +123,59 @@ void gather_rank_timings(RunResult& result, const RunConfig& config, const DistC
   result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
 }
 
+// Device-wide settings a row asks for, applied before anything runs on the device.
+void apply_device_settings(const RunConfig& config) {
+  auto& context = at::globalContext();
+  context.setBenchmarkCuDNN(config.cudnn_benchmark);
+  context.setAllowTF32CuDNN(config.tf32);
+  context.setAllowTF32CuBLAS(config.tf32);
+}
+
+// cudaProfilerStart/Stop around --profile-steps, the capture range `nsys profile
+// --capture-range=cudaProfilerApi` records.
+class ProfilerRange {
+ public:
+  ProfilerRange(const RunConfig& config, const c10::Device& device)
+      : range_(profile_step_range(config)), cuda_(device.is_cuda()) {}
+  void before_step(int64_t step) {
+    if (range_ && step == range_->first) set(true);
+  }
+  void after_step(int64_t step) {
+    if (range_ && step == range_->second) set(false);
+  }
+  ~ProfilerRange() {
+    if (started_) set(false);
+  }
+  ProfilerRange(const ProfilerRange&) = delete;
+  ProfilerRange& operator=(const ProfilerRange&) = delete;
+
+ private:
+  void set(bool on) {
+    nvtx::mark(on ? "profiler start" : "profiler stop");
+#ifdef DDPBENCH_HAVE_CUDA
+    if (cuda_) {
+      if (on) {
+        cudaProfilerStart();
+      } else {
+        cudaProfilerStop();
+      }
+    }
+#endif
+    started_ = on;
+  }
+  std::optional<std::pair<int64_t, int64_t>> range_;
+  bool cuda_;
+  bool started_ = false;
+};
+
+// A step whose loss and timing are still on the device: read back together, once per
+// step with --sync-every-step (the tutorial's loss.item()), else once per log interval.
+struct PendingStep {
+  StepRecord record;
+  at::Tensor loss;
+  std::function<StepTiming()> timing;
+};
+
 }  // namespace
 
 RunResult unfinished_result(const RunConfig& config, RunStatus status, std::string reason) {
@@ -141,22 +205,25 @@ Quantiles quantiles(std::vector<double> values) {
 
 RunResult run_row(const RunConfig& config, const DistContext& dist, const DatasetSplits& data,
                   Clock::time_point row_start) {
+  nvtx::set_enabled(config.nvtx != NvtxMode::off);
   nvtx::ScopedRange row_range("row " + config.row_name(), dist.rank);
   const StrategyInfo& strategy_info = find_strategy(config.strategy);
   const ModelInfo& model_info = find_model(config.model);
   if (config.threads > 0) at::set_num_threads(static_cast<int>(config.threads));
+  apply_device_settings(config);
   reset_peak_memory(dist.device);
 
   torch::manual_seed(config.seed);
   torch::nn::AnyModule model = model_info.make(config.num_classes);
   if (!config.init_from.empty()) load_checkpoint(*model.ptr(), config.init_from);
   model.ptr()->to(dist.device);
+  if (config.channels_last) to_channels_last(*model.ptr());
   model.ptr()->train();
-  torch::optim::SGD optimizer(model.ptr()->parameters(),
-                              torch::optim::SGDOptions(config.lr).momentum(config.momentum));
+  auto optimizer = make_sgd(model.ptr()->parameters(), config.lr, config.momentum, config.sgd);
   auto timer = make_phase_timer(dist.device);
+  MixedPrecision precision(config.amp, dist.device);
   std::unique_ptr<Strategy> strategy = strategy_info.make();
-  TrainingSetup setup{model, optimizer, dist, config, *timer};
+  TrainingSetup setup{model, *optimizer, dist, config, *timer, precision};
   strategy->prepare(setup);
 
   const Shard shard{dist.rank, dist.world_size};
@@ -169,17 +236,38 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   RunResult result;
   result.train_time_s = 0;
   Progress progress(config.row_name(), steps_per_epoch * config.epochs, config.log_interval_steps, dist.is_main());
+  ProfilerRange profiler(config, dist.device);
+  // --nvtx ops: LibTorch's own range per op, as Python's torch.autograd.profiler.emit_nvtx.
+  std::optional<torch::autograd::profiler::TLSLegacyProfilerGuard> op_ranges;
+  if (config.nvtx == NvtxMode::ops) {
+    op_ranges.emplace(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::NVTX));
+  }
+
   int64_t global_step = 0;
   int64_t local_images = 0;
   double last_loss = kNotMeasured;
+  std::vector<PendingStep> pending;
+  auto resolve = [&] {
+    for (auto& p : pending) {
+      const StepTiming timing = p.timing();
+      p.record.time_s = timing.time_s;
+      p.record.phases = timing.phases;
+      p.record.loss = p.loss.item<double>();
+      last_loss = p.record.loss;
+      result.step_records.push_back(p.record);
+      progress.update(static_cast<int64_t>(result.step_records.size()), last_loss,
+                      static_cast<double>(p.record.images * dist.world_size) / p.record.time_s);
+    }
+    pending.clear();
+  };
   for (int64_t epoch = 0; epoch < config.epochs; ++epoch) {
     nvtx::ScopedRange epoch_range("epoch", epoch);
     // The tutorial's clock: wall time around the epoch, loader start-up included.
     const auto epoch_start = Clock::now();
+    timer->mark_epoch_start();
     loader->start_epoch(EpochPlan{
         train_shard_indices(data.train.size(), config.seed, epoch, shard),
         random_augmentation(config.seed, epoch, AugmentationStream::train, data.train.size(), config.crop_padding)});
-    auto step_start = epoch_start;
     for (int64_t step = 0;; ++step, ++global_step) {
       if (config.inject_fault_rank == dist.rank && config.inject_fault_step == global_step) {
         std::fprintf(stderr, "ddpbench: rank %lld: --inject-fault-step %lld: killing this rank\n",
@@ -190,35 +278,30 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
       nvtx::ScopedRange step_range("step", global_step);
       timer->set_step(global_step);
       std::optional<Batch> batch;
-      timer->begin(Phase::data);
       {
-        nvtx::ScopedRange data_range("data", global_step);
+        PhaseScope data_phase(*timer, Phase::data);
         batch = loader->next();
-        if (batch) batch = to_device(std::move(*batch), dist.device);
+        if (batch) batch = to_device(std::move(*batch), dist.device, config.channels_last);
       }
-      timer->end(Phase::data);
       if (!batch) break;
-      const at::Tensor loss = strategy->train_step(*batch);
-      // loss.item() is the tutorial's only synchronisation point, once per step.
-      last_loss = loss.item<double>();
-      StepRecord record;
-      record.epoch = epoch;
-      record.step = step;
-      record.images = batch->size();
-      record.loss = last_loss;
-      record.phases = timer->collect();
-      const auto now = Clock::now();
-      record.time_s = std::chrono::duration<double>(now - step_start).count();
-      step_start = now;
-      local_images += record.images;
-      result.step_records.push_back(record);
-      progress.update(global_step + 1, last_loss,
-                      static_cast<double>(record.images * dist.world_size) / record.time_s);
+      profiler.before_step(global_step);
+      PendingStep p;
+      p.loss = strategy->train_step(*batch);
+      p.timing = timer->finish_step();
+      profiler.after_step(global_step);
+      p.record.epoch = epoch;
+      p.record.step = step;
+      p.record.images = batch->size();
+      local_images += batch->size();
+      pending.push_back(std::move(p));
+      if (config.sync_every_step || (global_step + 1) % config.log_interval_steps == 0) resolve();
     }
+    resolve();
     synchronize(dist.device);
     result.train_time_s += seconds_since(epoch_start);
   }
   progress.finish();
+  op_ranges.reset();
 
   const EvalCounts eval = evaluate(config, dist, data.test, strategy->eval_model());
   if (dist.is_main() && !config.save_checkpoint.empty()) save_checkpoint(*model.ptr(), config.save_checkpoint);
@@ -271,6 +354,11 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   result.peak_memory_source = peak_memory_source(dist.device);
   result.config = run_config_to_json(config);
   result.strategy_details = strategy->details();
+  if (config.amp == AmpMode::fp16) {
+    result.strategy_details["loss_scale"] = precision.current_scale();
+    result.strategy_details["skipped_steps"] = precision.skipped_steps();
+  }
+  result.strategy_details["optimizer"] = std::string(enum_name(std::span<const EnumName<SgdImpl>>(kSgdImplNames), config.sgd));
   result.total_time_s = seconds_since(row_start);
   return result;
 }

@@ -6,15 +6,22 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <torch/nn/modules/container/any.h>
 
 namespace ddpbench {
 
 struct ModelInfo {
+  /// LibTorch's torch::nn::parallel::data_parallel over the model, which needs its
+  /// concrete type: forward of `input` scattered over `devices`, gathered on the first.
+  using DataParallelForward =
+      std::function<at::Tensor(torch::nn::AnyModule&, const at::Tensor&, const std::vector<c10::Device>&)>;
+
   std::string name;
   std::string description;
   std::function<torch::nn::AnyModule(int64_t num_classes)> make;
+  DataParallelForward data_parallel;
 };
 
 std::span<const ModelInfo> model_registry();

@@ -40,18 +40,10 @@ std::vector<std::string> row_names(const std::vector<RowSummary>& rows) {
   return names;
 }
 
-std::vector<std::string> modes_in(const std::vector<RowSummary>& rows) {
-  std::vector<std::string> modes;
-  for (const auto& r : rows) {
-    if (std::find(modes.begin(), modes.end(), r.mode) == modes.end()) modes.push_back(r.mode);
-  }
-  return modes;
-}
-
 // Horizontal bars: per row, the tutorial's epoch time and this run's, one bar per mode.
 std::string time_chart(const std::vector<RowSummary>& rows) {
   const auto names = row_names(rows);
-  const auto modes = modes_in(rows);
+  const auto modes = sweep_modes(rows);
   std::vector<std::string> series{"tutorial"};
   series.insert(series.end(), modes.begin(), modes.end());
   auto value = [&](const std::string& name, const std::string& s) {
@@ -125,9 +117,7 @@ std::string scaling_chart(const std::vector<RowSummary>& rows, const std::string
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" height=\"" << px(top + h + 50) << "\" role=\"img\">\n"
       << "<title>Images per second against GPU count, with the ideal line</title>\n";
   std::vector<std::string> legend{"tutorial"};
-  for (const auto& r : rows) {
-    if (std::find(legend.begin(), legend.end(), r.mode) == legend.end()) legend.push_back(r.mode);
-  }
+  for (const auto& mode : sweep_modes(rows)) legend.push_back(mode);
   for (std::size_t s = 0; s < legend.size(); ++s) {
     const double x = left + 130.0 * static_cast<double>(s);
     svg << "<circle cx=\"" << px(x + 6) << "\" cy=\"10\" r=\"5\" " << (legend[s] == "tutorial" ? "fill=\"none\" stroke" : "fill")
@@ -179,7 +169,7 @@ class HtmlReporter final : public Reporter {
          << escape(e.libtorch_version) << "; CUDA " << escape(e.cuda_runtime_version) << "; ddpbench "
          << escape(e.git_revision) << "</p>\n";
 
-    for (const auto& mode : modes_in(rows)) {
+    for (const auto& mode : sweep_modes(rows)) {
       html << "<h2>" << escape(mode.empty() ? "rows" : mode + " mode") << "</h2>\n<table>\n<tr><th>row</th><th>GPUs</th>"
               "<th>tutorial</th><th>this run</th><th>speed-up</th><th>scaling efficiency</th><th>images/s</th>"
               "<th>steady images/s</th><th>test accuracy</th><th>peak memory</th><th>status</th></tr>\n";

@@ -66,22 +66,15 @@ namespace {
 
 const char* mode_description(const std::string& mode) {
   if (mode == "faithful") {
-    return "the tutorial's quirks kept: its 1000-class head, batch 256 per process, the host loader, and its "
-           "timing (wall time around the epoch, loader start-up included)";
+    return "the tutorial's quirks kept: its 1000-class head, its batch per process (so more processes mean a "
+           "larger global batch and fewer steps), the host loader, and its timing (wall time around the epoch, "
+           "loader start-up included)";
   }
   if (mode == "controlled") {
     return "every row does the same work: one global batch split over its processes, a 10-class head, the "
            "device-resident loader, and steady-state throughput after warm-up";
   }
   return "rows as given";
-}
-
-std::vector<std::string> modes_of(const std::vector<RowSummary>& rows) {
-  std::vector<std::string> modes;
-  for (const auto& r : rows) {
-    if (std::find(modes.begin(), modes.end(), r.mode) == modes.end()) modes.push_back(r.mode);
-  }
-  return modes;
 }
 
 std::string seconds_with_spread(const RowSummary& r) {
@@ -118,7 +111,7 @@ class MarkdownReporter final : public Reporter {
     md << environment_line(doc.environment) << "\n";
     if (!rows.empty() && !rows.front().dataset.empty()) md << "\nData: " << rows.front().dataset << ".\n";
 
-    const auto modes = modes_of(rows);
+    const auto modes = sweep_modes(rows);
     for (const auto& mode : modes) {
       md << "\n## " << (mode.empty() ? "rows" : mode + " mode") << "\n\n" << mode_description(mode) << ".\n\n"
          << "| row | GPUs | tutorial | this run | speed-up | scaling efficiency | images/s | steady images/s"

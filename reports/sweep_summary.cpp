@@ -72,6 +72,14 @@ RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunRe
 
 }  // namespace
 
+std::vector<std::string> sweep_modes(const std::vector<RowSummary>& rows) {
+  std::vector<std::string> modes;
+  for (const auto& r : rows) {
+    if (std::find(modes.begin(), modes.end(), r.mode) == modes.end()) modes.push_back(r.mode);
+  }
+  return modes;
+}
+
 double RowSummary::headline_images_per_s() const { return mode == "controlled" ? steady_images_per_s : images_per_s; }
 
 double median(std::vector<double> values) {
@@ -96,7 +104,9 @@ std::vector<std::string> differences_from_baseline(const RunResult& row, const R
     out.push_back(std::to_string(row.steps_per_epoch) + " steps per epoch (baseline " +
                   std::to_string(baseline.steps_per_epoch) + ")");
   }
-  if (row.strategy == "ddp" && config_value(row, "sync-bn") == json(true)) out.push_back("SyncBatchNorm");
+  if (row.strategy == "ddp" && row.world_size > 1 && config_value(row, "sync-bn") == json(true)) {
+    out.push_back("SyncBatchNorm");
+  }
   // Settings compared by option name: label, key.
   static const std::pair<const char*, const char*> kSettings[] = {
       {"precision", "amp"},        {"TF32", "tf32"},         {"channels-last", "channels-last"},

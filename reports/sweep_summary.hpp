@@ -51,6 +51,9 @@ struct RowSummary {
 /// when the document has no sweep section.
 std::vector<RowSummary> summarize_sweep(const ResultDocument& document);
 
+/// The modes of `rows`, in order of first appearance.
+std::vector<std::string> sweep_modes(const std::vector<RowSummary>& rows);
+
 /// How `row` is set up differently from `baseline`, one phrase per difference, e.g.
 /// "4 processes", "global batch 1024 (baseline 256)", "SyncBatchNorm".
 std::vector<std::string> differences_from_baseline(const RunResult& row, const RunResult& baseline);

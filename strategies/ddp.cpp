@@ -30,7 +30,8 @@ class DdpStrategy final : public Strategy {
     ReducerOptions options;
     options.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(setup.config.bucket_mb * (1 << 20)));
     options.overlap = setup.config.overlap;
-    reducer_ = std::make_unique<GradientReducer>(module.parameters(), comm_, options);
+    parameters_ = module.parameters();
+    reducer_ = std::make_unique<GradientReducer>(parameters_, comm_, options);
   }
 
   at::Tensor train_step(const Batch& batch) override {
@@ -40,23 +41,14 @@ class DdpStrategy final : public Strategy {
       PhaseScope phase(s.timer, Phase::forward);
       broadcast_from_rank0(*comm_, buffers_of(*s.model.ptr()));
       s.optimizer.zero_grad();
+      auto autocast = s.precision.autocast();
       loss = classification_loss(s.model.forward<at::Tensor>(batch.images), batch.labels);
     }
-    {
-      PhaseScope phase(s.timer, Phase::backward);
-      reducer_->prepare_for_backward(s.timer.step());
-      loss.backward();
-    }
-    {
-      PhaseScope phase(s.timer, Phase::comm);
+    reducer_->prepare_for_backward(s.timer.step());
+    return backward_and_step(s, loss, parameters_, [&] {
       reducer_->finish();
-    }
-    s.timer.add(Phase::allreduce, reducer_->last_allreduce_s());
-    {
-      PhaseScope phase(s.timer, Phase::optimizer);
-      s.optimizer.step();
-    }
-    return loss.detach();
+      s.timer.add(Phase::allreduce, reducer_->last_allreduce_s());
+    });
   }
 
   torch::nn::AnyModule eval_model() override { return setup_->model; }
@@ -76,6 +68,7 @@ class DdpStrategy final : public Strategy {
   std::optional<TrainingSetup> setup_;
   std::shared_ptr<Communicator> comm_;
   std::unique_ptr<GradientReducer> reducer_;
+  std::vector<at::Tensor> parameters_;
   int64_t sync_bn_layers_ = 0;
 };
 

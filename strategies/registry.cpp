@@ -1,9 +1,8 @@
 #include <vector>
 
-#include <torch/nn/functional/loss.h>
-
-#include "harness/input_error.hpp"
+#include "harness/enum_names.hpp"
 #include "strategies/ddp.hpp"
+#include "strategies/dp.hpp"
 #include "strategies/single.hpp"
 #include "strategies/strategy.hpp"
 
@@ -11,24 +10,17 @@ namespace ddpbench {
 
 std::span<const StrategyInfo> strategy_registry() {
   static const std::vector<StrategyInfo> strategies = {
-      {"single", "one process, one device: the tutorial's baseline", false, make_single_strategy},
+      {"single", "one process, one device: the tutorial's baseline", false, make_single_strategy, {}, {}},
+      {"dp", "DataParallel: one process, the batch scattered over its devices (--dp-impl replicas|libtorch)", false,
+       make_dp_strategy, dp_preflight, [](const RunConfig& c) { return dp_devices(c).front(); }},
       {"ddp", "DistributedDataParallel: one process per device, bucketed allreduce overlapped with backward",
-       true, make_ddp_strategy},
+       true, make_ddp_strategy, {}, {}},
   };
   return strategies;
 }
 
 const StrategyInfo& find_strategy(std::string_view name) {
-  std::string known;
-  for (const auto& strategy : strategy_registry()) {
-    if (strategy.name == name) return strategy;
-    known += (known.empty() ? "" : "|") + strategy.name;
-  }
-  throw InputError("--strategy: unknown strategy '" + std::string(name) + "' (expected " + known + ")");
-}
-
-at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels) {
-  return torch::nn::functional::cross_entropy(logits, labels);
+  return find_named(strategy_registry(), name, "--strategy", "strategy");
 }
 
 }  // namespace ddpbench

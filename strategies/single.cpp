@@ -7,7 +7,10 @@ namespace {
 
 class SingleStrategy final : public Strategy {
  public:
-  void prepare(TrainingSetup& setup) override { setup_.emplace(setup); }
+  void prepare(TrainingSetup& setup) override {
+    setup_.emplace(setup);
+    parameters_ = setup.model.ptr()->parameters();
+  }
 
   at::Tensor train_step(const Batch& batch) override {
     TrainingSetup& s = *setup_;
@@ -15,23 +18,17 @@ class SingleStrategy final : public Strategy {
     {
       PhaseScope phase(s.timer, Phase::forward);
       s.optimizer.zero_grad();
+      auto autocast = s.precision.autocast();
       loss = classification_loss(s.model.forward<at::Tensor>(batch.images), batch.labels);
     }
-    {
-      PhaseScope phase(s.timer, Phase::backward);
-      loss.backward();
-    }
-    {
-      PhaseScope phase(s.timer, Phase::optimizer);
-      s.optimizer.step();
-    }
-    return loss.detach();
+    return backward_and_step(s, loss, parameters_);
   }
 
   torch::nn::AnyModule eval_model() override { return setup_->model; }
 
  private:
   std::optional<TrainingSetup> setup_;
+  std::vector<at::Tensor> parameters_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 // honoured inside the step, not strategies of their own.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@
 #include "harness/dist_context.hpp"
 #include "harness/phase_timer.hpp"
 #include "harness/run_config.hpp"
+#include "strategies/mixed_precision.hpp"
 
 namespace ddpbench {
 
@@ -26,6 +28,7 @@ struct TrainingSetup {
   const DistContext& dist;
   const RunConfig& config;
   PhaseTimer& timer;                 // phases of a step: forward, backward, comm, optimizer
+  MixedPrecision& precision;         // autocast, loss scaling and the optimizer step
 };
 
 class Strategy {
@@ -47,6 +50,11 @@ struct StrategyInfo {
   std::string description;
   bool distributed = false;  // one process per device: the launcher starts it as ranks
   std::function<std::unique_ptr<Strategy>()> make;
+  /// Before a row starts: why it cannot run on this machine (the row is then skipped), or
+  /// nullopt; throws InputError for bad input only this strategy can see. May be empty.
+  std::function<std::optional<std::string>(const RunConfig&)> preflight;
+  /// The device the model lives on, when the strategy chooses it (dp: its first device).
+  std::function<c10::Device(const RunConfig&)> primary_device;
 };
 
 /// The strategies, registered explicitly in strategies/registry.cpp.
@@ -57,5 +65,12 @@ const StrategyInfo& find_strategy(std::string_view name);
 
 /// The tutorial's criterion: cross-entropy, mean over the batch.
 at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels);
+
+/// The rest of a step once forward has produced `loss`, as every strategy takes it, each
+/// in its phase: backward of the (scaled) loss, `communicate` (the strategy's gradient
+/// reduction; may be empty), then the precision-aware optimizer step. Returns the loss,
+/// detached, without waiting for the device.
+at::Tensor backward_and_step(TrainingSetup& setup, const at::Tensor& loss, const std::vector<at::Tensor>& parameters,
+                             const std::function<void()>& communicate = {});
 
 }  // namespace ddpbench

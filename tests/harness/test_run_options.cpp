@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
+#include "harness/cli.hpp"
 #include "harness/run_options.hpp"
 #include "support/temp_dir.hpp"
 
@@ -87,6 +89,60 @@ TEST(RunOptions, ParsersRejectMalformedText) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), "--dataset: unknown value 'imagenet' (expected cifar10|synthetic|auto)");
+  }
+}
+
+TEST(RunOptions, ArgumentsReproduceTheConfig) {
+  RunConfig c;
+  c.strategy = "ddp";
+  c.nproc = 4;
+  c.overlap = false;
+  c.amp = AmpMode::fp16;
+  c.max_steps = 7;
+  c.bucket_mb = 0.5;
+  c.data_dir = "/data/cifar";
+  const auto args = run_config_to_args(c);
+  // Only what differs from the defaults, switches as --no-key.
+  EXPECT_NE(std::find(args.begin(), args.end(), "--no-overlap"), args.end());
+  EXPECT_EQ(std::find(args.begin(), args.end(), "--batch-size"), args.end());
+  std::vector<const char*> argv = {"ddpbench", "run"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  const auto parsed = std::get<RunCommand>(parse_command_line(static_cast<int>(argv.size()), argv.data())).config;
+  EXPECT_EQ(run_config_to_json(parsed), run_config_to_json(c));
+}
+
+TEST(RunOptions, PresetFastSetsTheFastPathExceptWhatTheUserSet) {
+  const char* argv[] = {"ddpbench", "run", "--amp", "off", "--preset", "fast"};
+  const auto c = std::get<RunCommand>(parse_command_line(6, argv)).config;
+  EXPECT_EQ(c.preset, Preset::fast);
+  EXPECT_EQ(c.amp, AmpMode::off);  // given explicitly: kept
+  EXPECT_TRUE(c.channels_last);
+  EXPECT_TRUE(c.cudnn_benchmark);
+  EXPECT_EQ(c.loader, LoaderKind::device);
+  EXPECT_EQ(c.sgd, SgdImpl::fused);
+  EXPECT_FALSE(c.sync_every_step);
+  for (const auto& [key, value] : preset_options(Preset::fast)) EXPECT_NE(find_run_option(key), nullptr) << key;
+}
+
+TEST(RunOptions, ProfileStepsAndDevicesAreParsed) {
+  RunConfig c;
+  c.profile_steps = "10:20";
+  EXPECT_EQ(profile_step_range(c), std::make_optional(std::make_pair<int64_t, int64_t>(10, 20)));
+  for (const char* bad : {"10", "20:10", "a:b", ":3", "-1:2"}) {
+    c.profile_steps = bad;
+    EXPECT_THROW(profile_step_range(c), InputError) << bad;
+  }
+  c.profile_steps.clear();
+  EXPECT_FALSE(profile_step_range(c).has_value());
+  c.devices = "0,1,3";
+  EXPECT_EQ(device_list(c), (std::vector<int64_t>{0, 1, 3}));
+  c.devices = "cpu,cpu";
+  EXPECT_EQ(device_list(c), (std::vector<int64_t>{-1, -1}));
+  c.devices = "all";
+  EXPECT_TRUE(device_list(c).empty());
+  for (const char* bad : {"", "0,,1", "gpu0", "cpu,1", "-1"}) {
+    c.devices = bad;
+    EXPECT_THROW(device_list(c), InputError) << bad;
   }
 }
 

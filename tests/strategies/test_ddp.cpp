@@ -47,7 +47,8 @@ std::vector<at::Tensor> train(std::unique_ptr<Strategy> strategy, const RunConfi
   dist.world_size = world;
   dist.comm = std::move(comm);
   auto timer = make_phase_timer(c10::kCPU);
-  TrainingSetup setup{model, optimizer, dist, config, *timer};
+  MixedPrecision precision(config.amp, dist.device);
+  TrainingSetup setup{model, optimizer, dist, config, *timer, precision};
   strategy->prepare(setup);
   for (int s = 0; s < steps; ++s) {
     strategy->train_step(batch_for(s * world * per_rank % 48 + rank * per_rank, per_rank));
@@ -146,7 +147,8 @@ TEST(Ddp, DetailsDescribeTheBuckets) {
     dist.world_size = 2;
     dist.comm = comm;
     auto timer = make_phase_timer(c10::kCPU);
-    TrainingSetup setup{model, optimizer, dist, config, *timer};
+    MixedPrecision precision(config.amp, dist.device);
+  TrainingSetup setup{model, optimizer, dist, config, *timer, precision};
     auto ddp = make_ddp_strategy();
     ddp->prepare(setup);
     const auto details = ddp->details();
@@ -213,7 +215,8 @@ TEST(GpuDdp, NcclWorldOfOneTrainsOnCuda) {
         dist.comm = comm;
         RunConfig config;
         auto timer = make_phase_timer(cuda);
-        TrainingSetup setup{model, optimizer, dist, config, *timer};
+        MixedPrecision precision(config.amp, dist.device);
+  TrainingSetup setup{model, optimizer, dist, config, *timer, precision};
         auto ddp = make_ddp_strategy();
         ddp->prepare(setup);
         const Batch b = batch_for(0, 32);

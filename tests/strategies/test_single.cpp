@@ -35,7 +35,8 @@ void expect_steps_lower_the_loss(c10::Device device) {
   torch::manual_seed(0);
   Fixture f(device);
   auto strategy = make_single_strategy();
-  TrainingSetup setup{f.model, f.optimizer, f.dist, f.config, *f.timer};
+  MixedPrecision precision(AmpMode::off, f.dist.device);
+  TrainingSetup setup{f.model, f.optimizer, f.dist, f.config, *f.timer, precision};
   strategy->prepare(setup);
   const Batch batch = fixed_batch(device);
   const double first = strategy->train_step(batch).item<double>();
@@ -56,7 +57,8 @@ TEST(Single, OneStepIsPlainSgdWithMomentum) {
   Fixture f(c10::kCPU, 0.1);
   auto reference = f.model.clone();
   auto strategy = make_single_strategy();
-  TrainingSetup setup{f.model, f.optimizer, f.dist, f.config, *f.timer};
+  MixedPrecision precision(AmpMode::off, f.dist.device);
+  TrainingSetup setup{f.model, f.optimizer, f.dist, f.config, *f.timer, precision};
   strategy->prepare(setup);
   const Batch batch = fixed_batch(c10::kCPU);
   strategy->train_step(batch);

@@ -1,0 +1,58 @@
+// Allreduce over c10d across message sizes, with nccl-tests' metrics: algorithm bandwidth
+// (bytes / time) and bus bandwidth (algbw * 2(n-1)/n, what each link carries in a ring).
+#include <benchmark/benchmark.h>
+
+#include <ATen/ATen.h>
+#include <torch/cuda.h>
+
+#include "harness/microbenchmarks/world.hpp"
+
+namespace ddpbench::microbench {
+namespace {
+
+// Set by one thread only: Google Benchmark sums counters over threads, and every rank
+// takes part in the same collectives.
+void set_bandwidth(benchmark::State& state, int64_t bytes, int64_t world) {
+  if (state.thread_index() != 0) return;
+  state.SetBytesProcessed(state.iterations() * bytes);
+  const double algbw = static_cast<double>(bytes) * static_cast<double>(state.iterations());
+  state.counters["algbw_GBps"] = benchmark::Counter(algbw / 1e9, benchmark::Counter::kIsRate);
+  state.counters["busbw_GBps"] = benchmark::Counter(
+      algbw / 1e9 * 2.0 * static_cast<double>(world - 1) / static_cast<double>(world), benchmark::Counter::kIsRate);
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+
+// Two ranks on two benchmark threads: each iteration is one allreduce both take part in.
+void BM_GlooAllreduce(benchmark::State& state) {
+  const int64_t bytes = state.range(0);
+  Communicator& comm = gloo_rank(static_cast<int>(state.thread_index()));
+  auto tensor = at::ones({bytes / 4}, at::kFloat);
+  for (auto _ : state) comm.sum(tensor);
+  set_bandwidth(state, bytes, 2);
+}
+BENCHMARK(BM_GlooAllreduce)->RangeMultiplier(16)->Range(1 << 10, 64 << 20)->Threads(2)->UseRealTime()->Iterations(20);
+
+// NCCL with one rank where a GPU is: the cost of the collective's launch and a device copy.
+void BM_NcclAllreduceOneGpu(benchmark::State& state) {
+  if (!torch::cuda::is_available()) {
+    state.SkipWithError("no CUDA device");
+    return;
+  }
+  static std::shared_ptr<Communicator> comm = [] {
+    RankEnvironment env;
+    env.master_port = 0;
+    return std::make_shared<Communicator>(
+        CommunicatorOptions{env, CommBackend::nccl, c10::Device(c10::kCUDA, 0), std::chrono::seconds(60)});
+  }();
+  const int64_t bytes = state.range(0);
+  auto tensor = at::ones({bytes / 4}, at::TensorOptions().dtype(at::kFloat).device(c10::kCUDA));
+  for (auto _ : state) {
+    comm->sum(tensor);
+    torch::cuda::synchronize();
+  }
+  set_bandwidth(state, bytes, 1);
+}
+BENCHMARK(BM_NcclAllreduceOneGpu)->RangeMultiplier(16)->Range(1 << 10, 256 << 20)->UseRealTime();
+
+}  // namespace
+}  // namespace ddpbench::microbench

@@ -1,0 +1,48 @@
+// ddpbench_microbench: Google Benchmark microbenchmarks of the pieces a training step is
+// made of (allreduce, loaders, one ResNet-50 step, gradient-bucket flattening). JSON with
+// --benchmark_format=json; each runs in seconds.
+#include <benchmark/benchmark.h>
+
+#include <array>
+#include <thread>
+
+#include "harness/launcher.hpp"
+#include "harness/microbenchmarks/world.hpp"
+
+namespace ddpbench::microbench {
+namespace {
+
+std::array<std::shared_ptr<Communicator>, 2> g_ranks;
+
+}  // namespace
+
+Communicator& gloo_rank(int rank) { return *g_ranks.at(static_cast<std::size_t>(rank)); }
+
+void form_gloo_world() {
+  const int64_t port = free_port();
+  std::array<std::thread, 2> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads[static_cast<std::size_t>(rank)] = std::thread([rank, port] {
+      RankEnvironment env;
+      env.rank = rank;
+      env.world_size = 2;
+      env.local_rank = rank;
+      env.local_world_size = 2;
+      env.master_port = port;
+      g_ranks[static_cast<std::size_t>(rank)] =
+          std::make_shared<Communicator>(CommunicatorOptions{env, CommBackend::gloo, c10::kCPU, std::chrono::seconds(60)});
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace ddpbench::microbench
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  ddpbench::microbench::form_gloo_world();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,227 @@
+#include "strategies/dp.hpp"
+
+#include <map>
+#include <thread>
+
+#include <ATen/ATen.h>
+#include <ATen/ThreadLocalState.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/csrc/utils/tensor_flatten.h>
+#include <torch/cuda.h>
+
+#include "harness/input_error.hpp"
+#include "models/layout.hpp"
+#include "models/registry.hpp"
+
+namespace ddpbench {
+namespace {
+
+// Flattens `tensors` per dtype into as few buffers as possible and hands each buffer,
+// moved to `device`, back as views shaped like the originals.
+std::vector<at::Tensor> coalesced_copy(const std::vector<at::Tensor>& tensors, const c10::Device& device) {
+  std::map<at::ScalarType, std::vector<std::size_t>> by_dtype;
+  for (std::size_t i = 0; i < tensors.size(); ++i) by_dtype[tensors[i].scalar_type()].push_back(i);
+  std::vector<at::Tensor> out(tensors.size());
+  for (const auto& [dtype, indices] : by_dtype) {
+    std::vector<at::Tensor> group;
+    for (std::size_t i : indices) group.push_back(tensors[i]);
+    const auto flat = torch::utils::flatten_dense_tensors(group).to(device, /*non_blocking=*/true);
+    const auto parts = torch::utils::unflatten_dense_tensors(flat, group);
+    for (std::size_t k = 0; k < indices.size(); ++k) out[indices[k]] = parts[k];
+  }
+  return out;
+}
+
+nlohmann::json device_names(const std::vector<c10::Device>& devices) {
+  nlohmann::json names = nlohmann::json::array();
+  for (const auto& d : devices) names.push_back(d.str());
+  return names;
+}
+
+class ReplicasDataParallel final : public Strategy {
+ public:
+  void prepare(TrainingSetup& setup) override {
+    setup_.emplace(setup);
+    devices_ = dp_devices(setup.config);
+    TORCH_CHECK(devices_.front() == setup.dist.device, "dp: the model must live on the first device");
+    primary_state_ = state_of(*setup.model.ptr());
+    parameters_ = setup.model.ptr()->parameters();
+    for (std::size_t i = 1; i < devices_.size(); ++i) {
+      replicas_.push_back(setup.model.clone(devices_[i]));
+      if (setup.config.channels_last) to_channels_last(*replicas_.back().ptr());
+    }
+  }
+
+  at::Tensor train_step(const Batch& batch) override {
+    TrainingSetup& s = *setup_;
+    const auto n = static_cast<int64_t>(devices_.size());
+    at::Tensor loss;
+    {
+      PhaseScope phase(s.timer, Phase::forward);
+      s.optimizer.zero_grad();
+      broadcast_state();
+      const auto chunks = batch.images.chunk(n, 0);
+      std::vector<at::Tensor> outputs(devices_.size());
+      auto autocast = s.precision.autocast();
+      const at::ThreadLocalState state;  // grad mode and autocast, for the replica threads
+      std::vector<std::thread> threads;
+      std::vector<std::exception_ptr> errors(devices_.size());
+      for (std::size_t i = 1; i < devices_.size(); ++i) {
+        threads.emplace_back([&, i] {
+          try {
+            at::ThreadLocalStateGuard tls(state);
+            c10::DeviceGuard device(devices_[i]);
+            const auto input = chunks[i].to(devices_[i], /*non_blocking=*/true);
+            outputs[i] = replicas_[i - 1].forward<at::Tensor>(input).to(devices_.front());
+          } catch (...) {
+            errors[i] = std::current_exception();
+          }
+        });
+      }
+      outputs[0] = s.model.forward<at::Tensor>(chunks[0]);
+      for (auto& t : threads) t.join();
+      for (const auto& e : errors) {
+        if (e) std::rethrow_exception(e);
+      }
+      loss = classification_loss(at::cat(outputs, 0), batch.labels);
+    }
+    return backward_and_step(s, loss, parameters_, [&] { reduce_gradients(); });
+  }
+
+  torch::nn::AnyModule eval_model() override { return setup_->model; }
+
+  [[nodiscard]] nlohmann::json details() const override {
+    int64_t bytes = 0;
+    for (const auto& t : primary_state_) bytes += t.numel() * static_cast<int64_t>(t.element_size());
+    return {{"implementation", "replicas"}, {"devices", device_names(devices_)}, {"broadcast_bytes_per_replica", bytes}};
+  }
+
+ private:
+  static std::vector<at::Tensor> state_of(torch::nn::Module& m) {
+    auto state = m.parameters();
+    for (const auto& b : m.buffers()) state.push_back(b);
+    return state;
+  }
+
+  void broadcast_state() {
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 1; i < devices_.size(); ++i) {
+      const auto copies = coalesced_copy(primary_state_, devices_[i]);
+      const auto targets = state_of(*replicas_[i - 1].ptr());
+      for (std::size_t k = 0; k < targets.size(); ++k) targets[k].copy_(copies[k]);
+    }
+  }
+
+  void reduce_gradients() {
+    at::NoGradGuard no_grad;
+    for (std::size_t i = 1; i < devices_.size(); ++i) {
+      std::vector<at::Tensor> grads;
+      for (const auto& p : replicas_[i - 1].ptr()->parameters()) grads.push_back(p.grad());
+      const auto on_primary = coalesced_copy(grads, devices_.front());
+      for (std::size_t k = 0; k < parameters_.size(); ++k) parameters_[k].mutable_grad().add_(on_primary[k]);
+      for (auto& g : grads) g.zero_();
+    }
+  }
+
+  std::optional<TrainingSetup> setup_;
+  std::vector<c10::Device> devices_;
+  std::vector<torch::nn::AnyModule> replicas_;  // devices 1..n-1; device 0 runs the model
+  std::vector<at::Tensor> primary_state_;
+  std::vector<at::Tensor> parameters_;
+};
+
+class LibTorchDataParallel final : public Strategy {
+ public:
+  void prepare(TrainingSetup& setup) override {
+    setup_.emplace(setup);
+    devices_ = dp_devices(setup.config);
+    parameters_ = setup.model.ptr()->parameters();
+    forward_ = find_model(setup.config.model).data_parallel;
+  }
+
+  at::Tensor train_step(const Batch& batch) override {
+    TrainingSetup& s = *setup_;
+    at::Tensor loss;
+    {
+      PhaseScope phase(s.timer, Phase::forward);
+      s.optimizer.zero_grad();
+      auto autocast = s.precision.autocast();
+      loss = classification_loss(forward_(s.model, batch.images, devices_), batch.labels);
+    }
+    // The replicas' gradients flow back into the module's through LibTorch's grad edges.
+    return backward_and_step(s, loss, parameters_);
+  }
+
+  torch::nn::AnyModule eval_model() override { return setup_->model; }
+
+  [[nodiscard]] nlohmann::json details() const override {
+    return {{"implementation", "libtorch data_parallel"},
+            {"devices", device_names(devices_)},
+            {"note", "clones the module on every forward; replicas' batch-norm statistics are lost"}};
+  }
+
+ private:
+  std::optional<TrainingSetup> setup_;
+  std::vector<c10::Device> devices_;
+  std::vector<at::Tensor> parameters_;
+  ModelInfo::DataParallelForward forward_;
+};
+
+}  // namespace
+
+std::vector<c10::Device> dp_devices(const RunConfig& config) {
+  const std::vector<int64_t> listed = device_list(config);
+  const int64_t visible = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+  std::vector<c10::Device> devices;
+  if (listed.empty()) {
+    for (int64_t i = 0; i < visible; ++i) devices.emplace_back(c10::kCUDA, static_cast<c10::DeviceIndex>(i));
+    return devices;
+  }
+  for (int64_t d : listed) {
+    if (d < 0) {
+      devices.emplace_back(c10::kCPU);
+      continue;
+    }
+    if (d >= visible) {
+      throw InputError("--devices " + config.devices + ": cuda:" + std::to_string(d) + " is not visible (" +
+                       std::to_string(visible) + " CUDA devices)");
+    }
+    devices.emplace_back(c10::kCUDA, static_cast<c10::DeviceIndex>(d));
+  }
+  return devices;
+}
+
+std::optional<std::string> dp_preflight(const RunConfig& config) {
+  const auto devices = dp_devices(config);
+  if (devices.empty()) return "needs CUDA devices (none visible); --devices cpu,cpu runs it on CPU replicas";
+  if (devices.size() < 2 && !config.allow_single_device) {
+    return "needs at least 2 devices, " + std::to_string(devices.size()) +
+           " available (--allow-single-device runs it on one)";
+  }
+  if (config.batch_size % static_cast<int64_t>(devices.size()) != 0) {
+    throw InputError("--batch-size " + std::to_string(config.batch_size) + " does not divide over " +
+                     std::to_string(devices.size()) + " dp devices");
+  }
+  if (config.dp_impl == DpImpl::libtorch && devices.front().is_cpu() && devices.size() > 1) {
+    throw InputError("--dp-impl libtorch: LibTorch's data_parallel scatters over CUDA devices only");
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<Strategy> make_dp_strategy() {
+  // The implementation is an option of the row; the registry names one strategy.
+  struct Dispatch final : Strategy {
+    void prepare(TrainingSetup& setup) override {
+      impl = setup.config.dp_impl == DpImpl::libtorch ? std::unique_ptr<Strategy>(new LibTorchDataParallel)
+                                                      : std::unique_ptr<Strategy>(new ReplicasDataParallel);
+      impl->prepare(setup);
+    }
+    at::Tensor train_step(const Batch& batch) override { return impl->train_step(batch); }
+    torch::nn::AnyModule eval_model() override { return impl->eval_model(); }
+    [[nodiscard]] nlohmann::json details() const override { return impl->details(); }
+    std::unique_ptr<Strategy> impl;
+  };
+  return std::make_unique<Dispatch>();
+}
+
+}  // namespace ddpbench

@@ -1,0 +1,30 @@
+#pragma once
+// `dp`: torch.nn.DataParallel's semantics, as the tutorial used it: one process, the batch
+// scattered over several devices, replicas run forward, outputs gathered on the first
+// device, gradients reduced onto it. Two implementations, reported by name:
+//  - replicas: replicas kept across steps; parameters and buffers broadcast from the first
+//    device each step and gradients reduced onto it, both coalesced into one flat buffer
+//    per dtype; replica threads inherit autocast and grad mode.
+//  - libtorch: torch::nn::parallel::data_parallel, the faithful LibTorch baseline, which
+//    clones (and so re-initialises) the module on every call and whose replicas' batch-norm
+//    statistics never reach the module.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "strategies/strategy.hpp"
+
+namespace ddpbench {
+
+std::unique_ptr<Strategy> make_dp_strategy();
+
+/// The devices --devices names: every visible CUDA device for "all", cuda:N or cpu entries
+/// otherwise. Throws InputError for a CUDA device that is not there.
+std::vector<c10::Device> dp_devices(const RunConfig& config);
+
+/// Why a dp row cannot run here (fewer than two devices without --allow-single-device);
+/// throws InputError when the batch does not divide over the devices.
+std::optional<std::string> dp_preflight(const RunConfig& config);
+
+}  // namespace ddpbench

@@ -1,0 +1,119 @@
+// The sweep end to end through the binary: rows in their own processes, a failed row that
+// does not stop the others, and a killed sweep resumed without losing or repeating a row.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "support/process.hpp"
+
+namespace ddpbench {
+namespace {
+
+using testing::TempDir;
+
+// Two quick rows and a slow one, on the tiny model and synthetic data.
+void write_sweep_file(const std::filesystem::path& path) {
+  testing::write_text(path, R"({
+    "name": "test sweep",
+    "defaults": {"model": "tiny", "num-classes": 10, "dataset": "synthetic", "synthetic-train-images": 512,
+                 "synthetic-test-images": 128, "batch-size": 64, "workers": 0, "device": "cpu", "warmup-steps": 1},
+    "rows": [
+      {"name": "quick", "options": {"strategy": "single", "max-steps": 2}},
+      {"name": "ranks", "devices": 2, "options": {"strategy": "ddp", "nproc": 2, "max-steps": 2}},
+      {"name": "slow", "options": {"strategy": "single", "epochs": 12}},
+      {"name": "broken", "options": {"strategy": "ddp", "nproc": 2, "inject-fault-rank": 1, "inject-fault-step": 1}}
+    ]})");
+}
+
+std::vector<std::string> sweep_args(const TempDir& dir, std::vector<std::string> extra) {
+  std::vector<std::string> args = {testing::ddpbench_binary(), "sweep", "--file", (dir / "s.json").string(),
+                                   "--mode", "faithful", "--table", "tutorial", "--out-dir", (dir / "out").string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+nlohmann::json results(const TempDir& dir) {
+  return nlohmann::json::parse(testing::read_text(dir / "out/results.json"));
+}
+
+TEST(SweepCommand, AFailedRowBecomesARowAndTheSweepGoesOn) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  const auto r = testing::run_process(sweep_args(dir, {"--rows", "broken,quick", "--gbench-json",
+                                                       (dir / "gb.json").string()}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto doc = results(dir);
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  EXPECT_EQ(doc["runs"][0]["name"], "quick");
+  EXPECT_EQ(doc["runs"][0]["status"], "ok");
+  EXPECT_EQ(doc["runs"][1]["name"], "broken");
+  EXPECT_EQ(doc["runs"][1]["status"], "failed");
+  EXPECT_NE(doc["runs"][1]["reason"].get<std::string>().find("rank 1 was killed by signal 9"), std::string::npos);
+  EXPECT_EQ(doc["summary"].size(), 2u);
+  EXPECT_NE(r.out.find("| quick | 1 |"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/results.md"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/results.html"));
+  EXPECT_EQ(nlohmann::json::parse(testing::read_text(dir / "gb.json"))["benchmarks"][0]["name"], "faithful/quick");
+}
+
+TEST(SweepCommand, AKilledSweepResumesWithoutLosingOrRepeatingARow) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  const auto rows = std::vector<std::string>{"--rows", "quick,ranks,slow"};
+  {
+    testing::SpawnedProcess sweep(sweep_args(dir, rows));
+    // Wait until the reports hold the first two rows, then kill the sweep while "slow" runs.
+    auto finished_rows = [&] {
+      try {
+        return results(dir)["runs"].size();
+      } catch (const std::exception&) {
+        return std::size_t{0};
+      }
+    };
+    for (int i = 0; i < 600 && finished_rows() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(finished_rows(), 2u) << "the first two rows never finished";
+    ::kill(sweep.pid(), SIGKILL);
+    sweep.wait();
+  }
+  const std::string quick_before = testing::read_text(dir / "out/rows/faithful/quick.json");
+  EXPECT_FALSE(std::filesystem::exists(dir / "out/rows/faithful/slow.json"));
+
+  const auto resumed = testing::run_process(sweep_args(dir, {"--rows", "quick,ranks,slow", "--resume"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("quick (faithful): done before, kept (--resume)"), std::string::npos) << resumed.err;
+  EXPECT_NE(resumed.err.find("ranks (faithful): done before, kept (--resume)"), std::string::npos) << resumed.err;
+  EXPECT_EQ(resumed.err.find("slow (faithful): done before"), std::string::npos);
+  EXPECT_EQ(testing::read_text(dir / "out/rows/faithful/quick.json"), quick_before) << "quick ran again";
+  const auto doc = results(dir);
+  ASSERT_EQ(doc["runs"].size(), 3u);
+  for (const auto& run : doc["runs"]) EXPECT_EQ(run["status"], "ok") << run["name"];
+
+  // A changed configuration is not "done": the row runs again.
+  const auto changed = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume", "--seed", "5"}));
+  EXPECT_EQ(changed.exit_code, 0);
+  EXPECT_EQ(changed.err.find("done before"), std::string::npos) << changed.err;
+}
+
+TEST(SweepCommand, DryRunPrintsEachRowsCommand) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  const auto r = testing::run_process(sweep_args(dir, {"--dry-run", "--rows", "quick,ranks"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("faithful\tquick\tddpbench run --name quick"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--strategy ddp"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+TEST(SweepCommand, BadInputExitsTwo) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  EXPECT_EQ(testing::run_process(sweep_args(dir, {"--rows", "nope"})).exit_code, 2);
+  EXPECT_EQ(testing::run_process(sweep_args(dir, {"--repeat", "0"})).exit_code, 2);
+  EXPECT_EQ(testing::run_process(sweep_args(dir, {"--out", "x.json"})).exit_code, 2);
+  EXPECT_EQ(testing::run_process({testing::ddpbench_binary(), "sweep", "--file", (dir / "none.json").string()}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace ddpbench
