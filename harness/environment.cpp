@@ -37,6 +37,16 @@ std::string cpu_model() {
   return "";
 }
 
+// The "flags" (x86) or "Features" (Arm) line of the first processor.
+std::string cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0) return line + " ";
+  }
+  return "";
+}
+
 std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
 // The driver's own version (e.g. 570.124.06) comes from NVML, opened at run time so that the
@@ -56,6 +66,14 @@ std::string nvml_driver_version() {
 }
 
 }  // namespace
+
+bool cpu_has_native_half_precision() {
+  const std::string flags = cpu_flags();
+  for (const char* flag : {" avx512_bf16 ", " amx_bf16 ", " avx512_fp16 ", " bf16 "}) {
+    if (flags.find(flag) != std::string::npos) return true;
+  }
+  return false;
+}
 
 Environment capture_environment() {
   Environment env;

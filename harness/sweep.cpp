@@ -184,6 +184,8 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
                      std::to_string(kCpuBatchDivisor) + ", epochs cut to " + kCpuSettings["max-steps"].dump() +
                      " steps: times compare rows with each other, not with the tutorial's GPUs.";
   }
+  const bool overrides_amp = std::any_of(command.overrides.begin(), command.overrides.end(),
+                                         [](const auto& o) { return o.first == "amp"; });
   for (const auto& mode : modes) {
     for (const auto& spec : definition.rows) {
       if (!command.rows.empty() && std::find(command.rows.begin(), command.rows.end(), spec.name) == command.rows.end()) {
@@ -242,6 +244,10 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         skip = "strategy '" + c.strategy + "' is not in this build";
       } else if (uses_gpus(c, env) && spec.devices > env.visible_gpus) {
         skip = "needs " + std::to_string(spec.devices) + " GPUs, " + std::to_string(env.visible_gpus) + " visible";
+      } else if (cpu && c.amp != AmpMode::off && !env.cpu_native_half_precision && !overrides_amp &&
+                 std::find(command.rows.begin(), command.rows.end(), spec.name) == command.rows.end()) {
+        skip = "CPU preset: this CPU has no bf16/fp16 arithmetic (AVX512-BF16, AMX, AVX512-FP16), so autocast would "
+               "emulate it, ~40x slower than fp32; name the row in --rows to run it anyway";
       }
       for (int64_t rep = 0; rep < command.repeat; ++rep) {
         PlannedRow row;

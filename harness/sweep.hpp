@@ -44,6 +44,9 @@ SweepDefinition read_sweep_file(const std::filesystem::path& path);
 /// What the sweep needs to know of the machine it runs on.
 struct SweepEnvironment {
   int64_t visible_gpus = 0;
+  // The CPU computes bf16/fp16 in hardware; without it the CPU preset skips mixed-precision
+  // rows that --rows does not name (emulated half precision is ~40x slower than fp32).
+  bool cpu_native_half_precision = false;
   std::vector<std::string> strategies;  // the strategies this build has
   Environment machine;
   std::string tool_version;

@@ -18,12 +18,6 @@ using nlohmann::json;
 // Keys of a row's config that do not change what is measured.
 const char* const kIgnoredConfigKeys[] = {"out", "save-checkpoint", "log-interval-steps", "data-dir", "name"};
 
-json comparable_config(const RunResult& r) {
-  json c = r.config;
-  for (const char* key : kIgnoredConfigKeys) c.erase(key);
-  return c;
-}
-
 std::string config_difference(const json& a, const json& b) {
   std::string out;
   for (const auto& [key, value] : a.items()) {
@@ -87,6 +81,12 @@ std::vector<double> u_distribution(std::size_t m, std::size_t n) {
 }
 
 }  // namespace
+
+json comparable_config(const RunResult& r) {
+  json c = r.config;
+  for (const char* key : kIgnoredConfigKeys) c.erase(key);
+  return c;
+}
 
 const std::vector<MetricInfo>& comparable_metrics() {
   static const std::vector<MetricInfo> metrics = {{"train_time_s", false},

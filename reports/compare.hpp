@@ -52,6 +52,10 @@ struct Comparison {
   [[nodiscard]] bool regression() const;
 };
 
+/// A row's config without the keys that do not change what is measured (output paths, the
+/// row's name, logging): two rows are compared only where these are equal.
+nlohmann::json comparable_config(const RunResult& run);
+
 /// Throws InputError when the environments differ (unless allowed, naming what differs),
 /// a metric is unknown, or no row is in both files.
 Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options);

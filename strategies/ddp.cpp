@@ -36,14 +36,10 @@ class DdpStrategy final : public Strategy {
 
   at::Tensor train_step(const Batch& batch) override {
     TrainingSetup& s = *setup_;
-    at::Tensor loss;
-    {
-      PhaseScope phase(s.timer, Phase::forward);
+    const at::Tensor loss = forward_loss(s, batch, [&](const at::Tensor& images) {
       broadcast_from_rank0(*comm_, buffers_of(*s.model.ptr()));
-      s.optimizer.zero_grad();
-      auto autocast = s.precision.autocast();
-      loss = classification_loss(s.model.forward<at::Tensor>(batch.images), batch.labels);
-    }
+      return s.model.forward<at::Tensor>(images);
+    });
     reducer_->prepare_for_backward(s.timer.step());
     return backward_and_step(s, loss, parameters_, [&] {
       reducer_->finish();

@@ -54,37 +54,7 @@ class ReplicasDataParallel final : public Strategy {
 
   at::Tensor train_step(const Batch& batch) override {
     TrainingSetup& s = *setup_;
-    const auto n = static_cast<int64_t>(devices_.size());
-    at::Tensor loss;
-    {
-      PhaseScope phase(s.timer, Phase::forward);
-      s.optimizer.zero_grad();
-      broadcast_state();
-      const auto chunks = batch.images.chunk(n, 0);
-      std::vector<at::Tensor> outputs(devices_.size());
-      auto autocast = s.precision.autocast();
-      const at::ThreadLocalState state;  // grad mode and autocast, for the replica threads
-      std::vector<std::thread> threads;
-      std::vector<std::exception_ptr> errors(devices_.size());
-      for (std::size_t i = 1; i < devices_.size(); ++i) {
-        threads.emplace_back([&, i] {
-          try {
-            at::ThreadLocalStateGuard tls(state);
-            c10::DeviceGuard device(devices_[i]);
-            const auto input = chunks[i].to(devices_[i], /*non_blocking=*/true);
-            outputs[i] = replicas_[i - 1].forward<at::Tensor>(input).to(devices_.front());
-          } catch (...) {
-            errors[i] = std::current_exception();
-          }
-        });
-      }
-      outputs[0] = s.model.forward<at::Tensor>(chunks[0]);
-      for (auto& t : threads) t.join();
-      for (const auto& e : errors) {
-        if (e) std::rethrow_exception(e);
-      }
-      loss = classification_loss(at::cat(outputs, 0), batch.labels);
-    }
+    const at::Tensor loss = forward_loss(s, batch, [&](const at::Tensor& images) { return replicated_forward(images); });
     return backward_and_step(s, loss, parameters_, [&] { reduce_gradients(); });
   }
 
@@ -97,6 +67,38 @@ class ReplicasDataParallel final : public Strategy {
   }
 
  private:
+  // Scatter, replicas forward on their own threads, gather on the first device.
+  at::Tensor replicated_forward(const at::Tensor& images) {
+    broadcast_state();
+    const auto chunks = images.chunk(static_cast<int64_t>(devices_.size()), 0);
+    std::vector<at::Tensor> outputs(devices_.size());
+    const at::ThreadLocalState state;  // grad mode and autocast, for the replica threads
+    std::vector<std::thread> threads;
+    std::vector<std::exception_ptr> errors(devices_.size());
+    for (std::size_t i = 1; i < devices_.size(); ++i) {
+      threads.emplace_back([&, i] {
+        try {
+          at::ThreadLocalStateGuard tls(state);
+          c10::DeviceGuard device(devices_[i]);
+          const auto input = chunks[i].to(devices_[i], /*non_blocking=*/true);
+          outputs[i] = replicas_[i - 1].forward<at::Tensor>(input).to(devices_.front());
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      });
+    }
+    try {
+      outputs[0] = setup_->model.forward<at::Tensor>(chunks[0]);
+    } catch (...) {
+      errors[0] = std::current_exception();  // the threads must be joined before it leaves
+    }
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+    return at::cat(outputs, 0);
+  }
+
   static std::vector<at::Tensor> state_of(torch::nn::Module& m) {
     auto state = m.parameters();
     for (const auto& b : m.buffers()) state.push_back(b);
@@ -141,13 +143,8 @@ class LibTorchDataParallel final : public Strategy {
 
   at::Tensor train_step(const Batch& batch) override {
     TrainingSetup& s = *setup_;
-    at::Tensor loss;
-    {
-      PhaseScope phase(s.timer, Phase::forward);
-      s.optimizer.zero_grad();
-      auto autocast = s.precision.autocast();
-      loss = classification_loss(forward_(s.model, batch.images, devices_), batch.labels);
-    }
+    const at::Tensor loss =
+        forward_loss(s, batch, [&](const at::Tensor& images) { return forward_(s.model, images, devices_); });
     // The replicas' gradients flow back into the module's through LibTorch's grad edges.
     return backward_and_step(s, loss, parameters_);
   }

@@ -14,13 +14,8 @@ class SingleStrategy final : public Strategy {
 
   at::Tensor train_step(const Batch& batch) override {
     TrainingSetup& s = *setup_;
-    at::Tensor loss;
-    {
-      PhaseScope phase(s.timer, Phase::forward);
-      s.optimizer.zero_grad();
-      auto autocast = s.precision.autocast();
-      loss = classification_loss(s.model.forward<at::Tensor>(batch.images), batch.labels);
-    }
+    const at::Tensor loss =
+        forward_loss(s, batch, [&](const at::Tensor& images) { return s.model.forward<at::Tensor>(images); });
     return backward_and_step(s, loss, parameters_);
   }
 

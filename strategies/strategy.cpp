@@ -8,6 +8,14 @@ at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& label
   return torch::nn::functional::cross_entropy(logits, labels);
 }
 
+at::Tensor forward_loss(TrainingSetup& setup, const Batch& batch,
+                        const std::function<at::Tensor(const at::Tensor& images)>& forward) {
+  PhaseScope phase(setup.timer, Phase::forward);
+  setup.optimizer.zero_grad();
+  auto autocast = setup.precision.autocast();
+  return classification_loss(forward(batch.images), batch.labels);
+}
+
 at::Tensor backward_and_step(TrainingSetup& setup, const at::Tensor& loss, const std::vector<at::Tensor>& parameters,
                              const std::function<void()>& communicate) {
   {

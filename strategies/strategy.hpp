@@ -66,6 +66,11 @@ const StrategyInfo& find_strategy(std::string_view name);
 /// The tutorial's criterion: cross-entropy, mean over the batch.
 at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels);
 
+/// The first part of a step, as every strategy takes it, in the forward phase: clear the
+/// gradients, then, under the run's autocast, `forward` on the batch's images and the loss.
+at::Tensor forward_loss(TrainingSetup& setup, const Batch& batch,
+                        const std::function<at::Tensor(const at::Tensor& images)>& forward);
+
 /// The rest of a step once forward has produced `loss`, as every strategy takes it, each
 /// in its phase: backward of the (scaled) loss, `communicate` (the strategy's gradient
 /// reduction; may be empty), then the precision-aware optimizer step. Returns the loss,

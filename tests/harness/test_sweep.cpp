@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include "harness/input_error.hpp"
+#include "harness/run_options.hpp"
 #include "harness/sweep.hpp"
+#include "reports/compare.hpp"
+#include "reports/result_file.hpp"
 #include "support/temp_dir.hpp"
 
 namespace ddpbench {
@@ -71,7 +74,9 @@ TEST(Sweep, RowsNeedingMoreGpusThanPresentAreSkipped) {
 
 TEST(Sweep, WithoutAGpuTheCpuPresetRunsTheSameRowsCutShort) {
   SweepCommand cmd;
-  const SweepPlan plan = plan_sweep(cmd, machine(0));
+  SweepEnvironment cpu_with_bf16 = machine(0);
+  cpu_with_bf16.cpu_native_half_precision = true;
+  const SweepPlan plan = plan_sweep(cmd, cpu_with_bf16);
   EXPECT_EQ(plan.info.preset, "cpu");
   EXPECT_NE(plan.info.note.find("No GPU on this machine: the CPU preset"), std::string::npos);
   for (const auto& r : plan.rows) {
@@ -86,6 +91,25 @@ TEST(Sweep, WithoutAGpuTheCpuPresetRunsTheSameRowsCutShort) {
   // Asked for explicitly on a GPU machine too.
   cmd.table = "cpu";
   EXPECT_EQ(plan_sweep(cmd, machine(8)).info.preset, "cpu");
+}
+
+TEST(Sweep, TheCpuPresetSkipsMixedPrecisionRowsUnlessTheCpuHasHalfPrecisionOrTheRowIsNamed) {
+  SweepCommand cmd;
+  cmd.mode = "faithful";
+  const auto reason = [&](const SweepEnvironment& env) {
+    return row(plan_sweep(cmd, env), "ddp-4gpu-amp", "faithful").skip_reason.value_or("");
+  };
+  EXPECT_NE(reason(machine(0)).find("this CPU has no bf16/fp16 arithmetic"), std::string::npos) << reason(machine(0));
+  EXPECT_FALSE(row(plan_sweep(cmd, machine(0)), "ddp-4gpu", "faithful").skip_reason.has_value());
+  SweepEnvironment cpu_with_bf16 = machine(0);
+  cpu_with_bf16.cpu_native_half_precision = true;
+  EXPECT_EQ(reason(cpu_with_bf16), "");
+  EXPECT_EQ(reason(machine(4)), "") << "GPU rows do not depend on the CPU";
+  cmd.rows = {"ddp-4gpu-amp"};
+  EXPECT_EQ(reason(machine(0)), "") << "a row named in --rows runs";
+  cmd.rows.clear();
+  cmd.overrides = {{"amp", "bf16"}};
+  EXPECT_EQ(reason(machine(0)), "") << "--amp asks for mixed precision on every row";
 }
 
 TEST(Sweep, CommandLineOverridesWinAndRowsCanBePicked) {
@@ -159,6 +183,38 @@ TEST(Sweep, SweepFilesDefineTheirOwnRows) {
   EXPECT_NE(error(R"({"rows": [{"name": "x", "options": {"batch-size": 0}}]})").find("--batch-size must be positive"),
             std::string::npos);
   EXPECT_NE(error(R"({"rows": [{"options": {}}]})").find("sweep file"), std::string::npos);
+}
+
+// scripts/ci-bench compares against a committed baseline: it must hold every row that
+// scripts/ci-bench.sweep.json plans, with the same configuration, or the gate compares nothing.
+TEST(Sweep, TheCommittedCiBenchBaselineMatchesItsSweepFile) {
+  const char* source = std::getenv("DDPBENCH_SOURCE_DIR");
+  if (source == nullptr) GTEST_SKIP() << "DDPBENCH_SOURCE_DIR not set";
+  const std::filesystem::path scripts = std::filesystem::path(source) / "scripts";
+  SweepCommand cmd;  // as scripts/ci-bench runs it
+  cmd.file = (scripts / "ci-bench.sweep.json").string();
+  cmd.mode = "faithful";
+  cmd.table = "tutorial";
+  cmd.repeat = 3;
+  const SweepPlan plan = plan_sweep(cmd, machine(0));
+  const ResultDocument baseline = read_result_file(scripts / "ci-bench.baseline.json");
+  for (const auto& planned : plan.rows) {
+    RunResult expected;
+    expected.config = run_config_to_json(planned.config);
+    int64_t matching = 0;
+    for (const auto& run : baseline.runs) {
+      if (run.name == planned.info.name && run.mode == "faithful" && run.status == RunStatus::ok &&
+          comparable_config(run) == comparable_config(expected)) {
+        ++matching;
+      }
+    }
+    EXPECT_EQ(matching, cmd.repeat) << planned.info.name << ": rerun scripts/ci-bench --update-baseline";
+  }
+  CompareOptions options;
+  options.normalize_by = "single";
+  const Comparison self = compare_results(baseline, baseline, options);
+  EXPECT_FALSE(self.regression());
+  EXPECT_EQ(self.metrics.size(), 2 * plan.info.rows.size());
 }
 
 }  // namespace
