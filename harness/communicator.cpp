@@ -163,7 +163,7 @@ void Communicator::barrier() { impl_->group->barrier()->wait(impl_->timeout); }
 int64_t Communicator::rank() const { return impl_->rank.rank; }
 int64_t Communicator::world_size() const { return impl_->rank.world_size; }
 std::string Communicator::backend_name() const {
-  return std::string(enum_name(std::span<const EnumName<CommBackend>>(kCommBackendNames), impl_->backend));
+  return std::string(enum_name(kCommBackendNames, impl_->backend));
 }
 
 }  // namespace ddpbench

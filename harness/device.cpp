@@ -2,7 +2,6 @@
 
 #include <sys/resource.h>
 
-#include <charconv>
 #include <string>
 
 #include <torch/cuda.h>
@@ -13,6 +12,7 @@
 #endif
 
 #include "harness/input_error.hpp"
+#include "harness/whole_integer.hpp"
 
 namespace ddpbench {
 
@@ -24,11 +24,9 @@ c10::Device resolve_device(std::string_view spec) {
   if (spec == "cuda" || spec.starts_with("cuda:")) {
     int index = 0;
     if (spec.size() > 4) {
-      const auto digits = spec.substr(5);
-      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-      if (ec != std::errc() || ptr != digits.data() + digits.size() || digits.empty() || index < 0) {
-        throw InputError(flag + ": expected auto|cpu|cuda[:N]");
-      }
+      const auto parsed = whole_integer<int>(spec.substr(5));
+      if (!parsed || *parsed < 0) throw InputError(flag + ": expected auto|cpu|cuda[:N]");
+      index = *parsed;
     }
     if (!have_cuda) throw InputError(flag + ": no CUDA device is available on this machine");
     const auto count = static_cast<int>(torch::cuda::device_count());

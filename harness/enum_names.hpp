@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "harness/input_error.hpp"
 
@@ -15,8 +16,9 @@ struct EnumName {
   std::string_view name;
 };
 
+// Enum is deduced from `value` alone, so a table may be passed as a plain array.
 template <class Enum>
-std::string_view enum_name(std::span<const EnumName<Enum>> table, Enum value) {
+std::string_view enum_name(std::span<const EnumName<std::type_identity_t<Enum>>> table, Enum value) {
   for (const auto& entry : table) {
     if (entry.value == value) return entry.name;
   }

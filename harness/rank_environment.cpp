@@ -1,10 +1,10 @@
 #include "harness/rank_environment.hpp"
 
-#include <charconv>
 #include <cstdlib>
 #include <string_view>
 
 #include "harness/input_error.hpp"
+#include "harness/whole_integer.hpp"
 
 namespace ddpbench {
 namespace {
@@ -25,12 +25,9 @@ constexpr Names kLaunchers[] = {
 };
 
 int64_t parse_variable(const char* name, const char* text, int64_t minimum) {
-  const std::string_view s(text);
-  int64_t value = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) {
-    throw InputError(std::string("environment variable ") + name + "='" + text + "' is not an integer");
-  }
+  const auto parsed = whole_integer<int64_t>(text);
+  if (!parsed) throw InputError(std::string("environment variable ") + name + "='" + text + "' is not an integer");
+  const int64_t value = *parsed;
   if (value < minimum) {
     throw InputError(std::string("environment variable ") + name + "=" + text + " must be at least " +
                      std::to_string(minimum));
@@ -60,12 +57,7 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
     env.local_rank = local_rank != nullptr ? parse_variable(names.local_rank, local_rank, 0) : env.rank;
     // SLURM's tasks-per-node can read "2(x3)"; only a plain number is taken as the local size.
     const char* local_size = lookup(names.local_world_size);
-    int64_t parsed_local_size = 0;
-    if (local_size != nullptr) {
-      const std::string_view s(local_size);
-      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), parsed_local_size);
-      if (ec != std::errc() || ptr != s.data() + s.size()) parsed_local_size = 0;
-    }
+    const int64_t parsed_local_size = local_size != nullptr ? whole_integer<int64_t>(local_size).value_or(0) : 0;
     // Without a local size, assume one node: the whole world shares this machine.
     env.local_world_size = parsed_local_size > 0 ? parsed_local_size : env.world_size;
     if (env.local_rank >= env.local_world_size) {
@@ -90,6 +82,17 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
 
 std::optional<RankEnvironment> rank_environment_from_process() {
   return rank_environment([](const char* name) { return std::getenv(name); });
+}
+
+RankEnvironment local_rank_environment(int64_t rank, int64_t world_size, int64_t master_port) {
+  RankEnvironment env;
+  env.rank = rank;
+  env.world_size = world_size;
+  env.local_rank = rank;
+  env.local_world_size = world_size;
+  env.master_port = master_port;
+  env.source = "self";
+  return env;
 }
 
 }  // namespace ddpbench

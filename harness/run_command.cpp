@@ -58,18 +58,22 @@ int report(const RunConfig& config, const std::vector<std::string>& argv, const 
   return result.status == RunStatus::failed ? 1 : 0;
 }
 
-// Bad input propagates (exit 2); anything else thrown inside the row becomes a failed row.
-RunResult run_guarded(const RunConfig& config, const DistContext& dist, Clock::time_point row_start) {
-  const DatasetSplits data = load_dataset(config, dist.is_main());
+// The row boundary: bad input propagates (exit 2); anything else thrown by `body` becomes
+// a failed row.
+template <class Body>
+RunResult failed_row_on_error(const RunConfig& config, int64_t world_size, Body&& body) {
   try {
-    return run_row(config, dist, data, row_start);
+    return body();
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    RunResult failed = unfinished_result(config, RunStatus::failed, e.what());
-    failed.world_size = dist.world_size;
-    return failed;
+    return unfinished_result(config, RunStatus::failed, e.what(), world_size);
   }
+}
+
+RunResult run_guarded(const RunConfig& config, const DistContext& dist, Clock::time_point row_start) {
+  const DatasetSplits data = load_dataset(config, dist.is_main());
+  return failed_row_on_error(config, dist.world_size, [&] { return run_row(config, dist, data, row_start); });
 }
 
 // A rank's device: cuda:LOCAL_RANK when ranks share a machine's GPUs.
@@ -94,17 +98,11 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
     at::set_num_threads(static_cast<int>(
         std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / env.local_world_size)));
   }
-  RunResult result;
-  try {
+  const RunResult result = failed_row_on_error(config, env.world_size, [&] {
     dist.comm = std::make_shared<Communicator>(
         CommunicatorOptions{env, config.backend, dist.device, std::chrono::seconds(config.timeout_s)});
-    result = run_guarded(config, dist, row_start);
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    result = unfinished_result(config, RunStatus::failed, e.what());
-    result.world_size = env.world_size;
-  }
+    return run_guarded(config, dist, row_start);
+  });
   if (env.rank != 0) return result.status == RunStatus::failed ? 1 : 0;
   return report(config, argv, result, launched == nullptr || std::string(launched) != "1");
 }
@@ -114,11 +112,12 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   if (cuda_ranks) {
     const auto visible = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
     if (visible < config.nproc) {
-      RunResult skipped = unfinished_result(config, RunStatus::skipped,
-                                            "needs " + std::to_string(config.nproc) + " CUDA devices, " +
-                                                std::to_string(visible) + " visible (--device cpu runs Gloo ranks)");
-      skipped.world_size = config.nproc;
-      return report(config, argv, skipped, true);
+      return report(config, argv,
+                    unfinished_result(config, RunStatus::skipped,
+                                      "needs " + std::to_string(config.nproc) + " CUDA devices, " +
+                                          std::to_string(visible) + " visible (--device cpu runs Gloo ranks)",
+                                      config.nproc),
+                    true);
     }
   }
 
@@ -135,27 +134,24 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
   if (const char* port = std::getenv("MASTER_PORT"); port != nullptr) options.master_port = std::atoll(port);
 
-  RunResult result;
-  LaunchOutcome outcome;
-  try {
-    outcome = launch_ranks(options);
-  } catch (const std::exception& e) {
-    outcome.failure.reset();
-    result = unfinished_result(config, RunStatus::failed, std::string("cannot start the ranks: ") + e.what());
-  }
-  if (outcome.failure) {
-    result = unfinished_result(config, RunStatus::failed,
-                               outcome.failure->describe() + "; its stderr ended:\n" + outcome.failure->tail(10));
-  } else if (outcome.interrupted) {
-    result = unfinished_result(config, RunStatus::failed, "interrupted: the launcher was signalled and stopped every rank");
-  } else if (result.reason.empty()) {
+  const RunResult result = [&] {
+    const auto failed = [&](const std::string& reason) {
+      return unfinished_result(config, RunStatus::failed, reason, config.nproc);
+    };
+    LaunchOutcome outcome;
     try {
-      result = read_result_file(rank0_result).runs.at(0);
+      outcome = launch_ranks(options);
     } catch (const std::exception& e) {
-      result = unfinished_result(config, RunStatus::failed, std::string("rank 0 left no result: ") + e.what());
+      return failed(std::string("cannot start the ranks: ") + e.what());
     }
-  }
-  if (result.status != RunStatus::ok) result.world_size = config.nproc;
+    if (outcome.failure) return failed(outcome.failure->describe() + "; its stderr ended:\n" + outcome.failure->tail(10));
+    if (outcome.interrupted) return failed("interrupted: the launcher was signalled and stopped every rank");
+    try {
+      return read_result_file(rank0_result).runs.at(0);
+    } catch (const std::exception& e) {
+      return failed(std::string("rank 0 left no result: ") + e.what());
+    }
+  }();
   std::error_code ec;
   std::filesystem::remove_all(scratch, ec);
   return report(config, argv, result, true);
@@ -172,10 +168,8 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   if (strategy.distributed) {
     if (auto env = rank_environment_from_process()) return run_rank(config, *env, argv, row_start);
     if (config.nproc > 1) return launch(config, argv);
-    RankEnvironment self;  // one rank, in this process: a world of one over a local store
-    self.source = "self";
-    self.master_port = free_port(self.master_addr);
-    return run_rank(config, self, argv, row_start);
+    // One rank, in this process: a world of one over a local store.
+    return run_rank(config, local_rank_environment(0, 1, free_port()), argv, row_start);
   }
   if (strategy.preflight) {
     if (auto reason = strategy.preflight(config)) {

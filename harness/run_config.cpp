@@ -1,8 +1,9 @@
 #include "harness/run_config.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <string>
+
+#include "harness/whole_integer.hpp"
 
 namespace ddpbench {
 namespace {
@@ -29,10 +30,9 @@ std::optional<std::pair<int64_t, int64_t>> profile_step_range(const RunConfig& c
   const auto colon = c.profile_steps.find(':');
   if (colon == std::string::npos) throw InputError(error);
   auto parse = [&](std::string_view text) {
-    int64_t v = -1;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || v < 0) throw InputError(error);
-    return v;
+    const auto v = whole_integer<int64_t>(text);
+    if (!v || *v < 0) throw InputError(error);
+    return *v;
   };
   const std::string_view all(c.profile_steps);
   const int64_t first = parse(all.substr(0, colon));
@@ -52,10 +52,9 @@ std::vector<int64_t> device_list(const RunConfig& c) {
     if (item == "cpu") {
       devices.push_back(-1);
     } else {
-      int64_t index = -1;
-      auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), index);
-      if (ec != std::errc() || ptr != item.data() + item.size() || item.empty() || index < 0) throw InputError(error);
-      devices.push_back(index);
+      const auto index = whole_integer<int64_t>(item);
+      if (!index || *index < 0) throw InputError(error);
+      devices.push_back(*index);
     }
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);

@@ -1,10 +1,11 @@
 #include "harness/runner.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <limits>
+#include <numeric>
 
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
@@ -97,10 +98,9 @@ EvalCounts evaluate(const RunConfig& config, const DistContext& dist, const Imag
 
 // Every rank's epoch time and steady step times, so the report can name the slowest rank;
 // the row's train time is the slowest rank's, as the epoch ends when the last rank does.
-void gather_rank_timings(RunResult& result, const RunConfig& config, const DistContext& dist) {
-  const auto warmup = std::min<std::size_t>(static_cast<std::size_t>(config.warmup_steps), result.step_records.size());
+void gather_rank_timings(RunResult& result, const std::vector<double>& steady_times, const DistContext& dist) {
   std::vector<double> row{result.train_time_s};
-  for (std::size_t i = warmup; i < result.step_records.size(); ++i) row.push_back(result.step_records[i].time_s);
+  row.insert(row.end(), steady_times.begin(), steady_times.end());
   const auto local = at::tensor(row, at::TensorOptions().dtype(at::kDouble)).to(dist.device);
   const auto all = all_gather_rows(*dist.comm, local).cpu();
   result.ranks.clear();
@@ -178,10 +178,11 @@ struct PendingStep {
 
 }  // namespace
 
-RunResult unfinished_result(const RunConfig& config, RunStatus status, std::string reason) {
+RunResult unfinished_result(const RunConfig& config, RunStatus status, std::string reason, int64_t world_size) {
   RunResult result;
   result.name = config.row_name();
   result.strategy = config.strategy;
+  result.world_size = world_size;
   result.device = config.device;
   result.status = status;
   result.reason = std::move(reason);
@@ -329,23 +330,16 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     const StepRecord& r = result.step_records[i];
     steady_times.push_back(r.time_s);
     steady_images += r.images;
-    phase_sum.data_s += r.phases.data_s;
-    phase_sum.forward_s += r.phases.forward_s;
-    phase_sum.backward_s += r.phases.backward_s;
-    phase_sum.comm_s += r.phases.comm_s;
-    phase_sum.optimizer_s += r.phases.optimizer_s;
-    phase_sum.allreduce_s += r.phases.allreduce_s;
+    phase_sum += r.phases;
   }
   if (!steady_times.empty()) {
-    double steady_time = 0;
-    for (double t : steady_times) steady_time += t;
+    const double steady_time = std::accumulate(steady_times.begin(), steady_times.end(), 0.0);
     const auto n = static_cast<double>(steady_times.size());
     result.steady_images_per_s = static_cast<double>(steady_images * dist.world_size) / steady_time;
     result.step_time_s = quantiles(steady_times);
-    result.mean_phase_s = {phase_sum.data_s / n,   phase_sum.forward_s / n,   phase_sum.backward_s / n,
-                           phase_sum.comm_s / n,   phase_sum.optimizer_s / n, phase_sum.allreduce_s / n};
+    result.mean_phase_s = phase_sum / n;
   }
-  if (dist.comm) gather_rank_timings(result, config, dist);
+  if (dist.comm) gather_rank_timings(result, steady_times, dist);
   result.final_loss = last_loss;
   result.eval_images = eval.seen;
   result.eval_cut = eval.cut;
@@ -358,7 +352,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     result.strategy_details["loss_scale"] = precision.current_scale();
     result.strategy_details["skipped_steps"] = precision.skipped_steps();
   }
-  result.strategy_details["optimizer"] = std::string(enum_name(std::span<const EnumName<SgdImpl>>(kSgdImplNames), config.sgd));
+  result.strategy_details["optimizer"] = std::string(enum_name(kSgdImplNames, config.sgd));
   result.total_time_s = seconds_since(row_start);
   return result;
 }

@@ -16,8 +16,9 @@ namespace ddpbench {
 RunResult run_row(const RunConfig& config, const DistContext& dist, const DatasetSplits& data,
                   std::chrono::steady_clock::time_point row_start);
 
-/// A row that did not run to the end: skipped or failed, with the reason.
-RunResult unfinished_result(const RunConfig& config, RunStatus status, std::string reason);
+/// A row that did not run to the end: skipped or failed, with the reason, over
+/// `world_size` processes.
+RunResult unfinished_result(const RunConfig& config, RunStatus status, std::string reason, int64_t world_size = 1);
 
 /// Quantiles of `values` (linear interpolation, as numpy's default); NaN when empty.
 Quantiles quantiles(std::vector<double> values);

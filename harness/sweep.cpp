@@ -62,17 +62,20 @@ json comparable(const json& config) {
   return c;
 }
 
+// A row with no result of its own: skipped, or failed without writing one.
+RunResult result_without_run(const PlannedRow& row, RunStatus status, std::string reason) {
+  RunResult r;
+  r.name = row.info.name;
+  r.strategy = row.config.strategy;
+  r.status = status;
+  r.reason = std::move(reason);
+  r.config = run_config_to_json(row.config);
+  return r;
+}
+
 // The result of a row: its file if it ran, else a row that says why not.
 RunResult run_planned_row(const PlannedRow& row, bool& interrupted) {
-  if (row.skip_reason) {
-    RunResult r;
-    r.name = row.info.name;
-    r.strategy = row.config.strategy;
-    r.status = RunStatus::skipped;
-    r.reason = *row.skip_reason;
-    r.config = run_config_to_json(row.config);
-    return r;
-  }
+  if (row.skip_reason) return result_without_run(row, RunStatus::skipped, *row.skip_reason);
   std::error_code ec;
   std::filesystem::remove(row.result_file, ec);
   ProcessSpec spec;
@@ -90,19 +93,12 @@ RunResult run_planned_row(const PlannedRow& row, bool& interrupted) {
     try {
       return read_result_file(row.result_file).runs.at(0);
     } catch (const std::exception& e) {
-      RunResult r;
-      r.status = RunStatus::failed;
-      r.reason = std::string("unreadable result: ") + e.what();
-      return r;
+      return result_without_run(row, RunStatus::failed, std::string("unreadable result: ") + e.what());
     }
   }
-  RunResult r;
-  r.name = row.info.name;
-  r.strategy = row.config.strategy;
-  r.status = RunStatus::failed;
-  r.reason = interrupted ? "interrupted" : exit.describe() + (exit.stderr_tail.empty() ? "" : ": " + exit.tail(3));
-  r.config = run_config_to_json(row.config);
-  return r;
+  return result_without_run(
+      row, RunStatus::failed,
+      interrupted ? "interrupted" : exit.describe() + (exit.stderr_tail.empty() ? "" : ": " + exit.tail(3)));
 }
 
 }  // namespace
@@ -332,7 +328,6 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     document.runs.push_back(std::move(result));
     write_reports();
   }
-  write_reports();
   std::cout << make_markdown_reporter()->render(document) << std::flush;
   std::cerr << "ddpbench sweep: " << (interrupted ? "interrupted; " : "") << "results in " << out_dir.string()
             << "/results.{json,md,html}\n";

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "harness/enum_names.hpp"
 #include "harness/input_error.hpp"
 #include "reports/sweep_summary.hpp"
 #include "reports/units.hpp"
@@ -150,13 +151,9 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
 }
 
 Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options) {
+  std::vector<const MetricInfo*> metrics;
   for (const auto& m : options.metrics) {
-    const auto& known = comparable_metrics();
-    if (std::none_of(known.begin(), known.end(), [&](const MetricInfo& k) { return k.name == m; })) {
-      std::string names;
-      for (const auto& k : known) names += (names.empty() ? "" : "|") + k.name;
-      throw InputError("--metric: unknown metric '" + m + "' (expected " + names + ")");
-    }
+    metrics.push_back(&find_named(std::span<const MetricInfo>(comparable_metrics()), m, "--metric", "metric"));
   }
   Comparison result;
   std::vector<std::string> env;
@@ -212,10 +209,9 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
       result.not_compared.push_back(row + ": did not run in the baseline");
       continue;
     }
-    for (const auto& metric : options.metrics) {
-      const bool higher_better = std::find_if(comparable_metrics().begin(), comparable_metrics().end(), [&](auto& k) {
-                                   return k.name == metric;
-                                 })->higher_is_better;
+    for (const MetricInfo* info : metrics) {
+      const std::string& metric = info->name;
+      const bool higher_better = info->higher_is_better;
       MetricComparison c;
       c.row = key.first;
       c.mode = key.second;

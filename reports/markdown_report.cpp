@@ -59,9 +59,6 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
   return md.str();
 }
 
-}  // namespace ddpbench
-
-namespace ddpbench {
 namespace {
 
 const char* mode_description(const std::string& mode) {

@@ -1,13 +1,9 @@
 #include "reports/reporter.hpp"
 
-#include <cmath>
-
 #include "reports/atomic_file.hpp"
 
 namespace ddpbench {
 namespace {
-
-nlohmann::json number(double value) { return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json(nullptr); }
 
 class JsonReporter final : public Reporter {
   [[nodiscard]] std::string do_render(const ResultDocument& document, const std::vector<RowSummary>& rows) const override {
@@ -36,18 +32,18 @@ nlohmann::json summary_json(const RowSummary& r) {
           {"devices", r.devices},
           {"world_size", r.world_size},
           {"repetitions", r.repetitions},
-          {"tutorial_seconds", number(r.tutorial_seconds)},
-          {"train_time_s", number(r.train_time_s)},
-          {"train_time_min_s", number(r.train_time_min_s)},
-          {"train_time_max_s", number(r.train_time_max_s)},
+          {"tutorial_seconds", json_number(r.tutorial_seconds)},
+          {"train_time_s", json_number(r.train_time_s)},
+          {"train_time_min_s", json_number(r.train_time_min_s)},
+          {"train_time_max_s", json_number(r.train_time_max_s)},
           {"unstable", r.unstable},
-          {"images_per_s", number(r.images_per_s)},
-          {"steady_images_per_s", number(r.steady_images_per_s)},
-          {"step_time_p50_s", number(r.step_time_p50_s)},
-          {"test_accuracy", number(r.test_accuracy)},
+          {"images_per_s", json_number(r.images_per_s)},
+          {"steady_images_per_s", json_number(r.steady_images_per_s)},
+          {"step_time_p50_s", json_number(r.step_time_p50_s)},
+          {"test_accuracy", json_number(r.test_accuracy)},
           {"peak_memory_bytes", r.peak_memory_bytes},
-          {"speedup", number(r.speedup)},
-          {"scaling_efficiency", number(r.scaling_efficiency)},
+          {"speedup", json_number(r.speedup)},
+          {"scaling_efficiency", json_number(r.scaling_efficiency)},
           {"differences", r.differences}};
 }
 

@@ -10,8 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-json number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
-
 double read_number(const json& j, const char* key) {
   const json& v = j.at(key);
   if (v.is_null()) return kNotMeasured;
@@ -20,7 +18,7 @@ double read_number(const json& j, const char* key) {
 }
 
 json quantiles_json(const Quantiles& q) {
-  return {{"p50", number(q.p50)}, {"p90", number(q.p90)}, {"max", number(q.max)}};
+  return {{"p50", json_number(q.p50)}, {"p90", json_number(q.p90)}, {"max", json_number(q.max)}};
 }
 
 Quantiles read_quantiles(const json& j) {
@@ -28,9 +26,9 @@ Quantiles read_quantiles(const json& j) {
 }
 
 json phases_json(const PhaseSeconds& p) {
-  return {{"data_s", number(p.data_s)},         {"forward_s", number(p.forward_s)},
-          {"backward_s", number(p.backward_s)}, {"comm_s", number(p.comm_s)},
-          {"optimizer_s", number(p.optimizer_s)}, {"allreduce_s", number(p.allreduce_s)}};
+  return {{"data_s", json_number(p.data_s)},         {"forward_s", json_number(p.forward_s)},
+          {"backward_s", json_number(p.backward_s)}, {"comm_s", json_number(p.comm_s)},
+          {"optimizer_s", json_number(p.optimizer_s)}, {"allreduce_s", json_number(p.allreduce_s)}};
 }
 
 PhaseSeconds read_phases(const json& j) {
@@ -42,12 +40,29 @@ PhaseSeconds read_phases(const json& j) {
 json ranks_json(const std::vector<RankTiming>& ranks) {
   json out = json::array();
   for (const auto& r : ranks) {
-    out.push_back({{"rank", r.rank}, {"train_time_s", number(r.train_time_s)}, {"step_time_s", quantiles_json(r.step_time_s)}});
+    out.push_back({{"rank", r.rank}, {"train_time_s", json_number(r.train_time_s)}, {"step_time_s", quantiles_json(r.step_time_s)}});
   }
   return out;
 }
 
 }  // namespace
+
+json json_number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+PhaseSeconds& PhaseSeconds::operator+=(const PhaseSeconds& other) {
+  data_s += other.data_s;
+  forward_s += other.forward_s;
+  backward_s += other.backward_s;
+  comm_s += other.comm_s;
+  optimizer_s += other.optimizer_s;
+  allreduce_s += other.allreduce_s;
+  return *this;
+}
+
+PhaseSeconds PhaseSeconds::operator/(double divisor) const {
+  return {data_s / divisor, forward_s / divisor, backward_s / divisor, comm_s / divisor, optimizer_s / divisor,
+          allreduce_s / divisor};
+}
 
 std::string_view status_name(RunStatus status) {
   switch (status) {
@@ -69,7 +84,7 @@ void to_json(json& j, const RunResult& r) {
   json steps = json::array();
   for (const auto& s : r.step_records) {
     steps.push_back({{"epoch", s.epoch}, {"step", s.step}, {"images", s.images},
-                     {"time_s", number(s.time_s)}, {"loss", number(s.loss)},
+                     {"time_s", json_number(s.time_s)}, {"loss", json_number(s.loss)},
                      {"phases", phases_json(s.phases)}});
   }
   j = json{{"name", r.name},
@@ -82,16 +97,16 @@ void to_json(json& j, const RunResult& r) {
            {"dataset_origin", r.dataset_origin},
            {"status", status_name(r.status)},
            {"reason", r.reason},
-           {"train_time_s", number(r.train_time_s)},
-           {"total_time_s", number(r.total_time_s)},
-           {"images_per_s", number(r.images_per_s)},
-           {"steady_images_per_s", number(r.steady_images_per_s)},
+           {"train_time_s", json_number(r.train_time_s)},
+           {"total_time_s", json_number(r.total_time_s)},
+           {"images_per_s", json_number(r.images_per_s)},
+           {"steady_images_per_s", json_number(r.steady_images_per_s)},
            {"step_time_s", quantiles_json(r.step_time_s)},
            {"mean_phase_s", phases_json(r.mean_phase_s)},
-           {"test_accuracy", number(r.test_accuracy)},
+           {"test_accuracy", json_number(r.test_accuracy)},
            {"eval_images", r.eval_images},
            {"eval_cut", r.eval_cut},
-           {"final_loss", number(r.final_loss)},
+           {"final_loss", json_number(r.final_loss)},
            {"epochs", r.epochs},
            {"steps", r.steps},
            {"steps_per_epoch", r.steps_per_epoch},
@@ -103,7 +118,7 @@ void to_json(json& j, const RunResult& r) {
            {"peak_memory_source", r.peak_memory_source},
            {"ranks", ranks_json(r.ranks)},
            {"slowest_rank", r.slowest_rank},
-           {"rank_spread_s", number(r.rank_spread_s)},
+           {"rank_spread_s", json_number(r.rank_spread_s)},
            {"config", r.config},
            {"strategy_details", r.strategy_details},
            {"step_records", std::move(steps)}};
@@ -205,7 +220,7 @@ void from_json(const json& j, Environment& e) {
 void to_json(json& j, const SweepInfo& s) {
   json rows = json::array();
   for (const auto& r : s.rows) {
-    rows.push_back({{"name", r.name}, {"mode", r.mode}, {"tutorial_seconds", number(r.tutorial_seconds)},
+    rows.push_back({{"name", r.name}, {"mode", r.mode}, {"tutorial_seconds", json_number(r.tutorial_seconds)},
                     {"devices", r.devices}});
   }
   j = json{{"preset", s.preset}, {"note", s.note}, {"baseline_row", s.baseline_row}, {"repeat", s.repeat},

@@ -31,6 +31,9 @@ struct PhaseSeconds {
   double comm_s = 0;       // gradient communication left after backward
   double optimizer_s = 0;  // optimizer step
   double allreduce_s = 0;  // summed gradient allreduce durations; they overlap backward
+
+  PhaseSeconds& operator+=(const PhaseSeconds& other);
+  [[nodiscard]] PhaseSeconds operator/(double divisor) const;
 };
 
 struct StepRecord {
@@ -142,6 +145,9 @@ struct ResultDocument {
   std::vector<RunResult> runs;
   std::optional<SweepInfo> sweep;  // set by `ddpbench sweep`
 };
+
+/// A measurement as JSON: the number, or null where it was not measured (NaN, infinite).
+nlohmann::json json_number(double value);
 
 std::string_view status_name(RunStatus status);
 RunStatus parse_status(std::string_view name);  // throws std::invalid_argument

@@ -1,14 +1,13 @@
 #include "strategies/ddp.hpp"
 
-#include <map>
 #include <optional>
 
 #include <ATen/ATen.h>
-#include <torch/csrc/utils/tensor_flatten.h>
 
 #include "harness/communicator.hpp"
 #include "models/checkpoint.hpp"
 #include "models/sync_batch_norm.hpp"
+#include "strategies/coalesced.hpp"
 #include "strategies/gradient_reducer.hpp"
 
 namespace ddpbench {
@@ -73,14 +72,11 @@ class DdpStrategy final : public Strategy {
 void broadcast_from_rank0(Communicator& comm, const std::vector<at::Tensor>& tensors) {
   if (comm.world_size() == 1 || tensors.empty()) return;
   at::NoGradGuard no_grad;
-  std::map<at::ScalarType, std::vector<at::Tensor>> by_dtype;
-  for (const auto& t : tensors) by_dtype[t.scalar_type()].push_back(t);
-  for (auto& [dtype, group] : by_dtype) {
-    at::Tensor flat = torch::utils::flatten_dense_tensors(group);
+  const auto received = coalesced(tensors, [&](at::Tensor flat) {
     comm.broadcast(flat, 0);
-    const auto parts = torch::utils::unflatten_dense_tensors(flat, group);
-    for (std::size_t i = 0; i < group.size(); ++i) group[i].copy_(parts[i]);
-  }
+    return flat;
+  });
+  for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].copy_(received[i]);
 }
 
 std::unique_ptr<Strategy> make_ddp_strategy() { return std::make_unique<DdpStrategy>(); }

@@ -1,35 +1,23 @@
 #include "strategies/dp.hpp"
 
-#include <map>
 #include <thread>
 
 #include <ATen/ATen.h>
 #include <ATen/ThreadLocalState.h>
 #include <c10/core/DeviceGuard.h>
-#include <torch/csrc/utils/tensor_flatten.h>
 #include <torch/cuda.h>
 
 #include "harness/input_error.hpp"
 #include "models/layout.hpp"
 #include "models/registry.hpp"
+#include "strategies/coalesced.hpp"
 
 namespace ddpbench {
 namespace {
 
-// Flattens `tensors` per dtype into as few buffers as possible and hands each buffer,
-// moved to `device`, back as views shaped like the originals.
+// One copy per dtype rather than one per tensor.
 std::vector<at::Tensor> coalesced_copy(const std::vector<at::Tensor>& tensors, const c10::Device& device) {
-  std::map<at::ScalarType, std::vector<std::size_t>> by_dtype;
-  for (std::size_t i = 0; i < tensors.size(); ++i) by_dtype[tensors[i].scalar_type()].push_back(i);
-  std::vector<at::Tensor> out(tensors.size());
-  for (const auto& [dtype, indices] : by_dtype) {
-    std::vector<at::Tensor> group;
-    for (std::size_t i : indices) group.push_back(tensors[i]);
-    const auto flat = torch::utils::flatten_dense_tensors(group).to(device, /*non_blocking=*/true);
-    const auto parts = torch::utils::unflatten_dense_tensors(flat, group);
-    for (std::size_t k = 0; k < indices.size(); ++k) out[indices[k]] = parts[k];
-  }
-  return out;
+  return coalesced(tensors, [&](const at::Tensor& flat) { return flat.to(device, /*non_blocking=*/true); });
 }
 
 nlohmann::json device_names(const std::vector<c10::Device>& devices) {

@@ -52,7 +52,6 @@ class MixedPrecision {
   /// rank sees the same gradients and agrees on skipping).
   void step(torch::optim::Optimizer& optimizer, const std::vector<at::Tensor>& parameters);
 
-  [[nodiscard]] AmpMode mode() const { return mode_; }
   [[nodiscard]] double current_scale() const;  // 1 without a scaler
   [[nodiscard]] int64_t skipped_steps() const;
 

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
+#include "harness/launcher.hpp"
 #include "harness/microbenchmarks/world.hpp"
 
 namespace ddpbench::microbench {
@@ -39,10 +40,8 @@ void BM_NcclAllreduceOneGpu(benchmark::State& state) {
     return;
   }
   static std::shared_ptr<Communicator> comm = [] {
-    RankEnvironment env;
-    env.master_port = 0;
-    return std::make_shared<Communicator>(
-        CommunicatorOptions{env, CommBackend::nccl, c10::Device(c10::kCUDA, 0), std::chrono::seconds(60)});
+    return std::make_shared<Communicator>(CommunicatorOptions{
+        local_rank_environment(0, 1, free_port()), CommBackend::nccl, c10::Device(c10::kCUDA, 0), std::chrono::seconds(60)});
   }();
   const int64_t bytes = state.range(0);
   auto tensor = at::ones({bytes / 4}, at::TensorOptions().dtype(at::kFloat).device(c10::kCUDA));

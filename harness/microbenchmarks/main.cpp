@@ -23,14 +23,8 @@ void form_gloo_world() {
   std::array<std::thread, 2> threads;
   for (int rank = 0; rank < 2; ++rank) {
     threads[static_cast<std::size_t>(rank)] = std::thread([rank, port] {
-      RankEnvironment env;
-      env.rank = rank;
-      env.world_size = 2;
-      env.local_rank = rank;
-      env.local_world_size = 2;
-      env.master_port = port;
-      g_ranks[static_cast<std::size_t>(rank)] =
-          std::make_shared<Communicator>(CommunicatorOptions{env, CommBackend::gloo, c10::kCPU, std::chrono::seconds(60)});
+      g_ranks[static_cast<std::size_t>(rank)] = std::make_shared<Communicator>(CommunicatorOptions{
+          local_rank_environment(rank, 2, port), CommBackend::gloo, c10::kCPU, std::chrono::seconds(60)});
     });
   }
   for (auto& t : threads) t.join();

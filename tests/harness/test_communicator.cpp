@@ -32,12 +32,8 @@ TEST(Communicator, SumBroadcastAndAsyncSumOverGloo) {
 }
 
 TEST(Communicator, AMissingPeerIsAnErrorWithinTheTimeout) {
-  RankEnvironment env;
-  env.rank = 1;
-  env.world_size = 2;
-  env.local_rank = 1;
-  env.local_world_size = 2;
-  env.master_port = free_port();  // nobody serves the store there
+  // Rank 1 of 2, with nobody serving the store at that port.
+  const RankEnvironment env = local_rank_environment(1, 2, free_port());
   const auto start = std::chrono::steady_clock::now();
   EXPECT_THROW(Communicator(CommunicatorOptions{env, CommBackend::gloo, c10::kCPU, std::chrono::seconds(2)}),
                std::exception);

@@ -94,5 +94,17 @@ TEST(RankEnvironment, MalformedOrInconsistentVariablesAreNamed) {
             "LOCAL_RANK=3 is outside the local world of 2");
 }
 
+TEST(RankEnvironment, RanksFormedByDdpbenchItselfShareThisMachine) {
+  const RankEnvironment env = local_rank_environment(2, 3, 4321);
+  EXPECT_EQ(env.rank, 2);
+  EXPECT_EQ(env.world_size, 3);
+  EXPECT_EQ(env.local_rank, 2);
+  EXPECT_EQ(env.local_world_size, 3);
+  EXPECT_EQ(env.master_addr, "127.0.0.1");
+  EXPECT_EQ(env.master_port, 4321);
+  EXPECT_EQ(env.source, "self");
+  EXPECT_FALSE(env.store_served_by_launcher);
+}
+
 }  // namespace
 }  // namespace ddpbench

@@ -24,13 +24,8 @@ inline void run_ranks(int64_t world, const std::function<void(int64_t, std::shar
   for (int64_t rank = 0; rank < world; ++rank) {
     threads.emplace_back([&, rank] {
       try {
-        RankEnvironment env;
-        env.rank = rank;
-        env.world_size = world;
-        env.local_rank = rank;
-        env.local_world_size = world;
-        env.master_port = port;
-        auto comm = std::make_shared<Communicator>(CommunicatorOptions{env, backend, device, timeout});
+        auto comm = std::make_shared<Communicator>(
+            CommunicatorOptions{local_rank_environment(rank, world, port), backend, device, timeout});
         body(rank, comm);
       } catch (...) {
         std::lock_guard lock(mutex);
