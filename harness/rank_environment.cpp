@@ -65,10 +65,7 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
                        " is outside the local world of " + std::to_string(env.local_world_size));
     }
     if (const char* addr = lookup("MASTER_ADDR"); addr != nullptr && *addr != '\0') env.master_addr = addr;
-    if (const char* port = lookup("MASTER_PORT"); port != nullptr) {
-      env.master_port = parse_variable("MASTER_PORT", port, 1);
-      if (env.master_port > 65535) throw InputError(std::string("environment variable MASTER_PORT=") + port + " is not a port");
-    }
+    if (const char* port = lookup("MASTER_PORT"); port != nullptr) env.master_port = master_port_variable(port);
     if (const char* agent = lookup("TORCHELASTIC_USE_AGENT_STORE"); agent != nullptr) {
       env.store_served_by_launcher = std::string_view(agent) == "True" || std::string_view(agent) == "1";
     }
@@ -82,6 +79,12 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
 
 std::optional<RankEnvironment> rank_environment_from_process() {
   return rank_environment([](const char* name) { return std::getenv(name); });
+}
+
+int64_t master_port_variable(const char* text) {
+  const int64_t port = parse_variable("MASTER_PORT", text, 1);
+  if (port > 65535) throw InputError(std::string("environment variable MASTER_PORT=") + text + " is not a port");
+  return port;
 }
 
 RankEnvironment local_rank_environment(int64_t rank, int64_t world_size, int64_t master_port) {

@@ -35,6 +35,9 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
 /// The same, from this process's environment.
 std::optional<RankEnvironment> rank_environment_from_process();
 
+/// MASTER_PORT's value as a port; throws InputError naming the variable when it is not one.
+int64_t master_port_variable(const char* text);
+
 /// Rank `rank` of `world_size` ranks that ddpbench forms on this machine itself (a world of
 /// one, or threads in the tests and microbenchmarks), meeting at 127.0.0.1:`master_port`.
 RankEnvironment local_rank_environment(int64_t rank, int64_t world_size, int64_t master_port);

@@ -121,18 +121,21 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
     }
   }
 
+  LaunchOptions options;
+  // Where the ranks meet: MASTER_ADDR and MASTER_PORT when set, as under torchrun, else a
+  // free port here. Read before anything is created, so bad input leaves nothing behind.
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
+  if (const char* port = std::getenv("MASTER_PORT"); port != nullptr) options.master_port = master_port_variable(port);
+
   std::string scratch_template = (std::filesystem::temp_directory_path() / "ddpbench-ranks-XXXXXX").string();
   if (::mkdtemp(scratch_template.data()) == nullptr) throw std::runtime_error("cannot create a temporary folder");
   const std::filesystem::path scratch = scratch_template;
   const std::filesystem::path rank0_result = scratch / "result.json";
 
-  LaunchOptions options;
   options.program = current_executable();
   options.args.assign(argv.begin() + 1, argv.end());
   options.args.insert(options.args.end(), {"--out", rank0_result.string()});
   options.nproc = config.nproc;
-  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
-  if (const char* port = std::getenv("MASTER_PORT"); port != nullptr) options.master_port = std::atoll(port);
 
   const RunResult result = [&] {
     const auto failed = [&](const std::string& reason) {

@@ -176,6 +176,11 @@ TEST(Launcher, DistributedInputErrorsExitTwo) {
   const auto bad_env = testing::run_process(ddp_args({}), {"RANK=3", "WORLD_SIZE=2"});
   EXPECT_EQ(bad_env.exit_code, 2);
   EXPECT_NE(bad_env.err.find("RANK=3 is outside WORLD_SIZE=2"), std::string::npos) << bad_env.err;
+  // The launcher checks the port its ranks would meet at before starting any.
+  const auto bad_port = testing::run_process(ddp_args({"--nproc", "2"}), {"MASTER_PORT=29x"});
+  EXPECT_EQ(bad_port.exit_code, 2);
+  EXPECT_NE(bad_port.err.find("environment variable MASTER_PORT='29x' is not an integer"), std::string::npos)
+      << bad_port.err;
 }
 
 TEST(Launcher, CudaRanksBeyondTheVisibleGpusAreSkipped) {
