@@ -1,5 +1,6 @@
 # Finds every dependency and wraps the awkward ones in interface targets:
 #   ddpbench::torch  LibTorch with its c10d backends switched on where their headers exist
+#                    (only with DDPBENCH_TORCH: the LibTorch-free layers build without it)
 #   ddpbench::nvtx   NVTX3 (header-only), or nothing when its headers are absent
 # None is vendored: LibTorch comes from Torch_DIR / CMAKE_PREFIX_PATH or a Python torch,
 # the rest from the system (scripts/setup installs Debian's packages).
@@ -9,6 +10,7 @@ find_package(nlohmann_json 3.10 REQUIRED CONFIG)
 find_package(CLI11 2.1 REQUIRED CONFIG)
 
 # --- LibTorch -------------------------------------------------------------------------
+if(DDPBENCH_TORCH)
 set(DDPBENCH_PYTHON "" CACHE STRING "Python whose torch package provides LibTorch (overrides Torch_DIR)")
 function(ddpbench_torch_dir_from_python python out)
   execute_process(
@@ -96,6 +98,8 @@ else()
                   "(install libgloo-dev, or set DDPBENCH_GLOO_INCLUDE_DIR)")
 endif()
 
+endif()
+
 # --- NVTX3 (header-only) ---------------------------------------------------------------
 option(DDPBENCH_NVTX "Compile NVTX ranges in when the NVTX3 headers exist" ON)
 add_library(ddpbench_nvtx INTERFACE)
@@ -113,15 +117,15 @@ endif()
 message(STATUS "ddpbench: NVTX ranges ${DDPBENCH_HAVE_NVTX}")
 
 # --- Precompiled LibTorch headers ------------------------------------------------------
-# One precompiled <torch/torch.h>, made for ddpbench_core and reused by every LibTorch
-# target: parsing it costs ~15 s per translation unit on two cores otherwise.
+# One precompiled <torch/torch.h>, made for the lowest LibTorch layer (data) and reused by
+# every LibTorch target: parsing it costs ~15 s per translation unit on two cores otherwise.
 function(ddpbench_use_torch_pch target)
   if(NOT DDPBENCH_USE_PCH)
     return()
   endif()
-  if(target STREQUAL "ddpbench_core")
+  if(target STREQUAL "ddpbench_data")
     target_precompile_headers(${target} PRIVATE <torch/torch.h>)
   else()
-    target_precompile_headers(${target} REUSE_FROM ddpbench_core)
+    target_precompile_headers(${target} REUSE_FROM ddpbench_data)
   endif()
 endfunction()

@@ -13,8 +13,8 @@
 #include <c10/core/Device.h>
 
 #include "data/augmentation.hpp"
+#include "data/data_options.hpp"
 #include "data/image_set.hpp"
-#include "harness/run_config.hpp"
 
 namespace ddpbench {
 

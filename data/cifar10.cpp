@@ -5,8 +5,8 @@
 
 #include <ATen/ATen.h>
 
-#include "harness/input_error.hpp"
-#include "reports/atomic_file.hpp"
+#include "harness/base/atomic_file.hpp"
+#include "harness/base/input_error.hpp"
 
 namespace ddpbench {
 namespace {

@@ -7,16 +7,16 @@
 
 namespace ddpbench {
 
-DatasetSplits load_dataset(const RunConfig& config, bool announce) {
-  const bool use_cifar = config.dataset == DatasetKind::cifar10 ||
-                         (config.dataset == DatasetKind::auto_detect && !find_cifar10(config.data_dir).empty());
-  if (use_cifar) return load_cifar10(config.data_dir);
-  if (config.dataset == DatasetKind::auto_detect && announce) {
-    std::cerr << "ddpbench: no CIFAR-10 under '" << config.data_dir
+DatasetSplits load_dataset(const DatasetOptions& options, bool announce) {
+  const bool use_cifar = options.kind == DatasetKind::cifar10 ||
+                         (options.kind == DatasetKind::auto_detect && !find_cifar10(options.data_dir).empty());
+  if (use_cifar) return load_cifar10(options.data_dir);
+  if (options.kind == DatasetKind::auto_detect && announce) {
+    std::cerr << "ddpbench: no CIFAR-10 under '" << options.data_dir
               << "': using the synthetic dataset (scripts/fetch-cifar10 fetches the real one; "
                  "--dataset synthetic silences this)\n";
   }
-  return make_synthetic(SyntheticOptions{config.seed, config.synthetic_train_images, config.synthetic_test_images});
+  return make_synthetic(SyntheticOptions{options.seed, options.synthetic_train_images, options.synthetic_test_images});
 }
 
 }  // namespace ddpbench

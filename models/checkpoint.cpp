@@ -10,8 +10,8 @@
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 
-#include "harness/input_error.hpp"
-#include "reports/atomic_file.hpp"
+#include "harness/base/atomic_file.hpp"
+#include "harness/base/input_error.hpp"
 
 namespace ddpbench {
 

@@ -4,7 +4,9 @@
 
 #include <torch/nn/parallel/data_parallel.h>
 
-#include "harness/enum_names.hpp"
+#include "harness/base/enum_names.hpp"
+#include "models/checkpoint.hpp"
+#include "models/layout.hpp"
 #include "models/resnet.hpp"
 #include "models/tiny_cnn.hpp"
 
@@ -33,5 +35,14 @@ std::span<const ModelInfo> model_registry() {
 }
 
 const ModelInfo& find_model(std::string_view name) { return find_named(model_registry(), name, "--model", "model"); }
+
+torch::nn::AnyModule build_model(const ModelOptions& options, const c10::Device& device) {
+  torch::nn::AnyModule model = find_model(options.name).make(options.num_classes);
+  if (!options.init_from.empty()) load_checkpoint(*model.ptr(), options.init_from);
+  model.ptr()->to(device);
+  if (options.channels_last) to_channels_last(*model.ptr());
+  model.ptr()->train();
+  return model;
+}
 
 }  // namespace ddpbench

@@ -24,9 +24,21 @@ struct ModelInfo {
   DataParallelForward data_parallel;
 };
 
+/// A model to build: which, its head, and how its weights and memory are laid out.
+struct ModelOptions {
+  std::string name = "resnet50";
+  int64_t num_classes = 1000;
+  std::string init_from;       // weights to start from (models/checkpoint.hpp); empty: fresh init
+  bool channels_last = false;  // NHWC parameters
+};
+
 std::span<const ModelInfo> model_registry();
 
 /// Throws InputError listing the known models when `name` is not one of them.
 const ModelInfo& find_model(std::string_view name);
+
+/// The model `options` names on `device`, in training mode, initialised from the global
+/// generator (so the same seed gives the same weights) or from `init_from`.
+torch::nn::AnyModule build_model(const ModelOptions& options, const c10::Device& device);
 
 }  // namespace ddpbench

@@ -104,13 +104,6 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
 
 }  // namespace
 
-at::Tensor all_gather_rows(CrossProcessSum& group, const at::Tensor& row) {
-  auto all = at::zeros({group.world_size(), row.numel()}, row.options());
-  all.select(0, group.rank()).copy_(row.reshape({-1}));
-  group.sum(all);
-  return all;
-}
-
 SyncBatchNorm2dImpl::SyncBatchNorm2dImpl(int64_t features_, double eps_, double momentum_)
     : features(features_), eps(eps_), momentum(momentum_) {
   reset();

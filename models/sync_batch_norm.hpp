@@ -9,21 +9,9 @@
 #include <torch/nn/cloneable.h>
 #include <torch/nn/pimpl.h>
 
+#include "harness/distributed/cross_process_sum.hpp"
+
 namespace ddpbench {
-
-/// Element-wise sum over all processes of a group, in place, blocking. Every process calls
-/// it in the same order with tensors of the same shape.
-class CrossProcessSum {
- public:
-  virtual ~CrossProcessSum() = default;
-  virtual void sum(at::Tensor& tensor) = 0;
-  [[nodiscard]] virtual int64_t rank() const = 0;
-  [[nodiscard]] virtual int64_t world_size() const = 0;
-};
-
-/// Every process's `row` (same length everywhere) stacked by rank, [world_size, numel], on
-/// every process: each fills its own row of zeros and the rows are summed.
-at::Tensor all_gather_rows(CrossProcessSum& group, const at::Tensor& row);
 
 class SyncBatchNorm2dImpl : public torch::nn::Cloneable<SyncBatchNorm2dImpl> {
  public:

@@ -52,9 +52,11 @@ struct Comparison {
   [[nodiscard]] bool regression() const;
 };
 
-/// A row's config without the keys that do not change what is measured (output paths, the
-/// row's name, logging): two rows are compared only where these are equal.
-nlohmann::json comparable_config(const RunResult& run);
+/// "The same configuration", for compare and for the sweep's --resume alike: a row's config
+/// (by option name) without the keys that do not change what is measured (output paths,
+/// the row's name, logging, where the data lies). Two rows are the same measurement only
+/// where these are equal.
+nlohmann::json comparable_config(const nlohmann::json& config);
 
 /// Throws InputError when the environments differ (unless allowed, naming what differs),
 /// a metric is unknown, or no row is in both files.
@@ -62,10 +64,6 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
 
 /// The comparison as a Markdown table with a verdict line.
 std::string markdown_comparison(const Comparison& comparison, const CompareOptions& options);
-
-/// Two-sided p-value of the Mann-Whitney U test (exact for small samples, normal
-/// approximation with tie correction for large ones).
-double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
 
 std::string_view verdict_name(Verdict verdict);
 

@@ -3,8 +3,8 @@
 #include <map>
 #include <sstream>
 
+#include "harness/base/units.hpp"
 #include "reports/reporter.hpp"
-#include "reports/units.hpp"
 
 namespace ddpbench {
 namespace {

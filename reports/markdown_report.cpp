@@ -4,8 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "harness/base/units.hpp"
 #include "reports/reporter.hpp"
-#include "reports/units.hpp"
 
 namespace ddpbench {
 namespace {

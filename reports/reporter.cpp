@@ -1,6 +1,6 @@
 #include "reports/reporter.hpp"
 
-#include "reports/atomic_file.hpp"
+#include "harness/base/atomic_file.hpp"
 
 namespace ddpbench {
 namespace {

@@ -3,8 +3,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/input_error.hpp"
-#include "reports/atomic_file.hpp"
+#include "harness/base/atomic_file.hpp"
+#include "harness/base/input_error.hpp"
 
 namespace ddpbench {
 

@@ -10,18 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/base/statistics.hpp"
+
 namespace ddpbench {
 
 inline constexpr const char* kResultSchema = "ddpbench/result/v1";
 inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 
 enum class RunStatus { ok, skipped, failed };
-
-struct Quantiles {
-  double p50 = kNotMeasured;
-  double p90 = kNotMeasured;
-  double max = kNotMeasured;
-};
 
 /// Seconds one step spent in each phase, as measured on the step's device.
 struct PhaseSeconds {

@@ -82,14 +82,6 @@ std::vector<std::string> sweep_modes(const std::vector<RowSummary>& rows) {
 
 double RowSummary::headline_images_per_s() const { return mode == "controlled" ? steady_images_per_s : images_per_s; }
 
-double median(std::vector<double> values) {
-  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return !std::isfinite(v); }), values.end());
-  if (values.empty()) return kNotMeasured;
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 std::vector<std::string> differences_from_baseline(const RunResult& row, const RunResult& baseline) {
   std::vector<std::string> out;
   if (row.strategy != baseline.strategy) out.push_back("strategy " + row.strategy);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/base/statistics.hpp"
 #include "reports/run_result.hpp"
 
 namespace ddpbench {
@@ -57,8 +58,5 @@ std::vector<std::string> sweep_modes(const std::vector<RowSummary>& rows);
 /// How `row` is set up differently from `baseline`, one phrase per difference, e.g.
 /// "4 processes", "global batch 1024 (baseline 256)", "SyncBatchNorm".
 std::vector<std::string> differences_from_baseline(const RunResult& row, const RunResult& baseline);
-
-/// The median (mean of the middle two for an even count); NaN when empty.
-double median(std::vector<double> values);
 
 }  // namespace ddpbench

@@ -4,7 +4,7 @@
 
 #include <ATen/ATen.h>
 
-#include "harness/communicator.hpp"
+#include "harness/distributed/communicator.hpp"
 #include "models/checkpoint.hpp"
 #include "models/sync_batch_norm.hpp"
 #include "strategies/coalesced.hpp"
@@ -17,41 +17,23 @@ std::vector<at::Tensor> buffers_of(torch::nn::Module& module) { return module.bu
 
 class DdpStrategy final : public Strategy {
  public:
-  void prepare(TrainingSetup& setup) override {
-    setup_.emplace(setup);
-    comm_ = setup.dist.comm;
-    TORCH_CHECK(comm_ != nullptr, "ddp: no communicator (the run command creates one for every rank)");
-    torch::nn::Module& module = *setup.model.ptr();
-    if (setup.config.sync_bn) sync_bn_layers_ = convert_sync_batch_norm(module, comm_);
-    std::vector<at::Tensor> state;
-    for (const auto& [name, tensor] : state_dict(module)) state.push_back(tensor);
-    broadcast_from_rank0(*comm_, state);
-    ReducerOptions options;
-    options.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(setup.config.bucket_mb * (1 << 20)));
-    options.overlap = setup.config.overlap;
-    parameters_ = module.parameters();
-    reducer_ = std::make_unique<GradientReducer>(parameters_, comm_, options);
-  }
-
   at::Tensor train_step(const Batch& batch) override {
-    TrainingSetup& s = *setup_;
-    const at::Tensor loss = forward_loss(s, batch, [&](const at::Tensor& images) {
+    TrainingSetup& s = setup();
+    const at::Tensor loss = forward_loss(batch, [&](const at::Tensor& images) {
       broadcast_from_rank0(*comm_, buffers_of(*s.model.ptr()));
       return s.model.forward<at::Tensor>(images);
     });
     reducer_->prepare_for_backward(s.timer.step());
-    return backward_and_step(s, loss, parameters_, [&] {
+    return backward_and_step(loss, [&] {
       reducer_->finish();
       s.timer.add(Phase::allreduce, reducer_->last_allreduce_s());
     });
   }
 
-  torch::nn::AnyModule eval_model() override { return setup_->model; }
-
   [[nodiscard]] nlohmann::json details() const override {
     return {{"implementation", "ddpbench GradientReducer over c10d"},
             {"backend", comm_->backend_name()},
-            {"overlap", setup_->config.overlap},
+            {"overlap", setup().options.overlap},
             {"sync_bn_layers", sync_bn_layers_},
             {"broadcast_buffers", true},
             {"buckets", reducer_->bucket_count()},
@@ -60,10 +42,23 @@ class DdpStrategy final : public Strategy {
   }
 
  private:
-  std::optional<TrainingSetup> setup_;
+  void on_prepare() override {
+    TrainingSetup& s = setup();
+    comm_ = s.dist.comm;
+    TORCH_CHECK(comm_ != nullptr, "ddp: no communicator (the run command creates one for every rank)");
+    torch::nn::Module& module = *s.model.ptr();
+    if (s.options.sync_bn) sync_bn_layers_ = convert_sync_batch_norm(module, comm_);
+    std::vector<at::Tensor> state;
+    for (const auto& [name, tensor] : state_dict(module)) state.push_back(tensor);
+    broadcast_from_rank0(*comm_, state);
+    ReducerOptions options;
+    options.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(s.options.bucket_mb * (1 << 20)));
+    options.overlap = s.options.overlap;
+    reducer_ = std::make_unique<GradientReducer>(parameters(), comm_, options);
+  }
+
   std::shared_ptr<Communicator> comm_;
   std::unique_ptr<GradientReducer> reducer_;
-  std::vector<at::Tensor> parameters_;
   int64_t sync_bn_layers_ = 0;
 };
 
@@ -79,6 +74,8 @@ void broadcast_from_rank0(Communicator& comm, const std::vector<at::Tensor>& ten
   for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].copy_(received[i]);
 }
 
-std::unique_ptr<Strategy> make_ddp_strategy() { return std::make_unique<DdpStrategy>(); }
+std::unique_ptr<Strategy> make_ddp_strategy(const StrategyOptions& /*options*/) {
+  return std::make_unique<DdpStrategy>();
+}
 
 }  // namespace ddpbench

@@ -9,7 +9,7 @@
 
 namespace ddpbench {
 
-std::unique_ptr<Strategy> make_ddp_strategy();
+std::unique_ptr<Strategy> make_ddp_strategy(const StrategyOptions& options);
 
 /// Rank 0's values of `tensors` on every rank, one broadcast per dtype (flattened).
 class Communicator;

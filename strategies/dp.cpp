@@ -7,7 +7,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/cuda.h>
 
-#include "harness/input_error.hpp"
+#include "harness/base/input_error.hpp"
 #include "models/layout.hpp"
 #include "models/registry.hpp"
 #include "strategies/coalesced.hpp"
@@ -28,25 +28,10 @@ nlohmann::json device_names(const std::vector<c10::Device>& devices) {
 
 class ReplicasDataParallel final : public Strategy {
  public:
-  void prepare(TrainingSetup& setup) override {
-    setup_.emplace(setup);
-    devices_ = dp_devices(setup.config);
-    TORCH_CHECK(devices_.front() == setup.dist.device, "dp: the model must live on the first device");
-    primary_state_ = state_of(*setup.model.ptr());
-    parameters_ = setup.model.ptr()->parameters();
-    for (std::size_t i = 1; i < devices_.size(); ++i) {
-      replicas_.push_back(setup.model.clone(devices_[i]));
-      if (setup.config.channels_last) to_channels_last(*replicas_.back().ptr());
-    }
-  }
-
   at::Tensor train_step(const Batch& batch) override {
-    TrainingSetup& s = *setup_;
-    const at::Tensor loss = forward_loss(s, batch, [&](const at::Tensor& images) { return replicated_forward(images); });
-    return backward_and_step(s, loss, parameters_, [&] { reduce_gradients(); });
+    const at::Tensor loss = forward_loss(batch, [&](const at::Tensor& images) { return replicated_forward(images); });
+    return backward_and_step(loss, [&] { reduce_gradients(); });
   }
-
-  torch::nn::AnyModule eval_model() override { return setup_->model; }
 
   [[nodiscard]] nlohmann::json details() const override {
     int64_t bytes = 0;
@@ -55,6 +40,17 @@ class ReplicasDataParallel final : public Strategy {
   }
 
  private:
+  void on_prepare() override {
+    TrainingSetup& s = setup();
+    devices_ = dp_devices(s.options);
+    TORCH_CHECK(devices_.front() == s.dist.device, "dp: the model must live on the first device");
+    primary_state_ = state_of(*s.model.ptr());
+    for (std::size_t i = 1; i < devices_.size(); ++i) {
+      replicas_.push_back(s.model.clone(devices_[i]));
+      if (s.options.channels_last) to_channels_last(*replicas_.back().ptr());
+    }
+  }
+
   // Scatter, replicas forward on their own threads, gather on the first device.
   at::Tensor replicated_forward(const at::Tensor& images) {
     broadcast_state();
@@ -76,7 +72,7 @@ class ReplicasDataParallel final : public Strategy {
       });
     }
     try {
-      outputs[0] = setup_->model.forward<at::Tensor>(chunks[0]);
+      outputs[0] = setup().model.forward<at::Tensor>(chunks[0]);
     } catch (...) {
       errors[0] = std::current_exception();  // the threads must be joined before it leaves
     }
@@ -108,36 +104,24 @@ class ReplicasDataParallel final : public Strategy {
       std::vector<at::Tensor> grads;
       for (const auto& p : replicas_[i - 1].ptr()->parameters()) grads.push_back(p.grad());
       const auto on_primary = coalesced_copy(grads, devices_.front());
-      for (std::size_t k = 0; k < parameters_.size(); ++k) parameters_[k].mutable_grad().add_(on_primary[k]);
+      for (std::size_t k = 0; k < parameters().size(); ++k) parameters()[k].mutable_grad().add_(on_primary[k]);
       for (auto& g : grads) g.zero_();
     }
   }
 
-  std::optional<TrainingSetup> setup_;
   std::vector<c10::Device> devices_;
   std::vector<torch::nn::AnyModule> replicas_;  // devices 1..n-1; device 0 runs the model
   std::vector<at::Tensor> primary_state_;
-  std::vector<at::Tensor> parameters_;
 };
 
 class LibTorchDataParallel final : public Strategy {
  public:
-  void prepare(TrainingSetup& setup) override {
-    setup_.emplace(setup);
-    devices_ = dp_devices(setup.config);
-    parameters_ = setup.model.ptr()->parameters();
-    forward_ = find_model(setup.config.model).data_parallel;
-  }
-
   at::Tensor train_step(const Batch& batch) override {
-    TrainingSetup& s = *setup_;
     const at::Tensor loss =
-        forward_loss(s, batch, [&](const at::Tensor& images) { return forward_(s.model, images, devices_); });
+        forward_loss(batch, [&](const at::Tensor& images) { return forward_(setup().model, images, devices_); });
     // The replicas' gradients flow back into the module's through LibTorch's grad edges.
-    return backward_and_step(s, loss, parameters_);
+    return backward_and_step(loss);
   }
-
-  torch::nn::AnyModule eval_model() override { return setup_->model; }
 
   [[nodiscard]] nlohmann::json details() const override {
     return {{"implementation", "libtorch data_parallel"},
@@ -146,16 +130,19 @@ class LibTorchDataParallel final : public Strategy {
   }
 
  private:
-  std::optional<TrainingSetup> setup_;
+  void on_prepare() override {
+    devices_ = dp_devices(setup().options);
+    forward_ = find_model(setup().options.model).data_parallel;
+  }
+
   std::vector<c10::Device> devices_;
-  std::vector<at::Tensor> parameters_;
   ModelInfo::DataParallelForward forward_;
 };
 
 }  // namespace
 
-std::vector<c10::Device> dp_devices(const RunConfig& config) {
-  const std::vector<int64_t> listed = device_list(config);
+std::vector<c10::Device> dp_devices(const StrategyOptions& options) {
+  const std::vector<int64_t>& listed = options.devices;
   const int64_t visible = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
   std::vector<c10::Device> devices;
   if (listed.empty()) {
@@ -168,7 +155,7 @@ std::vector<c10::Device> dp_devices(const RunConfig& config) {
       continue;
     }
     if (d >= visible) {
-      throw InputError("--devices " + config.devices + ": cuda:" + std::to_string(d) + " is not visible (" +
+      throw InputError("--devices " + options.devices_flag + ": cuda:" + std::to_string(d) + " is not visible (" +
                        std::to_string(visible) + " CUDA devices)");
     }
     devices.emplace_back(c10::kCUDA, static_cast<c10::DeviceIndex>(d));
@@ -176,37 +163,27 @@ std::vector<c10::Device> dp_devices(const RunConfig& config) {
   return devices;
 }
 
-std::optional<std::string> dp_preflight(const RunConfig& config) {
-  const auto devices = dp_devices(config);
+std::optional<std::string> dp_preflight(const StrategyOptions& options) {
+  const auto devices = dp_devices(options);
   if (devices.empty()) return "needs CUDA devices (none visible); --devices cpu,cpu runs it on CPU replicas";
-  if (devices.size() < 2 && !config.allow_single_device) {
+  if (devices.size() < 2 && !options.allow_single_device) {
     return "needs at least 2 devices, " + std::to_string(devices.size()) +
            " available (--allow-single-device runs it on one)";
   }
-  if (config.batch_size % static_cast<int64_t>(devices.size()) != 0) {
-    throw InputError("--batch-size " + std::to_string(config.batch_size) + " does not divide over " +
+  if (options.batch_size % static_cast<int64_t>(devices.size()) != 0) {
+    throw InputError("--batch-size " + std::to_string(options.batch_size) + " does not divide over " +
                      std::to_string(devices.size()) + " dp devices");
   }
-  if (config.dp_impl == DpImpl::libtorch && devices.front().is_cpu() && devices.size() > 1) {
+  if (options.dp_impl == DpImpl::libtorch && devices.front().is_cpu() && devices.size() > 1) {
     throw InputError("--dp-impl libtorch: LibTorch's data_parallel scatters over CUDA devices only");
   }
   return std::nullopt;
 }
 
-std::unique_ptr<Strategy> make_dp_strategy() {
+std::unique_ptr<Strategy> make_dp_strategy(const StrategyOptions& options) {
   // The implementation is an option of the row; the registry names one strategy.
-  struct Dispatch final : Strategy {
-    void prepare(TrainingSetup& setup) override {
-      impl = setup.config.dp_impl == DpImpl::libtorch ? std::unique_ptr<Strategy>(new LibTorchDataParallel)
-                                                      : std::unique_ptr<Strategy>(new ReplicasDataParallel);
-      impl->prepare(setup);
-    }
-    at::Tensor train_step(const Batch& batch) override { return impl->train_step(batch); }
-    torch::nn::AnyModule eval_model() override { return impl->eval_model(); }
-    [[nodiscard]] nlohmann::json details() const override { return impl->details(); }
-    std::unique_ptr<Strategy> impl;
-  };
-  return std::make_unique<Dispatch>();
+  if (options.dp_impl == DpImpl::libtorch) return std::make_unique<LibTorchDataParallel>();
+  return std::make_unique<ReplicasDataParallel>();
 }
 
 }  // namespace ddpbench

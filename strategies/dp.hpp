@@ -17,14 +17,14 @@
 
 namespace ddpbench {
 
-std::unique_ptr<Strategy> make_dp_strategy();
+std::unique_ptr<Strategy> make_dp_strategy(const StrategyOptions& options);
 
 /// The devices --devices names: every visible CUDA device for "all", cuda:N or cpu entries
 /// otherwise. Throws InputError for a CUDA device that is not there.
-std::vector<c10::Device> dp_devices(const RunConfig& config);
+std::vector<c10::Device> dp_devices(const StrategyOptions& options);
 
 /// Why a dp row cannot run here (fewer than two devices without --allow-single-device);
 /// throws InputError when the batch does not divide over the devices.
-std::optional<std::string> dp_preflight(const RunConfig& config);
+std::optional<std::string> dp_preflight(const StrategyOptions& options);
 
 }  // namespace ddpbench

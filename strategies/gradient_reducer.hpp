@@ -15,8 +15,8 @@
 #include <ATen/core/Tensor.h>
 #include <torch/csrc/autograd/function.h>
 
-#include "harness/communicator.hpp"
-#include "harness/nvtx.hpp"
+#include "harness/distributed/communicator.hpp"
+#include "harness/timing/nvtx.hpp"
 
 namespace ddpbench {
 

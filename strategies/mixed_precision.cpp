@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 
-#include "harness/sgd.hpp"
+#include "strategies/sgd.hpp"
 
 namespace ddpbench {
 

@@ -13,7 +13,7 @@
 #include <c10/core/Device.h>
 #include <torch/optim/optimizer.h>
 
-#include "harness/run_config.hpp"
+#include "strategies/strategy_options.hpp"
 
 namespace ddpbench {
 

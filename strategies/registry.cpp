@@ -1,6 +1,6 @@
 #include <vector>
 
-#include "harness/enum_names.hpp"
+#include "harness/base/enum_names.hpp"
 #include "strategies/ddp.hpp"
 #include "strategies/dp.hpp"
 #include "strategies/single.hpp"
@@ -12,7 +12,7 @@ std::span<const StrategyInfo> strategy_registry() {
   static const std::vector<StrategyInfo> strategies = {
       {"single", "one process, one device: the tutorial's baseline", false, make_single_strategy, {}, {}},
       {"dp", "DataParallel: one process, the batch scattered over its devices (--dp-impl replicas|libtorch)", false,
-       make_dp_strategy, dp_preflight, [](const RunConfig& c) { return dp_devices(c).front(); }},
+       make_dp_strategy, dp_preflight, [](const StrategyOptions& o) { return dp_devices(o).front(); }},
       {"ddp", "DistributedDataParallel: one process per device, bucketed allreduce overlapped with backward",
        true, make_ddp_strategy, {}, {}},
   };

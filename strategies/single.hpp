@@ -6,6 +6,6 @@
 
 namespace ddpbench {
 
-std::unique_ptr<Strategy> make_single_strategy();
+std::unique_ptr<Strategy> make_single_strategy(const StrategyOptions& options);
 
 }  // namespace ddpbench

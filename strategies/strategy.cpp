@@ -4,33 +4,39 @@
 
 namespace ddpbench {
 
+void Strategy::prepare(TrainingSetup& setup) {
+  setup_.emplace(setup);
+  parameters_ = setup.model.ptr()->parameters();
+  on_prepare();
+}
+
 at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels) {
   return torch::nn::functional::cross_entropy(logits, labels);
 }
 
-at::Tensor forward_loss(TrainingSetup& setup, const Batch& batch,
-                        const std::function<at::Tensor(const at::Tensor& images)>& forward) {
-  PhaseScope phase(setup.timer, Phase::forward);
-  setup.optimizer.zero_grad();
-  auto autocast = setup.precision.autocast();
+at::Tensor Strategy::forward_loss(const Batch& batch, const std::function<at::Tensor(const at::Tensor& images)>& forward) {
+  TrainingSetup& s = setup();
+  PhaseScope phase(s.timer, Phase::forward);
+  s.optimizer.zero_grad();
+  auto autocast = s.precision.autocast();
   return classification_loss(forward(batch.images), batch.labels);
 }
 
-at::Tensor backward_and_step(TrainingSetup& setup, const at::Tensor& loss, const std::vector<at::Tensor>& parameters,
-                             const std::function<void()>& communicate) {
+at::Tensor Strategy::backward_and_step(const at::Tensor& loss, const std::function<void()>& communicate) {
+  TrainingSetup& s = setup();
   {
-    PhaseScope phase(setup.timer, Phase::backward);
-    setup.precision.scale(loss).backward();
+    PhaseScope phase(s.timer, Phase::backward);
+    s.precision.scale(loss).backward();
   }
   if (communicate) {
-    PhaseScope phase(setup.timer, Phase::comm);
+    PhaseScope phase(s.timer, Phase::comm);
     communicate();
   }
   {
     // Under DDP the gradients were averaged above, so unscaling sees the same values on every
     // rank and all agree on skipping a step with inf/NaN.
-    PhaseScope phase(setup.timer, Phase::optimizer);
-    setup.precision.step(setup.optimizer, parameters);
+    PhaseScope phase(s.timer, Phase::optimizer);
+    s.precision.step(s.optimizer, parameters_);
   }
   return loss.detach();
 }

@@ -5,7 +5,7 @@
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
-#include "harness/launcher.hpp"
+#include "harness/launch/launcher.hpp"
 #include "harness/microbenchmarks/world.hpp"
 
 namespace ddpbench::microbench {

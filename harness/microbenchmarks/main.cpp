@@ -6,7 +6,7 @@
 #include <array>
 #include <thread>
 
-#include "harness/launcher.hpp"
+#include "harness/launch/launcher.hpp"
 #include "harness/microbenchmarks/world.hpp"
 
 namespace ddpbench::microbench {

@@ -5,8 +5,8 @@
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
-#include "harness/sgd.hpp"
 #include "models/registry.hpp"
+#include "strategies/sgd.hpp"
 #include "strategies/strategy.hpp"
 
 namespace ddpbench::microbench {

@@ -3,7 +3,7 @@
 // allreduce benchmarks can run each rank on one of Google Benchmark's two threads.
 #include <memory>
 
-#include "harness/communicator.hpp"
+#include "harness/distributed/communicator.hpp"
 
 namespace ddpbench::microbench {
 

@@ -6,7 +6,7 @@
 
 #include "data/cifar10.hpp"
 #include "data/synthetic.hpp"
-#include "harness/input_error.hpp"
+#include "harness/base/input_error.hpp"
 #include "support/temp_dir.hpp"
 
 namespace ddpbench {

@@ -5,7 +5,7 @@
 #include "data/cifar10.hpp"
 #include "data/dataset.hpp"
 #include "data/synthetic.hpp"
-#include "harness/input_error.hpp"
+#include "harness/base/input_error.hpp"
 #include "support/temp_dir.hpp"
 
 namespace ddpbench {
@@ -13,10 +13,10 @@ namespace {
 
 using testing::TempDir;
 
-RunConfig config_for(const std::filesystem::path& dir, DatasetKind kind) {
-  RunConfig c;
+DatasetOptions config_for(const std::filesystem::path& dir, DatasetKind kind) {
+  DatasetOptions c;
   c.data_dir = dir.string();
-  c.dataset = kind;
+  c.kind = kind;
   c.synthetic_train_images = 100;
   c.synthetic_test_images = 20;
   return c;

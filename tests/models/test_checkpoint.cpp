@@ -4,7 +4,7 @@
 
 #include <ATen/ATen.h>
 
-#include "harness/input_error.hpp"
+#include "harness/base/input_error.hpp"
 #include "models/checkpoint.hpp"
 #include "models/registry.hpp"
 #include "support/temp_dir.hpp"

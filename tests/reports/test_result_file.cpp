@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "harness/input_error.hpp"
+#include "harness/base/input_error.hpp"
 #include "reports/result_file.hpp"
 #include "support/temp_dir.hpp"
 

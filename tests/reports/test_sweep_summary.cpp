@@ -65,11 +65,5 @@ TEST(SweepSummary, DifferencesFromTheBaselineAreListed) {
   EXPECT_TRUE(find(rows, "single", "faithful").differences.empty());
 }
 
-TEST(SweepSummary, Median) {
-  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
-  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
-  EXPECT_TRUE(std::isnan(median({})));
-}
-
 }  // namespace
 }  // namespace ddpbench

@@ -8,7 +8,7 @@
 #include <torch/optim/sgd.h>
 
 #include "data/synthetic.hpp"
-#include "harness/runner.hpp"
+#include "harness/runner/runner.hpp"
 #include "models/registry.hpp"
 #include "strategies/ddp.hpp"
 #include "strategies/single.hpp"
@@ -48,7 +48,8 @@ std::vector<at::Tensor> train(std::unique_ptr<Strategy> strategy, const RunConfi
   dist.comm = std::move(comm);
   auto timer = make_phase_timer(c10::kCPU);
   MixedPrecision precision(config.amp, dist.device);
-  TrainingSetup setup{model, optimizer, dist, config, *timer, precision};
+  const StrategyOptions options = strategy_options(config);
+  TrainingSetup setup{model, optimizer, dist, options, *timer, precision};
   strategy->prepare(setup);
   for (int s = 0; s < steps; ++s) {
     strategy->train_step(batch_for(s * world * per_rank % 48 + rank * per_rank, per_rank));
@@ -64,7 +65,7 @@ std::vector<at::Tensor> train_ddp(int64_t world, const RunConfig& config, int st
   std::map<int64_t, std::vector<at::Tensor>> results;
   initial_model();
   testing::run_ranks(world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
-    auto params = train(make_ddp_strategy(), config, comm, rank, world, steps, per_rank);
+    auto params = train(make_ddp_strategy(strategy_options(config)), config, comm, rank, world, steps, per_rank);
     std::lock_guard lock(mutex);
     results[rank] = std::move(params);
   });
@@ -95,7 +96,7 @@ void expect_ddp_equals_single_on_concatenated_batch(int64_t world) {
   RunConfig config;
   config.sync_bn = true;
   const auto ddp = train_ddp(world, config, 1);
-  const auto single = train(make_single_strategy(), config, nullptr, 0, 1, 1, world * kBatch);
+  const auto single = train(make_single_strategy(strategy_options(config)), config, nullptr, 0, 1, 1, world * kBatch);
   expect_close(ddp, single, 1e-5);
 }
 
@@ -106,7 +107,7 @@ TEST(Ddp, SeveralStepsKeepRanksIdenticalAndTrackTheSingleProcess) {
   RunConfig config;
   const auto ddp = train_ddp(2, config, 4);
   // Step s of the single process sees what ranks 0 and 1 see together in step s.
-  const auto single = train(make_single_strategy(), config, nullptr, 0, 1, 4, 2 * kBatch);
+  const auto single = train(make_single_strategy(strategy_options(config)), config, nullptr, 0, 1, 4, 2 * kBatch);
   expect_close(ddp, single, 1e-4);
 }
 
@@ -128,7 +129,7 @@ TEST(Ddp, WithoutSyncBnEachRankNormalisesItsOwnBatch) {
   RunConfig config;
   config.sync_bn = false;
   const auto local = train_ddp(2, config, 1);
-  const auto single = train(make_single_strategy(), config, nullptr, 0, 1, 1, 2 * kBatch);
+  const auto single = train(make_single_strategy(strategy_options(config)), config, nullptr, 0, 1, 1, 2 * kBatch);
   double largest = 0;
   for (std::size_t i = 0; i < local.size(); ++i) {
     largest = std::max(largest, (local[i].to(at::kDouble) - single[i].to(at::kDouble)).abs().max().item<double>());
@@ -148,8 +149,9 @@ TEST(Ddp, DetailsDescribeTheBuckets) {
     dist.comm = comm;
     auto timer = make_phase_timer(c10::kCPU);
     MixedPrecision precision(config.amp, dist.device);
-  TrainingSetup setup{model, optimizer, dist, config, *timer, precision};
-    auto ddp = make_ddp_strategy();
+    const StrategyOptions options = strategy_options(config);
+    TrainingSetup setup{model, optimizer, dist, options, *timer, precision};
+    auto ddp = make_ddp_strategy(options);
     ddp->prepare(setup);
     const auto details = ddp->details();
     int64_t total = 0;
@@ -216,8 +218,9 @@ TEST(GpuDdp, NcclWorldOfOneTrainsOnCuda) {
         RunConfig config;
         auto timer = make_phase_timer(cuda);
         MixedPrecision precision(config.amp, dist.device);
-  TrainingSetup setup{model, optimizer, dist, config, *timer, precision};
-        auto ddp = make_ddp_strategy();
+        const StrategyOptions options = strategy_options(config);
+        TrainingSetup setup{model, optimizer, dist, options, *timer, precision};
+        auto ddp = make_ddp_strategy(options);
         ddp->prepare(setup);
         const Batch b = batch_for(0, 32);
         const Batch batch{b.images.to(cuda), b.labels.to(cuda)};

@@ -4,10 +4,11 @@
 #include <torch/cuda.h>
 
 #include "data/synthetic.hpp"
-#include "harness/input_error.hpp"
-#include "harness/sgd.hpp"
+#include "harness/base/input_error.hpp"
+#include "harness/control/run_config.hpp"
 #include "models/registry.hpp"
 #include "strategies/dp.hpp"
+#include "strategies/sgd.hpp"
 #include "strategies/single.hpp"
 
 namespace ddpbench {
@@ -33,8 +34,9 @@ TrainedModel train_dp(RunConfig config, c10::Device primary, const Batch& batch)
   MixedPrecision precision(config.amp, primary);
   DistContext dist;
   dist.device = primary;
-  auto strategy = find_strategy(config.strategy).make();
-  TrainingSetup setup{model, *optimizer, dist, config, *timer, precision};
+  const StrategyOptions options = strategy_options(config);
+  auto strategy = find_strategy(config.strategy).make(options);
+  TrainingSetup setup{model, *optimizer, dist, options, *timer, precision};
   strategy->prepare(setup);
   TrainedModel run;
   run.loss = strategy->train_step(Batch{batch.images.to(primary), batch.labels.to(primary)}).item<double>();
@@ -115,21 +117,21 @@ TEST(Dp, PreflightSkipsOrRejects) {
   RunConfig config;
   config.strategy = "dp";
   config.devices = "cpu";
-  const auto reason = dp_preflight(config);
+  const auto reason = dp_preflight(strategy_options(config));
   ASSERT_TRUE(reason.has_value());
   EXPECT_NE(reason->find("needs at least 2 devices, 1 available (--allow-single-device"), std::string::npos);
   config.allow_single_device = true;
-  EXPECT_FALSE(dp_preflight(config).has_value());
+  EXPECT_FALSE(dp_preflight(strategy_options(config)).has_value());
   config.devices = "cpu,cpu,cpu";
   config.batch_size = 256;
-  EXPECT_THROW(dp_preflight(config), InputError);  // 256 does not divide over 3
+  EXPECT_THROW(dp_preflight(strategy_options(config)), InputError);  // 256 does not divide over 3
   config.devices = "cpu,0";
-  EXPECT_THROW(dp_preflight(config), InputError);
+  EXPECT_THROW(dp_preflight(strategy_options(config)), InputError);
   config.devices = "7";
-  EXPECT_THROW(dp_preflight(config), InputError);
+  EXPECT_THROW(dp_preflight(strategy_options(config)), InputError);
   if (!torch::cuda::is_available()) {
     config.devices = "all";
-    EXPECT_NE(dp_preflight(config).value_or("").find("needs CUDA devices"), std::string::npos);
+    EXPECT_NE(dp_preflight(strategy_options(config)).value_or("").find("needs CUDA devices"), std::string::npos);
   }
 }
 

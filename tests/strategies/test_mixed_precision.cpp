@@ -8,9 +8,9 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/optim/sgd.h>
 
-#include "harness/sgd.hpp"
 #include "models/registry.hpp"
 #include "strategies/mixed_precision.hpp"
+#include "strategies/sgd.hpp"
 
 namespace ddpbench {
 namespace {

@@ -5,7 +5,7 @@
 #include <torch/optim/sgd.h>
 
 #include "data/synthetic.hpp"
-#include "harness/input_error.hpp"
+#include "harness/base/input_error.hpp"
 #include "models/registry.hpp"
 #include "strategies/single.hpp"
 
@@ -22,7 +22,7 @@ struct Fixture {
   torch::nn::AnyModule model;
   torch::optim::SGD optimizer;
   DistContext dist;
-  RunConfig config;
+  StrategyOptions options;
   std::unique_ptr<PhaseTimer> timer;
 };
 
@@ -34,9 +34,9 @@ Batch fixed_batch(c10::Device device) {
 void expect_steps_lower_the_loss(c10::Device device) {
   torch::manual_seed(0);
   Fixture f(device);
-  auto strategy = make_single_strategy();
+  auto strategy = make_single_strategy(f.options);
   MixedPrecision precision(AmpMode::off, f.dist.device);
-  TrainingSetup setup{f.model, f.optimizer, f.dist, f.config, *f.timer, precision};
+  TrainingSetup setup{f.model, f.optimizer, f.dist, f.options, *f.timer, precision};
   strategy->prepare(setup);
   const Batch batch = fixed_batch(device);
   const double first = strategy->train_step(batch).item<double>();
@@ -56,9 +56,9 @@ TEST(Single, OneStepIsPlainSgdWithMomentum) {
   torch::manual_seed(0);
   Fixture f(c10::kCPU, 0.1);
   auto reference = f.model.clone();
-  auto strategy = make_single_strategy();
+  auto strategy = make_single_strategy(f.options);
   MixedPrecision precision(AmpMode::off, f.dist.device);
-  TrainingSetup setup{f.model, f.optimizer, f.dist, f.config, *f.timer, precision};
+  TrainingSetup setup{f.model, f.optimizer, f.dist, f.options, *f.timer, precision};
   strategy->prepare(setup);
   const Batch batch = fixed_batch(c10::kCPU);
   strategy->train_step(batch);

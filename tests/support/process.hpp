@@ -11,9 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/launch/process_supervisor.hpp"
 #include "support/temp_dir.hpp"
-
-extern char** environ;
 
 namespace ddpbench::testing {
 
@@ -28,13 +27,7 @@ struct ProcessResult {
 class SpawnedProcess {
  public:
   SpawnedProcess(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {}) {
-    std::vector<std::string> env = extra_env;
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string entry(*e);
-      bool replaced = false;
-      for (const auto& x : extra_env) replaced = replaced || entry.substr(0, entry.find('=') + 1) == x.substr(0, x.find('=') + 1);
-      if (!replaced) env.push_back(entry);
-    }
+    std::vector<std::string> env = environment_with(extra_env);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, (dir_ / "out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

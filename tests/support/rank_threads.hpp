@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "harness/communicator.hpp"
-#include "harness/launcher.hpp"
+#include "harness/distributed/communicator.hpp"
+#include "harness/launch/launcher.hpp"
 
 namespace ddpbench::testing {
 

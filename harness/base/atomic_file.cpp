@@ -1,0 +1,95 @@
+#include "harness/base/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "harness/base/input_error.hpp"
+
+namespace ddpbench {
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::filesystem::path folder_of(const std::filesystem::path& path) {
+  auto parent = path.parent_path();
+  return parent.empty() ? std::filesystem::path(".") : parent;
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view content) {
+  const auto folder = folder_of(path);
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec) throw std::runtime_error("cannot create folder '" + folder.string() + "': " + ec.message());
+
+  // Appended piecewise: GCC 12 warns falsely (-Wrestrict) on chained operator+ here.
+  std::string tmp_template = folder.string();
+  tmp_template.append("/.").append(path.filename().string()).append(".XXXXXX");
+  const int fd = mkstemp(tmp_template.data());
+  if (fd < 0) throw std::runtime_error("cannot write '" + path.string() + "': " + errno_text());
+  const std::string tmp = tmp_template;
+  auto fail = [&](const std::string& what) {
+    const std::string message = "cannot write '" + path.string() + "': " + what + ": " + errno_text();
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(message);
+  };
+  const char* data = content.data();
+  std::size_t left = content.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("write");
+    }
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  // mkstemp creates 0600; results are meant to be shared like any other output.
+  if (::fchmod(fd, 0644) != 0) fail("chmod");
+  if (::fsync(fd) != 0) fail("fsync");
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot write '" + path.string() + "': close: " + errno_text());
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string message = "cannot write '" + path.string() + "': rename: " + errno_text();
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(message);
+  }
+}
+
+void require_writable(const std::filesystem::path& path, std::string_view what) {
+  const std::string prefix = std::string(what) + ": cannot write '" + path.string() + "': ";
+  if (path.empty()) throw InputError(std::string(what) + ": empty path");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(prefix + "it is a folder");
+  // Walk up to the nearest folder that exists: that is where creation would start.
+  auto folder = folder_of(path);
+  while (!std::filesystem::exists(folder, ec)) {
+    auto parent = folder.parent_path();
+    if (parent.empty() || parent == folder) {
+      folder = ".";
+      break;
+    }
+    folder = parent;
+  }
+  if (!std::filesystem::is_directory(folder, ec)) {
+    throw InputError(prefix + "'" + folder.string() + "' is not a folder");
+  }
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    throw InputError(prefix + "folder '" + folder.string() + "' is not writable (" + errno_text() + ")");
+  }
+  if (std::filesystem::exists(path, ec) && ::access(path.c_str(), W_OK) != 0) {
+    throw InputError(prefix + errno_text());
+  }
+}
+
+}  // namespace ddpbench

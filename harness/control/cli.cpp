@@ -1,0 +1,123 @@
+#include "harness/control/cli.hpp"
+
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "harness/control/run_options.hpp"
+
+namespace ddpbench {
+namespace {
+
+// Every RunConfig option from the table, so `run` and `sweep` accept the same flags; each
+// value given reaches `on_value(option, text)`.
+void add_run_options(CLI::App& cmd, const std::function<void(const RunOption&, const std::string&)>& on_value) {
+  for (const auto& opt : run_options()) {
+    const std::string flag = "--" + opt.key;
+    if (opt.is_switch) {
+      // CLI11 counts a `!`-negated flag as -1.
+      cmd.add_flag_function(flag + ",!--no-" + opt.key, [on_value, &opt](std::int64_t count) {
+        on_value(opt, count > 0 ? "true" : "false");
+      }, opt.help)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    } else {
+      cmd.add_option_function<std::string>(flag, [on_value, &opt](const std::string& value) {
+        on_value(opt, value);
+      }, opt.help)->type_name(opt.value_name)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+  }
+}
+
+}  // namespace
+
+Command parse_command_line(int argc, const char* const* argv) {
+  CLI::App app{"ddpbench: the single-GPU / DataParallel / DDP / AMP training table, measured",
+               "ddpbench"};
+  app.set_version_flag("--version", std::string("ddpbench ") + DDPBENCH_VERSION);
+  app.require_subcommand(1);
+
+  RunConfig run_config;
+  std::set<std::string> run_keys;  // what the user set, which a preset must not override
+  auto* run = app.add_subcommand("run", "train one row (one strategy, one config) and report it");
+  add_run_options(*run, [&](const RunOption& opt, const std::string& value) {
+    opt.set(run_config, value);
+    run_keys.insert(opt.key);
+  });
+  auto* list = app.add_subcommand("list", "list the strategies and models");
+
+  SweepCommand sweep_command;
+  auto* sweep = app.add_subcommand("sweep", "run the tutorial's table (or a sweep file's rows) and report them");
+  sweep->add_option("--table", sweep_command.table,
+                    "auto: tutorial where GPUs are, cpu otherwise; tutorial: the tutorial's five rows; cpu: "
+                    "the same rows on CPUs, cut short")
+      ->check(CLI::IsMember({"auto", "tutorial", "cpu"}));
+  sweep->add_option("--file", sweep_command.file, "a sweep file (JSON) defining the rows, instead of a preset");
+  sweep->add_option("--rows", sweep_command.rows, "only these rows, by name")->delimiter(',');
+  sweep->add_option("--mode", sweep_command.mode, "faithful, controlled or both (default)")
+      ->check(CLI::IsMember({"faithful", "controlled", "both"}));
+  sweep->add_option("--repeat", sweep_command.repeat, "run each row N times; reports give the median and spread");
+  sweep->add_option("--out-dir", sweep_command.out_dir, "where rows and reports go (default results/)");
+  sweep->add_flag("--resume", sweep_command.resume, "skip rows already done with the same configuration");
+  sweep->add_option("--gbench-json", sweep_command.gbench_json, "also write the results as Google Benchmark JSON");
+  sweep->add_flag("--dry-run", sweep_command.dry_run, "print each planned row's ddpbench run command; run nothing");
+  RunConfig sweep_scratch;  // overrides are checked as they are given
+  add_run_options(*sweep, [&](const RunOption& opt, const std::string& value) {
+    if (opt.key == "out" || opt.key == "name") {
+      throw InputError("--" + opt.key + ": not for sweep (rows are named by the sweep; --out-dir says where)");
+    }
+    opt.set(sweep_scratch, value);
+    sweep_command.overrides.emplace_back(opt.key, value);
+  });
+
+  CompareCommand compare_command;
+  auto* compare = app.add_subcommand("compare", "compare two result files: the CI gate (exit 1 on a regression)");
+  compare->add_option("baseline", compare_command.baseline, "baseline result JSON")->required();
+  compare->add_option("current", compare_command.current, "current result JSON")->required();
+  compare->add_option("--threshold", compare_command.threshold,
+                      "relative change below which nothing is a regression (default 0.10)");
+  compare->add_option("--metric", compare_command.metrics,
+                      "metrics that gate: train_time_s, images_per_s, steady_images_per_s, step_time_s, test_accuracy")
+      ->delimiter(',');
+  compare->add_flag("--allow-env-mismatch", compare_command.allow_env_mismatch,
+                    "compare results from different GPUs, LibTorch versions or datasets");
+  compare->add_option("--normalize-by", compare_command.normalize_by,
+                      "divide each row's metric by this row's in the same file (e.g. single), to gate on ratios");
+  compare->add_option("--alpha", compare_command.alpha, "significance level of the rank test (default 0.05)");
+  compare->add_option("--out", compare_command.out, "also write the Markdown table to this file");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      std::ostringstream out, err;
+      app.exit(e, out, err);
+      return HelpRequest{out.str() + err.str()};
+    }
+    throw InputError(e.what());
+  }
+
+  if (run->parsed()) {
+    apply_preset(run_config, run_keys);
+    validate(run_config);
+    return RunCommand{run_config};
+  }
+  if (list->parsed()) return ListCommand{};
+  if (sweep->parsed()) {
+    if (sweep_command.repeat < 1) throw InputError("--repeat must be positive (got " + std::to_string(sweep_command.repeat) + ")");
+    if (sweep_command.out_dir.empty()) throw InputError("--out-dir must not be empty");
+    return sweep_command;
+  }
+  if (compare->parsed()) {
+    if (!(compare_command.threshold >= 0 && compare_command.threshold < 10)) {
+      throw InputError("--threshold must be in [0, 10) (got " + std::to_string(compare_command.threshold) + ")");
+    }
+    if (!(compare_command.alpha > 0 && compare_command.alpha < 1)) {
+      throw InputError("--alpha must be in (0, 1) (got " + std::to_string(compare_command.alpha) + ")");
+    }
+    return compare_command;
+  }
+  throw InputError("no subcommand given (see --help)");
+}
+
+}  // namespace ddpbench

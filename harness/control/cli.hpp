@@ -1,0 +1,50 @@
+#pragma once
+// The command line: CLI11 subcommands parsed into plain command structs. No LibTorch here,
+// so parsing and its errors are tested without building a model.
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "harness/control/run_config.hpp"
+
+namespace ddpbench {
+
+struct HelpRequest {  // --help or --version: print `text` and exit 0
+  std::string text;
+};
+struct RunCommand {
+  RunConfig config;
+};
+struct ListCommand {};
+struct CompareCommand {
+  std::string baseline;
+  std::string current;
+  double threshold = 0.10;
+  std::vector<std::string> metrics = {"train_time_s", "steady_images_per_s"};
+  bool allow_env_mismatch = false;
+  std::string normalize_by;  // empty: absolute values
+  double alpha = 0.05;
+  std::string out;           // also write the Markdown table here
+};
+
+struct SweepCommand {
+  std::string table = "auto";    // auto (tutorial with GPUs, cpu without) | tutorial | cpu
+  std::string file;              // a sweep file instead of a preset
+  std::vector<std::string> rows; // only these rows
+  std::string mode = "both";     // faithful | controlled | both
+  int64_t repeat = 1;
+  std::string out_dir = "results";
+  bool resume = false;
+  std::string gbench_json;       // also write Google Benchmark JSON here
+  bool dry_run = false;          // print each row's command, run nothing
+  std::vector<std::pair<std::string, std::string>> overrides;  // run options given, in order
+};
+
+using Command = std::variant<HelpRequest, RunCommand, ListCommand, CompareCommand, SweepCommand>;
+
+/// Parses argv (argv[0] included). Throws InputError on any bad flag or value; the
+/// returned RunConfig has passed validate().
+Command parse_command_line(int argc, const char* const* argv);
+
+}  // namespace ddpbench

@@ -1,0 +1,28 @@
+#include "harness/control/compare_command.hpp"
+
+#include <iostream>
+
+#include "harness/base/atomic_file.hpp"
+#include "reports/compare.hpp"
+#include "reports/result_file.hpp"
+
+namespace ddpbench {
+
+int compare_command(const CompareCommand& command) {
+  CompareOptions options;
+  options.threshold = command.threshold;
+  options.metrics = command.metrics;
+  options.allow_env_mismatch = command.allow_env_mismatch;
+  options.alpha = command.alpha;
+  if (!command.normalize_by.empty()) options.normalize_by = command.normalize_by;
+  if (!command.out.empty()) require_writable(command.out, "--out");
+  const ResultDocument baseline = read_result_file(command.baseline);
+  const ResultDocument current = read_result_file(command.current);
+  const Comparison comparison = compare_results(baseline, current, options);
+  const std::string table = markdown_comparison(comparison, options);
+  if (!command.out.empty()) write_file_atomically(command.out, table);
+  std::cout << table << std::flush;
+  return comparison.regression() ? 1 : 0;
+}
+
+}  // namespace ddpbench

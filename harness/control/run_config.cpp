@@ -1,0 +1,123 @@
+#include "harness/control/run_config.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "harness/base/whole_integer.hpp"
+
+namespace ddpbench {
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw InputError(message);
+}
+
+template <class Number>
+void require_positive(Number value, const char* flag) {
+  require(value > 0, std::string(flag) + " must be positive (got " + std::to_string(value) + ")");
+}
+
+template <class Number>
+void require_non_negative(Number value, const char* flag) {
+  require(value >= 0, std::string(flag) + " must not be negative (got " + std::to_string(value) + ")");
+}
+
+}  // namespace
+
+std::optional<std::pair<int64_t, int64_t>> profile_step_range(const RunConfig& c) {
+  if (c.profile_steps.empty()) return std::nullopt;
+  const std::string error = "--profile-steps '" + c.profile_steps + "': expected A:B with 0 <= A <= B";
+  const auto colon = c.profile_steps.find(':');
+  if (colon == std::string::npos) throw InputError(error);
+  auto parse = [&](std::string_view text) {
+    const auto v = whole_integer<int64_t>(text);
+    if (!v || *v < 0) throw InputError(error);
+    return *v;
+  };
+  const std::string_view all(c.profile_steps);
+  const int64_t first = parse(all.substr(0, colon));
+  const int64_t last = parse(all.substr(colon + 1));
+  if (first > last) throw InputError(error);
+  return std::make_pair(first, last);
+}
+
+std::vector<int64_t> device_list(const RunConfig& c) {
+  std::vector<int64_t> devices;
+  if (c.devices == "all") return devices;
+  const std::string error = "--devices '" + c.devices + "': expected all, or a list such as 0,1,2,3 or cpu,cpu";
+  std::string_view rest(c.devices);
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    if (item == "cpu") {
+      devices.push_back(-1);
+    } else {
+      const auto index = whole_integer<int64_t>(item);
+      if (!index || *index < 0) throw InputError(error);
+      devices.push_back(*index);
+    }
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  const bool cpu = devices.front() < 0;
+  for (int64_t d : devices) {
+    if ((d < 0) != cpu) throw InputError(error + " (CPU and CUDA devices do not mix)");
+  }
+  return devices;
+}
+
+void validate(const RunConfig& c) {
+  require(!c.strategy.empty(), "--strategy must not be empty");
+  require(!c.model.empty(), "--model must not be empty");
+  require_positive(c.num_classes, "--num-classes");
+  require_positive(c.synthetic_train_images, "--synthetic-train-images");
+  require_positive(c.synthetic_test_images, "--synthetic-test-images");
+  require_non_negative(c.workers, "--workers");
+  require_non_negative(c.crop_padding, "--crop-padding");
+  require_positive(c.epochs, "--epochs");
+  require_positive(c.batch_size, "--batch-size");
+  require(std::isfinite(c.lr) && c.lr > 0, "--lr must be a positive number (got " + std::to_string(c.lr) + ")");
+  require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
+          "--momentum must be in [0, 1) (got " + std::to_string(c.momentum) + ")");
+  if (c.max_steps) require_positive(*c.max_steps, "--max-steps");
+  require_non_negative(c.warmup_steps, "--warmup-steps");
+  if (c.max_eval_batches) require_positive(*c.max_eval_batches, "--max-eval-batches");
+  require_non_negative(c.threads, "--threads");
+  require_positive(c.log_interval_steps, "--log-interval-steps");
+  require(c.data_dir.empty() == false || c.dataset == DatasetKind::synthetic,
+          "--data-dir must not be empty");
+  require_positive(c.nproc, "--nproc");
+  require(std::isfinite(c.bucket_mb) && c.bucket_mb > 0,
+          "--bucket-mb must be a positive number (got " + std::to_string(c.bucket_mb) + ")");
+  require_positive(c.timeout_s, "--timeout-s");
+  require(c.inject_fault_rank.has_value() == c.inject_fault_step.has_value(),
+          "--inject-fault-rank and --inject-fault-step go together");
+  if (c.inject_fault_rank) {
+    require_non_negative(*c.inject_fault_rank, "--inject-fault-rank");
+    require_non_negative(*c.inject_fault_step, "--inject-fault-step");
+  }
+  profile_step_range(c);
+  device_list(c);
+}
+
+DatasetOptions dataset_options(const RunConfig& c) {
+  return DatasetOptions{c.dataset, c.data_dir, c.seed, c.synthetic_train_images, c.synthetic_test_images};
+}
+
+StrategyOptions strategy_options(const RunConfig& c) {
+  StrategyOptions o;
+  o.model = c.model;
+  o.batch_size = c.batch_size;
+  o.amp = c.amp;
+  o.channels_last = c.channels_last;
+  o.bucket_mb = c.bucket_mb;
+  o.overlap = c.overlap;
+  o.sync_bn = c.sync_bn;
+  o.devices_flag = c.devices;
+  o.devices = device_list(c);
+  o.dp_impl = c.dp_impl;
+  o.allow_single_device = c.allow_single_device;
+  return o;
+}
+
+}  // namespace ddpbench

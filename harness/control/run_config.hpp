@@ -1,0 +1,108 @@
+#pragma once
+// RunConfig: every setting of one benchmark row, defaulting to the tutorial's experiment.
+// Plain data with no LibTorch; each field is set through the option table in
+// harness/control/run_options.hpp, so the CLI flag and the JSON key share one kebab-case name.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "data/data_options.hpp"
+#include "harness/base/enum_names.hpp"
+#include "harness/distributed/comm_backend.hpp"
+#include "strategies/strategy_options.hpp"
+
+namespace ddpbench {
+
+enum class TestTransform { train, plain };
+enum class NvtxMode { off, on, ops };
+enum class Preset { none, fast };
+
+// `train`: the tutorial's quirk of applying the random train transforms to the test set.
+inline constexpr EnumName<TestTransform> kTestTransformNames[] = {
+    {TestTransform::train, "train"},
+    {TestTransform::plain, "plain"},
+};
+inline constexpr EnumName<NvtxMode> kNvtxModeNames[] = {{NvtxMode::off, "off"}, {NvtxMode::on, "on"}, {NvtxMode::ops, "ops"}};
+inline constexpr EnumName<Preset> kPresetNames[] = {{Preset::none, "none"}, {Preset::fast, "fast"}};
+
+struct RunConfig {
+  std::string name;  // the row's name in reports; empty means the strategy's name
+  std::string strategy = "single";
+  std::string model = "resnet50";
+  int64_t num_classes = 1000;  // torchvision's default head, which the tutorial kept
+
+  DatasetKind dataset = DatasetKind::auto_detect;
+  std::string data_dir = "data";
+  int64_t synthetic_train_images = 50000;
+  int64_t synthetic_test_images = 10000;
+  LoaderKind loader = LoaderKind::host;
+  int64_t workers = 10;
+  int64_t crop_padding = 0;  // RandomCrop(32, padding=P); the tutorial used none
+  TestTransform test_transform = TestTransform::train;
+
+  int64_t epochs = 1;
+  int64_t batch_size = 256;  // per process
+  double lr = 0.001;
+  double momentum = 0.9;
+  std::optional<int64_t> max_steps;         // per epoch; unset runs the whole epoch
+  int64_t warmup_steps = 5;                 // excluded from steady-state figures
+  std::optional<int64_t> max_eval_batches;  // unset evaluates the whole test set
+
+  std::string device = "auto";  // auto|cpu|cuda|cuda:N
+  int64_t threads = 0;          // intra-op CPU threads; 0 leaves LibTorch's choice
+  uint64_t seed = 0;
+  int64_t log_interval_steps = 20;
+
+  // Distributed strategies (ddp): one process per device.
+  int64_t nproc = 1;            // processes this command starts, unless a launcher started it
+  CommBackend backend = CommBackend::auto_select;  // auto: NCCL on CUDA devices, Gloo on CPUs
+  double bucket_mb = 25;        // gradient bucket cap in MiB, as DDP's bucket_cap_mb
+  bool overlap = true;          // allreduce buckets during backward (off: after it)
+  bool sync_bn = true;          // SyncBatchNorm, as the tutorial converted the model
+  int64_t timeout_s = 300;      // a collective or the rendezvous waiting longer fails the row
+  std::optional<int64_t> inject_fault_rank;  // test only: this rank kills itself...
+  std::optional<int64_t> inject_fault_step;  // ...at this step
+
+  // DataParallel (dp): one process, the batch scattered over devices.
+  std::string devices = "all";  // all visible CUDA devices, or a list: 0,1,2,3 (CUDA) or cpu,cpu
+  DpImpl dp_impl = DpImpl::replicas;
+  bool allow_single_device = false;  // run dp on one device instead of skipping it
+
+  // Precision and the GPU fast path.
+  AmpMode amp = AmpMode::off;   // autocast for forward and loss; fp16 with dynamic loss scaling
+  bool tf32 = true;             // TF32 in cuDNN and cuBLAS (the tutorial's A100 convolutions ran so)
+  bool channels_last = false;   // NHWC parameters and inputs
+  bool cudnn_benchmark = false;
+  SgdImpl sgd = SgdImpl::loop;
+  bool sync_every_step = true;  // read the loss back every step, as the tutorial's loss.item()
+  Preset preset = Preset::none; // fast: the best combination of the above (see apply_preset)
+
+  // Profiling.
+  NvtxMode nvtx = NvtxMode::on;
+  std::string profile_steps;    // A:B: cudaProfilerStart before step A, Stop after step B
+
+  std::string out;              // result JSON; empty writes none
+  std::string save_checkpoint;  // trained weights as named tensors (torch.load reads them)
+  std::string init_from;        // weights to start from, same format
+
+  /// The name rows and reports use: `name` if set, else the strategy.
+  [[nodiscard]] std::string row_name() const { return name.empty() ? strategy : name; }
+};
+
+/// Checks ranges and combinations; throws InputError naming the flag at fault.
+void validate(const RunConfig& config);
+
+/// --profile-steps A:B as a pair; nullopt when unset. Throws InputError when malformed.
+std::optional<std::pair<int64_t, int64_t>> profile_step_range(const RunConfig& config);
+
+/// --devices as entries: -1 for a CPU device, N for cuda:N; empty for "all".
+std::vector<int64_t> device_list(const RunConfig& config);
+
+/// The parts of `config` each lower layer is given.
+DatasetOptions dataset_options(const RunConfig& config);
+StrategyOptions strategy_options(const RunConfig& config);
+
+}  // namespace ddpbench

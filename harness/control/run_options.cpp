@@ -1,0 +1,257 @@
+#include "harness/control/run_options.hpp"
+
+#include <charconv>
+#include <limits>
+#include <set>
+#include <type_traits>
+
+#include <nlohmann/json.hpp>
+
+namespace ddpbench {
+namespace {
+
+using nlohmann::json;
+
+std::string flag(std::string_view key) { return "--" + std::string(key); }
+
+template <class Int>
+Int parse_integer(std::string_view text, std::string_view key) {
+  Int value{};
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec == std::errc::result_out_of_range) {
+    throw InputError(flag(key) + ": '" + std::string(text) + "' is out of range");
+  }
+  if (ec != std::errc() || ptr != end || text.empty()) {
+    throw InputError(flag(key) + ": '" + std::string(text) + "' is not an integer");
+  }
+  return value;
+}
+
+double parse_number(std::string_view text, std::string_view key) {
+  double value = 0.0;
+  const auto* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) {
+    throw InputError(flag(key) + ": '" + std::string(text) + "' is not a number");
+  }
+  return value;
+}
+
+bool parse_bool(std::string_view text, std::string_view key) {
+  if (text == "true" || text == "on" || text == "1") return true;
+  if (text == "false" || text == "off" || text == "0") return false;
+  throw InputError(flag(key) + ": '" + std::string(text) + "' is not on|off");
+}
+
+// One builder per field type keeps the table below to one line of meaning per option.
+template <class T>
+RunOption option(std::string key, T RunConfig::*member, std::string value_name,
+                 std::string help) {
+  RunOption opt{std::move(key), std::move(help), std::move(value_name), false, {}, {}};
+  const std::string k = opt.key;
+  if constexpr (std::is_same_v<T, std::string>) {
+    opt.set = [member](RunConfig& c, std::string_view text) { c.*member = std::string(text); };
+    opt.get = [member](const RunConfig& c) { return json(c.*member); };
+  } else if constexpr (std::is_same_v<T, double>) {
+    opt.set = [member, k](RunConfig& c, std::string_view text) { c.*member = parse_number(text, k); };
+    opt.get = [member](const RunConfig& c) { return json(c.*member); };
+  } else if constexpr (std::is_same_v<T, bool>) {
+    opt.set = [member, k](RunConfig& c, std::string_view text) { c.*member = parse_bool(text, k); };
+    opt.get = [member](const RunConfig& c) { return json(c.*member); };
+  } else if constexpr (std::is_integral_v<T>) {
+    opt.set = [member, k](RunConfig& c, std::string_view text) {
+      c.*member = parse_integer<T>(text, k);
+    };
+    opt.get = [member](const RunConfig& c) { return json(c.*member); };
+  } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+    opt.set = [member, k](RunConfig& c, std::string_view text) {
+      if (text == "none") {
+        c.*member = std::nullopt;
+      } else {
+        c.*member = parse_integer<int64_t>(text, k);
+      }
+    };
+    opt.get = [member](const RunConfig& c) { return (c.*member) ? json(*(c.*member)) : json(nullptr); };
+  } else {
+    static_assert(sizeof(T) == 0, "no option builder for this field type");
+  }
+  return opt;
+}
+
+template <class Enum, std::size_t N>
+RunOption enum_option(std::string key, Enum RunConfig::*member, const EnumName<Enum> (&table)[N],
+                      std::string help) {
+  std::span<const EnumName<Enum>> names(table);
+  RunOption opt{std::move(key), std::move(help), enum_choices(names), false, {}, {}};
+  const std::string k = opt.key;
+  opt.set = [member, names, k](RunConfig& c, std::string_view text) {
+    c.*member = enum_from_name(names, text, flag(k));
+  };
+  opt.get = [member, names](const RunConfig& c) { return json(std::string(enum_name(names, c.*member))); };
+  return opt;
+}
+
+// A CLI flag pair, `--key` and `--no-key`; true or false in JSON.
+RunOption switch_option(std::string key, bool RunConfig::*member, std::string help) {
+  RunOption opt = option(std::move(key), member, "", std::move(help));
+  opt.is_switch = true;
+  return opt;
+}
+
+std::vector<RunOption> make_run_options() {
+  std::vector<RunOption> o;
+  o.push_back(option("name", &RunConfig::name, "NAME", "row name in reports (default: the strategy)"));
+  o.push_back(option("strategy", &RunConfig::strategy, "NAME", "training strategy (`ddpbench list`)"));
+  o.push_back(option("model", &RunConfig::model, "NAME", "model (`ddpbench list`)"));
+  o.push_back(option("num-classes", &RunConfig::num_classes, "N",
+                     "classifier head size; 1000 as the tutorial's torchvision default"));
+  o.push_back(enum_option("dataset", &RunConfig::dataset, kDatasetKindNames,
+                          "CIFAR-10 binary files, the synthetic stand-in, or CIFAR-10 where found"));
+  o.push_back(option("data-dir", &RunConfig::data_dir, "DIR",
+                     "folder holding cifar-10-batches-bin/ (scripts/fetch-cifar10 fills it)"));
+  o.push_back(option("synthetic-train-images", &RunConfig::synthetic_train_images, "N",
+                     "train-set size of the synthetic dataset"));
+  o.push_back(option("synthetic-test-images", &RunConfig::synthetic_test_images, "N",
+                     "test-set size of the synthetic dataset"));
+  o.push_back(enum_option("loader", &RunConfig::loader, kLoaderKindNames,
+                          "host: worker threads + pinned memory; device: dataset resident on the device"));
+  o.push_back(option("workers", &RunConfig::workers, "N", "host loader worker threads (0: load on the training thread)"));
+  o.push_back(option("crop-padding", &RunConfig::crop_padding, "N", "RandomCrop(32, padding=N)"));
+  o.push_back(enum_option("test-transform", &RunConfig::test_transform, kTestTransformNames,
+                          "train: the tutorial's random transforms on the test set too; plain: normalise only"));
+  o.push_back(option("epochs", &RunConfig::epochs, "N", "training epochs"));
+  o.push_back(option("batch-size", &RunConfig::batch_size, "N", "batch size per process"));
+  o.push_back(option("lr", &RunConfig::lr, "X", "SGD learning rate"));
+  o.push_back(option("momentum", &RunConfig::momentum, "X", "SGD momentum"));
+  o.push_back(option("max-steps", &RunConfig::max_steps, "N", "cut each epoch after N steps (reported as cut)"));
+  o.push_back(option("warmup-steps", &RunConfig::warmup_steps, "N",
+                     "first steps left out of steady-state figures (still in the epoch time)"));
+  o.push_back(option("max-eval-batches", &RunConfig::max_eval_batches, "N",
+                     "evaluate on the first N test batches only (reported as cut)"));
+  o.push_back(option("device", &RunConfig::device, "auto|cpu|cuda[:N]", "training device"));
+  o.push_back(option("threads", &RunConfig::threads, "N", "intra-op CPU threads (0: LibTorch's default)"));
+  o.push_back(option("seed", &RunConfig::seed, "N", "seed for data order, augmentation, synthetic data and init"));
+  o.push_back(option("log-interval-steps", &RunConfig::log_interval_steps, "N", "steps between progress lines"));
+  o.push_back(option("nproc", &RunConfig::nproc, "N",
+                     "processes to start for a distributed strategy (one per device); ignored under a launcher"));
+  o.push_back(enum_option("backend", &RunConfig::backend, kCommBackendNames,
+                          "c10d backend: auto is NCCL on CUDA devices, Gloo on CPUs"));
+  o.push_back(option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"));
+  o.push_back(switch_option("overlap", &RunConfig::overlap,
+                            "allreduce each gradient bucket as soon as backward fills it (--no-overlap: after backward)"));
+  o.push_back(switch_option("sync-bn", &RunConfig::sync_bn,
+                            "SyncBatchNorm across ranks, as the tutorial converted the model (--no-sync-bn: local)"));
+  o.push_back(option("timeout-s", &RunConfig::timeout_s, "N",
+                     "seconds a collective or the rendezvous may wait before the row fails"));
+  o.push_back(option("inject-fault-rank", &RunConfig::inject_fault_rank, "N",
+                     "test only: this rank kills itself (SIGKILL) at --inject-fault-step"));
+  o.push_back(option("inject-fault-step", &RunConfig::inject_fault_step, "N", "test only: see --inject-fault-rank"));
+  o.push_back(option("devices", &RunConfig::devices, "LIST",
+                     "dp: devices to scatter the batch over: all visible GPUs, or 0,1,2,3, or cpu,cpu"));
+  o.push_back(enum_option("dp-impl", &RunConfig::dp_impl, kDpImplNames,
+                          "dp: replicas kept across steps with coalesced broadcast/reduce, or LibTorch's data_parallel"));
+  o.push_back(switch_option("allow-single-device", &RunConfig::allow_single_device,
+                            "dp: run on one device rather than skip the row"));
+  o.push_back(enum_option("amp", &RunConfig::amp, kAmpModeNames,
+                          "autocast forward and loss: fp16 with dynamic loss scaling (GradScaler), or bf16"));
+  o.push_back(switch_option("tf32", &RunConfig::tf32, "allow TF32 in cuDNN and cuBLAS (--no-tf32: strict fp32)"));
+  o.push_back(switch_option("channels-last", &RunConfig::channels_last, "NHWC (channels-last) parameters and inputs"));
+  o.push_back(switch_option("cudnn-benchmark", &RunConfig::cudnn_benchmark, "let cuDNN time and pick its algorithms"));
+  o.push_back(enum_option("sgd", &RunConfig::sgd, kSgdImplNames,
+                          "SGD step: loop (one update per parameter), foreach (multi-tensor), fused (one kernel)"));
+  o.push_back(switch_option("sync-every-step", &RunConfig::sync_every_step,
+                            "read the loss back every step, as the tutorial did (--no-sync-every-step: once per log interval)"));
+  o.push_back(enum_option("preset", &RunConfig::preset, kPresetNames,
+                          "fast: bf16 autocast, channels-last, cuDNN benchmark, device loader, fused SGD, no per-step sync"));
+  o.push_back(enum_option("nvtx", &RunConfig::nvtx, kNvtxModeNames,
+                          "NVTX ranges: on (ddpbench's phases), ops (also one per LibTorch op), off"));
+  o.push_back(option("profile-steps", &RunConfig::profile_steps, "A:B",
+                     "cudaProfilerStart before global step A, cudaProfilerStop after step B (nsys capture range)"));
+  o.push_back(option("out", &RunConfig::out, "FILE.json", "write the result JSON here"));
+  o.push_back(option("save-checkpoint", &RunConfig::save_checkpoint, "PATH",
+                     "save trained weights as named tensors (Python: torch.load)"));
+  o.push_back(option("init-from", &RunConfig::init_from, "PATH", "start from weights saved by --save-checkpoint or torch.save"));
+  return o;
+}
+
+}  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& preset_options(Preset preset) {
+  static const std::vector<std::pair<std::string, std::string>> none;
+  static const std::vector<std::pair<std::string, std::string>> fast = {
+      {"amp", "bf16"},          {"channels-last", "true"}, {"cudnn-benchmark", "true"}, {"loader", "device"},
+      {"workers", "0"},         {"sgd", "fused"},          {"sync-every-step", "false"}, {"tf32", "true"}};
+  return preset == Preset::fast ? fast : none;
+}
+
+void apply_preset(RunConfig& config, const std::set<std::string>& explicit_keys) {
+  for (const auto& [key, value] : preset_options(config.preset)) {
+    if (explicit_keys.count(key) == 0) find_run_option(key)->set(config, value);
+  }
+}
+
+std::span<const RunOption> run_options() {
+  static const std::vector<RunOption> options = make_run_options();
+  return options;
+}
+
+const RunOption* find_run_option(std::string_view key) {
+  for (const auto& opt : run_options()) {
+    if (opt.key == key) return &opt;
+  }
+  return nullptr;
+}
+
+nlohmann::json run_config_to_json(const RunConfig& config) {
+  json out = json::object();
+  for (const auto& opt : run_options()) out[opt.key] = opt.get(config);
+  return out;
+}
+
+std::vector<std::string> run_config_to_args(const RunConfig& config) {
+  std::vector<std::string> args;
+  const RunConfig defaults;
+  for (const auto& opt : run_options()) {
+    const json value = opt.get(config);
+    if (value == opt.get(defaults)) continue;
+    if (opt.is_switch) {
+      args.push_back(value.get<bool>() ? "--" + opt.key : "--no-" + opt.key);
+    } else if (value.is_null()) {
+      args.push_back("--" + opt.key);
+      args.push_back("none");
+    } else {
+      args.push_back("--" + opt.key);
+      args.push_back(value.is_string() ? value.get<std::string>() : value.dump());
+    }
+  }
+  return args;
+}
+
+void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std::string_view where) {
+  const std::string prefix = where.empty() ? std::string() : std::string(where) + ": ";
+  if (!object.is_object()) {
+    throw InputError(prefix + "expected a JSON object of options, got " + object.type_name());
+  }
+  for (const auto& [key, value] : object.items()) {
+    const RunOption* opt = find_run_option(key);
+    if (opt == nullptr) throw InputError(prefix + "unknown option '" + key + "'");
+    std::string text;
+    if (value.is_string()) {
+      text = value.get<std::string>();
+    } else if (value.is_null()) {
+      text = "none";
+    } else if (value.is_boolean() || value.is_number()) {
+      text = value.dump();
+    } else {
+      throw InputError(prefix + "option '" + key + "' must be a string, number or boolean");
+    }
+    try {
+      opt->set(config, text);
+    } catch (const InputError& e) {
+      throw InputError(prefix + e.what());
+    }
+  }
+}
+
+}  // namespace ddpbench

@@ -1,0 +1,49 @@
+#pragma once
+// The table of RunConfig's options: one entry per field, naming it once for the CLI
+// (`--key`), the JSON config object ("key") and help text. Both the CLI and sweep files
+// set fields through it, so they accept and reject exactly the same input.
+#include <functional>
+#include <set>
+#include <utility>
+#include <vector>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "harness/control/run_config.hpp"
+
+namespace ddpbench {
+
+struct RunOption {
+  std::string key;         // kebab-case; `--key` on the command line
+  std::string help;
+  std::string value_name;  // shown in --help: N, X, PATH, or the enum's choices
+  bool is_switch = false;  // a CLI flag without a value (`--sync-bn`); true/false in JSON
+  std::function<void(RunConfig&, std::string_view)> set;  // throws InputError naming --key
+  std::function<nlohmann::json(const RunConfig&)> get;
+};
+
+std::span<const RunOption> run_options();
+const RunOption* find_run_option(std::string_view key);
+
+/// Every option of `config` as a JSON object keyed by option name.
+nlohmann::json run_config_to_json(const RunConfig& config);
+
+/// The command-line arguments that reproduce `config`: every option that differs from its
+/// default, as --key value (switches as --key / --no-key), so a child process gets exactly
+/// this configuration.
+std::vector<std::string> run_config_to_args(const RunConfig& config);
+
+/// The options a preset sets, by key and value text.
+const std::vector<std::pair<std::string, std::string>>& preset_options(Preset preset);
+
+/// Applies config.preset's options except those in `explicit_keys` (given by the user).
+void apply_preset(RunConfig& config, const std::set<std::string>& explicit_keys);
+
+/// Sets the options present in `object` (a JSON object keyed by option name); `where`
+/// prefixes errors (for example "sweep.json, row 'ddp-2gpu'"). Unknown keys are errors.
+void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std::string_view where);
+
+}  // namespace ddpbench

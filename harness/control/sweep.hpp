@@ -1,0 +1,77 @@
+#pragma once
+// `ddpbench sweep`: the tutorial's table as a list of rows, each a RunConfig built from the
+// sweep's defaults, its mode (faithful or controlled), the row's own options, the platform
+// (the CPU preset where no GPU is) and the command line's overrides, in that order. Every
+// row runs as its own `ddpbench run` process, so a crash costs one row; each result is
+// written as soon as the row ends, atomically, and the reports are rewritten after every
+// row, so a killed sweep loses nothing and --resume carries on. No LibTorch.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/control/cli.hpp"
+#include "reports/run_result.hpp"
+
+namespace ddpbench {
+
+struct SweepRowSpec {
+  std::string name;
+  int64_t devices = 1;                     // GPUs the row needs
+  double tutorial_seconds = kNotMeasured;  // the tutorial's published time, if it has the row
+  nlohmann::json options = nlohmann::json::object();       // run options, every mode
+  nlohmann::json mode_options = nlohmann::json::object();  // {"faithful": {...}, "controlled": {...}}
+};
+
+struct SweepDefinition {
+  std::string name;
+  std::string baseline_row;
+  int64_t controlled_global_batch = 1024;  // the tutorial's DDP-4 global batch, for every row
+  nlohmann::json defaults = nlohmann::json::object();
+  std::vector<SweepRowSpec> rows;
+};
+
+/// single, dp-4gpu, ddp-2gpu, ddp-4gpu, ddp-4gpu-amp, with the tutorial's published times.
+SweepDefinition tutorial_sweep();
+
+/// {"name", "baseline", "controlled_global_batch", "defaults": {options}, "rows": [{"name",
+/// "devices", "tutorial_seconds", "options": {...}, "faithful": {...}, "controlled": {...}}]}.
+/// Throws InputError naming the file and the row or key at fault.
+SweepDefinition read_sweep_file(const std::filesystem::path& path);
+
+/// What the sweep needs to know of the machine it runs on.
+struct SweepEnvironment {
+  int64_t visible_gpus = 0;
+  // The CPU computes bf16/fp16 in hardware; without it the CPU preset skips mixed-precision
+  // rows that --rows does not name (emulated half precision is ~40x slower than fp32).
+  bool cpu_native_half_precision = false;
+  std::vector<std::string> strategies;  // the strategies this build has
+  Environment machine;
+  std::string tool_version;
+};
+
+struct PlannedRow {
+  SweepRowInfo info;
+  int64_t repetition = 0;
+  RunConfig config;
+  std::optional<std::string> skip_reason;  // set: the row is reported skipped, not run
+  std::filesystem::path result_file;
+};
+
+struct SweepPlan {
+  SweepInfo info;
+  std::vector<PlannedRow> rows;
+};
+
+/// Every row, mode and repetition the command asks for, fully configured and validated.
+/// Throws InputError for an unknown row, a bad sweep file or an invalid resulting config.
+SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& environment);
+
+/// Runs the plan and writes results.json, results.md and results.html into --out-dir (and
+/// --gbench-json). Returns 0 when every row ran or was skipped, 1 when one failed or the
+/// sweep was interrupted.
+int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv, const SweepEnvironment& environment);
+
+}  // namespace ddpbench

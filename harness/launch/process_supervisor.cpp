@@ -1,0 +1,232 @@
+#include "harness/launch/process_supervisor.hpp"
+#include "harness/base/clock.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace ddpbench {
+namespace {
+
+std::atomic<int> g_interrupt_signal{0};
+void on_interrupt(int signal) { g_interrupt_signal = signal; }
+
+struct Child {
+  std::string label;
+  pid_t pid = -1;
+  int stderr_fd = -1;
+  std::string partial_line;
+  std::deque<std::string> tail;
+  bool running = true;
+  int status = 0;
+};
+
+void relay_line(Child& child, const std::string& line, const SuperviseOptions& o) {
+  const std::string out = o.prefix_relayed_lines ? "[" + child.label + "] " + line + "\n" : line + "\n";
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, out.data(), out.size());
+  child.tail.push_back(line);
+  while (child.tail.size() > o.stderr_tail_lines) child.tail.pop_front();
+}
+
+enum class Read { data, nothing_yet, end };
+
+// Reads one chunk of what is available and relays its complete lines.
+Read drain(Child& child, const SuperviseOptions& o) {
+  char buf[4096];
+  const ssize_t n = ::read(child.stderr_fd, buf, sizeof buf);
+  if (n == 0) return Read::end;
+  if (n < 0) return (errno == EAGAIN || errno == EINTR) ? Read::nothing_yet : Read::end;
+  child.partial_line.append(buf, static_cast<std::size_t>(n));
+  std::size_t newline;
+  while ((newline = child.partial_line.find('\n')) != std::string::npos) {
+    std::string line = child.partial_line.substr(0, newline);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    // A progress line rewritten in place arrives as \r-separated updates: keep the last.
+    if (const auto cr = line.rfind('\r'); cr != std::string::npos) line = line.substr(cr + 1);
+    relay_line(child, line, o);
+    child.partial_line.erase(0, newline + 1);
+  }
+  return Read::data;
+}
+
+void signal_all(std::vector<Child>& children, int signal) {
+  for (auto& c : children) {
+    if (c.running) ::kill(c.pid, signal);
+  }
+}
+
+std::vector<char*> pointers(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+Child start(const ProcessSpec& spec) {
+  std::vector<std::string> argv_strings{spec.program};
+  argv_strings.insert(argv_strings.end(), spec.args.begin(), spec.args.end());
+  std::vector<std::string> env_strings = spec.env;
+  auto argv = pointers(argv_strings);
+  auto envp = pointers(env_strings);
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const int devnull = spec.discard_stdout ? ::open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until execve.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(fds[1], STDERR_FILENO);
+    if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  if (devnull >= 0) ::close(devnull);
+  ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  Child child;
+  child.label = spec.label;
+  child.pid = pid;
+  child.stderr_fd = fds[0];
+  return child;
+}
+
+ProcessExit exit_of(const Child& child) {
+  ProcessExit e;
+  e.label = child.label;
+  if (WIFSIGNALED(child.status)) {
+    e.signal = WTERMSIG(child.status);
+  } else {
+    e.exit_code = WEXITSTATUS(child.status);
+  }
+  e.stderr_tail.assign(child.tail.begin(), child.tail.end());
+  return e;
+}
+
+}  // namespace
+
+std::string ProcessExit::describe() const {
+  if (signal != 0) {
+    return label + " was killed by signal " + std::to_string(signal) + " (" + ::strsignal(signal) + ")";
+  }
+  return label + " exited with status " + std::to_string(exit_code);
+}
+
+std::string ProcessExit::tail(std::size_t lines) const {
+  std::string text;
+  for (std::size_t i = stderr_tail.size() > lines ? stderr_tail.size() - lines : 0; i < stderr_tail.size(); ++i) {
+    text += (text.empty() ? "" : "\n") + stderr_tail[i];
+  }
+  return text;
+}
+
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry(*e);
+    const std::string name = entry.substr(0, entry.find('=') + 1);
+    bool replaced = false;
+    for (const auto& o : overrides) replaced = replaced || o.compare(0, name.size(), name) == 0;
+    if (!replaced) env.push_back(entry);
+  }
+  env.insert(env.end(), overrides.begin(), overrides.end());
+  return env;
+}
+
+std::string current_executable() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
+
+SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const SuperviseOptions& o) {
+  SupervisedRun run;
+  g_interrupt_signal = 0;
+  struct sigaction action {};
+  action.sa_handler = on_interrupt;
+  sigemptyset(&action.sa_mask);
+  struct sigaction old_int {}, old_term {};
+  ::sigaction(SIGINT, &action, &old_int);
+  ::sigaction(SIGTERM, &action, &old_term);
+  auto restore_signals = [&] {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGTERM, &old_term, nullptr);
+  };
+
+  std::vector<Child> children;
+  try {
+    for (const auto& spec : specs) children.push_back(start(spec));
+  } catch (...) {
+    signal_all(children, SIGKILL);
+    for (auto& c : children) ::waitpid(c.pid, nullptr, 0);
+    restore_signals();
+    throw;
+  }
+
+  std::optional<Clock::time_point> stopping_since;
+  std::size_t running = children.size();
+  while (running > 0) {
+    std::vector<pollfd> fds;
+    for (auto& c : children) {
+      if (c.stderr_fd >= 0) fds.push_back({c.stderr_fd, POLLIN, 0});
+    }
+    ::poll(fds.data(), fds.size(), 50);
+    for (auto& c : children) {
+      if (c.stderr_fd >= 0 && drain(c, o) == Read::end) {
+        ::close(c.stderr_fd);
+        c.stderr_fd = -1;
+      }
+    }
+    // Several children can end in one round (the survivors of a crashed rank fail right
+    // after it): one killed by a signal, then the first in spec order, is the cause.
+    std::vector<std::size_t> ended;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      Child& c = children[i];
+      if (c.running && ::waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
+        c.running = false;
+        --running;
+        while (c.stderr_fd >= 0 && drain(c, o) == Read::data) {
+        }
+        ended.push_back(i);
+      }
+    }
+    if (!run.first_failure && !stopping_since) {
+      for (std::size_t i : ended) {
+        const int s = children[i].status;
+        const bool failed = WIFSIGNALED(s) || WEXITSTATUS(s) != 0;
+        if (!failed) continue;
+        if (!run.first_failure || (WIFSIGNALED(s) && !WIFSIGNALED(children[*run.first_failure].status))) {
+          run.first_failure = i;
+        }
+      }
+    }
+    if (g_interrupt_signal != 0) run.interrupted = true;
+    if ((run.first_failure || run.interrupted) && !stopping_since) {
+      stopping_since = Clock::now();
+      signal_all(children, SIGTERM);
+    }
+    if (stopping_since && Clock::now() - *stopping_since > o.grace) signal_all(children, SIGKILL);
+  }
+  for (auto& c : children) {
+    if (c.stderr_fd >= 0) ::close(c.stderr_fd);
+    if (!c.partial_line.empty()) relay_line(c, c.partial_line, o);
+    run.exits.push_back(exit_of(c));
+  }
+  restore_signals();
+  return run;
+}
+
+}  // namespace ddpbench

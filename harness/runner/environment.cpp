@@ -1,0 +1,122 @@
+#include "harness/runner/environment.hpp"
+
+#include <dlfcn.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+
+#include <torch/cuda.h>
+#include <torch/version.h>
+
+#ifdef DDPBENCH_HAVE_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <cuda_runtime_api.h>
+#endif
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/NCCLUtils.hpp>
+#endif
+
+#include "harness/runner/build_info.hpp"
+
+namespace ddpbench {
+namespace {
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "";
+}
+
+// The "flags" (x86) or "Features" (Arm) line of the first processor.
+std::string cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0) return line + " ";
+  }
+  return "";
+}
+
+std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+// The driver's own version (e.g. 570.124.06) comes from NVML, opened at run time so that the
+// binary does not depend on a library that only GPU machines have.
+std::string nvml_driver_version() {
+  void* nvml = ::dlopen("libnvidia-ml.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (nvml == nullptr) return "";
+  using Init = int (*)();
+  using GetVersion = int (*)(char*, unsigned);
+  auto init = reinterpret_cast<Init>(::dlsym(nvml, "nvmlInit_v2"));
+  auto get = reinterpret_cast<GetVersion>(::dlsym(nvml, "nvmlSystemGetDriverVersion"));
+  std::string version;
+  char buf[96] = {};
+  if (init != nullptr && get != nullptr && init() == 0 && get(buf, sizeof buf) == 0) version = buf;
+  ::dlclose(nvml);
+  return version;
+}
+
+}  // namespace
+
+bool cpu_has_native_half_precision() {
+  const std::string flags = cpu_flags();
+  for (const char* flag : {" avx512_bf16 ", " amx_bf16 ", " avx512_fp16 ", " bf16 "}) {
+    if (flags.find(flag) != std::string::npos) return true;
+  }
+  return false;
+}
+
+Environment capture_environment() {
+  Environment env;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) env.host = host;
+  utsname uts{};
+  if (::uname(&uts) == 0) env.os = std::string(uts.sysname) + " " + uts.release + " " + uts.machine;
+  env.cpu_model = cpu_model();
+  env.cpu_cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  env.libtorch_version = TORCH_VERSION;
+  const BuildInfo& build = build_info();
+  env.compiler = build.compiler;
+  env.build_type = build.build_type;
+  env.git_revision = build.git_revision;
+
+#ifdef DDPBENCH_HAVE_CUDA
+  int runtime = 0;
+  if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) env.cuda_runtime_version = cuda_version_text(runtime);
+  try {
+    if (at::detail::getCUDAHooks().hasCuDNN()) {
+      const long v = at::detail::getCUDAHooks().versionCuDNN();
+      env.cudnn_version = std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." +
+                          std::to_string(v % 100);
+    }
+  } catch (const std::exception&) {
+  }
+  if (torch::cuda::is_available()) {
+    env.driver_version = nvml_driver_version();
+    int driver = 0;
+    if (env.driver_version.empty() && cudaDriverGetVersion(&driver) == cudaSuccess) {
+      env.driver_version = "CUDA " + cuda_version_text(driver);
+    }
+    for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i) {
+      const cudaDeviceProp* p = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i));
+      env.gpus.push_back({p->name, static_cast<int64_t>(p->totalGlobalMem),
+                          std::to_string(p->major) + "." + std::to_string(p->minor)});
+    }
+  }
+#endif
+#ifdef USE_C10D_NCCL
+  env.nccl_version = c10d::getNcclVersion();
+#endif
+  return env;
+}
+
+}  // namespace ddpbench

@@ -1,0 +1,200 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <ATen/Parallel.h>
+#include <torch/cuda.h>
+
+#include "data/dataset.hpp"
+#include "harness/base/atomic_file.hpp"
+#include "harness/base/clock.hpp"
+#include "harness/distributed/communicator.hpp"
+#include "harness/launch/launcher.hpp"
+#include "harness/launch/rank_environment.hpp"
+#include "harness/runner/build_info.hpp"
+#include "harness/runner/commands.hpp"
+#include "harness/runner/device.hpp"
+#include "harness/runner/environment.hpp"
+#include "harness/runner/runner.hpp"
+#include "models/registry.hpp"
+#include "reports/markdown_report.hpp"
+#include "reports/result_file.hpp"
+#include "strategies/strategy.hpp"
+
+namespace ddpbench {
+namespace {
+
+// Everything a user can get wrong is checked before any work starts, so bad input costs
+// nothing and leaves no file behind.
+void check_inputs(const RunConfig& config, const StrategyInfo& strategy) {
+  find_model(config.model);
+  if (!config.out.empty()) require_writable(config.out, "--out");
+  if (!config.save_checkpoint.empty()) require_writable(config.save_checkpoint, "--save-checkpoint");
+  if (!config.init_from.empty() && !std::filesystem::is_regular_file(config.init_from)) {
+    throw InputError("--init-from: no file '" + config.init_from + "'");
+  }
+  if (!strategy.distributed && config.nproc != 1) {
+    throw InputError("--nproc " + std::to_string(config.nproc) + ": strategy '" + strategy.name +
+                     "' runs in one process (--strategy ddp runs one per device)");
+  }
+}
+
+// The JSON goes to --out and, unless this process is a rank under our own launcher (which
+// reports for all ranks), the Markdown row to stdout.
+int report(const RunConfig& config, const std::vector<std::string>& argv, const RunResult& result, bool print) {
+  ResultDocument document;
+  document.tool_version = build_info().version;
+  document.created_utc = utc_timestamp();
+  document.argv = argv;
+  document.environment = capture_environment();
+  document.runs = {result};
+  if (!config.out.empty()) write_result_file(config.out, document);
+  if (print) std::cout << markdown_runs_table(document.runs) << std::flush;
+  return result.status == RunStatus::failed ? 1 : 0;
+}
+
+// The row boundary: bad input propagates (exit 2); anything else thrown by `body` becomes
+// a failed row.
+template <class Body>
+RunResult failed_row_on_error(const RunConfig& config, int64_t world_size, Body&& body) {
+  try {
+    return body();
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    return unfinished_result(config, RunStatus::failed, e.what(), world_size);
+  }
+}
+
+RunResult run_guarded(const RunConfig& config, const DistContext& dist, Clock::time_point row_start) {
+  const DatasetSplits data = load_dataset(dataset_options(config), dist.is_main());
+  return failed_row_on_error(config, dist.world_size, [&] { return run_row(config, dist, data, row_start); });
+}
+
+// A rank's device: cuda:LOCAL_RANK when ranks share a machine's GPUs.
+c10::Device rank_device(const std::string& spec, const RankEnvironment& env) {
+  if (spec == "cpu" || (spec == "auto" && !torch::cuda::is_available())) return c10::Device(c10::kCPU);
+  if (spec == "auto" || spec == "cuda") return resolve_device("cuda:" + std::to_string(env.local_rank));
+  return resolve_device(spec);
+}
+
+int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vector<std::string>& argv,
+             Clock::time_point row_start) {
+  const char* launched = std::getenv("DDPBENCH_LAUNCHED");
+  DistContext dist;
+  dist.rank = env.rank;
+  dist.world_size = env.world_size;
+  dist.local_rank = env.local_rank;
+  dist.local_world_size = env.local_world_size;
+  dist.device = rank_device(config.device, env);
+  // CPU ranks on one machine share its cores. Set here, not in the config, so the result
+  // records the configuration as given (--resume and compare match on it).
+  if (dist.device.is_cpu() && config.threads == 0) {
+    at::set_num_threads(static_cast<int>(
+        std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / env.local_world_size)));
+  }
+  const RunResult result = failed_row_on_error(config, env.world_size, [&] {
+    dist.comm = std::make_shared<Communicator>(
+        CommunicatorOptions{env, config.backend, dist.device, std::chrono::seconds(config.timeout_s)});
+    return run_guarded(config, dist, row_start);
+  });
+  if (env.rank != 0) return result.status == RunStatus::failed ? 1 : 0;
+  return report(config, argv, result, launched == nullptr || std::string(launched) != "1");
+}
+
+int launch(const RunConfig& config, const std::vector<std::string>& argv) {
+  const bool cuda_ranks = config.device.starts_with("cuda") || (config.device == "auto" && torch::cuda::is_available());
+  if (cuda_ranks) {
+    const auto visible = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
+    if (visible < config.nproc) {
+      return report(config, argv,
+                    unfinished_result(config, RunStatus::skipped,
+                                      "needs " + std::to_string(config.nproc) + " CUDA devices, " +
+                                          std::to_string(visible) + " visible (--device cpu runs Gloo ranks)",
+                                      config.nproc),
+                    true);
+    }
+  }
+
+  LaunchOptions options;
+  // Where the ranks meet: MASTER_ADDR and MASTER_PORT when set, as under torchrun, else a
+  // free port here. Read before anything is created, so bad input leaves nothing behind.
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
+  if (const char* port = std::getenv("MASTER_PORT"); port != nullptr) options.master_port = master_port_variable(port);
+
+  std::string scratch_template = (std::filesystem::temp_directory_path() / "ddpbench-ranks-XXXXXX").string();
+  if (::mkdtemp(scratch_template.data()) == nullptr) throw std::runtime_error("cannot create a temporary folder");
+  const std::filesystem::path scratch = scratch_template;
+  const std::filesystem::path rank0_result = scratch / "result.json";
+
+  options.program = current_executable();
+  options.args.assign(argv.begin() + 1, argv.end());
+  options.args.insert(options.args.end(), {"--out", rank0_result.string()});
+  options.nproc = config.nproc;
+
+  const RunResult result = [&] {
+    const auto failed = [&](const std::string& reason) {
+      return unfinished_result(config, RunStatus::failed, reason, config.nproc);
+    };
+    LaunchOutcome outcome;
+    try {
+      outcome = launch_ranks(options);
+    } catch (const std::exception& e) {
+      return failed(std::string("cannot start the ranks: ") + e.what());
+    }
+    if (outcome.failure) return failed(outcome.failure->describe() + "; its stderr ended:\n" + outcome.failure->tail(10));
+    if (outcome.interrupted) return failed("interrupted: the launcher was signalled and stopped every rank");
+    try {
+      return read_result_file(rank0_result).runs.at(0);
+    } catch (const std::exception& e) {
+      return failed(std::string("rank 0 left no result: ") + e.what());
+    }
+  }();
+  std::error_code ec;
+  std::filesystem::remove_all(scratch, ec);
+  return report(config, argv, result, true);
+}
+
+}  // namespace
+
+int run_command(const RunCommand& command, const std::vector<std::string>& argv) {
+  const auto row_start = Clock::now();
+  const RunConfig& config = command.config;
+  const StrategyInfo& strategy = find_strategy(config.strategy);
+  check_inputs(config, strategy);
+
+  if (strategy.distributed) {
+    if (auto env = rank_environment_from_process()) return run_rank(config, *env, argv, row_start);
+    if (config.nproc > 1) return launch(config, argv);
+    // One rank, in this process: a world of one over a local store.
+    return run_rank(config, local_rank_environment(0, 1, free_port()), argv, row_start);
+  }
+  if (strategy.preflight) {
+    if (auto reason = strategy.preflight(strategy_options(config))) {
+      return report(config, argv, unfinished_result(config, RunStatus::skipped, *reason), true);
+    }
+  }
+  DistContext dist;
+  dist.device = strategy.primary_device ? strategy.primary_device(strategy_options(config)) : resolve_device(config.device);
+  return report(config, argv, run_guarded(config, dist, row_start), true);
+}
+
+int list_command() {
+  std::cout << "strategies:\n";
+  for (const auto& s : strategy_registry()) {
+    std::cout << "  " << s.name << std::string(s.name.size() < 12 ? 12 - s.name.size() : 1, ' ') << s.description
+              << (s.distributed ? " [ranks]" : "") << "\n";
+  }
+  std::cout << "models:\n";
+  for (const auto& m : model_registry()) {
+    std::cout << "  " << m.name << std::string(m.name.size() < 12 ? 12 - m.name.size() : 1, ' ') << m.description
+              << "\n";
+  }
+  return 0;
+}
+
+}  // namespace ddpbench

@@ -1,0 +1,341 @@
+#include "harness/runner/runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/optim/sgd.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <torch/utils.h>
+
+#ifdef DDPBENCH_HAVE_CUDA
+#include <cuda_profiler_api.h>
+#endif
+
+#include "data/batch_loader.hpp"
+#include "data/sampler.hpp"
+#include "harness/base/clock.hpp"
+#include "harness/base/statistics.hpp"
+#include "harness/control/progress.hpp"
+#include "harness/control/run_options.hpp"
+#include "harness/distributed/communicator.hpp"
+#include "harness/runner/device.hpp"
+#include "harness/timing/nvtx.hpp"
+#include "harness/timing/phase_timer.hpp"
+#include "models/checkpoint.hpp"
+#include "models/layout.hpp"
+#include "models/registry.hpp"
+#include "strategies/mixed_precision.hpp"
+#include "strategies/sgd.hpp"
+#include "strategies/strategy.hpp"
+
+namespace ddpbench {
+namespace {
+
+LoaderOptions loader_options(const RunConfig& config, const DistContext& dist, std::optional<int64_t> max_batches) {
+  LoaderOptions options;
+  options.batch_size = config.batch_size;
+  options.workers = config.workers;
+  options.device = dist.device;
+  options.max_batches = max_batches;
+  return options;
+}
+
+Batch to_device(Batch batch, const c10::Device& device, bool channels_last) {
+  if (batch.images.device() != device) {
+    batch = Batch{batch.images.to(device, /*non_blocking=*/true), batch.labels.to(device, /*non_blocking=*/true)};
+  }
+  if (channels_last) batch.images = batch.images.contiguous(at::MemoryFormat::ChannelsLast);
+  return batch;
+}
+
+struct EvalCounts {
+  int64_t correct = 0;
+  int64_t seen = 0;
+  bool cut = false;
+};
+
+EvalCounts evaluate(const RunConfig& config, const DistContext& dist, const ImageSet& test,
+                    torch::nn::AnyModule model) {
+  nvtx::ScopedRange range("evaluation", dist.rank);
+  torch::NoGradGuard no_grad;
+  model.ptr()->eval();
+  const Shard shard{dist.rank, dist.world_size};
+  EpochPlan plan{eval_shard_indices(test.size(), shard),
+                 config.test_transform == TestTransform::train
+                     ? random_augmentation(config.seed, 0, AugmentationStream::test, test.size(), config.crop_padding)
+                     : identity_augmentation(test.size())};
+  const auto full_batches = batches_in_epoch(static_cast<int64_t>(plan.indices.size()),
+                                             loader_options(config, dist, std::nullopt));
+  auto loader = make_loader(config.loader, test, loader_options(config, dist, config.max_eval_batches));
+  loader->start_epoch(std::move(plan));
+  auto correct = at::zeros({}, at::TensorOptions().dtype(at::kLong).device(dist.device));
+  int64_t seen = 0;
+  int64_t batches = 0;
+  while (auto batch = loader->next()) {
+    const Batch b = to_device(std::move(*batch), dist.device, config.channels_last);
+    correct += model.forward<at::Tensor>(b.images).argmax(1).eq(b.labels).sum();
+    seen += b.size();
+    ++batches;
+  }
+  // Each rank counted its own shard; the sums are the whole test set's.
+  auto counts = at::stack({correct, at::scalar_tensor(seen, correct.options())});
+  if (dist.comm) dist.comm->sum(counts);
+  counts = counts.cpu();
+  EvalCounts result{counts[0].item<int64_t>(), counts[1].item<int64_t>(), batches < full_batches};
+  model.ptr()->train();
+  return result;
+}
+
+// Every rank's epoch time and steady step times, so the report can name the slowest rank;
+// the row's train time is the slowest rank's, as the epoch ends when the last rank does.
+void gather_rank_timings(RunResult& result, const std::vector<double>& steady_times, const DistContext& dist) {
+  std::vector<double> row{result.train_time_s};
+  row.insert(row.end(), steady_times.begin(), steady_times.end());
+  const auto local = at::tensor(row, at::TensorOptions().dtype(at::kDouble)).to(dist.device);
+  const auto all = all_gather_rows(*dist.comm, local).cpu();
+  result.ranks.clear();
+  double slowest = -1, fastest = std::numeric_limits<double>::infinity();
+  for (int64_t r = 0; r < dist.world_size; ++r) {
+    const auto values = all[r];
+    std::vector<double> steps(values.data_ptr<double>() + 1, values.data_ptr<double>() + values.numel());
+    RankTiming timing{r, values[0].item<double>(), quantiles(steps)};
+    result.train_time_s = std::max(result.train_time_s, timing.train_time_s);
+    if (std::isfinite(timing.step_time_s.p50)) {
+      if (timing.step_time_s.p50 > slowest) {
+        slowest = timing.step_time_s.p50;
+        result.slowest_rank = r;
+      }
+      fastest = std::min(fastest, timing.step_time_s.p50);
+    }
+    result.ranks.push_back(timing);
+  }
+  if (slowest >= 0) result.rank_spread_s = slowest - fastest;
+  result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
+}
+
+// Device-wide settings a row asks for, applied before anything runs on the device.
+void apply_device_settings(const RunConfig& config) {
+  auto& context = at::globalContext();
+  context.setBenchmarkCuDNN(config.cudnn_benchmark);
+  context.setAllowTF32CuDNN(config.tf32);
+  context.setAllowTF32CuBLAS(config.tf32);
+}
+
+// cudaProfilerStart/Stop around --profile-steps, the capture range `nsys profile
+// --capture-range=cudaProfilerApi` records.
+class ProfilerRange {
+ public:
+  ProfilerRange(const RunConfig& config, const c10::Device& device)
+      : range_(profile_step_range(config)), cuda_(device.is_cuda()) {}
+  void before_step(int64_t step) {
+    if (range_ && step == range_->first) set(true);
+  }
+  void after_step(int64_t step) {
+    if (range_ && step == range_->second) set(false);
+  }
+  ~ProfilerRange() {
+    if (started_) set(false);
+  }
+  ProfilerRange(const ProfilerRange&) = delete;
+  ProfilerRange& operator=(const ProfilerRange&) = delete;
+
+ private:
+  void set(bool on) {
+    nvtx::mark(on ? "profiler start" : "profiler stop");
+#ifdef DDPBENCH_HAVE_CUDA
+    if (cuda_) {
+      if (on) {
+        cudaProfilerStart();
+      } else {
+        cudaProfilerStop();
+      }
+    }
+#endif
+    started_ = on;
+  }
+  std::optional<std::pair<int64_t, int64_t>> range_;
+  bool cuda_;
+  bool started_ = false;
+};
+
+// A step whose loss and timing are still on the device: read back together, once per
+// step with --sync-every-step (the tutorial's loss.item()), else once per log interval.
+struct PendingStep {
+  StepRecord record;
+  at::Tensor loss;
+  std::function<StepTiming()> timing;
+};
+
+}  // namespace
+
+RunResult unfinished_result(const RunConfig& config, RunStatus status, std::string reason, int64_t world_size) {
+  RunResult result;
+  result.name = config.row_name();
+  result.strategy = config.strategy;
+  result.world_size = world_size;
+  result.device = config.device;
+  result.status = status;
+  result.reason = std::move(reason);
+  result.epochs = config.epochs;
+  result.warmup_steps = config.warmup_steps;
+  result.config = run_config_to_json(config);
+  return result;
+}
+
+RunResult run_row(const RunConfig& config, const DistContext& dist, const DatasetSplits& data,
+                  Clock::time_point row_start) {
+  nvtx::set_enabled(config.nvtx != NvtxMode::off);
+  nvtx::ScopedRange row_range("row " + config.row_name(), dist.rank);
+  const StrategyInfo& strategy_info = find_strategy(config.strategy);
+  if (config.threads > 0) at::set_num_threads(static_cast<int>(config.threads));
+  apply_device_settings(config);
+  reset_peak_memory(dist.device);
+
+  torch::manual_seed(config.seed);
+  torch::nn::AnyModule model =
+      build_model(ModelOptions{config.model, config.num_classes, config.init_from, config.channels_last}, dist.device);
+  auto optimizer = make_sgd(model.ptr()->parameters(), config.lr, config.momentum, config.sgd);
+  auto timer = make_phase_timer(dist.device);
+  MixedPrecision precision(config.amp, dist.device);
+  const StrategyOptions strategy_opts = strategy_options(config);
+  std::unique_ptr<Strategy> strategy = strategy_info.make(strategy_opts);
+  TrainingSetup setup{model, *optimizer, dist, strategy_opts, *timer, precision};
+  strategy->prepare(setup);
+
+  const Shard shard{dist.rank, dist.world_size};
+  const int64_t shard_size = (data.train.size() + dist.world_size - 1) / dist.world_size;
+  const auto train_options = loader_options(config, dist, config.max_steps);
+  const int64_t full_steps = batches_in_epoch(shard_size, loader_options(config, dist, std::nullopt));
+  const int64_t steps_per_epoch = batches_in_epoch(shard_size, train_options);
+  auto loader = make_loader(config.loader, data.train, train_options);
+
+  RunResult result;
+  result.train_time_s = 0;
+  Progress progress(config.row_name(), steps_per_epoch * config.epochs, config.log_interval_steps, dist.is_main());
+  ProfilerRange profiler(config, dist.device);
+  // --nvtx ops: LibTorch's own range per op, as Python's torch.autograd.profiler.emit_nvtx.
+  std::optional<torch::autograd::profiler::TLSLegacyProfilerGuard> op_ranges;
+  if (config.nvtx == NvtxMode::ops) {
+    op_ranges.emplace(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::NVTX));
+  }
+
+  int64_t global_step = 0;
+  int64_t local_images = 0;
+  double last_loss = kNotMeasured;
+  std::vector<PendingStep> pending;
+  auto resolve = [&] {
+    for (auto& p : pending) {
+      const StepTiming timing = p.timing();
+      p.record.time_s = timing.time_s;
+      p.record.phases = timing.phases;
+      p.record.loss = p.loss.item<double>();
+      last_loss = p.record.loss;
+      result.step_records.push_back(p.record);
+      progress.update(static_cast<int64_t>(result.step_records.size()), last_loss,
+                      static_cast<double>(p.record.images * dist.world_size) / p.record.time_s);
+    }
+    pending.clear();
+  };
+  for (int64_t epoch = 0; epoch < config.epochs; ++epoch) {
+    nvtx::ScopedRange epoch_range("epoch", epoch);
+    // The tutorial's clock: wall time around the epoch, loader start-up included.
+    const auto epoch_start = Clock::now();
+    timer->mark_epoch_start();
+    loader->start_epoch(EpochPlan{
+        train_shard_indices(data.train.size(), config.seed, epoch, shard),
+        random_augmentation(config.seed, epoch, AugmentationStream::train, data.train.size(), config.crop_padding)});
+    for (int64_t step = 0;; ++step, ++global_step) {
+      if (config.inject_fault_rank == dist.rank && config.inject_fault_step == global_step) {
+        std::fprintf(stderr, "ddpbench: rank %lld: --inject-fault-step %lld: killing this rank\n",
+                     static_cast<long long>(dist.rank), static_cast<long long>(global_step));
+        std::fflush(stderr);
+        std::raise(SIGKILL);
+      }
+      nvtx::ScopedRange step_range("step", global_step);
+      timer->set_step(global_step);
+      std::optional<Batch> batch;
+      {
+        PhaseScope data_phase(*timer, Phase::data);
+        batch = loader->next();
+        if (batch) batch = to_device(std::move(*batch), dist.device, config.channels_last);
+      }
+      if (!batch) break;
+      profiler.before_step(global_step);
+      PendingStep p;
+      p.loss = strategy->train_step(*batch);
+      p.timing = timer->finish_step();
+      profiler.after_step(global_step);
+      p.record.epoch = epoch;
+      p.record.step = step;
+      p.record.images = batch->size();
+      local_images += batch->size();
+      pending.push_back(std::move(p));
+      if (config.sync_every_step || (global_step + 1) % config.log_interval_steps == 0) resolve();
+    }
+    resolve();
+    synchronize(dist.device);
+    result.train_time_s += seconds_since(epoch_start);
+  }
+  progress.finish();
+  op_ranges.reset();
+
+  const EvalCounts eval = evaluate(config, dist, data.test, strategy->eval_model());
+  if (dist.is_main() && !config.save_checkpoint.empty()) save_checkpoint(*model.ptr(), config.save_checkpoint);
+
+  result.name = config.row_name();
+  result.strategy = config.strategy;
+  result.world_size = dist.world_size;
+  result.device = dist.device.str();
+  result.dataset = data.kind;
+  result.dataset_origin = data.origin;
+  result.status = RunStatus::ok;
+  result.epochs = config.epochs;
+  result.steps = global_step;
+  result.steps_per_epoch = full_steps;
+  result.epoch_cut = steps_per_epoch < full_steps;
+  result.warmup_steps = config.warmup_steps;
+  result.global_batch = config.batch_size * dist.world_size;
+  result.images_trained = local_images * dist.world_size;
+  result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
+
+  std::vector<double> steady_times;
+  int64_t steady_images = 0;
+  PhaseSeconds phase_sum;
+  for (std::size_t i = static_cast<std::size_t>(config.warmup_steps); i < result.step_records.size(); ++i) {
+    const StepRecord& r = result.step_records[i];
+    steady_times.push_back(r.time_s);
+    steady_images += r.images;
+    phase_sum += r.phases;
+  }
+  if (!steady_times.empty()) {
+    const double steady_time = std::accumulate(steady_times.begin(), steady_times.end(), 0.0);
+    const auto n = static_cast<double>(steady_times.size());
+    result.steady_images_per_s = static_cast<double>(steady_images * dist.world_size) / steady_time;
+    result.step_time_s = quantiles(steady_times);
+    result.mean_phase_s = phase_sum / n;
+  }
+  if (dist.comm) gather_rank_timings(result, steady_times, dist);
+  result.final_loss = last_loss;
+  result.eval_images = eval.seen;
+  result.eval_cut = eval.cut;
+  result.test_accuracy = eval.seen > 0 ? static_cast<double>(eval.correct) / static_cast<double>(eval.seen) : kNotMeasured;
+  result.peak_memory_bytes = peak_memory_bytes(dist.device);
+  result.peak_memory_source = peak_memory_source(dist.device);
+  result.config = run_config_to_json(config);
+  result.strategy_details = strategy->details();
+  if (config.amp == AmpMode::fp16) {
+    result.strategy_details["loss_scale"] = precision.current_scale();
+    result.strategy_details["skipped_steps"] = precision.skipped_steps();
+  }
+  result.strategy_details["optimizer"] = std::string(enum_name(kSgdImplNames, config.sgd));
+  result.total_time_s = seconds_since(row_start);
+  return result;
+}
+
+}  // namespace ddpbench

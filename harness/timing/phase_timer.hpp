@@ -1,0 +1,70 @@
+#pragma once
+// Per-step timing, measured where the work runs: CUDA events on the device's stream for a
+// GPU, a steady clock on the CPU. A step's phases (data, forward, backward, comm,
+// optimizer) are intervals inside it; its duration runs from the previous step's end (or
+// the epoch's start) to its own. finish_step() closes a step and hands back a resolver, so
+// the host need not wait for the device until the runner chooses to (each step, or once
+// per log interval). Every phase is also an NVTX range of the same name.
+#include <functional>
+#include <memory>
+#include <string_view>
+
+#include <c10/core/Device.h>
+
+#include "harness/timing/nvtx.hpp"
+#include "reports/run_result.hpp"
+
+namespace ddpbench {
+
+// allreduce is not a slice of the step but the summed duration of its gradient
+// allreduces, which overlap backward; strategies report it through add().
+enum class Phase { data, forward, backward, comm, optimizer, allreduce };
+std::string_view phase_name(Phase phase);
+
+struct StepTiming {
+  double time_s = 0;
+  PhaseSeconds phases;
+};
+
+class PhaseTimer {
+ public:
+  virtual ~PhaseTimer() = default;
+  virtual void begin(Phase phase) = 0;
+  virtual void end(Phase phase) = 0;
+  /// Adds a duration measured elsewhere (NaN: not measured) to this step's `phase`.
+  virtual void add(Phase phase, double seconds) = 0;
+  /// The next step's duration starts here (the start of an epoch).
+  virtual void mark_epoch_start() = 0;
+  /// Closes the step. The returned function gives its timing, waiting for the device.
+  virtual std::function<StepTiming()> finish_step() = 0;
+
+  /// Closes the step and waits for its phases: for tests and callers that sync anyway.
+  PhaseSeconds collect() { return finish_step()().phases; }
+  /// The payload of the NVTX ranges that follow.
+  void set_step(int64_t step) { step_ = step; }
+  [[nodiscard]] int64_t step() const { return step_; }
+
+ private:
+  int64_t step_ = 0;
+};
+
+std::unique_ptr<PhaseTimer> make_phase_timer(const c10::Device& device);
+
+/// Times one phase for the scope's lifetime, inside an NVTX range of the phase's name.
+class PhaseScope {
+ public:
+  PhaseScope(PhaseTimer& timer, Phase phase)
+      : timer_(timer), phase_(phase), range_(std::string(phase_name(phase)), timer.step()) {
+    timer_.begin(phase_);
+  }
+  ~PhaseScope() { timer_.end(phase_); }
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  PhaseTimer& timer_;
+  Phase phase_;
+  nvtx::ScopedRange range_;
+};
+
+}  // namespace ddpbench

@@ -1,0 +1,42 @@
+#pragma once
+// What a strategy is asked to do, apart from the model, data and devices it is handed:
+// precision, the DDP and DataParallel settings. LibTorch-free, so the command line can name
+// these choices and build the options without LibTorch.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/base/enum_names.hpp"
+
+namespace ddpbench {
+
+enum class AmpMode { off, fp16, bf16 };
+enum class SgdImpl { loop, foreach, fused };
+enum class DpImpl { replicas, libtorch };
+
+inline constexpr EnumName<AmpMode> kAmpModeNames[] = {
+    {AmpMode::off, "off"}, {AmpMode::fp16, "fp16"}, {AmpMode::bf16, "bf16"}};
+// loop: LibTorch's SGD, one update per parameter; foreach: multi-tensor ops; fused: one kernel.
+inline constexpr EnumName<SgdImpl> kSgdImplNames[] = {
+    {SgdImpl::loop, "loop"}, {SgdImpl::foreach, "foreach"}, {SgdImpl::fused, "fused"}};
+inline constexpr EnumName<DpImpl> kDpImplNames[] = {{DpImpl::replicas, "replicas"}, {DpImpl::libtorch, "libtorch"}};
+
+struct StrategyOptions {
+  std::string model;  // the model's registry name (LibTorch's data_parallel needs its type)
+  int64_t batch_size = 256;  // per process
+  AmpMode amp = AmpMode::off;
+  bool channels_last = false;
+
+  // ddp
+  double bucket_mb = 25;  // DDP's bucket_cap_mb
+  bool overlap = true;    // allreduce buckets during backward (off: after it)
+  bool sync_bn = true;
+
+  // dp
+  std::string devices_flag = "all";   // as given, for messages
+  std::vector<int64_t> devices;       // empty: every visible GPU; -1: a CPU device, N: cuda:N
+  DpImpl dp_impl = DpImpl::replicas;
+  bool allow_single_device = false;
+};
+
+}  // namespace ddpbench

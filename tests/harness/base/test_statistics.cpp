@@ -1,0 +1,46 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "harness/base/statistics.hpp"
+
+namespace ddpbench {
+namespace {
+
+TEST(Statistics, QuantilesInterpolateLikeNumpy) {
+  const Quantiles q = quantiles({4, 1, 3, 2, 5});
+  EXPECT_DOUBLE_EQ(q.p50, 3);
+  EXPECT_DOUBLE_EQ(q.p90, 4.6);
+  EXPECT_DOUBLE_EQ(q.max, 5);
+  EXPECT_TRUE(std::isnan(quantiles({}).p50));
+}
+
+TEST(Statistics, MedianIsTheMiddleOrTheMeanOfTheMiddleTwo) {
+  EXPECT_DOUBLE_EQ(median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(median({4, 1, 2, 3}), 2.5);
+  EXPECT_TRUE(std::isnan(median({})));
+}
+
+TEST(Statistics, SamplesNotMeasuredAreLeftOut) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_DOUBLE_EQ(median({nan, 3, 1}), 2);
+  EXPECT_DOUBLE_EQ(quantiles({nan, 2, 1}).max, 2);
+  EXPECT_TRUE(std::isnan(quantile({nan}, 0.5)));
+}
+
+TEST(Statistics, MannWhitneyPValues) {
+  EXPECT_NEAR(mann_whitney_p({1, 2, 3}, {4, 5, 6}), 0.1, 1e-12);  // exact: 2 of 20 arrangements
+  EXPECT_NEAR(mann_whitney_p({1, 2, 3}, {1, 2, 3}), 1.0, 1e-12);
+  EXPECT_NEAR(mann_whitney_p({1, 2}, {3, 4}), 1.0 / 3.0, 1e-12);
+  std::vector<double> a, b;
+  for (int i = 0; i < 30; ++i) {
+    a.push_back(i);
+    b.push_back(i + 100);
+  }
+  EXPECT_LT(mann_whitney_p(a, b), 1e-8);  // normal approximation
+}
+
+}  // namespace
+}  // namespace ddpbench

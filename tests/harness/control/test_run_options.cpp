@@ -1,0 +1,161 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+
+#include "harness/control/cli.hpp"
+#include "harness/control/run_options.hpp"
+#include "support/temp_dir.hpp"
+
+namespace ddpbench {
+namespace {
+
+using nlohmann::json;
+
+TEST(RunOptions, EveryKeyIsKebabCaseAndUnique) {
+  std::set<std::string> seen;
+  for (const auto& opt : run_options()) {
+    EXPECT_TRUE(seen.insert(opt.key).second) << opt.key;
+    for (char c : opt.key) EXPECT_TRUE((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-') << opt.key;
+    EXPECT_FALSE(opt.help.empty()) << opt.key;
+  }
+  EXPECT_NE(find_run_option("batch-size"), nullptr);
+  EXPECT_EQ(find_run_option("batch_size"), nullptr);
+}
+
+TEST(RunOptions, JsonRoundTripKeepsEveryField) {
+  RunConfig c;
+  c.name = "row-a";
+  c.model = "tiny";
+  c.dataset = DatasetKind::synthetic;
+  c.loader = LoaderKind::device;
+  c.test_transform = TestTransform::plain;
+  c.batch_size = 32;
+  c.lr = 0.25;
+  c.max_steps = 7;
+  c.seed = 123456789012345ULL;
+  const json j = run_config_to_json(c);
+  EXPECT_EQ(j.at("batch-size"), 32);
+  EXPECT_EQ(j.at("dataset"), "synthetic");
+  EXPECT_EQ(j.at("max-eval-batches"), nullptr);
+
+  RunConfig back;
+  apply_run_config_json(back, j, "test");
+  EXPECT_EQ(run_config_to_json(back), j);
+  EXPECT_EQ(back.seed, c.seed);
+  EXPECT_EQ(back.loader, LoaderKind::device);
+  EXPECT_EQ(back.max_steps, std::optional<int64_t>(7));
+}
+
+TEST(RunOptions, JsonOverridesOnlyTheKeysGiven) {
+  RunConfig c;
+  apply_run_config_json(c, json{{"batch-size", 64}, {"loader", "device"}}, "");
+  EXPECT_EQ(c.batch_size, 64);
+  EXPECT_EQ(c.loader, LoaderKind::device);
+  EXPECT_EQ(c.model, "resnet50");
+  apply_run_config_json(c, json{{"max-steps", 3}}, "");
+  apply_run_config_json(c, json{{"max-steps", nullptr}}, "");
+  EXPECT_FALSE(c.max_steps.has_value());
+}
+
+TEST(RunOptions, JsonErrorsNameTheKeyAndWhere) {
+  RunConfig c;
+  try {
+    apply_run_config_json(c, json{{"batch-sise", 64}}, "sweep.json, row 'a'");
+    FAIL() << "unknown key accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "sweep.json, row 'a': unknown option 'batch-sise'");
+  }
+  EXPECT_THROW(apply_run_config_json(c, json{{"batch-size", 1.5}}, ""), InputError);
+  EXPECT_THROW(apply_run_config_json(c, json{{"batch-size", json::array()}}, ""), InputError);
+  EXPECT_THROW(apply_run_config_json(c, json{{"loader", "gpu"}}, ""), InputError);
+  EXPECT_THROW(apply_run_config_json(c, json::array(), ""), InputError);
+}
+
+TEST(RunOptions, ParsersRejectMalformedText) {
+  RunConfig c;
+  const RunOption* batch = find_run_option("batch-size");
+  EXPECT_THROW(batch->set(c, "12abc"), InputError);
+  EXPECT_THROW(batch->set(c, ""), InputError);
+  EXPECT_THROW(batch->set(c, "99999999999999999999999"), InputError);
+  const RunOption* lr = find_run_option("lr");
+  EXPECT_THROW(lr->set(c, "fast"), InputError);
+  lr->set(c, "1e-2");
+  EXPECT_DOUBLE_EQ(c.lr, 0.01);
+  try {
+    find_run_option("dataset")->set(c, "imagenet");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "--dataset: unknown value 'imagenet' (expected cifar10|synthetic|auto)");
+  }
+}
+
+TEST(RunOptions, ArgumentsReproduceTheConfig) {
+  RunConfig c;
+  c.strategy = "ddp";
+  c.nproc = 4;
+  c.overlap = false;
+  c.amp = AmpMode::fp16;
+  c.max_steps = 7;
+  c.bucket_mb = 0.5;
+  c.data_dir = "/data/cifar";
+  const auto args = run_config_to_args(c);
+  // Only what differs from the defaults, switches as --no-key.
+  EXPECT_NE(std::find(args.begin(), args.end(), "--no-overlap"), args.end());
+  EXPECT_EQ(std::find(args.begin(), args.end(), "--batch-size"), args.end());
+  std::vector<const char*> argv = {"ddpbench", "run"};
+  for (const auto& a : args) argv.push_back(a.c_str());
+  const auto parsed = std::get<RunCommand>(parse_command_line(static_cast<int>(argv.size()), argv.data())).config;
+  EXPECT_EQ(run_config_to_json(parsed), run_config_to_json(c));
+}
+
+TEST(RunOptions, PresetFastSetsTheFastPathExceptWhatTheUserSet) {
+  const char* argv[] = {"ddpbench", "run", "--amp", "off", "--preset", "fast"};
+  const auto c = std::get<RunCommand>(parse_command_line(6, argv)).config;
+  EXPECT_EQ(c.preset, Preset::fast);
+  EXPECT_EQ(c.amp, AmpMode::off);  // given explicitly: kept
+  EXPECT_TRUE(c.channels_last);
+  EXPECT_TRUE(c.cudnn_benchmark);
+  EXPECT_EQ(c.loader, LoaderKind::device);
+  EXPECT_EQ(c.sgd, SgdImpl::fused);
+  EXPECT_FALSE(c.sync_every_step);
+  for (const auto& [key, value] : preset_options(Preset::fast)) EXPECT_NE(find_run_option(key), nullptr) << key;
+}
+
+TEST(RunOptions, ProfileStepsAndDevicesAreParsed) {
+  RunConfig c;
+  c.profile_steps = "10:20";
+  EXPECT_EQ(profile_step_range(c), std::make_optional(std::make_pair<int64_t, int64_t>(10, 20)));
+  for (const char* bad : {"10", "20:10", "a:b", ":3", "-1:2"}) {
+    c.profile_steps = bad;
+    EXPECT_THROW(profile_step_range(c), InputError) << bad;
+  }
+  c.profile_steps.clear();
+  EXPECT_FALSE(profile_step_range(c).has_value());
+  c.devices = "0,1,3";
+  EXPECT_EQ(device_list(c), (std::vector<int64_t>{0, 1, 3}));
+  c.devices = "cpu,cpu";
+  EXPECT_EQ(device_list(c), (std::vector<int64_t>{-1, -1}));
+  c.devices = "all";
+  EXPECT_TRUE(device_list(c).empty());
+  for (const char* bad : {"", "0,,1", "gpu0", "cpu,1", "-1"}) {
+    c.devices = bad;
+    EXPECT_THROW(device_list(c), InputError) << bad;
+  }
+}
+
+// A flag that is not in the README does not exist for its users.
+TEST(RunOptions, EveryOptionIsDocumentedInTheReadme) {
+  const char* source_dir = std::getenv("DDPBENCH_SOURCE_DIR");
+  if (source_dir == nullptr) GTEST_SKIP() << "DDPBENCH_SOURCE_DIR not set";
+  const std::string readme = testing::read_text(std::filesystem::path(source_dir) / "README.md");
+  ASSERT_FALSE(readme.empty());
+  for (const auto& opt : run_options()) {
+    EXPECT_NE(readme.find("`--" + opt.key), std::string::npos) << "--" << opt.key << " is missing from README.md";
+  }
+}
+
+}  // namespace
+}  // namespace ddpbench

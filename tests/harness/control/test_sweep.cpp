@@ -1,0 +1,220 @@
+#include <gtest/gtest.h>
+
+#include "harness/base/input_error.hpp"
+#include "harness/control/run_options.hpp"
+#include "harness/control/sweep.hpp"
+#include "reports/compare.hpp"
+#include "reports/result_file.hpp"
+#include "support/temp_dir.hpp"
+
+namespace ddpbench {
+namespace {
+
+SweepEnvironment machine(int64_t gpus) {
+  SweepEnvironment env;
+  env.visible_gpus = gpus;
+  env.strategies = {"single", "dp", "ddp"};
+  env.machine.cpu_cores = 2;
+  return env;
+}
+
+const PlannedRow& row(const SweepPlan& plan, const std::string& name, const std::string& mode) {
+  for (const auto& r : plan.rows) {
+    if (r.info.name == name && r.info.mode == mode) return r;
+  }
+  throw std::runtime_error("no row " + name + " " + mode);
+}
+
+TEST(Sweep, TheTutorialTableOnAFourGpuMachine) {
+  SweepCommand cmd;
+  const SweepPlan plan = plan_sweep(cmd, machine(4));
+  EXPECT_EQ(plan.info.preset, "tutorial");
+  EXPECT_EQ(plan.info.baseline_row, "single");
+  EXPECT_TRUE(plan.info.note.empty());
+  ASSERT_EQ(plan.rows.size(), 10u);  // five rows, two modes
+  const auto& single = row(plan, "single", "faithful");
+  EXPECT_EQ(single.config.batch_size, 256);
+  EXPECT_EQ(single.config.num_classes, 1000);
+  EXPECT_EQ(single.config.loader, LoaderKind::host);
+  EXPECT_DOUBLE_EQ(single.info.tutorial_seconds, 13.2);
+  const auto& dp = row(plan, "dp-4gpu", "faithful");
+  EXPECT_EQ(dp.config.batch_size, 1024);  // the published DataParallel row's global batch
+  EXPECT_EQ(dp.config.workers, 20);
+  EXPECT_EQ(dp.config.devices, "0,1,2,3");
+  EXPECT_EQ(row(plan, "ddp-4gpu-amp", "faithful").config.amp, AmpMode::fp16);
+  EXPECT_EQ(row(plan, "ddp-4gpu", "faithful").config.nproc, 4);
+  // Controlled: one global batch of 1024, split over processes; device loader; 10 classes.
+  EXPECT_EQ(row(plan, "single", "controlled").config.batch_size, 1024);
+  EXPECT_EQ(row(plan, "dp-4gpu", "controlled").config.batch_size, 1024);
+  EXPECT_EQ(row(plan, "ddp-2gpu", "controlled").config.batch_size, 512);
+  EXPECT_EQ(row(plan, "ddp-4gpu", "controlled").config.batch_size, 256);
+  EXPECT_EQ(row(plan, "ddp-4gpu", "controlled").config.loader, LoaderKind::device);
+  EXPECT_EQ(row(plan, "ddp-4gpu", "controlled").config.num_classes, 10);
+  for (const auto& r : plan.rows) EXPECT_FALSE(r.skip_reason.has_value()) << r.info.name;
+  EXPECT_EQ(single.result_file, std::filesystem::path("results/rows/faithful/single.json"));
+  EXPECT_EQ(single.config.out, "results/rows/faithful/single.json");
+  EXPECT_EQ(single.config.name, "single");
+}
+
+TEST(Sweep, RowsNeedingMoreGpusThanPresentAreSkipped) {
+  SweepCommand cmd;
+  cmd.mode = "faithful";
+  const SweepPlan plan = plan_sweep(cmd, machine(2));
+  EXPECT_FALSE(row(plan, "ddp-2gpu", "faithful").skip_reason.has_value());
+  EXPECT_EQ(row(plan, "ddp-4gpu", "faithful").skip_reason.value_or(""), "needs 4 GPUs, 2 visible");
+  EXPECT_EQ(plan.info.rows.size(), 5u);
+  SweepEnvironment no_dp = machine(4);
+  no_dp.strategies = {"single", "ddp"};
+  EXPECT_EQ(row(plan_sweep(cmd, no_dp), "dp-4gpu", "faithful").skip_reason.value_or(""),
+            "strategy 'dp' is not in this build");
+  // Rows told to run on the CPU need no GPU.
+  cmd.overrides = {{"device", "cpu"}};
+  EXPECT_FALSE(row(plan_sweep(cmd, machine(2)), "ddp-4gpu", "faithful").skip_reason.has_value());
+}
+
+TEST(Sweep, WithoutAGpuTheCpuPresetRunsTheSameRowsCutShort) {
+  SweepCommand cmd;
+  SweepEnvironment cpu_with_bf16 = machine(0);
+  cpu_with_bf16.cpu_native_half_precision = true;
+  const SweepPlan plan = plan_sweep(cmd, cpu_with_bf16);
+  EXPECT_EQ(plan.info.preset, "cpu");
+  EXPECT_NE(plan.info.note.find("No GPU on this machine: the CPU preset"), std::string::npos);
+  for (const auto& r : plan.rows) {
+    EXPECT_FALSE(r.skip_reason.has_value()) << r.info.name;
+    EXPECT_EQ(r.config.device, "cpu");
+    EXPECT_TRUE(r.config.max_steps.has_value());
+  }
+  EXPECT_EQ(row(plan, "single", "faithful").config.batch_size, 32);
+  EXPECT_EQ(row(plan, "dp-4gpu", "faithful").config.batch_size, 128);
+  EXPECT_EQ(row(plan, "dp-4gpu", "faithful").config.devices, "cpu,cpu,cpu,cpu");
+  EXPECT_EQ(row(plan, "ddp-4gpu", "controlled").config.batch_size, 32);  // 1024 / 8 over 4 ranks
+  // Asked for explicitly on a GPU machine too.
+  cmd.table = "cpu";
+  EXPECT_EQ(plan_sweep(cmd, machine(8)).info.preset, "cpu");
+}
+
+TEST(Sweep, TheCpuPresetSkipsMixedPrecisionRowsUnlessTheCpuHasHalfPrecisionOrTheRowIsNamed) {
+  SweepCommand cmd;
+  cmd.mode = "faithful";
+  const auto reason = [&](const SweepEnvironment& env) {
+    return row(plan_sweep(cmd, env), "ddp-4gpu-amp", "faithful").skip_reason.value_or("");
+  };
+  EXPECT_NE(reason(machine(0)).find("this CPU has no bf16/fp16 arithmetic"), std::string::npos) << reason(machine(0));
+  EXPECT_FALSE(row(plan_sweep(cmd, machine(0)), "ddp-4gpu", "faithful").skip_reason.has_value());
+  SweepEnvironment cpu_with_bf16 = machine(0);
+  cpu_with_bf16.cpu_native_half_precision = true;
+  EXPECT_EQ(reason(cpu_with_bf16), "");
+  EXPECT_EQ(reason(machine(4)), "") << "GPU rows do not depend on the CPU";
+  cmd.rows = {"ddp-4gpu-amp"};
+  EXPECT_EQ(reason(machine(0)), "") << "a row named in --rows runs";
+  cmd.rows.clear();
+  cmd.overrides = {{"amp", "bf16"}};
+  EXPECT_EQ(reason(machine(0)), "") << "--amp asks for mixed precision on every row";
+}
+
+TEST(Sweep, CommandLineOverridesWinAndRowsCanBePicked) {
+  SweepCommand cmd;
+  cmd.rows = {"single", "ddp-2gpu"};
+  cmd.mode = "controlled";
+  cmd.repeat = 2;
+  cmd.out_dir = "out";
+  cmd.overrides = {{"model", "tiny"}, {"batch-size", "16"}, {"max-steps", "3"}};
+  const SweepPlan plan = plan_sweep(cmd, machine(4));
+  ASSERT_EQ(plan.rows.size(), 4u);
+  EXPECT_EQ(plan.info.rows.size(), 2u);
+  EXPECT_EQ(plan.info.repeat, 2);
+  for (const auto& r : plan.rows) {
+    EXPECT_EQ(r.config.model, "tiny");
+    EXPECT_EQ(r.config.batch_size, 16);
+    EXPECT_EQ(r.config.max_steps, std::optional<int64_t>(3));
+  }
+  EXPECT_EQ(plan.rows[1].repetition, 1);
+  EXPECT_EQ(plan.rows[1].result_file, std::filesystem::path("out/rows/controlled/single.r1.json"));
+  cmd.rows = {"triple"};
+  try {
+    plan_sweep(cmd, machine(4));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--rows: no row 'triple' in tutorial"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Sweep, SweepFilesDefineTheirOwnRows) {
+  testing::TempDir dir;
+  testing::write_text(dir / "s.json", R"({
+    "name": "mine", "baseline": "base", "controlled_global_batch": 64,
+    "defaults": {"model": "tiny", "num-classes": 10},
+    "rows": [
+      {"name": "base", "options": {"strategy": "single"}},
+      {"name": "two", "devices": 2, "tutorial_seconds": 9.8,
+       "options": {"strategy": "ddp", "nproc": 2}, "faithful": {"bucket-mb": 1}}
+    ]})");
+  SweepCommand cmd;
+  cmd.file = (dir / "s.json").string();
+  const SweepPlan plan = plan_sweep(cmd, machine(2));
+  EXPECT_EQ(plan.info.preset, "mine");
+  EXPECT_EQ(plan.info.baseline_row, "base");
+  EXPECT_EQ(row(plan, "two", "faithful").config.bucket_mb, 1.0);
+  EXPECT_EQ(row(plan, "two", "controlled").config.bucket_mb, 25.0);
+  EXPECT_EQ(row(plan, "two", "controlled").config.batch_size, 32);
+  EXPECT_EQ(row(plan, "base", "faithful").config.model, "tiny");
+  // A preset in a row fills in what no layer set: the fast path, but the controlled loader.
+  cmd.overrides = {{"preset", "fast"}, {"amp", "off"}};
+  const SweepPlan fast = plan_sweep(cmd, machine(2));
+  EXPECT_EQ(row(fast, "base", "faithful").config.sgd, SgdImpl::fused);
+  EXPECT_EQ(row(fast, "base", "faithful").config.amp, AmpMode::off);
+  EXPECT_EQ(row(fast, "base", "faithful").config.loader, LoaderKind::device);
+  cmd.overrides.clear();
+
+  auto error = [&](const std::string& text) {
+    testing::write_text(dir / "bad.json", text);
+    cmd.file = (dir / "bad.json").string();
+    try {
+      plan_sweep(cmd, machine(2));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("{").find("is not valid JSON"), std::string::npos);
+  EXPECT_NE(error(R"({"rows": []})").find("no rows"), std::string::npos);
+  EXPECT_NE(error(R"({"rows": [{"name": "x", "options": {"batch-sise": 3}}]})").find("row 'x' (faithful): unknown option 'batch-sise'"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"rows": [{"name": "x", "options": {"batch-size": 0}}]})").find("--batch-size must be positive"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"rows": [{"options": {}}]})").find("sweep file"), std::string::npos);
+}
+
+// scripts/ci-bench compares against a committed baseline: it must hold every row that
+// scripts/ci-bench.sweep.json plans, with the same configuration, or the gate compares nothing.
+TEST(Sweep, TheCommittedCiBenchBaselineMatchesItsSweepFile) {
+  const char* source = std::getenv("DDPBENCH_SOURCE_DIR");
+  if (source == nullptr) GTEST_SKIP() << "DDPBENCH_SOURCE_DIR not set";
+  const std::filesystem::path scripts = std::filesystem::path(source) / "scripts";
+  SweepCommand cmd;  // as scripts/ci-bench runs it
+  cmd.file = (scripts / "ci-bench.sweep.json").string();
+  cmd.mode = "faithful";
+  cmd.table = "tutorial";
+  cmd.repeat = 3;
+  const SweepPlan plan = plan_sweep(cmd, machine(0));
+  const ResultDocument baseline = read_result_file(scripts / "ci-bench.baseline.json");
+  for (const auto& planned : plan.rows) {
+    const nlohmann::json expected = comparable_config(run_config_to_json(planned.config));
+    int64_t matching = 0;
+    for (const auto& run : baseline.runs) {
+      if (run.name == planned.info.name && run.mode == "faithful" && run.status == RunStatus::ok &&
+          comparable_config(run.config) == expected) {
+        ++matching;
+      }
+    }
+    EXPECT_EQ(matching, cmd.repeat) << planned.info.name << ": rerun scripts/ci-bench --update-baseline";
+  }
+  CompareOptions options;
+  options.normalize_by = "single";
+  const Comparison self = compare_results(baseline, baseline, options);
+  EXPECT_FALSE(self.regression());
+  EXPECT_EQ(self.metrics.size(), 2 * plan.info.rows.size());
+}
+
+}  // namespace
+}  // namespace ddpbench

@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "data/synthetic.hpp"
+#include "harness/runner/runner.hpp"
+#include "support/temp_dir.hpp"
+
+namespace ddpbench {
+namespace {
+
+RunConfig tiny_config() {
+  RunConfig c;
+  c.model = "tiny";
+  c.num_classes = 10;
+  c.dataset = DatasetKind::synthetic;
+  c.batch_size = 100;
+  c.workers = 2;
+  c.warmup_steps = 3;
+  c.lr = 0.05;
+  c.device = "cpu";
+  return c;
+}
+
+const DatasetSplits& tiny_data() {
+  static const DatasetSplits data = make_synthetic({0, 1050, 230});
+  return data;
+}
+
+TEST(Runner, FullEpochCountsEveryImageAndEvaluatesTheWholeTestSet) {
+  const RunConfig config = tiny_config();
+  const RunResult r = run_row(config, DistContext{}, tiny_data(), std::chrono::steady_clock::now());
+  EXPECT_EQ(r.status, RunStatus::ok);
+  EXPECT_EQ(r.steps, 11);  // 1050 / 100, the last batch of 50
+  EXPECT_EQ(r.steps_per_epoch, 11);
+  EXPECT_FALSE(r.epoch_cut);
+  EXPECT_EQ(r.images_trained, 1050);
+  EXPECT_EQ(r.step_records.back().images, 50);
+  EXPECT_EQ(r.eval_images, 230);
+  EXPECT_FALSE(r.eval_cut);
+  EXPECT_GE(r.test_accuracy, 0.0);
+  EXPECT_LE(r.test_accuracy, 1.0);
+  EXPECT_TRUE(std::isfinite(r.final_loss));
+  EXPECT_EQ(r.dataset, "synthetic");
+  EXPECT_EQ(r.device, "cpu");
+  EXPECT_GT(r.peak_memory_bytes, 0);
+  EXPECT_EQ(r.peak_memory_source, "host-rss");
+  EXPECT_NEAR(r.images_per_s, 1050 / r.train_time_s, 1e-6 * r.images_per_s);
+  EXPECT_GE(r.total_time_s, r.train_time_s);
+}
+
+TEST(Runner, SteadyStateLeavesTheWarmupOut) {
+  const RunResult r = run_row(tiny_config(), DistContext{}, tiny_data(), std::chrono::steady_clock::now());
+  std::vector<double> steady;
+  int64_t images = 0;
+  double seconds = 0;
+  for (std::size_t i = 3; i < r.step_records.size(); ++i) {
+    steady.push_back(r.step_records[i].time_s);
+    images += r.step_records[i].images;
+    seconds += r.step_records[i].time_s;
+  }
+  EXPECT_DOUBLE_EQ(r.steady_images_per_s, static_cast<double>(images) / seconds);
+  const Quantiles q = quantiles(steady);
+  EXPECT_DOUBLE_EQ(r.step_time_s.p50, q.p50);
+  EXPECT_DOUBLE_EQ(r.step_time_s.max, *std::max_element(steady.begin(), steady.end()));
+  double epoch_seconds = 0;
+  for (const auto& s : r.step_records) epoch_seconds += s.time_s;
+  EXPECT_LE(epoch_seconds, r.train_time_s * 1.0001);
+}
+
+TEST(Runner, CutEpochAndCutEvaluationAreReported) {
+  RunConfig config = tiny_config();
+  config.max_steps = 4;
+  config.max_eval_batches = 1;
+  config.epochs = 2;
+  const RunResult r = run_row(config, DistContext{}, tiny_data(), std::chrono::steady_clock::now());
+  EXPECT_EQ(r.steps, 8);
+  EXPECT_TRUE(r.epoch_cut);
+  EXPECT_EQ(r.step_records[4].epoch, 1);
+  EXPECT_EQ(r.step_records[4].step, 0);
+  EXPECT_EQ(r.eval_images, 100);
+  EXPECT_TRUE(r.eval_cut);
+}
+
+TEST(Runner, TrainingLearnsTheSyntheticClasses) {
+  RunConfig config = tiny_config();
+  config.epochs = 3;
+  const RunResult r = run_row(config, DistContext{}, tiny_data(), std::chrono::steady_clock::now());
+  EXPECT_GT(r.test_accuracy, 0.3);
+  EXPECT_LT(r.step_records.back().loss, r.step_records.front().loss);
+}
+
+TEST(Runner, WarmupLongerThanTheRunLeavesSteadyFiguresUnmeasured) {
+  RunConfig config = tiny_config();
+  config.max_steps = 2;
+  const RunResult r = run_row(config, DistContext{}, tiny_data(), std::chrono::steady_clock::now());
+  EXPECT_TRUE(std::isnan(r.steady_images_per_s));
+  EXPECT_TRUE(std::isnan(r.step_time_s.p50));
+  EXPECT_TRUE(std::isfinite(r.images_per_s));
+}
+
+}  // namespace
+}  // namespace ddpbench
