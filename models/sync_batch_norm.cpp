@@ -12,13 +12,20 @@ using torch::autograd::variable_list;
 
 at::Tensor per_channel(const at::Tensor& v) { return v.view({1, -1, 1, 1}); }
 
+at::Tensor keep_channels_last_or_contiguous(const at::Tensor& t) {
+  return t.is_contiguous(at::MemoryFormat::ChannelsLast) ? t : t.contiguous();
+}
+
 // Explicit forward and backward, as torch.nn.modules._functions.SyncBatchNorm: on CUDA
 // with ATen's fused SyncBN kernels; elsewhere (they have no CPU kernels) with the same
 // arithmetic from composite ops, combining per-process statistics as Welford/Chan do.
 struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> {
-  static variable_list forward(AutogradContext* ctx, const at::Tensor& input, const at::Tensor& weight,
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& given_input, const at::Tensor& given_weight,
                                const at::Tensor& bias, at::Tensor running_mean, at::Tensor running_var,
                                double eps, double momentum, CrossProcessSum* group) {
+    // As PyTorch's: a channels-last input keeps its layout, anything else becomes contiguous.
+    const at::Tensor input = keep_channels_last_or_contiguous(given_input);
+    const at::Tensor weight = given_weight.contiguous();
     const int64_t channels = input.size(1);
     const double local_count = static_cast<double>(input.numel() / channels);
     at::Tensor mean, invstd, output, counts;
@@ -66,16 +73,19 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
     const auto& invstd = saved[3];
     const auto& counts = saved[4];
     auto* group = reinterpret_cast<CrossProcessSum*>(static_cast<intptr_t>(ctx->saved_data["group"].toInt()));
-    const auto grad_output = grad_outputs[0].contiguous();
+    // Channels-last gradients stay channels-last, as in PyTorch's SyncBatchNorm.
+    const auto grad_output = keep_channels_last_or_contiguous(grad_outputs[0]);
     const int64_t channels = input.size(1);
 
     at::Tensor grad_input, grad_weight, grad_bias;
     if (input.is_cuda()) {
+      // The reduced statistics are fp32 (the mean's dtype) whatever the input's: under fp16
+      // loss scaling, sums of scaled half-precision gradients would overflow.
       auto [sum_dy, sum_dy_xmu, gw, gb] = at::batch_norm_backward_reduce(
           grad_output, input, mean, invstd, weight, true, true, true);
       auto both = at::cat({sum_dy, sum_dy_xmu});
       group->sum(both);
-      grad_input = at::batch_norm_backward_elemt(grad_output, input, mean, invstd, weight,
+      grad_input = at::batch_norm_backward_elemt(grad_output, input, mean, invstd, weight.to(mean.scalar_type()),
                                                  both.narrow(0, 0, channels), both.narrow(0, channels, channels),
                                                  counts.to(at::kInt));
       grad_weight = gw;

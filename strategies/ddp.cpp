@@ -1,44 +1,96 @@
 #include "strategies/ddp.hpp"
 
-#include <optional>
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <sstream>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/logger.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+#include <torch/version.h>
 
 #include "harness/distributed/communicator.hpp"
 #include "models/checkpoint.hpp"
 #include "models/sync_batch_norm.hpp"
-#include "strategies/coalesced.hpp"
-#include "strategies/gradient_reducer.hpp"
+#include "strategies/bucket_allreduce_hook.hpp"
 
 namespace ddpbench {
 namespace {
 
-std::vector<at::Tensor> buffers_of(torch::nn::Module& module) { return module.buffers(/*recurse=*/true); }
+// torch.nn.parallel.DistributedDataParallel's constants (distributed.py, 2.11).
+constexpr std::size_t kBroadcastBucketBytes = 250 * 1024 * 1024;  // broadcast_bucket_size
+constexpr int64_t kDefaultFirstBucketBytes = 1024 * 1024;         // dist._DEFAULT_FIRST_BUCKET_BYTES
+constexpr double kDefaultBucketCapMb = 25;                        // bucket_cap_mb=None
+
+std::vector<int64_t> parse_sizes(const std::string& joined) {
+  std::vector<int64_t> sizes;
+  std::stringstream in(joined);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (item.find_first_not_of(' ') != std::string::npos) sizes.push_back(std::stoll(item));
+  }
+  return sizes;
+}
+
+double nanoseconds_to_seconds(const std::map<std::string, int64_t>& ints, const std::string& key) {
+  const auto it = ints.find(key);
+  return it == ints.end() ? kNotMeasured : static_cast<double>(it->second) / 1e9;
+}
 
 class DdpStrategy final : public Strategy {
  public:
   at::Tensor train_step(const Batch& batch) override {
     TrainingSetup& s = setup();
-    const at::Tensor loss = forward_loss(batch, [&](const at::Tensor& images) {
-      broadcast_from_rank0(*comm_, buffers_of(*s.model.ptr()));
-      return s.model.forward<at::Tensor>(images);
-    });
-    reducer_->prepare_for_backward(s.timer.step());
-    return backward_and_step(loss, [&] {
-      reducer_->finish();
-      s.timer.add(Phase::allreduce, reducer_->last_allreduce_s());
-    });
+    timeline_->start_step(s.timer.step());
+    const at::Tensor loss = forward_loss(batch, [&](const at::Tensor& images) { return ddp_forward(images); });
+    return backward_and_step(loss, [&] { account_communication(); });
+  }
+
+  // As DDP's forward in eval mode right after training: rank 0's buffers first, so every
+  // rank evaluates the same model (it matters without SyncBatchNorm).
+  torch::nn::AnyModule eval_model() override {
+    sync_buffers();
+    return setup().model;
   }
 
   [[nodiscard]] nlohmann::json details() const override {
-    return {{"implementation", "ddpbench GradientReducer over c10d"},
-            {"backend", comm_->backend_name()},
-            {"overlap", setup().options.overlap},
-            {"sync_bn_layers", sync_bn_layers_},
-            {"broadcast_buffers", true},
-            {"buckets", reducer_->bucket_count()},
-            {"bucket_bytes", reducer_->bucket_sizes_bytes()},
-            {"gradient_bytes_per_step", reducer_->gradient_bytes()}};
+    const at::DDPLoggingData logged = logger_->get_ddp_logging_data();
+    const StrategyOptions& o = setup().options;
+    nlohmann::json d = {
+        {"implementation", std::string("PyTorch DistributedDataParallel's engine (c10d::Reducer, LibTorch ") +
+                               TORCH_VERSION + ") driven from C++"},
+        {"engine", "c10d::Reducer"},
+        {"backend", comm_->backend_name()},
+        {"overlap", o.overlap},
+        {"comm_hook", "ddpbench timed allreduce (sum scaled by 1/world, as the built-in one)"},
+        {"sync_bn_layers", sync_bn_layers_},
+        {"broadcast_buffers", true},
+        {"find_unused_parameters", o.find_unused_parameters},
+        {"gradient_as_bucket_view", o.gradient_as_bucket_view},
+        {"bucket_cap_bytes", bucket_cap_bytes_},
+        {"first_bucket_cap_bytes", first_bucket_cap_bytes_},
+        {"bucket_bytes_initial", initial_bucket_bytes_},
+        {"bucket_bytes", logger_->get_bucket_sizes()},
+        {"buckets_rebuilt", rebuilt_},
+        {"buckets", logger_->get_bucket_sizes().size()},
+        {"buckets_overlapping_backward_last_step", last_overlapping_buckets_},
+    };
+    int64_t gradient_bytes = 0;
+    for (int64_t b : logger_->get_bucket_sizes()) gradient_bytes += b;
+    d["gradient_bytes_per_step"] = gradient_bytes;
+    // The Reducer's own runtime statistics, sampled at its iterations 1-10 and every 100th.
+    d["reducer_avg_forward_compute_s"] = nlohmann::json(nanoseconds_to_seconds(logged.ints_map, "avg_forward_compute_time"));
+    d["reducer_avg_backward_compute_s"] = nanoseconds_to_seconds(logged.ints_map, "avg_backward_compute_time");
+    d["reducer_avg_backward_comm_s"] = nanoseconds_to_seconds(logged.ints_map, "avg_backward_comm_time");
+    d["reducer_avg_backward_compute_comm_overlap_s"] =
+        nanoseconds_to_seconds(logged.ints_map, "avg_backward_compute_comm_overlap_time");
+    for (auto& [key, value] : d.items()) {
+      if (value.is_number_float() && !std::isfinite(value.get<double>())) value = nullptr;
+    }
+    return d;
   }
 
  private:
@@ -46,33 +98,107 @@ class DdpStrategy final : public Strategy {
     TrainingSetup& s = setup();
     comm_ = s.dist.comm;
     TORCH_CHECK(comm_ != nullptr, "ddp: no communicator (the run command creates one for every rank)");
+    group_ = comm_->process_group();
+    const StrategyOptions& o = s.options;
     torch::nn::Module& module = *s.model.ptr();
-    if (s.options.sync_bn) sync_bn_layers_ = convert_sync_batch_norm(module, comm_);
+    if (o.sync_bn) sync_bn_layers_ = convert_sync_batch_norm(module, comm_);
+
+    // DistributedDataParallel.__init__: the parameters that need gradients, checked alike on
+    // every rank, then rank 0's parameters and buffers everywhere.
+    std::vector<at::Tensor> params;
+    for (const auto& p : parameters()) {
+      if (p.requires_grad()) params.push_back(p);
+    }
+    c10d::verify_params_across_processes(group_, params, std::nullopt);
     std::vector<at::Tensor> state;
     for (const auto& [name, tensor] : state_dict(module)) state.push_back(tensor);
-    broadcast_from_rank0(*comm_, state);
-    ReducerOptions options;
-    options.bucket_bytes = std::max<int64_t>(1, static_cast<int64_t>(s.options.bucket_mb * (1 << 20)));
-    options.overlap = s.options.overlap;
-    reducer_ = std::make_unique<GradientReducer>(parameters(), comm_, options);
+    {
+      at::NoGradGuard no_grad;
+      c10d::broadcast_coalesced(group_, state, kBroadcastBucketBytes, 0);
+    }
+
+    // _ddp_init_helper: one bucket for iteration 1 (the order gradients become ready is not
+    // known yet), buckets of the cap from the order of iteration 1 after the rebuild. The
+    // first bucket is capped at 1 MiB with the default cap, at the cap otherwise, as PyTorch.
+    bucket_cap_bytes_ = static_cast<int64_t>(o.bucket_mb * 1024 * 1024);
+    first_bucket_cap_bytes_ = o.bucket_mb == kDefaultBucketCapMb ? kDefaultFirstBucketBytes : bucket_cap_bytes_;
+    std::vector<std::size_t> limits{std::numeric_limits<std::size_t>::max()};
+    if (o.find_unused_parameters) {
+      limits = o.bucket_mb == kDefaultBucketCapMb
+                   ? std::vector<std::size_t>{static_cast<std::size_t>(kDefaultFirstBucketBytes),
+                                              static_cast<std::size_t>(bucket_cap_bytes_)}
+                   : std::vector<std::size_t>{static_cast<std::size_t>(bucket_cap_bytes_)};
+    }
+    const std::vector<bool> expect_sparse(params.size(), false);
+    auto [bucket_indices, per_bucket_limits] = c10d::compute_bucket_assignment_by_size(params, limits, expect_sparse);
+    std::reverse(bucket_indices.begin(), bucket_indices.end());
+    reducer_ = std::make_shared<c10d::Reducer>(params, bucket_indices, group_, expect_sparse, bucket_cap_bytes_,
+                                               o.find_unused_parameters, o.gradient_as_bucket_view,
+                                               std::unordered_map<std::size_t, std::string>{}, first_bucket_cap_bytes_,
+                                               /*skip_all_reduce_unused_params=*/false, /*use_python_reducer=*/false,
+                                               /*bucket_bytes_cap_list=*/std::vector<int64_t>{});
+    logger_ = std::make_shared<c10d::Logger>(reducer_);
+    reducer_->set_logger(logger_);
+    const bool cuda = s.dist.device.is_cuda();
+    const std::vector<int> device_ids = cuda ? std::vector<int>{s.dist.device.index()} : std::vector<int>{};
+    logger_->set_construction_data_and_log(o.model, device_ids, cuda ? s.dist.device.index() : -1,
+                                           /*broadcast_buffers=*/true, sync_bn_layers_ > 0, /*static_graph=*/false);
+    timeline_ = std::make_shared<BucketTimeline>(s.dist.device);
+    reducer_->register_comm_hook(std::make_unique<BucketAllreduceHook>(group_, s.dist.device, o.overlap, timeline_));
+    logger_->set_comm_hook("ddpbench timed allreduce");
+    initial_bucket_bytes_ = parse_sizes(logger_->get_ddp_logging_data().strs_map["bucket_sizes"]);
+    buffers_ = module.buffers(/*recurse=*/true);
+  }
+
+  // DistributedDataParallel.forward: _pre_forward, the module, _post_forward.
+  at::Tensor ddp_forward(const at::Tensor& images) {
+    logger_->set_runtime_stats_and_log();
+    reducer_->prepare_for_forward();
+    if (reducer_->rebuild_buckets()) rebuilt_ = true;
+    sync_buffers();
+    at::Tensor output = setup().model.forward<at::Tensor>(images);
+    reducer_->prepare_for_backward(setup().options.find_unused_parameters ? std::vector<at::Tensor>{output}
+                                                                          : std::vector<at::Tensor>{});
+    return output;
+  }
+
+  // broadcast_buffers: rank 0's running statistics on every rank.
+  void sync_buffers() {
+    if (buffers_.empty()) return;
+    at::NoGradGuard no_grad;
+    c10d::broadcast_coalesced(group_, buffers_, kBroadcastBucketBytes, 0);
+  }
+
+  // backward() returned once the Reducer had every bucket reduced (the wait after the last
+  // gradient is inside it): that wait moves from backward to comm, and the time any
+  // allreduce was in flight goes to allreduce.
+  void account_communication() {
+    TrainingSetup& s = setup();
+    auto figures = std::make_shared<std::function<BucketCommFigures()>>(timeline_->finish_step());
+    s.timer.add(Phase::allreduce, [figures] { return (*figures)().allreduce_s; });
+    s.timer.add(Phase::comm, [figures] { return (*figures)().exposed_s; });
+    s.timer.add(Phase::backward, [figures, this] {
+      const BucketCommFigures f = (*figures)();
+      last_overlapping_buckets_ = f.launched_before_last_gradient;
+      return -f.exposed_s;
+    });
   }
 
   std::shared_ptr<Communicator> comm_;
-  std::unique_ptr<GradientReducer> reducer_;
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::shared_ptr<c10d::Reducer> reducer_;
+  std::shared_ptr<c10d::Logger> logger_;
+  std::shared_ptr<BucketTimeline> timeline_;
+  std::vector<at::Tensor> buffers_;
   int64_t sync_bn_layers_ = 0;
+  int64_t bucket_cap_bytes_ = 0;
+  int64_t first_bucket_cap_bytes_ = 0;
+  std::vector<int64_t> initial_bucket_bytes_;
+  bool rebuilt_ = false;
+  int64_t last_overlapping_buckets_ = 0;
 };
 
 }  // namespace
-
-void broadcast_from_rank0(Communicator& comm, const std::vector<at::Tensor>& tensors) {
-  if (comm.world_size() == 1 || tensors.empty()) return;
-  at::NoGradGuard no_grad;
-  const auto received = coalesced(tensors, [&](at::Tensor flat) {
-    comm.broadcast(flat, 0);
-    return flat;
-  });
-  for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].copy_(received[i]);
-}
 
 std::unique_ptr<Strategy> make_ddp_strategy(const StrategyOptions& /*options*/) {
   return std::make_unique<DdpStrategy>();

@@ -17,7 +17,9 @@ at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& label
 at::Tensor Strategy::forward_loss(const Batch& batch, const std::function<at::Tensor(const at::Tensor& images)>& forward) {
   TrainingSetup& s = setup();
   PhaseScope phase(s.timer, Phase::forward);
-  s.optimizer.zero_grad();
+  // As Python's optimizer.zero_grad() (set_to_none): LibTorch's detaches the gradient first,
+  // which DDP's gradient_as_bucket_view forbids (the gradients are views of its buckets).
+  for (const auto& p : parameters_) p.mutable_grad().reset();
   auto autocast = s.precision.autocast();
   return classification_loss(forward(batch.images), batch.labels);
 }

@@ -53,7 +53,7 @@ class Strategy {
   [[nodiscard]] const std::vector<at::Tensor>& parameters() const { return parameters_; }
 
   /// The first part of a step, as every strategy takes it, in the forward phase: clear the
-  /// gradients, then, under the run's autocast, `forward` on the batch's images and the loss.
+  /// gradients (set them to none), then, under the run's autocast, `forward` on the batch's images and the loss.
   at::Tensor forward_loss(const Batch& batch, const std::function<at::Tensor(const at::Tensor& images)>& forward);
   /// The rest of a step once forward has produced `loss`, each part in its phase: backward
   /// of the (scaled) loss, `communicate` (the strategy's gradient reduction; may be empty),

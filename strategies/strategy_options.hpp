@@ -27,10 +27,12 @@ struct StrategyOptions {
   AmpMode amp = AmpMode::off;
   bool channels_last = false;
 
-  // ddp
-  double bucket_mb = 25;  // DDP's bucket_cap_mb
-  bool overlap = true;    // allreduce buckets during backward (off: after it)
+  // ddp: DistributedDataParallel's arguments of the same names
+  double bucket_mb = 25;  // bucket_cap_mb
+  bool overlap = true;    // allreduce buckets during backward (off: all after the last gradient)
   bool sync_bn = true;
+  bool find_unused_parameters = false;
+  bool gradient_as_bucket_view = false;
 
   // dp
   std::string devices_flag = "all";   // as given, for messages

@@ -113,6 +113,8 @@ StrategyOptions strategy_options(const RunConfig& c) {
   o.bucket_mb = c.bucket_mb;
   o.overlap = c.overlap;
   o.sync_bn = c.sync_bn;
+  o.find_unused_parameters = c.find_unused_parameters;
+  o.gradient_as_bucket_view = c.gradient_as_bucket_view;
   o.devices_flag = c.devices;
   o.devices = device_list(c);
   o.dp_impl = c.dp_impl;

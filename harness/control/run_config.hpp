@@ -62,6 +62,8 @@ struct RunConfig {
   double bucket_mb = 25;        // gradient bucket cap in MiB, as DDP's bucket_cap_mb
   bool overlap = true;          // allreduce buckets during backward (off: after it)
   bool sync_bn = true;          // SyncBatchNorm, as the tutorial converted the model
+  bool find_unused_parameters = false;   // DDP's find_unused_parameters
+  bool gradient_as_bucket_view = false;  // DDP's gradient_as_bucket_view
   int64_t timeout_s = 300;      // a collective or the rendezvous waiting longer fails the row
   std::optional<int64_t> inject_fault_rank;  // test only: this rank kills itself...
   std::optional<int64_t> inject_fault_step;  // ...at this step

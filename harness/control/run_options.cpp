@@ -139,9 +139,14 @@ std::vector<RunOption> make_run_options() {
                           "c10d backend: auto is NCCL on CUDA devices, Gloo on CPUs"));
   o.push_back(option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"));
   o.push_back(switch_option("overlap", &RunConfig::overlap,
-                            "allreduce each gradient bucket as soon as backward fills it (--no-overlap: after backward)"));
+                            "ddp: allreduce each gradient bucket as soon as backward fills it (--no-overlap: all of them "
+                            "once the last gradient is ready)"));
   o.push_back(switch_option("sync-bn", &RunConfig::sync_bn,
                             "SyncBatchNorm across ranks, as the tutorial converted the model (--no-sync-bn: local)"));
+  o.push_back(switch_option("find-unused-parameters", &RunConfig::find_unused_parameters,
+                            "ddp: DDP's find_unused_parameters (parameters unused in forward keep their gradient)"));
+  o.push_back(switch_option("gradient-as-bucket-view", &RunConfig::gradient_as_bucket_view,
+                            "ddp: DDP's gradient_as_bucket_view (gradients are views into the buckets, no copy)"));
   o.push_back(option("timeout-s", &RunConfig::timeout_s, "N",
                      "seconds a collective or the rendezvous may wait before the row fails"));
   o.push_back(option("inject-fault-rank", &RunConfig::inject_fault_rank, "N",

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -15,7 +16,6 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-#include "harness/base/clock.hpp"
 #include "harness/base/input_error.hpp"
 
 namespace ddpbench {
@@ -25,56 +25,13 @@ bool is_loopback(const std::string& address) {
   return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
 }
 
-class C10dPendingSum final : public PendingSum {
- public:
-  C10dPendingSum(c10::intrusive_ptr<c10d::Work> work, bool gpu, std::chrono::milliseconds timeout)
-      : work_(std::move(work)), gpu_(gpu), timeout_(timeout), launched_(Clock::now()) {
-    if (!gpu_) {
-      // Gloo completes on its own threads; the future's callback marks the moment.
-      work_->getFuture()->addCallback([state = state_](c10::ivalue::Future&) {
-        std::lock_guard lock(state->mutex);
-        state->done = Clock::now();
-        state->finished = true;
-      });
-    }
-  }
-
-  void wait() override { work_->wait(timeout_); }
-
-  [[nodiscard]] double duration_s() const override {
-    if (gpu_) {
-      try {
-        return static_cast<double>(work_->getDuration()) / 1e3;
-      } catch (const std::exception&) {
-        return std::numeric_limits<double>::quiet_NaN();
-      }
-    }
-    std::lock_guard lock(state_->mutex);
-    if (!state_->finished) return std::numeric_limits<double>::quiet_NaN();
-    return std::chrono::duration<double>(state_->done - launched_).count();
-  }
-
- private:
-  struct State {
-    std::mutex mutex;
-    Clock::time_point done;
-    bool finished = false;
-  };
-  c10::intrusive_ptr<c10d::Work> work_;
-  bool gpu_;
-  std::chrono::milliseconds timeout_;
-  Clock::time_point launched_;
-  std::shared_ptr<State> state_ = std::make_shared<State>();
-};
-
 }  // namespace
 
 struct Communicator::Impl {
   RankEnvironment rank;
   CommBackend backend = CommBackend::gloo;
-  std::chrono::milliseconds timeout{};
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::Backend> group;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
 };
 
 CommBackend resolve_backend(CommBackend requested, const c10::Device& device) {
@@ -95,7 +52,6 @@ CommBackend resolve_backend(CommBackend requested, const c10::Device& device) {
 Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->rank = options.rank;
   impl_->backend = resolve_backend(options.backend, options.device);
-  impl_->timeout = options.timeout;
   const RankEnvironment& r = options.rank;
 
   c10d::TCPStoreOptions store_options;
@@ -111,6 +67,8 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
                              std::to_string(r.master_port) + ": " + e.what());
   }
 
+  impl_->group = c10::make_intrusive<c10d::ProcessGroup>(impl_->store, static_cast<int>(r.rank),
+                                                        static_cast<int>(r.world_size));
   if (impl_->backend == CommBackend::gloo) {
 #ifdef USE_C10D_GLOO
     auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
@@ -121,16 +79,23 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
     } else {
       gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     }
-    impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, static_cast<int>(r.rank),
-                                                                static_cast<int>(r.world_size), gloo);
+    auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, static_cast<int>(r.rank),
+                                                               static_cast<int>(r.world_size), gloo);
+    // As init_process_group("gloo"): the backend serves CPU tensors, and CUDA tensors too
+    // (SyncBatchNorm's CUDA kernels can then be tested with two ranks on one GPU).
+    impl_->group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
+    impl_->group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::GLOO, backend);
+    impl_->group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
 #endif
   } else {
 #ifdef USE_C10D_NCCL
     c10::cuda::set_device(options.device.index());
     auto nccl = c10d::ProcessGroupNCCL::Options::create();
     nccl->timeout = options.timeout;
-    impl_->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, static_cast<int>(r.rank),
-                                                                static_cast<int>(r.world_size), nccl);
+    auto backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, static_cast<int>(r.rank),
+                                                               static_cast<int>(r.world_size), nccl);
+    impl_->group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
+    impl_->group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
 #endif
   }
   // Every rank leaves the constructor with the group formed, or with an error.
@@ -139,25 +104,24 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
 
 Communicator::~Communicator() = default;
 
+// wait() without a timeout: Gloo's collectives time out on their own (the group's
+// timeout), and NCCL's wait then only orders the current stream after the collective,
+// leaving a dead peer to the watchdog; wait(timeout) would block the host every time.
 void Communicator::sum(at::Tensor& tensor) {
   std::vector<at::Tensor> tensors{tensor};
-  impl_->group->allreduce(tensors)->wait(impl_->timeout);
-}
-
-std::unique_ptr<PendingSum> Communicator::sum_async(at::Tensor& tensor) {
-  std::vector<at::Tensor> tensors{tensor};
-  return std::make_unique<C10dPendingSum>(impl_->group->allreduce(tensors), impl_->backend == CommBackend::nccl,
-                                          impl_->timeout);
+  impl_->group->allreduce(tensors)->wait();
 }
 
 void Communicator::broadcast(at::Tensor& tensor, int64_t root) {
   std::vector<at::Tensor> tensors{tensor};
   c10d::BroadcastOptions options;
   options.rootRank = root;
-  impl_->group->broadcast(tensors, options)->wait(impl_->timeout);
+  impl_->group->broadcast(tensors, options)->wait();
 }
 
-void Communicator::barrier() { impl_->group->barrier()->wait(impl_->timeout); }
+void Communicator::barrier() { impl_->group->barrier()->wait(); }
+
+c10::intrusive_ptr<c10d::ProcessGroup> Communicator::process_group() const { return impl_->group; }
 
 int64_t Communicator::rank() const { return impl_->rank.rank; }
 int64_t Communicator::world_size() const { return impl_->rank.world_size; }

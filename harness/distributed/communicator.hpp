@@ -1,32 +1,27 @@
 #pragma once
-// Collectives among the ranks of a run, over c10d: ProcessGroupNCCL for CUDA devices,
-// ProcessGroupGloo for CPUs, both joined through a TCPStore at MASTER_ADDR:MASTER_PORT.
-// The c10d headers stay in communicator.cpp.
+// Collectives among the ranks of a run, over one c10d::ProcessGroup (the object PyTorch's
+// DDP and SyncBatchNorm use): ProcessGroupNCCL for CUDA devices, ProcessGroupGloo for CPUs
+// (and for CUDA tensors when asked), joined through a TCPStore at MASTER_ADDR:MASTER_PORT.
+// Waits order streams, never the host: on NCCL a wait makes the current CUDA stream wait;
+// a dead or frozen peer becomes an error through the group's timeout (Gloo's own, or
+// NCCL's watchdog), not through host-blocking waits. The c10d headers stay in the .cpp.
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <string>
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/util/intrusive_ptr.h>
 
 #include "harness/distributed/comm_backend.hpp"
 #include "harness/distributed/cross_process_sum.hpp"
 #include "harness/launch/rank_environment.hpp"
 
-namespace ddpbench {
+namespace c10d {
+class ProcessGroup;
+}  // namespace c10d
 
-/// An allreduce in flight.
-class PendingSum {
- public:
-  virtual ~PendingSum() = default;
-  /// Gloo: blocks until the sum is done. NCCL: makes the current CUDA stream wait for it.
-  /// Throws when a peer is gone or the collective times out.
-  virtual void wait() = 0;
-  /// Seconds the collective took, once it is done (Gloo: launch to completion, measured on
-  /// the host; NCCL: its GPU time when TORCH_NCCL_ENABLE_TIMING is on); NaN if unknown.
-  [[nodiscard]] virtual double duration_s() const = 0;
-};
+namespace ddpbench {
 
 struct CommunicatorOptions {
   RankEnvironment rank;
@@ -42,14 +37,16 @@ class Communicator final : public CrossProcessSum {
   explicit Communicator(const CommunicatorOptions& options);
   ~Communicator() override;
 
+  /// In place; Gloo returns when the sum is done, NCCL once the current stream waits for it.
   void sum(at::Tensor& tensor) override;
-  std::unique_ptr<PendingSum> sum_async(at::Tensor& tensor);
   void broadcast(at::Tensor& tensor, int64_t root);
   void barrier();
 
   [[nodiscard]] int64_t rank() const override;
   [[nodiscard]] int64_t world_size() const override;
   [[nodiscard]] std::string backend_name() const;
+  /// The process group itself, for c10d's own users (the DDP Reducer, broadcast_coalesced).
+  [[nodiscard]] c10::intrusive_ptr<c10d::ProcessGroup> process_group() const;
 
  private:
   struct Impl;

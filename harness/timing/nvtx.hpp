@@ -72,33 +72,31 @@ class ScopedRange {
   [[maybe_unused]] bool active_ = false;
 };
 
-/// A start/end range, which may end on another thread than it started (autograd's backward
-/// threads, communication callbacks).
-class ThreadSpanningRange {
- public:
-  ThreadSpanningRange() = default;
-  void start(const std::string& name, int64_t payload = 0) {
-#ifdef DDPBENCH_NVTX_ACTIVE
-    if (enabled()) {
-      auto a = attributes(name.c_str(), payload);
-      id_ = nvtxDomainRangeStartEx(domain(), &a);
-    }
-#else
-    (void)name;
-    (void)payload;
-#endif
-  }
-  void end() {
-#ifdef DDPBENCH_NVTX_ACTIVE
-    if (id_ != 0) nvtxDomainRangeEnd(domain(), id_);
-#endif
-    id_ = 0;
-  }
-  [[nodiscard]] bool open() const { return id_ != 0; }
+/// A start/end range's handle, 0 when none was opened (NVTX off or compiled out).
+using RangeId = uint64_t;
 
- private:
-  uint64_t id_ = 0;
-};
+/// Opens a start/end range, which may end on another thread than it started (autograd's
+/// backward threads, communication callbacks, a CUDA stream's host function).
+inline RangeId start_range(const std::string& name, int64_t payload = 0) {
+#ifdef DDPBENCH_NVTX_ACTIVE
+  if (enabled()) {
+    auto a = attributes(name.c_str(), payload);
+    return nvtxDomainRangeStartEx(domain(), &a);
+  }
+#else
+  (void)name;
+  (void)payload;
+#endif
+  return 0;
+}
+
+inline void end_range(RangeId id) {
+#ifdef DDPBENCH_NVTX_ACTIVE
+  if (id != 0) nvtxDomainRangeEnd(domain(), id);
+#else
+  (void)id;
+#endif
+}
 
 /// An instant marker.
 inline void mark(const std::string& name, int64_t payload = 0) {

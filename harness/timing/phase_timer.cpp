@@ -38,11 +38,12 @@ class SteadyClockTimer final : public PhaseTimer {
     const std::chrono::duration<double> d = Clock::now() - started_[static_cast<std::size_t>(phase)];
     slot(totals_, phase) += d.count();
   }
-  void add(Phase phase, double seconds) override { slot(totals_, phase) += seconds; }
+  void add(Phase phase, std::function<double()> seconds) override { added_.emplace_back(phase, std::move(seconds)); }
   void mark_epoch_start() override { last_boundary_ = Clock::now(); }
   std::function<StepTiming()> finish_step() override {
     const auto now = Clock::now();
-    StepTiming timing{std::chrono::duration<double>(now - last_boundary_).count(), std::exchange(totals_, PhaseSeconds{})};
+    for (auto& [phase, seconds] : std::exchange(added_, {})) slot(totals_, phase) += seconds();
+    StepTiming timing{seconds_between(last_boundary_, now), std::exchange(totals_, PhaseSeconds{})};
     last_boundary_ = now;
     return [timing] { return timing; };
   }
@@ -51,6 +52,7 @@ class SteadyClockTimer final : public PhaseTimer {
   std::array<Clock::time_point, kPhases> started_{};
   Clock::time_point last_boundary_ = Clock::now();
   PhaseSeconds totals_;
+  std::vector<std::pair<Phase, std::function<double()>>> added_;
 };
 
 #ifdef DDPBENCH_HAVE_CUDA
@@ -94,7 +96,7 @@ class CudaEventTimer final : public PhaseTimer {
     intervals_[index].stop->record();
   }
 
-  void add(Phase phase, double seconds) override { slot(added_, phase) += seconds; }
+  void add(Phase phase, std::function<double()> seconds) override { added_.emplace_back(phase, std::move(seconds)); }
 
   void mark_epoch_start() override {
     c10::cuda::CUDAGuard guard(device_);
@@ -108,11 +110,11 @@ class CudaEventTimer final : public PhaseTimer {
     auto boundary = pool_->take();
     boundary->record();
     auto previous = std::exchange(last_boundary_, boundary);
-    return [pool = pool_, intervals = std::exchange(intervals_, {}), added = std::exchange(added_, PhaseSeconds{}),
-            previous, boundary]() mutable {
+    return [pool = pool_, intervals = std::exchange(intervals_, {}), added = std::exchange(added_, {}), previous,
+            boundary]() mutable {
       StepTiming timing;
-      timing.phases = added;
       boundary->synchronize();
+      for (auto& [phase, seconds] : added) slot(timing.phases, phase) += seconds();
       timing.time_s = static_cast<double>(previous->elapsed_time(*boundary)) / 1e3;
       for (auto& i : intervals) {
         slot(timing.phases, i.phase) += static_cast<double>(i.start->elapsed_time(*i.stop)) / 1e3;
@@ -135,7 +137,7 @@ class CudaEventTimer final : public PhaseTimer {
   std::shared_ptr<EventPool> pool_;
   std::vector<Interval> intervals_;
   std::array<std::size_t, kPhases> open_ = {kNone, kNone, kNone, kNone, kNone, kNone};
-  PhaseSeconds added_;
+  std::vector<std::pair<Phase, std::function<double()>>> added_;
   std::shared_ptr<at::cuda::CUDAEvent> last_boundary_;
 };
 #endif

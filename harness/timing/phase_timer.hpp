@@ -16,8 +16,8 @@
 
 namespace ddpbench {
 
-// allreduce is not a slice of the step but the summed duration of its gradient
-// allreduces, which overlap backward; strategies report it through add().
+// allreduce is not a slice of the step but the time its gradient allreduces were in
+// flight, most of it hidden under backward; strategies report it through add().
 enum class Phase { data, forward, backward, comm, optimizer, allreduce };
 std::string_view phase_name(Phase phase);
 
@@ -31,8 +31,13 @@ class PhaseTimer {
   virtual ~PhaseTimer() = default;
   virtual void begin(Phase phase) = 0;
   virtual void end(Phase phase) = 0;
-  /// Adds a duration measured elsewhere (NaN: not measured) to this step's `phase`.
-  virtual void add(Phase phase, double seconds) = 0;
+  /// Adds a duration measured elsewhere (negative: taken away; NaN: not measured) to this
+  /// step's `phase`. `seconds` is called when the step's timing is resolved, once the
+  /// device has finished the step, so it may read CUDA events recorded during it.
+  virtual void add(Phase phase, std::function<double()> seconds) = 0;
+  void add(Phase phase, double seconds) {
+    add(phase, std::function<double()>([seconds] { return seconds; }));
+  }
   /// The next step's duration starts here (the start of an epoch).
   virtual void mark_epoch_start() = 0;
   /// Closes the step. The returned function gives its timing, waiting for the device.

@@ -5,9 +5,11 @@
 
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
+#include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
 
 #include "data/synthetic.hpp"
+#include "harness/control/run_config.hpp"
 #include "harness/runner/runner.hpp"
 #include "models/registry.hpp"
 #include "strategies/ddp.hpp"
@@ -25,54 +27,93 @@ Batch batch_for(int64_t first, int64_t count) {
                data.train.labels.narrow(0, first, count)};
 }
 
-// Parameters after `steps` steps of `strategy` on rank `rank` of `comm`'s world, rank r
-// training on samples [r * kBatch, (r + 1) * kBatch) of every step's world batch.
-// One set of initial weights for every model of a test, drawn before any rank thread
-// starts: the global generator is shared by the threads.
-const torch::nn::AnyModule& initial_model() {
-  static const torch::nn::AnyModule model = [] {
+// One set of initial weights per model for every rank of a test, drawn before any rank
+// thread starts: the global generator is shared by the threads.
+torch::nn::AnyModule initial_model(const std::string& name = "tiny", int64_t classes = 10) {
+  static std::mutex mutex;
+  static std::map<std::string, torch::nn::AnyModule> models;
+  std::lock_guard lock(mutex);
+  const std::string key = name + "/" + std::to_string(classes);
+  if (models.count(key) == 0) {
     torch::manual_seed(11);
-    return find_model("tiny").make(10);
-  }();
-  return model;
+    models.emplace(key, find_model(name).make(classes));
+  }
+  return models.at(key).clone();
 }
 
+// Everything a strategy is prepared with, for one rank of a test.
+struct Rank {
+  Rank(torch::nn::AnyModule m, const RunConfig& config, std::shared_ptr<Communicator> comm, int64_t rank,
+       int64_t world, c10::Device device = c10::kCPU)
+      : model(std::move(m)),
+        optimizer((model.ptr()->to(device), model.ptr()->parameters()), torch::optim::SGDOptions(0.1).momentum(0.9)),
+        options(strategy_options(config)),
+        timer(make_phase_timer(device)),
+        precision(config.amp, device) {
+    dist.rank = rank;
+    dist.world_size = world;
+    dist.device = device;
+    dist.comm = std::move(comm);
+  }
+  void prepare(Strategy& strategy) {
+    setup.emplace(TrainingSetup{model, optimizer, dist, options, *timer, precision});
+    strategy.prepare(*setup);
+  }
+  [[nodiscard]] std::vector<at::Tensor> state() const {
+    std::vector<at::Tensor> out;
+    for (const auto& p : model.ptr()->parameters()) out.push_back(p.detach().clone());
+    for (const auto& b : model.ptr()->buffers()) out.push_back(b.detach().clone());
+    return out;
+  }
+
+  torch::nn::AnyModule model;
+  torch::optim::SGD optimizer;
+  DistContext dist;
+  StrategyOptions options;
+  std::unique_ptr<PhaseTimer> timer;
+  MixedPrecision precision;
+  std::optional<TrainingSetup> setup;
+};
+
+// Parameters and buffers after `steps` steps on rank `rank`, which trains on samples
+// [rank * per_rank, (rank + 1) * per_rank) of every step's world batch.
 std::vector<at::Tensor> train(std::unique_ptr<Strategy> strategy, const RunConfig& config,
                               std::shared_ptr<Communicator> comm, int64_t rank, int64_t world, int steps,
                               int64_t per_rank) {
-  torch::nn::AnyModule model = initial_model().clone();
-  torch::optim::SGD optimizer(model.ptr()->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-  DistContext dist;
-  dist.rank = rank;
-  dist.world_size = world;
-  dist.comm = std::move(comm);
-  auto timer = make_phase_timer(c10::kCPU);
-  MixedPrecision precision(config.amp, dist.device);
-  const StrategyOptions options = strategy_options(config);
-  TrainingSetup setup{model, optimizer, dist, options, *timer, precision};
-  strategy->prepare(setup);
+  Rank r(initial_model(), config, std::move(comm), rank, world);
+  r.prepare(*strategy);
   for (int s = 0; s < steps; ++s) {
     strategy->train_step(batch_for(s * world * per_rank % 48 + rank * per_rank, per_rank));
   }
-  std::vector<at::Tensor> out;
-  for (const auto& p : model.ptr()->parameters()) out.push_back(p.detach().clone());
-  for (const auto& b : model.ptr()->buffers()) out.push_back(b.detach().clone());
-  return out;
+  return r.state();
+}
+
+std::vector<at::Tensor> train_single(const RunConfig& config, int steps, int64_t batch) {
+  return train(make_single_strategy(strategy_options(config)), config, nullptr, 0, 1, steps, batch);
+}
+
+// Runs `body` on every rank of a world and returns what each returned, by rank.
+template <class T>
+std::map<int64_t, T> on_ranks(int64_t world, const std::function<T(int64_t, std::shared_ptr<Communicator>)>& body) {
+  std::mutex mutex;
+  std::map<int64_t, T> results;
+  testing::run_ranks(world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+    T value = body(rank, std::move(comm));
+    std::lock_guard lock(mutex);
+    results[rank] = std::move(value);
+  });
+  return results;
 }
 
 std::vector<at::Tensor> train_ddp(int64_t world, const RunConfig& config, int steps, int64_t per_rank = kBatch) {
-  std::mutex mutex;
-  std::map<int64_t, std::vector<at::Tensor>> results;
   initial_model();
-  testing::run_ranks(world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
-    auto params = train(make_ddp_strategy(strategy_options(config)), config, comm, rank, world, steps, per_rank);
-    std::lock_guard lock(mutex);
-    results[rank] = std::move(params);
+  auto results = on_ranks<std::vector<at::Tensor>>(world, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+    return train(make_ddp_strategy(strategy_options(config)), config, std::move(comm), rank, world, steps, per_rank);
   });
   // Parameters end bitwise identical on every rank; so do the buffers with SyncBatchNorm
   // (without it each rank's running statistics follow its own batch until the next
   // forward broadcasts rank 0's, as in PyTorch's DDP).
-  const std::size_t parameters = find_model("tiny").make(10).ptr()->parameters().size();
+  const std::size_t parameters = initial_model().ptr()->parameters().size();
   const std::size_t compared = config.sync_bn ? results[0].size() : parameters;
   for (int64_t r = 1; r < world; ++r) {
     for (std::size_t i = 0; i < compared; ++i) {
@@ -90,46 +131,41 @@ void expect_close(const std::vector<at::Tensor>& a, const std::vector<at::Tensor
   }
 }
 
-// DDP on W ranks of batch B with SyncBatchNorm takes the step one process takes on the W*B
-// batch: same parameters, same running statistics.
+// DDP on W ranks of batch B with SyncBatchNorm takes the steps one process takes on the
+// W*B batch: same parameters, same running statistics, step after step.
 void expect_ddp_equals_single_on_concatenated_batch(int64_t world) {
   RunConfig config;
   config.sync_bn = true;
-  const auto ddp = train_ddp(world, config, 1);
-  const auto single = train(make_single_strategy(strategy_options(config)), config, nullptr, 0, 1, 1, world * kBatch);
-  expect_close(ddp, single, 1e-5);
+  const auto ddp = train_ddp(world, config, 3);
+  expect_close(ddp, train_single(config, 3, world * kBatch), 1e-5);
 }
 
 TEST(Ddp, TwoRanksEqualOneProcessOnTheConcatenatedBatch) { expect_ddp_equals_single_on_concatenated_batch(2); }
 TEST(Ddp, ThreeRanksEqualOneProcessOnTheConcatenatedBatch) { expect_ddp_equals_single_on_concatenated_batch(3); }
 
-TEST(Ddp, SeveralStepsKeepRanksIdenticalAndTrackTheSingleProcess) {
-  RunConfig config;
-  const auto ddp = train_ddp(2, config, 4);
-  // Step s of the single process sees what ranks 0 and 1 see together in step s.
-  const auto single = train(make_single_strategy(strategy_options(config)), config, nullptr, 0, 1, 4, 2 * kBatch);
-  expect_close(ddp, single, 1e-4);
-}
-
-TEST(Ddp, BucketSizeAndOverlapDoNotChangeTheResult) {
+TEST(Ddp, BucketSizeOverlapAndBucketViewsDoNotChangeTheResult) {
   RunConfig one_bucket;
   one_bucket.bucket_mb = 100;
   RunConfig tiny_buckets;
   tiny_buckets.bucket_mb = 0.0001;  // ~100 bytes: every parameter in a bucket of its own
   RunConfig no_overlap = tiny_buckets;
   no_overlap.overlap = false;
+  RunConfig views = tiny_buckets;
+  views.gradient_as_bucket_view = true;
   const auto a = train_ddp(2, one_bucket, 3);
   const auto b = train_ddp(2, tiny_buckets, 3);
-  const auto c = train_ddp(2, no_overlap, 3);
   expect_close(a, b, 1e-6);
-  for (std::size_t i = 0; i < b.size(); ++i) EXPECT_TRUE(at::equal(b[i], c[i])) << "tensor " << i;
+  for (const auto* other : {&no_overlap, &views}) {
+    const auto c = train_ddp(2, *other, 3);
+    for (std::size_t i = 0; i < b.size(); ++i) EXPECT_TRUE(at::equal(b[i], c[i])) << "tensor " << i;
+  }
 }
 
 TEST(Ddp, WithoutSyncBnEachRankNormalisesItsOwnBatch) {
   RunConfig config;
   config.sync_bn = false;
   const auto local = train_ddp(2, config, 1);
-  const auto single = train(make_single_strategy(strategy_options(config)), config, nullptr, 0, 1, 1, 2 * kBatch);
+  const auto single = train_single(config, 1, 2 * kBatch);
   double largest = 0;
   for (std::size_t i = 0; i < local.size(); ++i) {
     largest = std::max(largest, (local[i].to(at::kDouble) - single[i].to(at::kDouble)).abs().max().item<double>());
@@ -137,31 +173,135 @@ TEST(Ddp, WithoutSyncBnEachRankNormalisesItsOwnBatch) {
   EXPECT_GT(largest, 1e-4) << "without SyncBatchNorm the statistics are per rank, so the step differs";
 }
 
-TEST(Ddp, DetailsDescribeTheBuckets) {
-  testing::run_ranks(2, [](int64_t rank, std::shared_ptr<Communicator> comm) {
-    torch::nn::AnyModule model = find_model("tiny").make(10);
-    torch::optim::SGD optimizer(model.ptr()->parameters(), torch::optim::SGDOptions(0.1));
-    RunConfig config;
-    config.bucket_mb = 0.002;  // 2,097 bytes
-    DistContext dist;
-    dist.rank = rank;
-    dist.world_size = 2;
-    dist.comm = comm;
-    auto timer = make_phase_timer(c10::kCPU);
-    MixedPrecision precision(config.amp, dist.device);
-    const StrategyOptions options = strategy_options(config);
-    TrainingSetup setup{model, optimizer, dist, options, *timer, precision};
-    auto ddp = make_ddp_strategy(options);
-    ddp->prepare(setup);
-    const auto details = ddp->details();
-    int64_t total = 0;
-    for (const auto& b : details["bucket_bytes"]) total += b.get<int64_t>();
-    EXPECT_EQ(total, details["gradient_bytes_per_step"].get<int64_t>());
-    EXPECT_EQ(total, 4 * (8 * 3 * 9 + 8 + 8 + 16 * 8 * 9 + 16 + 16 + 10 * 16 + 10));
-    EXPECT_GT(details["buckets"].get<int64_t>(), 1);
-    EXPECT_EQ(details["sync_bn_layers"], 2);
-    EXPECT_EQ(details["backend"], "gloo");
+// Like DistributedDataParallel's forward in eval mode after training: rank 0's buffers on
+// every rank before the first evaluation batch, so all ranks evaluate one model.
+TEST(Ddp, WithoutSyncBnEvaluationUsesRankZerosBuffers) {
+  RunConfig config;
+  config.sync_bn = false;
+  initial_model();
+  struct Buffers {
+    std::vector<at::Tensor> before, after;
+  };
+  auto results = on_ranks<Buffers>(2, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+    Rank r(initial_model(), config, std::move(comm), rank, 2);
+    auto ddp = make_ddp_strategy(r.options);
+    r.prepare(*ddp);
+    ddp->train_step(batch_for(rank * kBatch, kBatch));
+    Buffers b;
+    for (const auto& t : r.model.ptr()->buffers()) b.before.push_back(t.clone());
+    const auto evaluated = ddp->eval_model();
+    for (const auto& t : evaluated.ptr()->buffers()) b.after.push_back(t.clone());
+    return b;
   });
+  bool differed = false;
+  for (std::size_t i = 0; i < results[0].before.size(); ++i) {
+    differed = differed || !at::equal(results[0].before[i], results[1].before[i]);
+    EXPECT_TRUE(at::equal(results[1].after[i], results[0].before[i])) << "buffer " << i;
+    EXPECT_TRUE(at::equal(results[0].after[i], results[0].before[i])) << "buffer " << i;
+  }
+  EXPECT_TRUE(differed) << "the ranks' running statistics should differ after a step on their own batches";
+}
+
+// A module with a parameter its forward never uses.
+struct WithUnusedImpl : torch::nn::Cloneable<WithUnusedImpl> {
+  WithUnusedImpl() { reset(); }
+  void reset() override {
+    used = register_module("used", torch::nn::Linear(3 * 32 * 32, 10));
+    unused = register_module("unused", torch::nn::Linear(4, 4));
+  }
+  at::Tensor forward(const at::Tensor& x) { return used->forward(x.flatten(1)); }
+  torch::nn::Linear used{nullptr}, unused{nullptr};
+};
+TORCH_MODULE(WithUnused);
+
+// As PyTorch: without find_unused_parameters the next iteration fails, naming the flag;
+// with it the unused parameter keeps an undefined gradient and never moves.
+TEST(Ddp, UnusedParametersBehaveAsInPyTorch) {
+  torch::manual_seed(3);
+  const torch::nn::AnyModule start(WithUnused{});
+  for (bool find_unused : {false, true}) {
+    RunConfig config;
+    config.find_unused_parameters = find_unused;
+    auto results = on_ranks<std::string>(2, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+      Rank r(start.clone(), config, std::move(comm), rank, 2);
+      auto ddp = make_ddp_strategy(r.options);
+      r.prepare(*ddp);
+      try {
+        for (int s = 0; s < 3; ++s) ddp->train_step(batch_for(rank * kBatch, kBatch));
+      } catch (const std::exception& e) {
+        return std::string(e.what());
+      }
+      auto* module = r.model.ptr<WithUnusedImpl>().get();
+      EXPECT_FALSE(module->unused->weight.grad().defined());
+      EXPECT_TRUE(at::equal(module->unused->weight, start.ptr<WithUnusedImpl>()->unused->weight));
+      EXPECT_FALSE(at::equal(module->used->weight, start.ptr<WithUnusedImpl>()->used->weight));
+      return std::string();
+    });
+    for (const auto& [rank, error] : results) {
+      if (find_unused) {
+        EXPECT_EQ(error, "") << rank;
+      } else {
+        EXPECT_NE(error.find("find_unused_parameters"), std::string::npos) << rank << ": " << error;
+      }
+    }
+  }
+}
+
+nlohmann::json details_after_steps(const std::string& model, int64_t classes, const RunConfig& config, int steps,
+                                   int64_t per_rank) {
+  initial_model(model, classes);
+  return on_ranks<nlohmann::json>(2, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+           Rank r(initial_model(model, classes), config, std::move(comm), rank, 2);
+           auto ddp = make_ddp_strategy(r.options);
+           r.prepare(*ddp);
+           for (int s = 0; s < steps; ++s) {
+             r.timer->set_step(s);
+             ddp->train_step(batch_for(rank * per_rank, per_rank));
+             r.timer->collect();
+           }
+           return ddp->details();
+         })
+      .at(0);
+}
+
+TEST(Ddp, OneBucketFirstThenBucketsRebuiltFromTheGradientOrder) {
+  RunConfig config;
+  config.bucket_mb = 0.002;  // 2,097 bytes
+  const int64_t total = 4 * (8 * 3 * 9 + 8 + 8 + 16 * 8 * 9 + 16 + 16 + 10 * 16 + 10);
+  const auto before = details_after_steps("tiny", 10, config, 0, kBatch);
+  EXPECT_EQ(before["engine"], "c10d::Reducer");
+  EXPECT_EQ(before["bucket_bytes"], nlohmann::json::array({total}));
+  EXPECT_EQ(before["buckets_rebuilt"], false);
+  EXPECT_EQ(before["sync_bn_layers"], 2);
+  EXPECT_EQ(before["backend"], "gloo");
+  const auto after = details_after_steps("tiny", 10, config, 2, kBatch);
+  EXPECT_EQ(after["buckets_rebuilt"], true);
+  EXPECT_EQ(after["bucket_bytes_initial"], nlohmann::json::array({total}));
+  EXPECT_GT(after["buckets"].get<int64_t>(), 1);
+  EXPECT_EQ(after["gradient_bytes_per_step"].get<int64_t>(), total);
+}
+
+// The values PyTorch 2.11's DistributedDataParallel reports for torchvision's ResNet-50
+// with 1000 classes at the default caps (2 Gloo ranks): one bucket on iteration 1, then
+// buckets rebuilt from the order the gradients became ready.
+TEST(Ddp, ResNet50BucketsAreDistributedDataParallels) {
+  const auto details = details_after_steps("resnet50", 1000, RunConfig{}, 2, 2);
+  EXPECT_EQ(details["bucket_bytes_initial"], nlohmann::json::array({102228128}));
+  EXPECT_EQ(details["bucket_bytes"], nlohmann::json::array({8196000, 31502336, 26255360, 26550272, 9724160}));
+  EXPECT_EQ(details["first_bucket_cap_bytes"], 1 << 20);
+}
+
+// The Reducer's hooks start a bucket's allreduce while backward is still computing the
+// gradients of earlier layers; without overlap nothing starts before the last gradient.
+TEST(Ddp, BucketsAreLaunchedBeforeTheLastGradientIsReady) {
+  RunConfig config;
+  config.bucket_mb = 1;
+  const auto overlapped = details_after_steps("resnet18", 10, config, 3, 4);
+  EXPECT_GT(overlapped["buckets"].get<int64_t>(), 4);
+  EXPECT_GE(overlapped["buckets_overlapping_backward_last_step"].get<int64_t>(), 1);
+  config.overlap = false;
+  const auto serial = details_after_steps("resnet18", 10, config, 3, 4);
+  EXPECT_EQ(serial["buckets_overlapping_backward_last_step"].get<int64_t>(), 0);
 }
 
 // The runner over two ranks: each test image is evaluated once, by one rank, and the
@@ -176,16 +316,13 @@ TEST(Ddp, RunnerEvaluatesEachTestImageOnceAcrossRanks) {
   config.workers = 0;
   config.warmup_steps = 1;
   config.lr = 0.05;
-  std::mutex mutex;
-  std::map<int64_t, RunResult> results;
-  testing::run_ranks(2, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+  config.bucket_mb = 0.001;
+  auto results = on_ranks<RunResult>(2, [&](int64_t rank, std::shared_ptr<Communicator> comm) {
     DistContext dist;
     dist.rank = rank;
     dist.world_size = 2;
-    dist.comm = comm;
-    auto r = run_row(config, dist, data, std::chrono::steady_clock::now());
-    std::lock_guard lock(mutex);
-    results[rank] = r;
+    dist.comm = std::move(comm);
+    return run_row(config, dist, data, std::chrono::steady_clock::now());
   });
   for (const auto& [rank, r] : results) {
     EXPECT_EQ(r.eval_images, 333) << rank;
@@ -197,6 +334,13 @@ TEST(Ddp, RunnerEvaluatesEachTestImageOnceAcrossRanks) {
     EXPECT_EQ(r.ranks[1].rank, 1);
     EXPECT_TRUE(std::isfinite(r.ranks[1].step_time_s.p50));
     EXPECT_GE(r.rank_spread_s, 0.0);
+    // Every step timed its allreduces; the part left after backward is part of them.
+    for (const auto& step : r.step_records) {
+      EXPECT_GT(step.phases.allreduce_s, 0.0);
+      EXPECT_GE(step.phases.comm_s, 0.0);
+      EXPECT_LE(step.phases.comm_s, step.phases.allreduce_s + 1e-4);
+      EXPECT_GT(step.phases.backward_s, 0.0);
+    }
   }
   EXPECT_EQ(results[0].test_accuracy, results[1].test_accuracy);
   EXPECT_EQ(results[0].train_time_s, results[1].train_time_s);
@@ -206,31 +350,65 @@ TEST(Ddp, RunnerEvaluatesEachTestImageOnceAcrossRanks) {
 TEST(GpuDdp, NcclWorldOfOneTrainsOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const c10::Device cuda(c10::kCUDA, 0);
+  initial_model();
   testing::run_ranks(
       1,
       [&](int64_t, std::shared_ptr<Communicator> comm) {
         EXPECT_EQ(comm->backend_name(), "nccl");
-        torch::nn::AnyModule model = initial_model().clone(cuda);
-        torch::optim::SGD optimizer(model.ptr()->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
-        DistContext dist;
-        dist.device = cuda;
-        dist.comm = comm;
-        RunConfig config;
-        auto timer = make_phase_timer(cuda);
-        MixedPrecision precision(config.amp, dist.device);
-        const StrategyOptions options = strategy_options(config);
-        TrainingSetup setup{model, optimizer, dist, options, *timer, precision};
-        auto ddp = make_ddp_strategy(options);
-        ddp->prepare(setup);
+        Rank r(initial_model(), RunConfig{}, std::move(comm), 0, 1, cuda);
+        auto ddp = make_ddp_strategy(r.options);
+        r.prepare(*ddp);
         const Batch b = batch_for(0, 32);
         const Batch batch{b.images.to(cuda), b.labels.to(cuda)};
         const double first = ddp->train_step(batch).item<double>();
         double last = first;
         for (int i = 0; i < 10; ++i) last = ddp->train_step(batch).item<double>();
         EXPECT_LT(last, first);
-        EXPECT_GT(timer->collect().backward_s, 0);
+        const PhaseSeconds phases = r.timer->collect();
+        EXPECT_GT(phases.backward_s, 0);
+        EXPECT_GT(phases.allreduce_s, 0);
       },
       std::chrono::seconds(120), CommBackend::nccl, cuda);
+}
+
+// SyncBatchNorm's CUDA kernels (batch_norm_stats, batch_norm_gather_stats_with_counts,
+// batch_norm_backward_reduce/elemt) with two ranks on one GPU, Gloo carrying CUDA tensors:
+// the same steps as one process on the concatenated batch, channels-last kept.
+TEST(GpuDdp, SyncBatchNormOnCudaEqualsOneProcessOnTheConcatenatedBatch) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const c10::Device cuda(c10::kCUDA, 0);
+  RunConfig config;
+  config.channels_last = true;
+  initial_model();
+  auto run = [&](int64_t rank, int64_t world, std::shared_ptr<Communicator> comm, int64_t per_rank) {
+    Rank r(initial_model(), config, std::move(comm), rank, world, cuda);
+    for (auto& p : r.model.ptr()->parameters()) {
+      if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+    }
+    auto strategy = world > 1 ? make_ddp_strategy(r.options) : make_single_strategy(r.options);
+    r.prepare(*strategy);
+    for (int s = 0; s < 3; ++s) {
+      const Batch b = batch_for(s * 2 * kBatch % 48 + rank * per_rank, per_rank);
+      strategy->train_step(
+          Batch{b.images.to(cuda).contiguous(at::MemoryFormat::ChannelsLast), b.labels.to(cuda)});
+    }
+    std::vector<at::Tensor> state;
+    for (const auto& t : r.state()) state.push_back(t.cpu());
+    return state;
+  };
+  std::mutex mutex;
+  std::map<int64_t, std::vector<at::Tensor>> ddp;
+  testing::run_ranks(
+      2,
+      [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+        auto state = run(rank, 2, std::move(comm), kBatch);
+        std::lock_guard lock(mutex);
+        ddp[rank] = std::move(state);
+      },
+      std::chrono::seconds(120), CommBackend::gloo, cuda);
+  const auto single = run(0, 1, nullptr, 2 * kBatch);
+  expect_close(ddp[0], single, 1e-4);
+  expect_close(ddp[1], ddp[0], 0);
 }
 
 }  // namespace

@@ -1,0 +1,204 @@
+#include "strategies/bucket_allreduce_hook.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <ATen/core/jit_type.h>
+
+#ifdef DDPBENCH_HAVE_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#endif
+
+namespace ddpbench {
+namespace {
+
+// A mark on the training device: a host time on the CPU, an event on the current stream on
+// a GPU (so it reads when the device got there, not when the host asked).
+struct Mark {
+  Clock::time_point host;
+#ifdef DDPBENCH_HAVE_CUDA
+  std::shared_ptr<at::cuda::CUDAEvent> event;
+#endif
+  bool set = false;
+};
+
+Mark mark_now(const c10::Device& device) {
+  Mark m;
+  m.host = Clock::now();
+  m.set = true;
+#ifdef DDPBENCH_HAVE_CUDA
+  if (device.is_cuda()) {
+    m.event = std::make_shared<at::cuda::CUDAEvent>(cudaEventDefault);
+    m.event->record(c10::cuda::getCurrentCUDAStream(device.index()));
+  }
+#else
+  (void)device;
+#endif
+  return m;
+}
+
+// Seconds from `from` to `to`, both marks of one step on one device.
+double seconds_from(const Mark& from, const Mark& to) {
+#ifdef DDPBENCH_HAVE_CUDA
+  if (from.event && to.event) return static_cast<double>(from.event->elapsed_time(*to.event)) / 1e3;
+#endif
+  return seconds_between(from.host, to.host);
+}
+
+#ifdef DDPBENCH_HAVE_CUDA
+// Ends an NVTX range when the stream reaches it (no CUDA calls are allowed in here).
+void CUDART_CB end_range_on_stream(void* range) {
+  auto* id = static_cast<nvtx::RangeId*>(range);
+  nvtx::end_range(*id);
+  delete id;
+}
+#endif
+
+}  // namespace
+
+struct BucketTimeline::Interval {
+  std::size_t bucket = 0;
+  Mark start, end;
+  nvtx::RangeId range = 0;
+};
+
+struct BucketTimeline::Step {
+  int64_t step = 0;
+  std::mutex mutex;
+  std::vector<Interval> intervals;
+  Mark last_gradient;
+};
+
+BucketTimeline::BucketTimeline(c10::Device device) : device_(device), step_(std::make_shared<Step>()) {}
+BucketTimeline::~BucketTimeline() = default;
+
+void BucketTimeline::start_step(int64_t step) {
+  std::lock_guard lock(mutex_);
+  step_ = std::make_shared<Step>();
+  step_->step = step;
+}
+
+void BucketTimeline::last_gradient_ready() {
+  std::lock_guard lock(mutex_);
+  std::lock_guard step_lock(step_->mutex);
+  step_->last_gradient = mark_now(device_);
+}
+
+BucketTimeline::Token BucketTimeline::launched(std::size_t bucket_index) {
+  std::lock_guard lock(mutex_);
+  std::lock_guard step_lock(step_->mutex);
+  Interval interval;
+  interval.bucket = bucket_index;
+  interval.range = nvtx::start_range("allreduce bucket " + std::to_string(bucket_index), step_->step);
+  interval.start = mark_now(device_);
+  step_->intervals.push_back(std::move(interval));
+  return Token{step_, step_->intervals.size() - 1};
+}
+
+void BucketTimeline::completed(const Token& token) {
+  std::lock_guard step_lock(token.step->mutex);
+  Interval& interval = token.step->intervals[token.slot];
+  interval.end = mark_now(device_);
+#ifdef DDPBENCH_HAVE_CUDA
+  if (device_.is_cuda()) {
+    if (interval.range != 0) {
+      cudaLaunchHostFunc(c10::cuda::getCurrentCUDAStream(device_.index()).stream(), end_range_on_stream,
+                         new nvtx::RangeId(interval.range));
+    }
+    return;
+  }
+#endif
+  nvtx::end_range(interval.range);
+}
+
+std::function<BucketCommFigures()> BucketTimeline::finish_step() {
+  std::shared_ptr<Step> step;
+  {
+    std::lock_guard lock(mutex_);
+    step = std::exchange(step_, std::make_shared<Step>());
+  }
+  return [step] {
+    std::lock_guard step_lock(step->mutex);
+    BucketCommFigures figures;
+    figures.buckets = static_cast<int64_t>(step->intervals.size());
+    if (step->intervals.empty()) return figures;
+    // Every mark as seconds after the first launch, which comes first on the stream too.
+    const Mark& origin = step->intervals.front().start;
+    std::vector<std::pair<double, double>> spans;
+    double last_end = 0;
+    for (const Interval& i : step->intervals) {
+      if (!i.end.set) continue;  // failed: the step fails with it
+      spans.emplace_back(seconds_from(origin, i.start), seconds_from(origin, i.end));
+      last_end = std::max(last_end, spans.back().second);
+    }
+    // Overlapping allreduces (Gloo runs several at once) count once: the union of the spans.
+    std::sort(spans.begin(), spans.end());
+    double covered_until = -1;
+    for (const auto& [start, end] : spans) {
+      const double from = std::max(start, covered_until);
+      if (end > from) figures.allreduce_s += end - from;
+      covered_until = std::max(covered_until, end);
+    }
+    if (step->last_gradient.set) {
+      const double last_gradient = seconds_from(origin, step->last_gradient);
+      figures.exposed_s = std::max(0.0, last_end - last_gradient);
+      for (const auto& [start, end] : spans) figures.launched_before_last_gradient += start < last_gradient ? 1 : 0;
+    }
+    return figures;
+  };
+}
+
+BucketAllreduceHook::BucketAllreduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group, c10::Device device,
+                                         bool overlap, std::shared_ptr<BucketTimeline> timeline)
+    : group_(std::move(group)), device_(device), overlap_(overlap), timeline_(std::move(timeline)) {}
+
+c10::intrusive_ptr<c10::ivalue::Future> BucketAllreduceHook::runHook(c10d::GradBucket& bucket) {
+  // The Reducer hands buckets over in order; the last one is ready when backward's last
+  // gradient is.
+  const bool last = bucket.isLast();
+  if (last) timeline_->last_gradient_ready();
+  if (overlap_) return launch(bucket.getBufferRef(), bucket.getIndex());
+  if (!last) {
+    std::vector<c10::Device> devices;
+    if (device_.is_cuda()) devices.push_back(device_);
+    auto result = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::ofTensors(), devices);
+    held_.push_back(Held{bucket.getBufferRef(), bucket.getIndex(), result});
+    return result;
+  }
+  for (Held& held : std::exchange(held_, {})) {
+    launch(held.buffer, held.index)->addCallback([result = held.result](c10::ivalue::Future& done) {
+      if (done.hasError()) {
+        result->setError(done.exception_ptr());
+      } else {
+        result->markCompleted(done.value());
+      }
+    });
+  }
+  return launch(bucket.getBufferRef(), bucket.getIndex());
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> BucketAllreduceHook::launch(at::Tensor buffer, std::size_t index) {
+  // The Reducer's own path multiplies by 1 / world size while copying gradients into the
+  // bucket (at::mul_out with a wrapped scalar); this is the same product, elementwise.
+  buffer.mul_(1.0 / static_cast<double>(group_->getSize()));
+  const BucketTimeline::Token token = timeline_->launched(index);
+  std::vector<at::Tensor> tensors{std::move(buffer)};
+  auto work = group_->allreduce(tensors);
+  // then(), not a side callback: the Reducer waits on the returned future, so the
+  // completion is recorded before backward returns.
+  return work->getFuture()->then(
+      [timeline = timeline_, token](c10::ivalue::Future& done) {
+        timeline->completed(token);
+        return done.value();
+      },
+      c10::ListType::ofTensors());
+}
+
+at::Tensor BucketAllreduceHook::parseHookResult(const c10::IValue& result) {
+  return c10d::detail::parseCppCommHookResult(result);
+}
+
+}  // namespace ddpbench

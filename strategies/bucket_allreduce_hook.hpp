@@ -1,0 +1,86 @@
+#pragma once
+// DDP's communication hook: PyTorch's default allreduce of a gradient bucket (sum, scaled by
+// 1 / world size as the Reducer's built-in path scales it), with a clock around each
+// bucket from its launch to its completion, and an NVTX range that ends at completion.
+// With overlap off, buckets are held until the last one is ready (the last gradient of
+// backward) and then launched in order: the same buckets and arithmetic, no overlap.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <c10/core/Device.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+
+#include "harness/base/clock.hpp"
+#include "harness/timing/nvtx.hpp"
+
+namespace ddpbench {
+
+/// One step's communication, resolved once the step has finished on the device.
+struct BucketCommFigures {
+  double allreduce_s = 0;  // time with at least one bucket allreduce in flight
+  double exposed_s = 0;    // from the last gradient's readiness to the last completion
+  int64_t buckets = 0;
+  int64_t launched_before_last_gradient = 0;  // buckets whose allreduce overlapped backward
+};
+
+/// The launch and completion of every bucket allreduce of one step. Launches and
+/// completions are recorded from autograd's and the backend's threads.
+class BucketTimeline {
+ public:
+  explicit BucketTimeline(c10::Device device);
+  ~BucketTimeline();
+  BucketTimeline(const BucketTimeline&) = delete;
+  BucketTimeline& operator=(const BucketTimeline&) = delete;
+
+  void start_step(int64_t step);
+  /// Hands over this step's record; the function reads it (waiting on nothing: call it
+  /// after the device has finished the step) and may be called more than once.
+  std::function<BucketCommFigures()> finish_step();
+
+  struct Step;
+  /// A launched allreduce, for completed().
+  struct Token {
+    std::shared_ptr<Step> step;
+    std::size_t slot = 0;
+  };
+  /// Backward's last gradient is ready (on a GPU: once the current stream reaches here).
+  void last_gradient_ready();
+  /// A bucket's allreduce launches, after what the current stream has queued so far.
+  Token launched(std::size_t bucket_index);
+  /// The bucket's allreduce has completed (on a GPU: once the current stream reaches here).
+  void completed(const Token& token);
+
+ private:
+  struct Interval;
+  c10::Device device_;
+  std::mutex mutex_;
+  std::shared_ptr<Step> step_;
+};
+
+class BucketAllreduceHook final : public c10d::CommHookInterface {
+ public:
+  BucketAllreduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group, c10::Device device, bool overlap,
+                      std::shared_ptr<BucketTimeline> timeline);
+  c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override;
+  at::Tensor parseHookResult(const c10::IValue& result) override;
+
+ private:
+  struct Held {
+    at::Tensor buffer;
+    std::size_t index = 0;
+    c10::intrusive_ptr<c10::ivalue::Future> result;
+  };
+  c10::intrusive_ptr<c10::ivalue::Future> launch(at::Tensor buffer, std::size_t index);
+
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  c10::Device device_;
+  bool overlap_;
+  std::shared_ptr<BucketTimeline> timeline_;
+  std::vector<Held> held_;  // overlap off: buckets waiting for the last one
+};
+
+}  // namespace ddpbench
