@@ -106,6 +106,21 @@ DatasetSplits load_cifar10(const std::filesystem::path& data_dir, Cifar10Layout 
   return splits;
 }
 
+void write_records(const std::filesystem::path& file, const ImageSet& set, int64_t first, int64_t count) {
+  TORCH_CHECK(first >= 0 && count >= 0 && first + count <= set.size(), "write_records: records ", first, "..",
+              first + count, " outside a set of ", set.size());
+  const auto images = set.images.contiguous();
+  const auto labels = set.labels.contiguous();
+  std::string bytes(static_cast<std::size_t>(count * kCifar10RecordBytes), '\0');
+  for (int64_t r = 0; r < count; ++r) {
+    char* record = bytes.data() + r * kCifar10RecordBytes;
+    record[0] = static_cast<char>(labels.data_ptr<int64_t>()[first + r]);
+    const auto* src = images.data_ptr<uint8_t>() + (first + r) * kImageBytes;
+    std::copy(src, src + kImageBytes, reinterpret_cast<uint8_t*>(record + 1));
+  }
+  write_file_atomically(file, bytes);
+}
+
 void write_cifar10(const std::filesystem::path& data_dir, const DatasetSplits& splits,
                    Cifar10Layout layout) {
   const int64_t per_file = layout.records_per_file;
@@ -114,20 +129,8 @@ void write_cifar10(const std::filesystem::path& data_dir, const DatasetSplits& s
   TORCH_CHECK(splits.test.size() == per_file, "write_cifar10: the test split has ",
               splits.test.size(), " images, the layout needs ", per_file);
   const auto files = cifar10_files(data_dir / kCifar10Folder);
-  for (int f = 0; f <= kTrainFiles; ++f) {
-    const ImageSet& set = f < kTrainFiles ? splits.train : splits.test;
-    const int64_t first = f < kTrainFiles ? f * per_file : 0;
-    const auto images = set.images.contiguous();
-    const auto labels = set.labels.contiguous();
-    std::string bytes(static_cast<std::size_t>(per_file * kCifar10RecordBytes), '\0');
-    for (int64_t r = 0; r < per_file; ++r) {
-      char* record = bytes.data() + r * kCifar10RecordBytes;
-      record[0] = static_cast<char>(labels.data_ptr<int64_t>()[first + r]);
-      const auto* src = images.data_ptr<uint8_t>() + (first + r) * kImageBytes;
-      std::copy(src, src + kImageBytes, reinterpret_cast<uint8_t*>(record + 1));
-    }
-    write_file_atomically(files[f], bytes);
-  }
+  for (int f = 0; f < kTrainFiles; ++f) write_records(files[f], splits.train, f * per_file, per_file);
+  write_records(files.back(), splits.test, 0, per_file);
 }
 
 }  // namespace ddpbench

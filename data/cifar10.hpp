@@ -29,6 +29,9 @@ DatasetSplits load_cifar10(const std::filesystem::path& data_dir, Cifar10Layout 
 /// Reads one batch file of exactly `records` records.
 ImageSet read_cifar10_file(const std::filesystem::path& file, int64_t records);
 
+/// Writes records [first, first + count) of `set` to `file` in the binary record format, atomically.
+void write_records(const std::filesystem::path& file, const ImageSet& set, int64_t first, int64_t count);
+
 /// Writes `splits` as CIFAR-10 binary files into `data_dir/cifar-10-batches-bin`: the
 /// train split must hold 5 files' worth of records and the test split one.
 void write_cifar10(const std::filesystem::path& data_dir, const DatasetSplits& splits,

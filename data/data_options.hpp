@@ -29,6 +29,7 @@ struct DatasetOptions {
   uint64_t seed = 0;  // the synthetic set's content
   int64_t synthetic_train_images = 50000;
   int64_t synthetic_test_images = 10000;
+  std::string cache_dir;  // where the synthetic set is kept as record files; empty: in memory only
 };
 
 }  // namespace ddpbench

@@ -98,10 +98,13 @@ DatasetSplits make_synthetic(const SyntheticOptions& options) {
   splits.train = render(patterns, options.seed, kTrainStream, options.train_images);
   splits.test = render(patterns, options.seed, kTestStream, options.test_images);
   splits.kind = "synthetic";
-  splits.origin = "synthetic seed=" + std::to_string(options.seed) +
-                  " train=" + std::to_string(options.train_images) +
-                  " test=" + std::to_string(options.test_images);
+  splits.origin = make_synthetic_origin(options);
   return splits;
+}
+
+std::string make_synthetic_origin(const SyntheticOptions& options) {
+  return "synthetic seed=" + std::to_string(options.seed) + " train=" + std::to_string(options.train_images) +
+         " test=" + std::to_string(options.test_images);
 }
 
 }  // namespace ddpbench

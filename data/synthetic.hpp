@@ -3,6 +3,7 @@
 // classes, a pure function of the seed, and learnable: each class has its own smooth
 // colour pattern, each image shows it shifted, rescaled and brightened, under pixel noise.
 #include <cstdint>
+#include <string>
 
 #include "data/image_set.hpp"
 
@@ -15,5 +16,8 @@ struct SyntheticOptions {
 };
 
 DatasetSplits make_synthetic(const SyntheticOptions& options);
+
+/// How reports name this synthetic set.
+std::string make_synthetic_origin(const SyntheticOptions& options);
 
 }  // namespace ddpbench

@@ -18,7 +18,7 @@ namespace {
 using nlohmann::json;
 
 // Keys of a row's config that do not change what is measured.
-const char* const kIgnoredConfigKeys[] = {"out", "save-checkpoint", "log-interval-steps", "data-dir", "name"};
+const char* const kIgnoredConfigKeys[] = {"out", "save-checkpoint", "log-interval-steps", "data-dir", "cache-dir", "name"};
 
 std::string config_difference(const json& a, const json& b) {
   std::string out;
@@ -92,7 +92,7 @@ std::string_view verdict_name(Verdict verdict) {
 }
 
 bool Comparison::regression() const {
-  return !failed_rows.empty() ||
+  return !failed_rows.empty() || !below_pytorch.empty() ||
          std::any_of(metrics.begin(), metrics.end(), [](const MetricComparison& m) { return m.verdict == Verdict::regression; });
 }
 
@@ -209,6 +209,19 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
     throw InputError("the results come from different environments (" + text + "); --allow-env-mismatch compares them anyway");
   }
   result.environment_differences = env;
+  if (options.min_vs_pytorch) {
+    for (const RowSummary& r : summarize_sweep(current)) {
+      if (!r.pytorch || r.pytorch->status != RunStatus::ok || r.status != RunStatus::ok) continue;
+      const std::string row = label(r.name, r.mode);
+      const std::string ratios = format_fixed(r.vs_pytorch_train_time, 2) + "x in epoch time, " +
+                                 format_fixed(r.vs_pytorch_steady, 2) + "x in steady images/s";
+      result.pytorch_ratios.push_back(row + ": " + ratios);
+      if (!(r.vs_pytorch_train_time >= *options.min_vs_pytorch) || !(r.vs_pytorch_steady >= *options.min_vs_pytorch)) {
+        result.below_pytorch.push_back(row + ": " + ratios + " of PyTorch's, below " +
+                                       format_fixed(*options.min_vs_pytorch, 2) + "x");
+      }
+    }
+  }
   if (matched == 0) throw InputError("the two result files have no row in common (by name, mode and configuration)");
   return result;
 }
@@ -225,9 +238,13 @@ std::string markdown_comparison(const Comparison& c, const CompareOptions& optio
     md << "; n = " << m.baseline.size() << " vs " << m.current.size() << ") |\n";
   }
   for (const auto& f : c.failed_rows) md << "\n- REGRESSION: " << f;
+  for (const auto& f : c.below_pytorch) md << "\n- REGRESSION: " << f;
+  for (const auto& p : c.pytorch_ratios) md << "\n- against PyTorch: " << p;
   for (const auto& n : c.not_compared) md << "\n- not compared: " << n;
   for (const auto& e : c.environment_differences) md << "\n- environment differs (allowed): " << e;
-  md << (c.failed_rows.empty() && c.not_compared.empty() && c.environment_differences.empty() ? "" : "\n");
+  md << (c.failed_rows.empty() && c.not_compared.empty() && c.environment_differences.empty() && c.pytorch_ratios.empty()
+             ? ""
+             : "\n");
   md << "\n" << (c.regression() ? "Regression" : "No regression") << " (threshold " << format_percent(options.threshold)
      << ", alpha " << format_fixed(options.alpha, 2) << ").\n";
   return md.str();

@@ -19,6 +19,9 @@ struct CompareOptions {
   bool allow_env_mismatch = false;
   std::optional<std::string> normalize_by;  // divide each row's metric by this row's, per file and mode
   double alpha = 0.05;
+  // Where the current file has PyTorch twins (sweep --reference): a row whose epoch time or
+  // steady images/s is below this many times its twin's fails the gate.
+  std::optional<double> min_vs_pytorch;
 };
 
 /// The metrics compare knows, and whether a larger value is better.
@@ -49,6 +52,8 @@ struct Comparison {
   std::vector<std::string> failed_rows;       // ran in the baseline, failed now: regressions too
   std::vector<std::string> not_compared;      // only on one side, other config, skipped...
   std::vector<std::string> environment_differences;  // listed when allowed
+  std::vector<std::string> pytorch_ratios;           // each row against its PyTorch twin (current file)
+  std::vector<std::string> below_pytorch;            // rows under --min-vs-pytorch: regressions too
   [[nodiscard]] bool regression() const;
 };
 

@@ -185,6 +185,24 @@ class HtmlReporter final : public Reporter {
       }
       html << "</table>\n";
     }
+    if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.pytorch.has_value(); })) {
+      html << "<h2>ddpbench against PyTorch</h2>\n<p>Each row beside PyTorch's own implementation of it on the same "
+              "data, initial weights and clock; a ratio above 1.00x means ddpbench is faster.</p>\n<table>\n"
+              "<tr><th>row</th><th>mode</th><th>ddpbench</th><th>PyTorch</th><th>time ratio</th>"
+              "<th>ddpbench steady images/s</th><th>PyTorch steady images/s</th><th>throughput ratio</th>"
+              "<th>PyTorch status</th></tr>\n";
+      auto ratio = [](double v) { return std::isfinite(v) ? format_fixed(v, 2) + "x" : std::string("-"); };
+      for (const auto& r : rows) {
+        if (!r.pytorch) continue;
+        const auto& t = *r.pytorch;
+        html << "<tr><td>" << escape(r.name) << "</td><td>" << escape(r.mode) << "</td><td>"
+             << format_seconds(r.train_time_s) << "</td><td>" << format_seconds(t.train_time_s) << "</td><td>"
+             << ratio(r.vs_pytorch_train_time) << "</td><td>" << format_rate(r.steady_images_per_s) << "</td><td>"
+             << format_rate(t.steady_images_per_s) << "</td><td>" << ratio(r.vs_pytorch_steady) << "</td><td>"
+             << status_name(t.status) << (t.status == RunStatus::ok ? "" : ": " + escape(t.reason)) << "</td></tr>\n";
+      }
+      html << "</table>\n";
+    }
     if (!rows.empty()) {
       html << "<h2>Epoch time per row</h2>\n" << time_chart(rows)
            << "<h2>Throughput against GPU count</h2>\n"

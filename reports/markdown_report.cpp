@@ -25,6 +25,16 @@ std::string cell(const std::string& text) {
   return out;
 }
 
+// What the row's implementation says about how it ran (strategy_details.notes).
+std::vector<std::string> strategy_notes(const RunResult& r) {
+  std::vector<std::string> notes;
+  if (!r.strategy_details.is_object() || !r.strategy_details.contains("notes")) return notes;
+  for (const auto& note : r.strategy_details.at("notes")) {
+    if (note.is_string()) notes.push_back(note.get<std::string>());
+  }
+  return notes;
+}
+
 }  // namespace
 
 std::string markdown_runs_table(const std::vector<RunResult>& runs) {
@@ -54,6 +64,7 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
       notes << "- " << cell(r.name) << ": accuracy over the first " << r.eval_images
             << " test images only (--max-eval-batches)\n";
     }
+    for (const auto& note : strategy_notes(r)) notes << "- " << cell(r.name) << ": " << cell(note) << "\n";
   }
   if (!notes.str().empty()) md << "\n" << notes.str();
   return md.str();
@@ -142,6 +153,24 @@ class MarkdownReporter final : public Reporter {
       }
     }
 
+    if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.pytorch.has_value(); })) {
+      md << "\n## ddpbench against PyTorch\n\n"
+         << "Each row beside PyTorch's own implementation of it (torch-single, torch-dp, torch-ddp) on the same "
+            "data, initial weights and clock. A ratio above 1.00x means ddpbench is faster.\n\n"
+         << "| row | mode | ddpbench | PyTorch | time ratio | ddpbench steady images/s | PyTorch steady images/s"
+            " | throughput ratio | PyTorch status |\n"
+         << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+      for (const auto& r : rows) {
+        if (!r.pytorch) continue;
+        const auto& t = *r.pytorch;
+        md << "| " << cell(r.name) << " | " << cell(r.mode) << " | " << format_seconds(r.train_time_s) << " | "
+           << format_seconds(t.train_time_s) << " | " << ratio(r.vs_pytorch_train_time) << " | "
+           << format_rate(r.steady_images_per_s) << " | " << format_rate(t.steady_images_per_s) << " | "
+           << ratio(r.vs_pytorch_steady) << " | " << status_name(t.status)
+           << (t.status == RunStatus::ok ? "" : ": " + cell(t.reason)) << " |\n";
+      }
+    }
+
     std::ostringstream differences;
     for (const auto& r : rows) {
       if (r.differences.empty()) continue;
@@ -168,6 +197,10 @@ class MarkdownReporter final : public Reporter {
       if (run.status == RunStatus::ok && run.epoch_cut && run.repetition == 0) {
         notes << "- " << cell(run.name) << " (" << run.mode << "): epoch cut to " << run.steps << " of "
               << run.steps_per_epoch * run.epochs << " steps\n";
+      }
+      if (run.repetition != 0) continue;
+      for (const auto& note : strategy_notes(run)) {
+        notes << "- " << cell(run.name) << " (" << run.mode << "): " << cell(note) << "\n";
       }
     }
     if (!notes.str().empty()) md << "\n## notes\n\n" << notes.str();

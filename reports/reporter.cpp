@@ -44,7 +44,15 @@ nlohmann::json summary_json(const RowSummary& r) {
           {"peak_memory_bytes", r.peak_memory_bytes},
           {"speedup", json_number(r.speedup)},
           {"scaling_efficiency", json_number(r.scaling_efficiency)},
-          {"differences", r.differences}};
+          {"differences", r.differences},
+          {"pytorch", r.pytorch ? nlohmann::json{{"name", r.pytorch->name},
+                                                 {"status", status_name(r.pytorch->status)},
+                                                 {"reason", r.pytorch->reason},
+                                                 {"train_time_s", json_number(r.pytorch->train_time_s)},
+                                                 {"steady_images_per_s", json_number(r.pytorch->steady_images_per_s)},
+                                                 {"vs_pytorch_train_time", json_number(r.vs_pytorch_train_time)},
+                                                 {"vs_pytorch_steady", json_number(r.vs_pytorch_steady)}}
+                                : nlohmann::json(nullptr)}};
 }
 
 std::unique_ptr<Reporter> make_json_reporter() { return std::make_unique<JsonReporter>(); }

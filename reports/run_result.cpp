@@ -220,8 +220,10 @@ void from_json(const json& j, Environment& e) {
 void to_json(json& j, const SweepInfo& s) {
   json rows = json::array();
   for (const auto& r : s.rows) {
-    rows.push_back({{"name", r.name}, {"mode", r.mode}, {"tutorial_seconds", json_number(r.tutorial_seconds)},
-                    {"devices", r.devices}});
+    json row = {{"name", r.name}, {"mode", r.mode}, {"tutorial_seconds", json_number(r.tutorial_seconds)},
+                {"devices", r.devices}};
+    if (!r.reference_of.empty()) row["reference_of"] = r.reference_of;
+    rows.push_back(std::move(row));
   }
   j = json{{"preset", s.preset}, {"note", s.note}, {"baseline_row", s.baseline_row}, {"repeat", s.repeat},
            {"rows", std::move(rows)}};
@@ -235,7 +237,7 @@ void from_json(const json& j, SweepInfo& s) {
   s.rows.clear();
   for (const auto& r : j.value("rows", json::array())) {
     s.rows.push_back({r.at("name").get<std::string>(), r.value("mode", ""), read_number(r, "tutorial_seconds"),
-                      r.value("devices", int64_t{1})});
+                      r.value("devices", int64_t{1}), r.value("reference_of", "")});
   }
 }
 

@@ -120,6 +120,7 @@ struct SweepRowInfo {
   std::string mode;
   double tutorial_seconds = kNotMeasured;  // the tutorial's table, where it has the row
   int64_t devices = 1;                     // GPUs the row needs
+  std::string reference_of;                // PyTorch's twin of this row (--reference): the row's name
 };
 
 /// What a sweep ran: the preset or file, the platform's note, and the rows in order.

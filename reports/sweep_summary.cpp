@@ -126,13 +126,29 @@ std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
   } else {
     for (const auto& r : doc.runs) {
       const bool seen = std::any_of(rows.begin(), rows.end(), [&](const SweepRowInfo& i) { return i.name == r.name && i.mode == r.mode; });
-      if (!seen) rows.push_back({r.name, r.mode, kNotMeasured, r.world_size});
+      if (!seen) rows.push_back({r.name, r.mode, kNotMeasured, r.world_size, ""});
     }
   }
   if (baseline_name.empty() && !rows.empty()) baseline_name = rows.front().name;
 
   std::vector<RowSummary> summaries;
-  for (const auto& info : rows) summaries.push_back(summarize_row(info, runs_of(doc, info.name, info.mode)));
+  for (const auto& info : rows) {
+    if (info.reference_of.empty()) summaries.push_back(summarize_row(info, runs_of(doc, info.name, info.mode)));
+  }
+  for (const auto& info : rows) {
+    if (info.reference_of.empty()) continue;
+    const auto row = std::find_if(summaries.begin(), summaries.end(), [&](const RowSummary& s) {
+      return s.name == info.reference_of && s.mode == info.mode;
+    });
+    if (row == summaries.end()) continue;
+    const RowSummary twin = summarize_row(info, runs_of(doc, info.name, info.mode));
+    row->pytorch = RowSummary::PyTorchTwin{twin.name, twin.status, twin.reason, twin.train_time_s,
+                                           twin.steady_images_per_s};
+    if (row->status == RunStatus::ok && twin.status == RunStatus::ok) {
+      row->vs_pytorch_train_time = twin.train_time_s / row->train_time_s;
+      row->vs_pytorch_steady = row->steady_images_per_s / twin.steady_images_per_s;
+    }
+  }
 
   for (auto& s : summaries) {
     const auto base = std::find_if(summaries.begin(), summaries.end(), [&](const RowSummary& b) {

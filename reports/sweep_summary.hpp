@@ -3,6 +3,7 @@
 // their spread, speed-up and scaling efficiency against the baseline row of the same mode,
 // and how each row's setup differs from the baseline's. Derived from the result document
 // alone, so any reporter, and `compare`, sees the same numbers.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,12 +45,26 @@ struct RowSummary {
   double scaling_efficiency = kNotMeasured;
   std::vector<std::string> differences;
 
+  // PyTorch's own implementation of the row (--reference), on the same data, initial
+  // weights and clock, where it was planned.
+  struct PyTorchTwin {
+    std::string name;
+    RunStatus status = RunStatus::skipped;
+    std::string reason;
+    double train_time_s = kNotMeasured;
+    double steady_images_per_s = kNotMeasured;
+  };
+  std::optional<PyTorchTwin> pytorch;
+  double vs_pytorch_train_time = kNotMeasured;  // PyTorch's epoch time / this row's: above 1, ddpbench is faster
+  double vs_pytorch_steady = kNotMeasured;      // this row's steady images/s / PyTorch's
+
   /// The mode's headline throughput: images/s over the epoch (faithful), steady (controlled).
   [[nodiscard]] double headline_images_per_s() const;
 };
 
 /// One summary per planned row (document.sweep), or per distinct name and mode of the runs
-/// when the document has no sweep section.
+/// when the document has no sweep section. A PyTorch twin row is not a summary of its own:
+/// it is the `pytorch` of the row it is the reference for.
 std::vector<RowSummary> summarize_sweep(const ResultDocument& document);
 
 /// The modes of `rows`, in order of first appearance.

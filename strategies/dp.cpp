@@ -180,6 +180,23 @@ std::optional<std::string> dp_preflight(const StrategyOptions& options) {
   return std::nullopt;
 }
 
+std::optional<std::string> torch_dp_preflight(const StrategyOptions& options) {
+  const auto devices = dp_devices(options);
+  if (!devices.empty() && devices.front().is_cpu()) {
+    return "torch.nn.DataParallel scatters over CUDA devices only (--devices " + options.devices_flag + ")";
+  }
+  return dp_preflight(options);
+}
+
+std::optional<std::string> torch_ddp_preflight(const StrategyOptions& options) {
+  const bool cpu = options.device == "cpu" || (options.device == "auto" && !torch::cuda::is_available());
+  if (cpu && options.sync_bn) {
+    return "PyTorch's SyncBatchNorm runs on CUDA only, so PyTorch cannot run this row on CPUs (--no-sync-bn "
+           "compares both sides without it)";
+  }
+  return std::nullopt;
+}
+
 std::unique_ptr<Strategy> make_dp_strategy(const StrategyOptions& options) {
   // The implementation is an option of the row; the registry names one strategy.
   if (options.dp_impl == DpImpl::libtorch) return std::make_unique<LibTorchDataParallel>();

@@ -27,4 +27,11 @@ std::vector<c10::Device> dp_devices(const StrategyOptions& options);
 /// throws InputError when the batch does not divide over the devices.
 std::optional<std::string> dp_preflight(const StrategyOptions& options);
 
+/// torch-dp's: nn.DataParallel scatters over CUDA devices only.
+std::optional<std::string> torch_dp_preflight(const StrategyOptions& options);
+
+/// torch-ddp's: with --sync-bn on CPUs there is no like-for-like PyTorch row (PyTorch's
+/// SyncBatchNorm runs on CUDA only).
+std::optional<std::string> torch_ddp_preflight(const StrategyOptions& options);
+
 }  // namespace ddpbench

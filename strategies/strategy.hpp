@@ -71,12 +71,17 @@ struct StrategyInfo {
   std::string name;
   std::string description;
   bool distributed = false;  // one process per device: the launcher starts it as ranks
+  /// ddpbench's implementation; empty for PyTorch's own (`pytorch` below).
   std::function<std::unique_ptr<Strategy>(const StrategyOptions&)> make;
   /// Before a row starts: why it cannot run on this machine (the row is then skipped), or
   /// nullopt; throws InputError for bad input only this strategy can see. May be empty.
   std::function<std::optional<std::string>(const StrategyOptions&)> preflight;
   /// The device the model lives on, when the strategy chooses it (dp: its first device).
   std::function<c10::Device(const StrategyOptions&)> primary_device;
+  /// PyTorch's own implementation, run by strategies/pytorch/reference_rank.py (a torch-*
+  /// reference row); `twin_of` is the ddpbench strategy it is the reference for.
+  bool pytorch = false;
+  std::string twin_of;
 };
 
 /// The strategies, registered explicitly in strategies/registry.cpp.
@@ -84,6 +89,9 @@ std::span<const StrategyInfo> strategy_registry();
 
 /// Throws InputError listing the known strategies when `name` is not one of them.
 const StrategyInfo& find_strategy(std::string_view name);
+
+/// PyTorch's own implementation of `strategy` (torch-ddp for ddp), or null.
+const StrategyInfo* pytorch_twin(std::string_view strategy);
 
 /// The tutorial's criterion: cross-entropy, mean over the batch.
 at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels);

@@ -23,6 +23,7 @@ inline constexpr EnumName<DpImpl> kDpImplNames[] = {{DpImpl::replicas, "replicas
 
 struct StrategyOptions {
   std::string model;  // the model's registry name (LibTorch's data_parallel needs its type)
+  std::string device = "auto";  // --device: auto, cpu, cuda[:N]
   int64_t batch_size = 256;  // per process
   AmpMode amp = AmpMode::off;
   bool channels_last = false;

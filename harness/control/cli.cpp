@@ -61,6 +61,9 @@ Command parse_command_line(int argc, const char* const* argv) {
   sweep->add_flag("--resume", sweep_command.resume, "skip rows already done with the same configuration");
   sweep->add_option("--gbench-json", sweep_command.gbench_json, "also write the results as Google Benchmark JSON");
   sweep->add_flag("--dry-run", sweep_command.dry_run, "print each planned row's ddpbench run command; run nothing");
+  sweep->add_flag("--reference", sweep_command.reference,
+                  "after each row, run PyTorch's own implementation of it (torch-single, torch-dp, torch-ddp) on the "
+                  "same data, weights and clock, and report the two side by side");
   RunConfig sweep_scratch;  // overrides are checked as they are given
   add_run_options(*sweep, [&](const RunOption& opt, const std::string& value) {
     if (opt.key == "out" || opt.key == "name") {
@@ -85,6 +88,9 @@ Command parse_command_line(int argc, const char* const* argv) {
                       "divide each row's metric by this row's in the same file (e.g. single), to gate on ratios");
   compare->add_option("--alpha", compare_command.alpha, "significance level of the rank test (default 0.05)");
   compare->add_option("--out", compare_command.out, "also write the Markdown table to this file");
+  compare->add_option("--min-vs-pytorch", compare_command.min_vs_pytorch,
+                      "fail where a row of the current file is below this many times its PyTorch twin "
+                      "(sweep --reference) in epoch time or steady images/s, e.g. 1.0");
 
   try {
     app.parse(argc, argv);
@@ -111,6 +117,9 @@ Command parse_command_line(int argc, const char* const* argv) {
   if (compare->parsed()) {
     if (!(compare_command.threshold >= 0 && compare_command.threshold < 10)) {
       throw InputError("--threshold must be in [0, 10) (got " + std::to_string(compare_command.threshold) + ")");
+    }
+    if (!(compare_command.min_vs_pytorch >= 0 && compare_command.min_vs_pytorch < 100)) {
+      throw InputError("--min-vs-pytorch must be in [0, 100) (got " + std::to_string(compare_command.min_vs_pytorch) + ")");
     }
     if (!(compare_command.alpha > 0 && compare_command.alpha < 1)) {
       throw InputError("--alpha must be in (0, 1) (got " + std::to_string(compare_command.alpha) + ")");

@@ -26,6 +26,7 @@ struct CompareCommand {
   std::string normalize_by;  // empty: absolute values
   double alpha = 0.05;
   std::string out;           // also write the Markdown table here
+  double min_vs_pytorch = 0;  // 0: no floor against the PyTorch twins
 };
 
 struct SweepCommand {
@@ -38,6 +39,7 @@ struct SweepCommand {
   bool resume = false;
   std::string gbench_json;       // also write Google Benchmark JSON here
   bool dry_run = false;          // print each row's command, run nothing
+  bool reference = false;        // run each row's PyTorch twin right after it
   std::vector<std::pair<std::string, std::string>> overrides;  // run options given, in order
 };
 

@@ -15,6 +15,7 @@ int compare_command(const CompareCommand& command) {
   options.allow_env_mismatch = command.allow_env_mismatch;
   options.alpha = command.alpha;
   if (!command.normalize_by.empty()) options.normalize_by = command.normalize_by;
+  if (command.min_vs_pytorch > 0) options.min_vs_pytorch = command.min_vs_pytorch;
   if (!command.out.empty()) require_writable(command.out, "--out");
   const ResultDocument baseline = read_result_file(command.baseline);
   const ResultDocument current = read_result_file(command.current);

@@ -1,6 +1,7 @@
 #include "harness/control/run_config.hpp"
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "harness/base/whole_integer.hpp"
@@ -86,6 +87,7 @@ void validate(const RunConfig& c) {
   require_positive(c.log_interval_steps, "--log-interval-steps");
   require(c.data_dir.empty() == false || c.dataset == DatasetKind::synthetic,
           "--data-dir must not be empty");
+  require(!c.cache_dir.empty(), "--cache-dir must not be empty (auto, none or a folder)");
   require_positive(c.nproc, "--nproc");
   require(std::isfinite(c.bucket_mb) && c.bucket_mb > 0,
           "--bucket-mb must be a positive number (got " + std::to_string(c.bucket_mb) + ")");
@@ -100,13 +102,25 @@ void validate(const RunConfig& c) {
   device_list(c);
 }
 
+std::string resolved_cache_dir(const RunConfig& c) {
+  if (c.cache_dir == "none") return "";
+  if (c.cache_dir != "auto") return c.cache_dir;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
+    return std::string(xdg) + "/ddpbench";
+  }
+  const char* home = std::getenv("HOME");
+  return std::string(home != nullptr && *home != '\0' ? home : "/tmp") + "/.cache/ddpbench";
+}
+
 DatasetOptions dataset_options(const RunConfig& c) {
-  return DatasetOptions{c.dataset, c.data_dir, c.seed, c.synthetic_train_images, c.synthetic_test_images};
+  return DatasetOptions{c.dataset, c.data_dir, c.seed, c.synthetic_train_images, c.synthetic_test_images,
+                        resolved_cache_dir(c)};
 }
 
 StrategyOptions strategy_options(const RunConfig& c) {
   StrategyOptions o;
   o.model = c.model;
+  o.device = c.device;
   o.batch_size = c.batch_size;
   o.amp = c.amp;
   o.channels_last = c.channels_last;

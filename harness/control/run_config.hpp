@@ -38,6 +38,7 @@ struct RunConfig {
   std::string data_dir = "data";
   int64_t synthetic_train_images = 50000;
   int64_t synthetic_test_images = 10000;
+  std::string cache_dir = "auto";  // the synthetic set as record files: auto, none, or a folder
   LoaderKind loader = LoaderKind::host;
   int64_t workers = 10;
   int64_t crop_padding = 0;  // RandomCrop(32, padding=P); the tutorial used none
@@ -102,6 +103,10 @@ std::optional<std::pair<int64_t, int64_t>> profile_step_range(const RunConfig& c
 
 /// --devices as entries: -1 for a CPU device, N for cuda:N; empty for "all".
 std::vector<int64_t> device_list(const RunConfig& config);
+
+/// --cache-dir resolved: auto is $XDG_CACHE_HOME/ddpbench (or ~/.cache/ddpbench), none is
+/// empty (the synthetic set stays in memory).
+std::string resolved_cache_dir(const RunConfig& config);
 
 /// The parts of `config` each lower layer is given.
 DatasetOptions dataset_options(const RunConfig& config);

@@ -114,6 +114,9 @@ std::vector<RunOption> make_run_options() {
                      "train-set size of the synthetic dataset"));
   o.push_back(option("synthetic-test-images", &RunConfig::synthetic_test_images, "N",
                      "test-set size of the synthetic dataset"));
+  o.push_back(option("cache-dir", &RunConfig::cache_dir, "auto|none|DIR",
+                     "where the synthetic set is kept as CIFAR-format files, read by every row and by PyTorch's "
+                     "(auto: ~/.cache/ddpbench; none: generated in memory)"));
   o.push_back(enum_option("loader", &RunConfig::loader, kLoaderKindNames,
                           "host: worker threads + pinned memory; device: dataset resident on the device"));
   o.push_back(option("workers", &RunConfig::workers, "N", "host loader worker threads (0: load on the training thread)"));

@@ -182,7 +182,7 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
       if (!command.rows.empty() && std::find(command.rows.begin(), command.rows.end(), spec.name) == command.rows.end()) {
         continue;
       }
-      plan.info.rows.push_back({spec.name, mode, spec.tutorial_seconds, spec.devices});
+      plan.info.rows.push_back({spec.name, mode, spec.tutorial_seconds, spec.devices, ""});
       const std::string where = row_where(definition.name, spec.name) + " (" + mode + ")";
       RunConfig c;
       apply_run_config_json(c, definition.defaults, where);
@@ -230,24 +230,55 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
       } catch (const InputError& e) {
         throw InputError(where + ": " + e.what());
       }
+      // The CPU preset's mixed precision: the row's type where the CPU computes it, bf16 in
+      // place of fp16 where only bf16 is native, else skipped (unless asked for by name).
+      std::vector<std::string> notes;
+      const bool asked_for = overrides_amp ||
+                             std::find(command.rows.begin(), command.rows.end(), spec.name) != command.rows.end();
+      if (cpu && !asked_for && c.amp == AmpMode::fp16 && !env.cpu_native_fp16 && env.cpu_native_bf16) {
+        c.amp = AmpMode::bf16;
+        notes.push_back("CPU preset: mixed precision in bf16, not the tutorial's fp16: this CPU computes bf16 "
+                        "(AVX512-BF16/AMX) but not fp16, which autocast would emulate ~40x slower than fp32");
+      }
+      const bool native = c.amp == AmpMode::fp16 ? env.cpu_native_fp16 : env.cpu_native_bf16;
       std::optional<std::string> skip;
       if (std::find(env.strategies.begin(), env.strategies.end(), c.strategy) == env.strategies.end()) {
         skip = "strategy '" + c.strategy + "' is not in this build";
       } else if (uses_gpus(c, env) && spec.devices > env.visible_gpus) {
         skip = "needs " + std::to_string(spec.devices) + " GPUs, " + std::to_string(env.visible_gpus) + " visible";
-      } else if (cpu && c.amp != AmpMode::off && !env.cpu_native_half_precision && !overrides_amp &&
-                 std::find(command.rows.begin(), command.rows.end(), spec.name) == command.rows.end()) {
+      } else if (cpu && c.amp != AmpMode::off && !native && !asked_for) {
         skip = "CPU preset: this CPU has no bf16/fp16 arithmetic (AVX512-BF16, AMX, AVX512-FP16), so autocast would "
                "emulate it, ~40x slower than fp32; name the row in --rows to run it anyway";
       }
+      // With --reference each repetition of a row is followed by its PyTorch twin: the same
+      // configuration, PyTorch's own implementation of the strategy.
+      std::optional<RunConfig> twin;
+      if (command.reference) {
+        const auto it = env.pytorch_twins.find(c.strategy);
+        if (it == env.pytorch_twins.end()) {
+          throw InputError("--reference: " + where + ": strategy '" + c.strategy + "' has no PyTorch twin");
+        }
+        twin = c;
+        twin->strategy = it->second;
+        twin->name = spec.name + kPyTorchTwinSuffix;
+        plan.info.rows.push_back({twin->name, mode, kNotMeasured, spec.devices, spec.name});
+      }
+      const SweepRowInfo row_info = plan.info.rows[plan.info.rows.size() - (twin ? 2 : 1)];
       for (int64_t rep = 0; rep < command.repeat; ++rep) {
+        const std::string suffix = command.repeat > 1 ? ".r" + std::to_string(rep) : "";
         PlannedRow row;
-        row.info = plan.info.rows.back();
+        row.info = row_info;
         row.repetition = rep;
         row.config = c;
         row.skip_reason = skip;
-        row.result_file = std::filesystem::path(command.out_dir) / "rows" / mode /
-                          (spec.name + (command.repeat > 1 ? ".r" + std::to_string(rep) : "") + ".json");
+        row.notes = notes;
+        row.result_file = std::filesystem::path(command.out_dir) / "rows" / mode / (spec.name + suffix + ".json");
+        row.config.out = row.result_file.string();
+        plan.rows.push_back(row);
+        if (!twin) continue;
+        row.info = plan.info.rows.back();
+        row.config = *twin;
+        row.result_file = std::filesystem::path(command.out_dir) / "rows" / mode / (twin->name + suffix + ".json");
         row.config.out = row.result_file.string();
         plan.rows.push_back(std::move(row));
       }
@@ -316,6 +347,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
         write_result_file(row.result_file, row_document);
       }
     }
+    for (const auto& note : row.notes) result.strategy_details["notes"].push_back(note);
     result.name = row.info.name;
     result.mode = row.info.mode;
     result.repetition = row.repetition;

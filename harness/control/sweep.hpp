@@ -6,6 +6,7 @@
 // written as soon as the row ends, atomically, and the reports are rewritten after every
 // row, so a killed sweep loses nothing and --resume carries on. No LibTorch.
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@
 #include "reports/run_result.hpp"
 
 namespace ddpbench {
+
+/// A PyTorch twin row is named after its row with this suffix: ddp-2gpu.torch.
+inline constexpr const char* kPyTorchTwinSuffix = ".torch";
 
 struct SweepRowSpec {
   std::string name;
@@ -44,10 +48,14 @@ SweepDefinition read_sweep_file(const std::filesystem::path& path);
 /// What the sweep needs to know of the machine it runs on.
 struct SweepEnvironment {
   int64_t visible_gpus = 0;
-  // The CPU computes bf16/fp16 in hardware; without it the CPU preset skips mixed-precision
-  // rows that --rows does not name (emulated half precision is ~40x slower than fp32).
-  bool cpu_native_half_precision = false;
+  // The CPU computes bf16 / fp16 in hardware. The CPU preset runs an fp16 row in bf16 where
+  // only bf16 is native (and says so), and skips a mixed-precision row whose type is not
+  // native, unless --rows names it or --amp is given (emulated half precision is ~40x slower
+  // than fp32).
+  bool cpu_native_bf16 = false;
+  bool cpu_native_fp16 = false;
   std::vector<std::string> strategies;  // the strategies this build has
+  std::map<std::string, std::string> pytorch_twins;  // strategy -> PyTorch's own (ddp -> torch-ddp)
   Environment machine;
   std::string tool_version;
 };
@@ -57,6 +65,7 @@ struct PlannedRow {
   int64_t repetition = 0;
   RunConfig config;
   std::optional<std::string> skip_reason;  // set: the row is reported skipped, not run
+  std::vector<std::string> notes;          // what the plan changed, added to the row's notes
   std::filesystem::path result_file;
 };
 

@@ -34,8 +34,10 @@ struct Child {
 };
 
 void relay_line(Child& child, const std::string& line, const SuperviseOptions& o) {
-  const std::string out = o.prefix_relayed_lines ? "[" + child.label + "] " + line + "\n" : line + "\n";
-  [[maybe_unused]] auto n = ::write(STDERR_FILENO, out.data(), out.size());
+  if (o.relay) {
+    const std::string out = o.prefix_relayed_lines ? "[" + child.label + "] " + line + "\n" : line + "\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, out.data(), out.size());
+  }
   child.tail.push_back(line);
   while (child.tail.size() > o.stderr_tail_lines) child.tail.pop_front();
 }

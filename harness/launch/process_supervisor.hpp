@@ -36,6 +36,7 @@ struct SuperviseOptions {
   std::chrono::milliseconds grace{5000};  // between SIGTERM and SIGKILL
   std::size_t stderr_tail_lines = 20;
   bool prefix_relayed_lines = true;       // "[label] line"; off relays lines unchanged
+  bool relay = true;                      // off: stderr is kept (the tail) but not shown
 };
 
 struct SupervisedRun {

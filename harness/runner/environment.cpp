@@ -67,9 +67,17 @@ std::string nvml_driver_version() {
 
 }  // namespace
 
-bool cpu_has_native_half_precision() {
+bool cpu_has_native_bf16() {
   const std::string flags = cpu_flags();
-  for (const char* flag : {" avx512_bf16 ", " amx_bf16 ", " avx512_fp16 ", " bf16 "}) {
+  for (const char* flag : {" avx512_bf16 ", " amx_bf16 ", " bf16 "}) {
+    if (flags.find(flag) != std::string::npos) return true;
+  }
+  return false;
+}
+
+bool cpu_has_native_fp16() {
+  const std::string flags = cpu_flags();
+  for (const char* flag : {" avx512_fp16 ", " amx_fp16 "}) {
     if (flags.find(flag) != std::string::npos) return true;
   }
   return false;

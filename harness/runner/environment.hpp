@@ -8,8 +8,9 @@ namespace ddpbench {
 /// Fields that do not apply (no GPU) stay empty; nothing here throws.
 Environment capture_environment();
 
-/// Whether the CPU computes bf16 or fp16 in hardware (x86 AVX512-BF16, AMX-BF16 or
-/// AVX512-FP16; Arm BF16). Without it CPU autocast emulates half precision, far slower than fp32.
-bool cpu_has_native_half_precision();
+/// Whether the CPU computes bf16 (x86 AVX512-BF16 or AMX-BF16; Arm BF16) or fp16 (AVX512-FP16,
+/// AMX-FP16) in hardware. Without it CPU autocast emulates the type, far slower than fp32.
+bool cpu_has_native_bf16();
+bool cpu_has_native_fp16();
 
 }  // namespace ddpbench

@@ -12,6 +12,7 @@
 #include "data/dataset.hpp"
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/clock.hpp"
+#include "harness/base/scratch_dir.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "harness/launch/launcher.hpp"
 #include "harness/launch/rank_environment.hpp"
@@ -19,6 +20,7 @@
 #include "harness/runner/commands.hpp"
 #include "harness/runner/device.hpp"
 #include "harness/runner/environment.hpp"
+#include "harness/runner/pytorch_rank.hpp"
 #include "harness/runner/runner.hpp"
 #include "models/registry.hpp"
 #include "reports/markdown_report.hpp"
@@ -93,16 +95,23 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
   dist.device = rank_device(config.device, env);
   // CPU ranks on one machine share its cores. Set here, not in the config, so the result
   // records the configuration as given (--resume and compare match on it).
+  int64_t threads = 0;
   if (dist.device.is_cpu() && config.threads == 0) {
-    at::set_num_threads(static_cast<int>(
-        std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / env.local_world_size)));
+    threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / env.local_world_size);
+    at::set_num_threads(static_cast<int>(threads));
   }
   const RunResult result = failed_row_on_error(config, env.world_size, [&] {
+    // PyTorch's own rows form their process group in Python.
+    if (find_strategy(config.strategy).pytorch) return run_pytorch_rank(config, env, dist.device, threads, row_start);
     dist.comm = std::make_shared<Communicator>(
         CommunicatorOptions{env, config.backend, dist.device, std::chrono::seconds(config.timeout_s)});
     return run_guarded(config, dist, row_start);
   });
-  if (env.rank != 0) return result.status == RunStatus::failed ? 1 : 0;
+  if (env.rank != 0) {
+    // Only rank 0 reports: the others say why they failed, so the launcher can relay it.
+    if (result.status == RunStatus::failed) std::cerr << "ddpbench: rank " << env.rank << ": " << result.reason << "\n";
+    return result.status == RunStatus::failed ? 1 : 0;
+  }
   return report(config, argv, result, launched == nullptr || std::string(launched) != "1");
 }
 
@@ -126,9 +135,7 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
   if (const char* port = std::getenv("MASTER_PORT"); port != nullptr) options.master_port = master_port_variable(port);
 
-  std::string scratch_template = (std::filesystem::temp_directory_path() / "ddpbench-ranks-XXXXXX").string();
-  if (::mkdtemp(scratch_template.data()) == nullptr) throw std::runtime_error("cannot create a temporary folder");
-  const std::filesystem::path scratch = scratch_template;
+  const ScratchDir scratch("ddpbench-ranks");
   const std::filesystem::path rank0_result = scratch / "result.json";
 
   options.program = current_executable();
@@ -154,8 +161,6 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
       return failed(std::string("rank 0 left no result: ") + e.what());
     }
   }();
-  std::error_code ec;
-  std::filesystem::remove_all(scratch, ec);
   return report(config, argv, result, true);
 }
 
@@ -166,20 +171,32 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   const RunConfig& config = command.config;
   const StrategyInfo& strategy = find_strategy(config.strategy);
   check_inputs(config, strategy);
+  if (strategy.pytorch) check_pytorch_inputs(config);
 
+  const auto env = strategy.distributed ? rank_environment_from_process() : std::nullopt;
+  if (strategy.preflight) {
+    if (auto reason = strategy.preflight(strategy_options(config))) {
+      if (env && env->rank != 0) return 0;  // rank 0 reports the skipped row
+      const int64_t world = env ? env->world_size : (strategy.distributed ? config.nproc : 1);
+      return report(config, argv, unfinished_result(config, RunStatus::skipped, *reason, world), true);
+    }
+  }
   if (strategy.distributed) {
-    if (auto env = rank_environment_from_process()) return run_rank(config, *env, argv, row_start);
+    if (env) return run_rank(config, *env, argv, row_start);
     if (config.nproc > 1) return launch(config, argv);
     // One rank, in this process: a world of one over a local store.
     return run_rank(config, local_rank_environment(0, 1, free_port()), argv, row_start);
   }
-  if (strategy.preflight) {
-    if (auto reason = strategy.preflight(strategy_options(config))) {
-      return report(config, argv, unfinished_result(config, RunStatus::skipped, *reason), true);
-    }
+  const c10::Device device =
+      strategy.primary_device ? strategy.primary_device(strategy_options(config)) : resolve_device(config.device);
+  if (strategy.pytorch) {
+    return report(config, argv, failed_row_on_error(config, 1, [&] {
+                    return run_pytorch_rank(config, local_rank_environment(0, 1, free_port()), device, 0, row_start);
+                  }),
+                  true);
   }
   DistContext dist;
-  dist.device = strategy.primary_device ? strategy.primary_device(strategy_options(config)) : resolve_device(config.device);
+  dist.device = device;
   return report(config, argv, run_guarded(config, dist, row_start), true);
 }
 

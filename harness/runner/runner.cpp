@@ -92,31 +92,19 @@ EvalCounts evaluate(const RunConfig& config, const DistContext& dist, const Imag
   return result;
 }
 
-// Every rank's epoch time and steady step times, so the report can name the slowest rank;
-// the row's train time is the slowest rank's, as the epoch ends when the last rank does.
-void gather_rank_timings(RunResult& result, const std::vector<double>& steady_times, const DistContext& dist) {
-  std::vector<double> row{result.train_time_s};
+// Every rank's epoch time and steady step times, so the report can name the slowest rank.
+std::vector<RankSteps> gather_rank_steps(double train_time_s, const std::vector<double>& steady_times,
+                                         const DistContext& dist) {
+  std::vector<double> row{train_time_s};
   row.insert(row.end(), steady_times.begin(), steady_times.end());
   const auto local = at::tensor(row, at::TensorOptions().dtype(at::kDouble)).to(dist.device);
-  const auto all = all_gather_rows(*dist.comm, local).cpu();
-  result.ranks.clear();
-  double slowest = -1, fastest = std::numeric_limits<double>::infinity();
+  const auto all = all_gather_rows(*dist.comm, local).cpu().contiguous();
+  std::vector<RankSteps> ranks;
   for (int64_t r = 0; r < dist.world_size; ++r) {
-    const auto values = all[r];
-    std::vector<double> steps(values.data_ptr<double>() + 1, values.data_ptr<double>() + values.numel());
-    RankTiming timing{r, values[0].item<double>(), quantiles(steps)};
-    result.train_time_s = std::max(result.train_time_s, timing.train_time_s);
-    if (std::isfinite(timing.step_time_s.p50)) {
-      if (timing.step_time_s.p50 > slowest) {
-        slowest = timing.step_time_s.p50;
-        result.slowest_rank = r;
-      }
-      fastest = std::min(fastest, timing.step_time_s.p50);
-    }
-    result.ranks.push_back(timing);
+    const double* values = all[r].data_ptr<double>();
+    ranks.push_back(RankSteps{values[0], std::vector<double>(values + 1, values + all.size(1))});
   }
-  if (slowest >= 0) result.rank_spread_s = slowest - fastest;
-  result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
+  return ranks;
 }
 
 // Device-wide settings a row asks for, applied before anything runs on the device.
@@ -185,6 +173,67 @@ RunResult unfinished_result(const RunConfig& config, RunStatus status, std::stri
   result.epochs = config.epochs;
   result.warmup_steps = config.warmup_steps;
   result.config = run_config_to_json(config);
+  return result;
+}
+
+RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasurements m) {
+  RunResult result;
+  result.name = config.row_name();
+  result.strategy = config.strategy;
+  result.world_size = world_size;
+  result.device = m.device;
+  result.dataset = m.dataset;
+  result.dataset_origin = m.dataset_origin;
+  result.status = RunStatus::ok;
+  result.epochs = config.epochs;
+  result.steps = static_cast<int64_t>(m.steps.size());
+  result.steps_per_epoch = m.full_steps_per_epoch;
+  result.epoch_cut = m.steps_per_epoch < m.full_steps_per_epoch;
+  result.warmup_steps = config.warmup_steps;
+  result.global_batch = config.batch_size * world_size;
+  result.images_trained = m.local_images * world_size;
+  result.train_time_s = m.train_time_s;
+
+  std::vector<double> steady_times;
+  int64_t steady_images = 0;
+  PhaseSeconds phase_sum;
+  for (std::size_t i = static_cast<std::size_t>(config.warmup_steps); i < m.steps.size(); ++i) {
+    const StepRecord& r = m.steps[i];
+    steady_times.push_back(r.time_s);
+    steady_images += r.images;
+    phase_sum += r.phases;
+  }
+  if (!steady_times.empty()) {
+    const double steady_time = std::accumulate(steady_times.begin(), steady_times.end(), 0.0);
+    result.steady_images_per_s = static_cast<double>(steady_images * world_size) / steady_time;
+    result.step_time_s = quantiles(steady_times);
+    result.mean_phase_s = phase_sum / static_cast<double>(steady_times.size());
+  }
+  // The epoch ends when the last rank's does: the row's train time is the slowest rank's.
+  double slowest = -1, fastest = std::numeric_limits<double>::infinity();
+  for (std::size_t r = 0; r < m.ranks.size(); ++r) {
+    RankTiming timing{static_cast<int64_t>(r), m.ranks[r].train_time_s, quantiles(m.ranks[r].steady_step_times_s)};
+    result.train_time_s = std::max(result.train_time_s, timing.train_time_s);
+    if (std::isfinite(timing.step_time_s.p50)) {
+      if (timing.step_time_s.p50 > slowest) {
+        slowest = timing.step_time_s.p50;
+        result.slowest_rank = timing.rank;
+      }
+      fastest = std::min(fastest, timing.step_time_s.p50);
+    }
+    result.ranks.push_back(timing);
+  }
+  if (slowest >= 0) result.rank_spread_s = slowest - fastest;
+  result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
+  result.final_loss = m.steps.empty() ? kNotMeasured : m.steps.back().loss;
+  result.eval_images = m.eval_seen;
+  result.eval_cut = m.eval_cut;
+  result.test_accuracy =
+      m.eval_seen > 0 ? static_cast<double>(m.eval_correct) / static_cast<double>(m.eval_seen) : kNotMeasured;
+  result.peak_memory_bytes = m.peak_memory_bytes;
+  result.peak_memory_source = m.peak_memory_source;
+  result.config = run_config_to_json(config);
+  result.step_records = std::move(m.steps);
   return result;
 }
 
@@ -288,46 +337,28 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   const EvalCounts eval = evaluate(config, dist, data.test, strategy->eval_model());
   if (dist.is_main() && !config.save_checkpoint.empty()) save_checkpoint(*model.ptr(), config.save_checkpoint);
 
-  result.name = config.row_name();
-  result.strategy = config.strategy;
-  result.world_size = dist.world_size;
-  result.device = dist.device.str();
-  result.dataset = data.kind;
-  result.dataset_origin = data.origin;
-  result.status = RunStatus::ok;
-  result.epochs = config.epochs;
-  result.steps = global_step;
-  result.steps_per_epoch = full_steps;
-  result.epoch_cut = steps_per_epoch < full_steps;
-  result.warmup_steps = config.warmup_steps;
-  result.global_batch = config.batch_size * dist.world_size;
-  result.images_trained = local_images * dist.world_size;
-  result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
-
-  std::vector<double> steady_times;
-  int64_t steady_images = 0;
-  PhaseSeconds phase_sum;
-  for (std::size_t i = static_cast<std::size_t>(config.warmup_steps); i < result.step_records.size(); ++i) {
-    const StepRecord& r = result.step_records[i];
-    steady_times.push_back(r.time_s);
-    steady_images += r.images;
-    phase_sum += r.phases;
+  RowMeasurements m;
+  m.steps = std::move(result.step_records);
+  m.train_time_s = result.train_time_s;
+  m.steps_per_epoch = steps_per_epoch;
+  m.full_steps_per_epoch = full_steps;
+  m.local_images = local_images;
+  m.eval_correct = eval.correct;
+  m.eval_seen = eval.seen;
+  m.eval_cut = eval.cut;
+  m.peak_memory_bytes = peak_memory_bytes(dist.device);
+  m.peak_memory_source = peak_memory_source(dist.device);
+  m.device = dist.device.str();
+  m.dataset = data.kind;
+  m.dataset_origin = data.origin;
+  if (dist.comm) {
+    std::vector<double> steady_times;
+    for (std::size_t i = static_cast<std::size_t>(config.warmup_steps); i < m.steps.size(); ++i) {
+      steady_times.push_back(m.steps[i].time_s);
+    }
+    m.ranks = gather_rank_steps(m.train_time_s, steady_times, dist);
   }
-  if (!steady_times.empty()) {
-    const double steady_time = std::accumulate(steady_times.begin(), steady_times.end(), 0.0);
-    const auto n = static_cast<double>(steady_times.size());
-    result.steady_images_per_s = static_cast<double>(steady_images * dist.world_size) / steady_time;
-    result.step_time_s = quantiles(steady_times);
-    result.mean_phase_s = phase_sum / n;
-  }
-  if (dist.comm) gather_rank_timings(result, steady_times, dist);
-  result.final_loss = last_loss;
-  result.eval_images = eval.seen;
-  result.eval_cut = eval.cut;
-  result.test_accuracy = eval.seen > 0 ? static_cast<double>(eval.correct) / static_cast<double>(eval.seen) : kNotMeasured;
-  result.peak_memory_bytes = peak_memory_bytes(dist.device);
-  result.peak_memory_source = peak_memory_source(dist.device);
-  result.config = run_config_to_json(config);
+  result = assemble_result(config, dist.world_size, std::move(m));
   result.strategy_details = strategy->details();
   if (config.amp == AmpMode::fp16) {
     result.strategy_details["loss_scale"] = precision.current_scale();

@@ -1,6 +1,8 @@
 #pragma once
 // The runner: one row's epochs, timing and evaluation around any strategy.
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "data/image_set.hpp"
 #include "harness/control/run_config.hpp"
@@ -15,6 +17,35 @@ namespace ddpbench {
 /// began (before its data was loaded), for total_time_s.
 RunResult run_row(const RunConfig& config, const DistContext& dist, const DatasetSplits& data,
                   std::chrono::steady_clock::time_point row_start);
+
+/// One rank's epoch time and its step times after warm-up.
+struct RankSteps {
+  double train_time_s = 0;
+  std::vector<double> steady_step_times_s;
+};
+
+/// What rank 0 measured of a row, whichever implementation trained it (the runner's loop,
+/// or PyTorch's in harness/runner/pytorch_rank.cpp).
+struct RowMeasurements {
+  std::vector<StepRecord> steps;  // every step, in order
+  double train_time_s = 0;        // this rank's, summed over epochs
+  int64_t steps_per_epoch = 0;    // as run (--max-steps may cut the epoch)
+  int64_t full_steps_per_epoch = 0;
+  int64_t local_images = 0;       // trained by this rank
+  int64_t eval_correct = 0;       // over all ranks
+  int64_t eval_seen = 0;
+  bool eval_cut = false;
+  int64_t peak_memory_bytes = 0;
+  std::string peak_memory_source;
+  std::string device;
+  std::string dataset;
+  std::string dataset_origin;
+  std::vector<RankSteps> ranks;  // every rank's, for a row with ranks
+};
+
+/// The row's result from its measurements over `world_size` ranks: steady-state figures
+/// after --warmup-steps, quantiles, mean phases, and the train time of the slowest rank.
+RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasurements measurements);
 
 /// A row that did not run to the end: skipped or failed, with the reason, over
 /// `world_size` processes.

@@ -55,6 +55,17 @@ setup_debian_packages() {
   fi
 }
 
+# PyTorch's reference rows (torch-*) import torchvision beside torch: the pinned release,
+# installed into `python`'s environment when it is missing.
+setup_torchvision() {
+  local python=$1 version
+  version=$("$python" -c 'import torchvision; print(torchvision.__version__.split("+")[0])' 2>/dev/null) || true
+  [ "$version" = "$DDPBENCH_TORCHVISION_VERSION" ] && return 0
+  setup_log "installing torchvision==$DDPBENCH_TORCHVISION_VERSION beside torch for $python"
+  setup_quietly "$DDPBENCH_CACHE_DIR/pip-torchvision.log" "$python" -m pip install -q --disable-pip-version-check \
+    "torch==$DDPBENCH_TORCH_VERSION" "torchvision==$DDPBENCH_TORCHVISION_VERSION"
+}
+
 # Sets DDPBENCH_TORCH_CMAKE_ARGS: a given LibTorch, a Python's matching torch, or the
 # pinned torch installed once into a virtual environment under the cache folder.
 setup_torch() {
@@ -66,6 +77,7 @@ setup_torch() {
   for py in ${DDPBENCH_PYTHON:-} python3; do
     version=$("$py" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null) || continue
     if [ "$version" = "$DDPBENCH_TORCH_VERSION" ]; then
+      setup_torchvision "$(command -v "$py")"
       DDPBENCH_TORCH_CMAKE_ARGS=(-DDDPBENCH_PYTHON="$(command -v "$py")")
       return 0
     fi
@@ -76,8 +88,9 @@ setup_torch() {
     rm -rf "$venv"
     setup_quietly "$DDPBENCH_CACHE_DIR/venv.log" python3 -m venv "$venv"
     setup_quietly "$DDPBENCH_CACHE_DIR/pip.log" "$venv/bin/pip" install -q --disable-pip-version-check \
-      "torch==$DDPBENCH_TORCH_VERSION"
+      "torch==$DDPBENCH_TORCH_VERSION" "torchvision==$DDPBENCH_TORCHVISION_VERSION"
   fi
+  setup_torchvision "$venv/bin/python"
   DDPBENCH_TORCH_CMAKE_ARGS=(-DDDPBENCH_PYTHON="$venv/bin/python")
 }
 

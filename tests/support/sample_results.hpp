@@ -64,8 +64,9 @@ inline ResultDocument sample_sweep_document() {
   sweep.preset = "tutorial";
   sweep.baseline_row = "single";
   sweep.repeat = 2;
-  sweep.rows = {{"single", "faithful", 13.2, 1}, {"ddp-2gpu", "faithful", 9.8, 2}, {"ddp-4gpu", "faithful", 6.1, 4},
-                {"single", "controlled", 13.2, 1}, {"ddp-2gpu", "controlled", 9.8, 2}};
+  sweep.rows = {{"single", "faithful", 13.2, 1, ""},    {"ddp-2gpu", "faithful", 9.8, 2, ""},
+                {"ddp-4gpu", "faithful", 6.1, 4, ""},  {"single", "controlled", 13.2, 1, ""},
+                {"ddp-2gpu", "controlled", 9.8, 2, ""}};
   doc.sweep = sweep;
   return doc;
 }

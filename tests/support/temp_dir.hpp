@@ -1,32 +1,19 @@
 #pragma once
-// A fresh folder under the system temp dir, removed with everything in it at scope exit.
+// Scratch folders and small file helpers for tests.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 
+#include "harness/base/scratch_dir.hpp"
+
 namespace ddpbench::testing {
 
-class TempDir {
+// Tests' scratch folders are the harness's own.
+class TempDir : public ScratchDir {
  public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "ddpbench-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-  [[nodiscard]] std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
+  TempDir() : ScratchDir("ddpbench-test") {}
 };
 
 inline std::string read_text(const std::filesystem::path& path) {

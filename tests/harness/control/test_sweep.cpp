@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "harness/base/input_error.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/control/sweep.hpp"
@@ -13,7 +15,8 @@ namespace {
 SweepEnvironment machine(int64_t gpus) {
   SweepEnvironment env;
   env.visible_gpus = gpus;
-  env.strategies = {"single", "dp", "ddp"};
+  env.strategies = {"single", "dp", "ddp", "torch-single", "torch-dp", "torch-ddp"};
+  env.pytorch_twins = {{"single", "torch-single"}, {"dp", "torch-dp"}, {"ddp", "torch-ddp"}};
   env.machine.cpu_cores = 2;
   return env;
 }
@@ -75,7 +78,7 @@ TEST(Sweep, RowsNeedingMoreGpusThanPresentAreSkipped) {
 TEST(Sweep, WithoutAGpuTheCpuPresetRunsTheSameRowsCutShort) {
   SweepCommand cmd;
   SweepEnvironment cpu_with_bf16 = machine(0);
-  cpu_with_bf16.cpu_native_half_precision = true;
+  cpu_with_bf16.cpu_native_bf16 = true;
   const SweepPlan plan = plan_sweep(cmd, cpu_with_bf16);
   EXPECT_EQ(plan.info.preset, "cpu");
   EXPECT_NE(plan.info.note.find("No GPU on this machine: the CPU preset"), std::string::npos);
@@ -102,7 +105,7 @@ TEST(Sweep, TheCpuPresetSkipsMixedPrecisionRowsUnlessTheCpuHasHalfPrecisionOrThe
   EXPECT_NE(reason(machine(0)).find("this CPU has no bf16/fp16 arithmetic"), std::string::npos) << reason(machine(0));
   EXPECT_FALSE(row(plan_sweep(cmd, machine(0)), "ddp-4gpu", "faithful").skip_reason.has_value());
   SweepEnvironment cpu_with_bf16 = machine(0);
-  cpu_with_bf16.cpu_native_half_precision = true;
+  cpu_with_bf16.cpu_native_bf16 = true;
   EXPECT_EQ(reason(cpu_with_bf16), "");
   EXPECT_EQ(reason(machine(4)), "") << "GPU rows do not depend on the CPU";
   cmd.rows = {"ddp-4gpu-amp"};
@@ -110,6 +113,27 @@ TEST(Sweep, TheCpuPresetSkipsMixedPrecisionRowsUnlessTheCpuHasHalfPrecisionOrThe
   cmd.rows.clear();
   cmd.overrides = {{"amp", "bf16"}};
   EXPECT_EQ(reason(machine(0)), "") << "--amp asks for mixed precision on every row";
+}
+
+// fp16 where the CPU computes it; bf16 in its place, said in the row's notes, where only
+// bf16 is native.
+TEST(Sweep, TheCpuPresetRunsFp16WhereNativeAndBf16InItsPlaceWhereOnlyBf16Is) {
+  SweepCommand cmd;
+  cmd.mode = "faithful";
+  SweepEnvironment bf16_only = machine(0);
+  bf16_only.cpu_native_bf16 = true;
+  const PlannedRow amp = row(plan_sweep(cmd, bf16_only), "ddp-4gpu-amp", "faithful");
+  EXPECT_EQ(amp.config.amp, AmpMode::bf16);
+  ASSERT_EQ(amp.notes.size(), 1u);
+  EXPECT_NE(amp.notes.front().find("bf16, not the tutorial's fp16"), std::string::npos);
+  SweepEnvironment both = bf16_only;
+  both.cpu_native_fp16 = true;
+  const PlannedRow fp16 = row(plan_sweep(cmd, both), "ddp-4gpu-amp", "faithful");
+  EXPECT_EQ(fp16.config.amp, AmpMode::fp16);
+  EXPECT_TRUE(fp16.notes.empty());
+  cmd.rows = {"ddp-4gpu-amp"};
+  EXPECT_EQ(row(plan_sweep(cmd, bf16_only), "ddp-4gpu-amp", "faithful").config.amp, AmpMode::fp16)
+      << "a row named in --rows runs as defined";
 }
 
 TEST(Sweep, CommandLineOverridesWinAndRowsCanBePicked) {
@@ -196,24 +220,28 @@ TEST(Sweep, TheCommittedCiBenchBaselineMatchesItsSweepFile) {
   cmd.mode = "faithful";
   cmd.table = "tutorial";
   cmd.repeat = 3;
+  cmd.reference = true;
   const SweepPlan plan = plan_sweep(cmd, machine(0));
   const ResultDocument baseline = read_result_file(scripts / "ci-bench.baseline.json");
+  std::set<std::string> ran;
   for (const auto& planned : plan.rows) {
     const nlohmann::json expected = comparable_config(run_config_to_json(planned.config));
     int64_t matching = 0;
     for (const auto& run : baseline.runs) {
-      if (run.name == planned.info.name && run.mode == "faithful" && run.status == RunStatus::ok &&
+      if (run.name == planned.info.name && run.mode == "faithful" && run.status != RunStatus::failed &&
           comparable_config(run.config) == expected) {
         ++matching;
+        if (run.status == RunStatus::ok) ran.insert(run.name);
       }
     }
     EXPECT_EQ(matching, cmd.repeat) << planned.info.name << ": rerun scripts/ci-bench --update-baseline";
   }
   CompareOptions options;
   options.normalize_by = "single";
+  options.min_vs_pytorch = 1.0;
   const Comparison self = compare_results(baseline, baseline, options);
-  EXPECT_FALSE(self.regression());
-  EXPECT_EQ(self.metrics.size(), 2 * plan.info.rows.size());
+  EXPECT_EQ(self.metrics.size(), 2 * ran.size());
+  EXPECT_EQ(self.pytorch_ratios.size(), 2u) << "single and ddp-2 against their twins (dp-2's needs GPUs)";
 }
 
 }  // namespace

@@ -1,0 +1,27 @@
+#pragma once
+// PyTorch's own implementation of a row (torch-single, torch-dp, torch-ddp): this process
+// prepares what the Python side reads (the dataset's record files, ddpbench's initial weights,
+// the row's whole configuration), runs strategies/pytorch/reference_rank.py as its child
+// (one per rank, with the rank's variables), relays its stderr, and turns the records it
+// writes into the usual result row.
+#include <chrono>
+
+#include <c10/core/Device.h>
+
+#include "harness/base/clock.hpp"
+#include "harness/control/run_config.hpp"
+#include "harness/launch/rank_environment.hpp"
+#include "reports/run_result.hpp"
+
+namespace ddpbench {
+
+/// Throws InputError before any work when the row cannot be a PyTorch row here: no Python
+/// with torch (or, for the ResNets, torchvision), or an option PyTorch has no equivalent for.
+void check_pytorch_inputs(const RunConfig& config);
+
+/// This rank of a PyTorch row on `device`; rank 0's result describes the row. A failure of
+/// the Python rank becomes a failed row whose reason is its traceback's last line.
+RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, const c10::Device& device,
+                           int64_t intra_op_threads, Clock::time_point row_start);
+
+}  // namespace ddpbench

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""One rank of a PyTorch reference row (torch-single, torch-dp, torch-ddp): PyTorch's own
+implementation of the strategy, on the data, initial weights and configuration ddpbench
+hands over, timed as ddpbench times its own rows. ddpbench starts it (one per rank, with
+torchrun's variables) and turns what it writes into the usual result row.
+
+Usage: reference_rank.py SPEC.json
+SPEC: {"strategy", "config" (the row's options by name), "device", "train_files",
+"test_files", "initial_weights", "records"}. Writes the records JSON at spec["records"]
+(rank 0: with every rank's timings); exits 1 with a traceback on failure.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import resource
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import cifar_data  # noqa: E402
+import models  # noqa: E402
+from step_clock import StepClock  # noqa: E402
+from training import Row, Trainer  # noqa: E402
+
+DEFAULT_BUCKET_CAP_MB = 25
+
+
+def apply_device_settings(row: Row) -> None:
+    if row["threads"] > 0:
+        torch.set_num_threads(row["threads"])
+    torch.backends.cudnn.benchmark = row["cudnn-benchmark"]
+    torch.backends.cudnn.allow_tf32 = row["tf32"]
+    torch.backends.cuda.matmul.allow_tf32 = row["tf32"]
+
+
+def make_optimizer(row: Row, model: nn.Module) -> torch.optim.Optimizer:
+    implementation = row["sgd"]
+    return torch.optim.SGD(model.parameters(), lr=row["lr"], momentum=row["momentum"],
+                           foreach=implementation == "foreach", fused=True if implementation == "fused" else None)
+
+
+def dp_devices(row: Row) -> list[int]:
+    listed = row["devices"]
+    if listed == "all":
+        return list(range(torch.cuda.device_count()))
+    return [int(d) for d in listed.split(",")]
+
+
+def wrap(strategy: str, row: Row, model: nn.Module, details: dict[str, Any]) -> nn.Module:
+    """The strategy as the tutorial writes it around the model."""
+    if strategy == "torch-dp":
+        devices = dp_devices(row)
+        details["implementation_class"] = "torch.nn.DataParallel"
+        details["devices"] = [f"cuda:{d}" for d in devices]
+        return nn.DataParallel(model, device_ids=devices)
+    if strategy == "torch-ddp":
+        if row["sync-bn"]:  # ddpbench skips the row on CPUs, where PyTorch has no SyncBatchNorm
+            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+            details["sync_bn"] = "nn.SyncBatchNorm.convert_sync_batchnorm"
+        bucket = row["bucket-mb"]
+        details["implementation_class"] = "torch.nn.parallel.DistributedDataParallel"
+        return nn.parallel.DistributedDataParallel(
+            model, device_ids=[row.device.index] if row.device.type == "cuda" else None,
+            bucket_cap_mb=None if bucket == DEFAULT_BUCKET_CAP_MB else bucket,
+            find_unused_parameters=row["find-unused-parameters"],
+            gradient_as_bucket_view=row["gradient-as-bucket-view"])
+    details["implementation_class"] = "plain module"
+    return model
+
+
+def peak_memory(device: torch.device) -> tuple[int, str]:
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device)), "cuda-allocator"
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "host-rss"
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    strategy = spec["strategy"]
+    device = torch.device(spec["device"])
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    row = Row(spec["config"], device, rank, world)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+        torch.cuda.reset_peak_memory_stats(device)
+    apply_device_settings(row)
+    if strategy == "torch-ddp":
+        backend = row["backend"] if row["backend"] != "auto" else ("nccl" if device.type == "cuda" else "gloo")
+        dist.init_process_group(backend, timeout=timedelta(seconds=row["timeout-s"]))
+
+    model = models.build_model(row["model"], row["num-classes"])
+    models.load_initial_weights(model, spec["initial_weights"])
+    model = model.to(device, memory_format=torch.channels_last if row["channels-last"] else torch.contiguous_format)
+    details: dict[str, Any] = {"implementation": f"PyTorch {torch.__version__}", "torch_version": torch.__version__,
+                               "optimizer": row["sgd"]}
+    wrapped = wrap(strategy, row, model, details)
+    optimizer = make_optimizer(row, wrapped)
+    unmeasured = ("comm", "allreduce") if strategy != "torch-single" else ()
+    clock = StepClock(device, nvtx=row["nvtx"] != "off", unmeasured=unmeasured)
+    trainer = Trainer(row, wrapped, optimizer, clock)
+
+    train = cifar_data.read_records(spec["train_files"])
+    test = cifar_data.read_records(spec["test_files"])
+    sampler = torch.utils.data.DistributedSampler(range(train.labels.numel()), num_replicas=world, rank=rank,
+                                                  shuffle=True, seed=row["seed"], drop_last=False)
+    emit_nvtx = torch.autograd.profiler.emit_nvtx() if row["nvtx"] == "ops" and device.type == "cuda" else None
+    with clock.range(f"row {row['name'] or strategy}"):
+        if emit_nvtx:
+            with emit_nvtx:
+                measured = trainer.train(train, sampler)
+        else:
+            measured = trainer.train(train, sampler)
+        trainer.evaluate(test, wrapped, measured)
+    if trainer.scaler is not None:
+        details["loss_scale"] = float(trainer.scaler.get_scale())
+    if rank == 0 and row["save-checkpoint"]:
+        torch.save(dict(model.state_dict()), row["save-checkpoint"])
+
+    warmup = row["warmup-steps"]
+    own = {"rank": rank, "train_time_s": measured.train_time_s,
+           "steady_step_times": [s["time_s"] for s in measured.steps[warmup:]]}
+    ranks = [own]
+    if world > 1:
+        ranks = [None] * world
+        dist.all_gather_object(ranks, own)
+    memory, source = peak_memory(device)
+    records = {"implementation": details["implementation"], "details": details, "steps": measured.steps,
+               "train_time_s": measured.train_time_s, "steps_per_epoch": measured.steps_per_epoch,
+               "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images,
+               "correct": measured.correct, "seen": measured.seen, "eval_cut": measured.eval_cut,
+               "peak_memory_bytes": memory, "peak_memory_source": source, "ranks": ranks}
+    if world > 1:
+        # DistributedDataParallel must go before its process group, or the process aborts at exit.
+        del trainer, wrapped, optimizer
+        gc.collect()
+        dist.destroy_process_group()
+    return records
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print(__doc__, file=sys.stderr)
+        return 2
+    spec = json.loads(Path(argv[0]).read_text())
+    records = run(spec)
+    out = Path(spec["records"])
+    scratch = out.with_suffix(".partial")
+    scratch.write_text(json.dumps(records))
+    scratch.replace(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
