@@ -144,10 +144,21 @@ std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
     const RowSummary twin = summarize_row(info, runs_of(doc, info.name, info.mode));
     row->pytorch = RowSummary::PyTorchTwin{twin.name, twin.status, twin.reason, twin.train_time_s,
                                            twin.steady_images_per_s};
-    if (row->status == RunStatus::ok && twin.status == RunStatus::ok) {
-      row->vs_pytorch_train_time = twin.train_time_s / row->train_time_s;
-      row->vs_pytorch_steady = row->steady_images_per_s / twin.steady_images_per_s;
+    // Repetition i of a row and of its twin ran back to back, on the machine in the same
+    // state: the median of those pairs' ratios is steadier than the ratio of the medians.
+    std::vector<double> time_ratios, steady_ratios;
+    for (const RunResult* ours : runs_of(doc, info.reference_of, info.mode)) {
+      for (const RunResult* theirs : runs_of(doc, info.name, info.mode)) {
+        if (theirs->repetition != ours->repetition || ours->status != RunStatus::ok ||
+            theirs->status != RunStatus::ok) {
+          continue;
+        }
+        time_ratios.push_back(theirs->train_time_s / ours->train_time_s);
+        steady_ratios.push_back(ours->steady_images_per_s / theirs->steady_images_per_s);
+      }
     }
+    row->vs_pytorch_train_time = median(time_ratios);
+    row->vs_pytorch_steady = median(steady_ratios);
   }
 
   for (auto& s : summaries) {

@@ -55,7 +55,9 @@ struct RowSummary {
     double steady_images_per_s = kNotMeasured;
   };
   std::optional<PyTorchTwin> pytorch;
-  double vs_pytorch_train_time = kNotMeasured;  // PyTorch's epoch time / this row's: above 1, ddpbench is faster
+  // Medians over repetitions of each back-to-back pair's ratio (repetition i of the row
+  // against repetition i of its twin); above 1, ddpbench is faster.
+  double vs_pytorch_train_time = kNotMeasured;  // PyTorch's epoch time / this row's
   double vs_pytorch_steady = kNotMeasured;      // this row's steady images/s / PyTorch's
 
   /// The mode's headline throughput: images/s over the epoch (faithful), steady (controlled).

@@ -145,5 +145,20 @@ TEST(Compare, UnknownMetricIsBadInput) {
   EXPECT_THROW(compare_results(doc, doc, options), InputError);
 }
 
+// --min-vs-pytorch: a row under the floor against its PyTorch twin is a regression.
+TEST(Compare, ARowBelowItsPyTorchTwinFailsTheFloor) {
+  const ResultDocument slower = testing::twin_document({95, 96, 94}, {100, 100, 100});
+  CompareOptions options;
+  options.min_vs_pytorch = 1.0;
+  const Comparison below = compare_results(slower, slower, options);
+  EXPECT_TRUE(below.regression());
+  ASSERT_EQ(below.below_pytorch.size(), 1u);
+  EXPECT_NE(below.below_pytorch[0].find("below 1.00x"), std::string::npos) << below.below_pytorch[0];
+  options.min_vs_pytorch = 0.9;
+  EXPECT_FALSE(compare_results(slower, slower, options).regression());
+  options.min_vs_pytorch.reset();
+  EXPECT_FALSE(compare_results(slower, slower, options).regression()) << "no floor unless asked";
+}
+
 }  // namespace
 }  // namespace ddpbench

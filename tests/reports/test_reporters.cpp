@@ -33,6 +33,23 @@ TEST(Reporters, MarkdownMatchesItsGoldenFile) {
   expect_golden(md, "sweep.md");
 }
 
+// With --reference, Markdown, HTML and JSON put each row against its PyTorch twin, and the
+// twin is not a row of the main tables.
+TEST(Reporters, EveryFormatPutsARowAgainstItsPyTorchTwin) {
+  const ResultDocument doc = testing::twin_document({100, 300, 200}, {90, 280, 210});
+  const auto md = make_markdown_reporter()->render(doc);
+  EXPECT_NE(md.find("## ddpbench against PyTorch"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ddp | faithful | 5.00 s | 4.76 s | 1.07x | 200 | 210 | 1.07x | ok |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| ddp.torch |"), std::string::npos) << "the twin is not a row of its own: " << md;
+  const auto html = make_html_reporter()->render(doc);
+  EXPECT_NE(html.find("<h2>ddpbench against PyTorch</h2>"), std::string::npos);
+  EXPECT_NE(html.find("<td>1.07x</td>"), std::string::npos);
+  const auto json = nlohmann::json::parse(make_json_reporter()->render(doc));
+  ASSERT_EQ(json["summary"].size(), 1u);
+  EXPECT_EQ(json["summary"][0]["pytorch"]["name"], "ddp.torch");
+  EXPECT_NEAR(json["summary"][0]["pytorch"]["vs_pytorch_steady"].get<double>(), 300.0 / 280.0, 1e-12);
+}
+
 TEST(Reporters, HtmlIsWellFormedXmlWithTwoChartsAndMatchesItsGoldenFile) {
   testing::TempDir dir;
   const auto reporter = make_html_reporter();

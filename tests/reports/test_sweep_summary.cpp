@@ -32,6 +32,21 @@ TEST(SweepSummary, MediansSpeedupAndEfficiencyAgainstTheBaselineOfTheSameMode) {
   EXPECT_DOUBLE_EQ(controlled.tutorial_seconds, 9.8);
 }
 
+// A row's PyTorch twin is not a row of its own but the row's `pytorch`; the ratios are the
+// medians of the back-to-back pairs' ratios, not the ratios of the medians.
+TEST(SweepSummary, PyTorchTwinsAreComparedPairByPair) {
+  // Pairs (ours, theirs) in steady images/s: (100, 90), (300, 280), (200, 210). Ratio of
+  // medians 200 / 210; median of pair ratios 300 / 280.
+  const ResultDocument doc = testing::twin_document({100, 300, 200}, {90, 280, 210});
+  const auto rows = summarize_sweep(doc);
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].pytorch.has_value());
+  EXPECT_EQ(rows[0].pytorch->name, "ddp.torch");
+  EXPECT_DOUBLE_EQ(rows[0].pytorch->steady_images_per_s, 210);
+  EXPECT_DOUBLE_EQ(rows[0].vs_pytorch_steady, 300.0 / 280.0);
+  EXPECT_DOUBLE_EQ(rows[0].vs_pytorch_train_time, (1000 / 280.0) / (1000 / 300.0));
+}
+
 TEST(SweepSummary, SkippedRowsKeepTheirReason) {
   const auto rows = summarize_sweep(testing::sample_sweep_document());
   const auto& r = find(rows, "ddp-4gpu", "faithful");

@@ -71,4 +71,27 @@ inline ResultDocument sample_sweep_document() {
   return doc;
 }
 
+// A sweep of one row, `ddp`, and its PyTorch twin `ddp.torch`, repetition i of each with
+// the given steady images/s (and epoch times 1000 / that).
+inline ResultDocument twin_document(const std::vector<double>& ours, const std::vector<double>& theirs) {
+  ResultDocument doc;
+  SweepInfo sweep;
+  sweep.baseline_row = "ddp";
+  sweep.rows = {{"ddp", "faithful", kNotMeasured, 2, ""}, {"ddp.torch", "faithful", kNotMeasured, 2, "ddp"}};
+  doc.sweep = sweep;
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    for (const auto& [name, images] : {std::pair{"ddp", ours[i]}, std::pair{"ddp.torch", theirs[i]}}) {
+      RunResult r;
+      r.name = name;
+      r.mode = "faithful";
+      r.repetition = static_cast<int64_t>(i);
+      r.steady_images_per_s = images;
+      r.train_time_s = 1000 / images;
+      r.images_per_s = images;
+      doc.runs.push_back(r);
+    }
+  }
+  return doc;
+}
+
 }  // namespace ddpbench::testing
