@@ -20,6 +20,8 @@ using nlohmann::json;
 // Keys of a row's config that do not change what is measured.
 const char* const kIgnoredConfigKeys[] = {"out", "save-checkpoint", "log-interval-steps", "data-dir", "cache-dir", "name"};
 
+}  // namespace
+
 std::string config_difference(const json& a, const json& b) {
   std::string out;
   for (const auto& [key, value] : a.items()) {
@@ -31,6 +33,8 @@ std::string config_difference(const json& a, const json& b) {
   }
   return out;
 }
+
+namespace {
 
 double metric_of(const RunResult& r, const std::string& metric) {
   if (metric == "train_time_s") return r.train_time_s;
@@ -155,6 +159,17 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
       result.not_compared.push_back(row + ": did not run in the baseline");
       continue;
     }
+    // A repetition that fails now, where none did in the baseline, is a regression however
+    // well the others ran.
+    const auto failed = [](const std::vector<const RunResult*>& runs) {
+      return std::count_if(runs.begin(), runs.end(), [](auto* r) { return r->status == RunStatus::failed; });
+    };
+    if (failed(base_runs) == 0 && failed(cur_runs) > 0) {
+      const auto first = std::find_if(cur_runs.begin(), cur_runs.end(), [](auto* r) { return r->status == RunStatus::failed; });
+      result.failed_rows.push_back(row + ": " + std::to_string(failed(cur_runs)) + " of " +
+                                   std::to_string(cur_runs.size()) + " repetitions failed (none in the baseline): " +
+                                   (*first)->reason);
+    }
     for (const MetricInfo* info : metrics) {
       const std::string& metric = info->name;
       const bool higher_better = info->higher_is_better;
@@ -171,7 +186,8 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
       c.baseline_median = median(c.baseline);
       c.current_median = median(c.current);
       c.ratio = c.current_median / c.baseline_median;
-      const double change = higher_better ? 1.0 / c.ratio - 1.0 : c.ratio - 1.0;  // > 0: worse
+      // > 0: worse. One threshold, the same both ways: beyond 1 + t or 1 - t in ratio.
+      const double change = higher_better ? 1.0 - c.ratio : c.ratio - 1.0;
       const bool repeated = c.baseline.size() > 1 && c.current.size() > 1;
       if (repeated) c.p_value = mann_whitney_p(c.current, c.baseline);
       if (std::fabs(change) <= options.threshold) {
@@ -183,8 +199,10 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
       } else {
         // Small samples cannot reach alpha: the smallest p the U test can give is reported;
         // then the change must clear the whole spread instead.
-        const double smallest_p = mann_whitney_p(std::vector<double>(c.current.size(), 1.0),
-                                                 std::vector<double>(c.baseline.size(), 0.0));
+        std::vector<double> low(c.baseline.size()), high(c.current.size());  // separated, untied
+        std::iota(low.begin(), low.end(), 0.0);
+        std::iota(high.begin(), high.end(), static_cast<double>(low.size()));
+        const double smallest_p = mann_whitney_p(high, low);
         const auto [bmin, bmax] = std::minmax_element(c.baseline.begin(), c.baseline.end());
         const auto [cmin, cmax] = std::minmax_element(c.current.begin(), c.current.end());
         const bool separated = *cmin > *bmax || *cmax < *bmin;

@@ -63,6 +63,9 @@ struct Comparison {
 /// where these are equal.
 nlohmann::json comparable_config(const nlohmann::json& config);
 
+/// How two configs differ, option by option ("amp \"bf16\" vs \"off\", ..."); empty when equal.
+std::string config_difference(const nlohmann::json& a, const nlohmann::json& b);
+
 /// Throws InputError when the environments differ (unless allowed, naming what differs),
 /// a metric is unknown, or no row is in both files.
 Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options);

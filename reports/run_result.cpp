@@ -40,7 +40,10 @@ PhaseSeconds read_phases(const json& j) {
 json ranks_json(const std::vector<RankTiming>& ranks) {
   json out = json::array();
   for (const auto& r : ranks) {
-    out.push_back({{"rank", r.rank}, {"train_time_s", json_number(r.train_time_s)}, {"step_time_s", quantiles_json(r.step_time_s)}});
+    out.push_back({{"rank", r.rank},
+                   {"train_time_s", json_number(r.train_time_s)},
+                   {"step_time_s", quantiles_json(r.step_time_s)},
+                   {"peak_memory_bytes", r.peak_memory_bytes}});
   }
   return out;
 }
@@ -69,6 +72,7 @@ std::string_view status_name(RunStatus status) {
     case RunStatus::ok: return "ok";
     case RunStatus::skipped: return "skipped";
     case RunStatus::failed: return "failed";
+    case RunStatus::interrupted: return "interrupted";
   }
   return "?";
 }
@@ -77,7 +81,8 @@ RunStatus parse_status(std::string_view name) {
   if (name == "ok") return RunStatus::ok;
   if (name == "skipped") return RunStatus::skipped;
   if (name == "failed") return RunStatus::failed;
-  throw std::invalid_argument("unknown status '" + std::string(name) + "' (expected ok|skipped|failed)");
+  if (name == "interrupted") return RunStatus::interrupted;
+  throw std::invalid_argument("unknown status '" + std::string(name) + "' (expected ok|skipped|failed|interrupted)");
 }
 
 void to_json(json& j, const RunResult& r) {
@@ -157,7 +162,7 @@ void from_json(const json& j, RunResult& r) {
   r.ranks.clear();
   for (const auto& rank : j.value("ranks", json::array())) {
     r.ranks.push_back({rank.at("rank").get<int64_t>(), read_number(rank, "train_time_s"),
-                       read_quantiles(rank.at("step_time_s"))});
+                       read_quantiles(rank.at("step_time_s")), rank.value("peak_memory_bytes", int64_t{0})});
   }
   r.slowest_rank = j.value("slowest_rank", int64_t{0});
   r.rank_spread_s = j.contains("rank_spread_s") ? read_number(j, "rank_spread_s") : kNotMeasured;

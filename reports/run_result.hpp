@@ -17,7 +17,8 @@ namespace ddpbench {
 inline constexpr const char* kResultSchema = "ddpbench/result/v1";
 inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 
-enum class RunStatus { ok, skipped, failed };
+// interrupted: SIGINT or SIGTERM stopped the row; its finished steps are kept.
+enum class RunStatus { ok, skipped, failed, interrupted };
 
 /// Seconds one step spent in each phase, as measured on the step's device.
 struct PhaseSeconds {
@@ -46,6 +47,7 @@ struct RankTiming {
   int64_t rank = 0;
   double train_time_s = kNotMeasured;
   Quantiles step_time_s;  // steps after warm-up
+  int64_t peak_memory_bytes = 0;  // this rank's, over its devices
 };
 
 struct RunResult {

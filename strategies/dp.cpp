@@ -33,6 +33,8 @@ class ReplicasDataParallel final : public Strategy {
     return backward_and_step(loss, [&] { reduce_gradients(); });
   }
 
+  [[nodiscard]] std::vector<c10::Device> devices() const override { return devices_; }
+
   [[nodiscard]] nlohmann::json details() const override {
     int64_t bytes = 0;
     for (const auto& t : primary_state_) bytes += t.numel() * static_cast<int64_t>(t.element_size());
@@ -51,15 +53,18 @@ class ReplicasDataParallel final : public Strategy {
     }
   }
 
-  // Scatter, replicas forward on their own threads, gather on the first device.
+  // Scatter, replicas forward on their own threads, gather on the first device. A batch
+  // smaller than the device count scatters over fewer devices, as PyTorch's scatter does:
+  // chunk() then returns fewer chunks, and only their replicas run.
   at::Tensor replicated_forward(const at::Tensor& images) {
     broadcast_state();
     const auto chunks = images.chunk(static_cast<int64_t>(devices_.size()), 0);
-    std::vector<at::Tensor> outputs(devices_.size());
+    used_devices_ = chunks.size();
+    std::vector<at::Tensor> outputs(used_devices_);
     const at::ThreadLocalState state;  // grad mode and autocast, for the replica threads
     std::vector<std::thread> threads;
-    std::vector<std::exception_ptr> errors(devices_.size());
-    for (std::size_t i = 1; i < devices_.size(); ++i) {
+    std::vector<std::exception_ptr> errors(used_devices_);
+    for (std::size_t i = 1; i < used_devices_; ++i) {
       threads.emplace_back([&, i] {
         try {
           at::ThreadLocalStateGuard tls(state);
@@ -100,7 +105,7 @@ class ReplicasDataParallel final : public Strategy {
 
   void reduce_gradients() {
     at::NoGradGuard no_grad;
-    for (std::size_t i = 1; i < devices_.size(); ++i) {
+    for (std::size_t i = 1; i < used_devices_; ++i) {
       std::vector<at::Tensor> grads;
       for (const auto& p : replicas_[i - 1].ptr()->parameters()) grads.push_back(p.grad());
       const auto on_primary = coalesced_copy(grads, devices_.front());
@@ -112,10 +117,13 @@ class ReplicasDataParallel final : public Strategy {
   std::vector<c10::Device> devices_;
   std::vector<torch::nn::AnyModule> replicas_;  // devices 1..n-1; device 0 runs the model
   std::vector<at::Tensor> primary_state_;
+  std::size_t used_devices_ = 0;  // this step's: fewer than devices_ for a small last batch
 };
 
 class LibTorchDataParallel final : public Strategy {
  public:
+  [[nodiscard]] std::vector<c10::Device> devices() const override { return devices_; }
+
   at::Tensor train_step(const Batch& batch) override {
     const at::Tensor loss =
         forward_loss(batch, [&](const at::Tensor& images) { return forward_(setup().model, images, devices_); });

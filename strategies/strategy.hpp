@@ -43,6 +43,8 @@ class Strategy {
   virtual at::Tensor train_step(const Batch& batch) = 0;
   /// The module to evaluate after training: the model, unless the strategy says otherwise.
   virtual torch::nn::AnyModule eval_model() { return setup().model; }
+  /// The devices the step uses (dp: every replica's); the row's peak memory is theirs.
+  [[nodiscard]] virtual std::vector<c10::Device> devices() const { return {setup().dist.device}; }
   /// Facts for the report that only the strategy knows (its implementation, buckets...).
   [[nodiscard]] virtual nlohmann::json details() const { return nlohmann::json::object(); }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "harness/base/input_error.hpp"
 
@@ -71,21 +72,39 @@ void require_writable(const std::filesystem::path& path, std::string_view what) 
   if (path.empty()) throw InputError(std::string(what) + ": empty path");
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(prefix + "it is a folder");
-  // Walk up to the nearest folder that exists: that is where creation would start.
-  auto folder = folder_of(path);
-  while (!std::filesystem::exists(folder, ec)) {
-    auto parent = folder.parent_path();
-    if (parent.empty() || parent == folder) {
-      folder = ".";
-      break;
-    }
-    folder = parent;
+  // The folder is made now and probed with a real file, as the write will be made: access()
+  // says yes to root on read-only or pseudo file systems (/proc) where a write fails.
+  const auto folder = folder_of(path);
+  std::vector<std::filesystem::path> created;
+  for (auto f = folder; !f.empty() && !std::filesystem::exists(f, ec); f = f.parent_path()) {
+    created.push_back(f);
+    if (f == f.parent_path()) break;
+  }
+  auto undo = [&] {
+    for (const auto& f : created) std::filesystem::remove(f, ec);
+  };
+  std::filesystem::create_directories(folder, ec);
+  if (ec) {
+    const std::string message = prefix + "cannot create folder '" + folder.string() + "' (" + ec.message() + ")";
+    undo();
+    throw InputError(message);
   }
   if (!std::filesystem::is_directory(folder, ec)) {
+    undo();
     throw InputError(prefix + "'" + folder.string() + "' is not a folder");
   }
-  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
-    throw InputError(prefix + "folder '" + folder.string() + "' is not writable (" + errno_text() + ")");
+  std::string probe = folder.string();
+  probe.append("/.ddpbench-probe.XXXXXX");
+  const int fd = mkstemp(probe.data());
+  const bool wrote = fd >= 0 && ::write(fd, "probe", 5) == 5;
+  const std::string error = errno_text();
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(probe.c_str());
+  }
+  if (!wrote) {
+    undo();
+    throw InputError(prefix + "folder '" + folder.string() + "' is not writable (" + error + ")");
   }
   if (std::filesystem::exists(path, ec) && ::access(path.c_str(), W_OK) != 0) {
     throw InputError(prefix + errno_text());

@@ -9,8 +9,10 @@ namespace ddpbench {
 /// creating missing parent folders; throws std::runtime_error naming the path on failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view content);
 
-/// Throws InputError naming `what` when `path` could not be written later (its folder
-/// cannot be created or written, or it names a folder). Leaves nothing behind.
+/// Throws InputError naming `what` when `path` could not be written later: its folder cannot
+/// be created, or a real file cannot be written there, or it names a folder. Makes the
+/// folder (keeps it when the probe succeeds, removes what it made when it fails); leaves no
+/// file behind.
 void require_writable(const std::filesystem::path& path, std::string_view what);
 
 }  // namespace ddpbench

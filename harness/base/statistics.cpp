@@ -62,7 +62,21 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
     for (double y : b) u += x > y ? 1.0 : (x == y ? 0.5 : 0.0);
   }
   const double mean = static_cast<double>(m * n) / 2;
-  if (m * n <= 400) {
+  std::vector<double> all(a);
+  all.insert(all.end(), b.begin(), b.end());
+  std::sort(all.begin(), all.end());
+  double ties = 0;  // sum of t^3 - t over groups of t equal values
+  for (std::size_t i = 0; i < all.size();) {
+    std::size_t j = i;
+    while (j < all.size() && all[j] == all[i]) ++j;
+    const double t = static_cast<double>(j - i);
+    ties += t * t * t - t;
+    i = j;
+  }
+  // As scipy.stats.mannwhitneyu(method="auto"): the exact distribution when a sample has at
+  // most 8 values and nothing is tied (with ties it is not U's distribution); otherwise the
+  // normal approximation with the tie correction and the continuity correction.
+  if (ties == 0 && std::min(m, n) <= 8) {
     const auto counts = u_distribution(m, n);
     const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
     const double distance = std::fabs(u - mean);
@@ -71,17 +85,6 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
       if (std::fabs(static_cast<double>(k) - mean) >= distance - 1e-9) tail += counts[k];
     }
     return std::min(1.0, tail / total);
-  }
-  std::vector<double> all(a);
-  all.insert(all.end(), b.begin(), b.end());
-  std::sort(all.begin(), all.end());
-  double ties = 0;
-  for (std::size_t i = 0; i < all.size();) {
-    std::size_t j = i;
-    while (j < all.size() && all[j] == all[i]) ++j;
-    const double t = static_cast<double>(j - i);
-    ties += t * t * t - t;
-    i = j;
   }
   const double N = static_cast<double>(m + n);
   const double variance = static_cast<double>(m * n) / 12.0 * ((N + 1) - ties / (N * (N - 1)));

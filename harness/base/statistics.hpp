@@ -22,8 +22,9 @@ double median(std::vector<double> values);
 /// p50, p90 and the maximum.
 Quantiles quantiles(std::vector<double> values);
 
-/// Two-sided p-value of the Mann-Whitney U test (exact for small samples, normal
-/// approximation with tie correction for large ones); NaN when a side is empty.
+/// Two-sided p-value of the Mann-Whitney U test, as scipy.stats.mannwhitneyu's default: exact
+/// when a side has at most 8 values and none are tied, else the normal approximation with tie
+/// and continuity corrections; NaN when a side is empty.
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace ddpbench

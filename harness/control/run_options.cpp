@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/base/closest_name.hpp"
+
 namespace ddpbench {
 namespace {
 
@@ -219,10 +221,8 @@ nlohmann::json run_config_to_json(const RunConfig& config) {
 
 std::vector<std::string> run_config_to_args(const RunConfig& config) {
   std::vector<std::string> args;
-  const RunConfig defaults;
   for (const auto& opt : run_options()) {
     const json value = opt.get(config);
-    if (value == opt.get(defaults)) continue;
     if (opt.is_switch) {
       args.push_back(value.get<bool>() ? "--" + opt.key : "--no-" + opt.key);
     } else if (value.is_null()) {
@@ -243,7 +243,11 @@ void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std:
   }
   for (const auto& [key, value] : object.items()) {
     const RunOption* opt = find_run_option(key);
-    if (opt == nullptr) throw InputError(prefix + "unknown option '" + key + "'");
+    if (opt == nullptr) {
+      std::vector<std::string> keys;
+      for (const auto& o : run_options()) keys.push_back(o.key);
+      throw InputError(prefix + "unknown option '" + key + "'" + did_you_mean(key, keys));
+    }
     std::string text;
     if (value.is_string()) {
       text = value.get<std::string>();

@@ -31,9 +31,9 @@ const RunOption* find_run_option(std::string_view key);
 /// Every option of `config` as a JSON object keyed by option name.
 nlohmann::json run_config_to_json(const RunConfig& config);
 
-/// The command-line arguments that reproduce `config`: every option that differs from its
-/// default, as --key value (switches as --key / --no-key), so a child process gets exactly
-/// this configuration.
+/// The command-line arguments that reproduce `config`: every option, as --key value
+/// (switches as --key / --no-key; unset as none). Every option is given, so a child process
+/// gets exactly this configuration: a preset it re-applies finds nothing left to set.
 std::vector<std::string> run_config_to_args(const RunConfig& config);
 
 /// The options a preset sets, by key and value text.

@@ -7,8 +7,10 @@
 #include <set>
 
 #include "harness/base/atomic_file.hpp"
+#include "harness/base/closest_name.hpp"
 #include "harness/base/input_error.hpp"
 #include "harness/control/run_options.hpp"
+#include "harness/launch/interruption.hpp"
 #include "harness/launch/process_supervisor.hpp"
 #include "reports/compare.hpp"
 #include "reports/reporter.hpp"
@@ -31,7 +33,7 @@ const json kModeSettings = {
     {"controlled", {{"num-classes", 10}, {"loader", "device"}, {"workers", 0}, {"test-transform", "plain"}}},
 };
 
-std::string row_where(const std::string& origin, const std::string& row) { return origin + ", row '" + row + "'"; }
+std::string row_where_of(const std::string& origin, const std::string& row) { return origin + ", row '" + row + "'"; }
 
 bool is_distributed(const RunConfig& c) { return c.strategy == "ddp"; }
 
@@ -85,18 +87,30 @@ RunResult run_planned_row(const PlannedRow& row, bool& interrupted) {
   interrupted = run.interrupted;
   const ProcessExit& exit = run.exits.front();
   if (std::filesystem::exists(row.result_file)) {
+    RunResult result;
     try {
-      return read_result_file(row.result_file).runs.at(0);
+      result = read_result_file(row.result_file).runs.at(0);
     } catch (const std::exception& e) {
       return result_without_run(row, RunStatus::failed, std::string("unreadable result: ") + e.what());
     }
+    // The plan is the run: a row that ran another configuration than planned is not that row.
+    const std::string difference = plan_difference(row.config, result);
+    if (!difference.empty()) {
+      result.status = RunStatus::failed;
+      result.reason = "ran another configuration than planned (planned vs ran: " + difference + ")";
+    }
+    return result;
   }
-  return result_without_run(
-      row, RunStatus::failed,
-      interrupted ? "interrupted" : exit.describe() + (exit.stderr_tail.empty() ? "" : ": " + exit.tail(3)));
+  if (interrupted) return result_without_run(row, RunStatus::interrupted, "interrupted before the row wrote a result");
+  return result_without_run(row, RunStatus::failed,
+                            exit.describe() + (exit.stderr_tail.empty() ? "" : ": " + exit.tail(3)));
 }
 
 }  // namespace
+
+std::string plan_difference(const RunConfig& planned, const RunResult& ran) {
+  return config_difference(comparable_config(run_config_to_json(planned)), comparable_config(ran.config));
+}
 
 SweepDefinition tutorial_sweep() {
   SweepDefinition d;
@@ -114,6 +128,42 @@ SweepDefinition tutorial_sweep() {
   return d;
 }
 
+namespace {
+
+// A sweep file is checked in full before anything runs: every key known, every value of its
+// type, row names unique, row options valid exactly as on the command line.
+void expect_known_keys(const json& object, std::initializer_list<const char*> keys, const std::string& where) {
+  const std::vector<std::string> known(keys.begin(), keys.end());
+  for (const auto& [key, value] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      throw InputError(where + ": unknown key '" + key + "'" + did_you_mean(key, known));
+    }
+  }
+}
+
+const json& field(const json& object, const char* key, json::value_t type, const char* type_name,
+                  const std::string& where) {
+  const json& value = object.at(key);
+  const bool number_ok = type == json::value_t::number_float && value.is_number();
+  const bool integer_ok = type == json::value_t::number_integer && value.is_number_integer();
+  if (value.type() != type && !number_ok && !integer_ok) {
+    throw InputError(where + ": '" + key + "' must be " + type_name + ", not " + value.type_name() + " " + value.dump());
+  }
+  return value;
+}
+
+json object_field(const json& object, const char* key, const std::string& where) {
+  return object.contains(key) ? field(object, key, json::value_t::object, "an object", where) : json::object();
+}
+
+// Row options, checked as the command line checks them.
+void check_options(const json& options, const std::string& where) {
+  RunConfig scratch;
+  apply_run_config_json(scratch, options, where);
+}
+
+}  // namespace
+
 SweepDefinition read_sweep_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw InputError("--file: cannot read sweep file '" + path.string() + "'");
@@ -124,29 +174,55 @@ SweepDefinition read_sweep_file(const std::filesystem::path& path) {
     throw InputError("--file '" + path.string() + "' is not valid JSON: " + e.what());
   }
   const std::string where = "sweep file '" + path.string() + "'";
-  try {
-    SweepDefinition d;
-    d.name = j.value("name", path.string());
-    d.defaults = j.value("defaults", json::object());
-    d.controlled_global_batch = j.value("controlled_global_batch", int64_t{1024});
-    for (const auto& r : j.at("rows")) {
-      SweepRowSpec row;
-      row.name = r.at("name").get<std::string>();
-      row.devices = r.value("devices", int64_t{1});
-      row.tutorial_seconds = r.contains("tutorial_seconds") ? r.at("tutorial_seconds").get<double>() : kNotMeasured;
-      row.options = r.value("options", json::object());
-      for (const char* mode : {"faithful", "controlled"}) {
-        if (r.contains(mode)) row.mode_options[mode] = r.at(mode);
-      }
-      if (row.name.empty()) throw InputError(where + ": a row has an empty name");
-      d.rows.push_back(std::move(row));
-    }
-    if (d.rows.empty()) throw InputError(where + ": no rows");
-    d.baseline_row = j.value("baseline", d.rows.front().name);
-    return d;
-  } catch (const json::exception& e) {
-    throw InputError(where + ": " + e.what());
+  if (!j.is_object()) throw InputError(where + ": expected a JSON object, got " + std::string(j.type_name()));
+  expect_known_keys(j, {"name", "baseline", "controlled_global_batch", "defaults", "rows"}, where);
+  SweepDefinition d;
+  d.name = j.contains("name") ? field(j, "name", json::value_t::string, "a string", where).get<std::string>()
+                              : path.string();
+  d.defaults = object_field(j, "defaults", where);
+  check_options(d.defaults, where + ", defaults");
+  if (j.contains("controlled_global_batch")) {
+    d.controlled_global_batch =
+        field(j, "controlled_global_batch", json::value_t::number_integer, "an integer", where).get<int64_t>();
+    if (d.controlled_global_batch <= 0) throw InputError(where + ": 'controlled_global_batch' must be positive");
   }
+  if (!j.contains("rows")) throw InputError(where + ": no 'rows'");
+  for (const auto& r : field(j, "rows", json::value_t::array, "an array", where)) {
+    const std::string row_where = where + ", row " + std::to_string(d.rows.size() + 1);
+    if (!r.is_object()) throw InputError(row_where + ": expected an object, got " + std::string(r.type_name()));
+    expect_known_keys(r, {"name", "devices", "tutorial_seconds", "options", "faithful", "controlled"}, row_where);
+    if (!r.contains("name")) throw InputError(row_where + ": no 'name'");
+    SweepRowSpec row;
+    row.name = field(r, "name", json::value_t::string, "a string", row_where).get<std::string>();
+    if (row.name.empty()) throw InputError(row_where + ": empty 'name'");
+    const std::string named = row_where_of(where, row.name);
+    for (const auto& other : d.rows) {
+      if (other.name == row.name) throw InputError(named + ": a second row of that name");
+    }
+    if (r.contains("devices")) {
+      row.devices = field(r, "devices", json::value_t::number_integer, "an integer", named).get<int64_t>();
+      if (row.devices <= 0) throw InputError(named + ": 'devices' must be positive");
+    }
+    if (r.contains("tutorial_seconds")) {
+      row.tutorial_seconds = field(r, "tutorial_seconds", json::value_t::number_float, "a number", named).get<double>();
+    }
+    row.options = object_field(r, "options", named);
+    check_options(row.options, named);
+    for (const char* mode : {"faithful", "controlled"}) {
+      if (!r.contains(mode)) continue;
+      row.mode_options[mode] = object_field(r, mode, named);
+      check_options(row.mode_options[mode], named + " (" + mode + ")");
+    }
+    d.rows.push_back(std::move(row));
+  }
+  if (d.rows.empty()) throw InputError(where + ": no rows");
+  d.baseline_row = d.rows.front().name;
+  if (j.contains("baseline")) {
+    d.baseline_row = field(j, "baseline", json::value_t::string, "a string", where).get<std::string>();
+    const bool known = std::any_of(d.rows.begin(), d.rows.end(), [&](const SweepRowSpec& r) { return r.name == d.baseline_row; });
+    if (!known) throw InputError(where + ": 'baseline' names no row ('" + d.baseline_row + "')");
+  }
+  return d;
 }
 
 SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
@@ -183,7 +259,7 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         continue;
       }
       plan.info.rows.push_back({spec.name, mode, spec.tutorial_seconds, spec.devices, ""});
-      const std::string where = row_where(definition.name, spec.name) + " (" + mode + ")";
+      const std::string where = row_where_of(definition.name, spec.name) + " (" + mode + ")";
       RunConfig c;
       apply_run_config_json(c, definition.defaults, where);
       apply_run_config_json(c, kModeSettings.at(mode), where);
@@ -318,17 +394,20 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     if (!command.gbench_json.empty()) make_gbench_reporter()->write(document, command.gbench_json);
   };
 
+  // SIGINT or SIGTERM: the row in flight stops at its next step and keeps what it finished,
+  // every finished row stays, the reports are written, and the sweep exits 130 or 143.
+  catch_interruptions();
   bool failed = false;
   bool interrupted = false;
-  for (std::size_t i = 0; i < plan.rows.size() && !interrupted; ++i) {
+  for (std::size_t i = 0; i < plan.rows.size() && !interrupted && interruption_signal() == 0; ++i) {
     const PlannedRow& row = plan.rows[i];
     RunResult result;
     bool resumed = false;
     if (command.resume && std::filesystem::exists(row.result_file)) {
       try {
         RunResult previous = read_result_file(row.result_file).runs.at(0);
-        if (previous.status != RunStatus::failed &&
-            comparable_config(previous.config) == comparable_config(run_config_to_json(row.config))) {
+        const bool finished = previous.status == RunStatus::ok || previous.status == RunStatus::skipped;
+        if (finished && comparable_config(previous.config) == comparable_config(run_config_to_json(row.config))) {
           result = std::move(previous);
           resumed = true;
         }
@@ -356,9 +435,11 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     write_reports();
   }
   std::cout << make_markdown_reporter()->render(document) << std::flush;
-  std::cerr << "ddpbench sweep: " << (interrupted ? "interrupted; " : "") << "results in " << out_dir.string()
+  const int signal = interruption_signal();
+  std::cerr << "ddpbench sweep: " << (signal != 0 ? "interrupted; " : "") << "results in " << out_dir.string()
             << "/results.{json,md,html}\n";
-  return failed || interrupted ? 1 : 0;
+  if (signal != 0) return interrupted_exit_code(signal);
+  return failed ? 1 : 0;
 }
 
 }  // namespace ddpbench

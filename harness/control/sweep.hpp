@@ -78,6 +78,10 @@ struct SweepPlan {
 /// Throws InputError for an unknown row, a bad sweep file or an invalid resulting config.
 SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& environment);
 
+/// How the configuration a row ran with (its result's) differs from the planned one, option
+/// by option; empty when it ran what was planned. A row that differs is reported failed.
+std::string plan_difference(const RunConfig& planned, const RunResult& ran);
+
 /// Runs the plan and writes results.json, results.md and results.html into --out-dir (and
 /// --gbench-json). Returns 0 when every row ran or was skipped, 1 when one failed or the
 /// sweep was interrupted.

@@ -1,5 +1,7 @@
 #include "harness/launch/launcher.hpp"
 
+#include "harness/launch/rank_environment.hpp"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -54,7 +56,8 @@ LaunchOutcome launch_ranks(const LaunchOptions& o) {
                                  assignment("LOCAL_WORLD_SIZE", std::to_string(o.nproc)),
                                  assignment("MASTER_ADDR", o.master_addr),
                                  assignment("MASTER_PORT", std::to_string(outcome.master_port)),
-                                 assignment("DDPBENCH_LAUNCHED", "1")});
+                                 assignment("DDPBENCH_LAUNCHED", "1")},
+                               [](std::string_view name) { return is_launcher_variable(name); });
     specs.push_back(std::move(spec));
   }
   SupervisedRun run = run_supervised(specs, o.supervise);

@@ -1,5 +1,6 @@
 #include "harness/launch/process_supervisor.hpp"
 #include "harness/base/clock.hpp"
+#include "harness/launch/interruption.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -20,8 +21,6 @@ extern char** environ;
 namespace ddpbench {
 namespace {
 
-std::atomic<int> g_interrupt_signal{0};
-void on_interrupt(int signal) { g_interrupt_signal = signal; }
 
 struct Child {
   std::string label;
@@ -139,11 +138,13 @@ std::string ProcessExit::tail(std::size_t lines) const {
   return text;
 }
 
-std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides,
+                                          const std::function<bool(std::string_view name)>& drop) {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string entry(*e);
     const std::string name = entry.substr(0, entry.find('=') + 1);
+    if (drop && drop(std::string_view(name).substr(0, name.size() - 1))) continue;
     bool replaced = false;
     for (const auto& o : overrides) replaced = replaced || o.compare(0, name.size(), name) == 0;
     if (!replaced) env.push_back(entry);
@@ -156,17 +157,7 @@ std::string current_executable() { return std::filesystem::read_symlink("/proc/s
 
 SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const SuperviseOptions& o) {
   SupervisedRun run;
-  g_interrupt_signal = 0;
-  struct sigaction action {};
-  action.sa_handler = on_interrupt;
-  sigemptyset(&action.sa_mask);
-  struct sigaction old_int {}, old_term {};
-  ::sigaction(SIGINT, &action, &old_int);
-  ::sigaction(SIGTERM, &action, &old_term);
-  auto restore_signals = [&] {
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGTERM, &old_term, nullptr);
-  };
+  catch_interruptions();
 
   std::vector<Child> children;
   try {
@@ -174,7 +165,6 @@ SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const Superv
   } catch (...) {
     signal_all(children, SIGKILL);
     for (auto& c : children) ::waitpid(c.pid, nullptr, 0);
-    restore_signals();
     throw;
   }
 
@@ -215,7 +205,7 @@ SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const Superv
         }
       }
     }
-    if (g_interrupt_signal != 0) run.interrupted = true;
+    if (interruption_signal() != 0) run.interrupted = true;
     if ((run.first_failure || run.interrupted) && !stopping_since) {
       stopping_since = Clock::now();
       signal_all(children, SIGTERM);
@@ -227,7 +217,6 @@ SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const Superv
     if (!c.partial_line.empty()) relay_line(c, c.partial_line, o);
     run.exits.push_back(exit_of(c));
   }
-  restore_signals();
   return run;
 }
 

@@ -2,11 +2,13 @@
 // Starting and supervising child processes (the ranks of a run, the rows of a sweep):
 // each child's stderr is relayed line by line under a label and its tail kept; when one
 // fails, the others get SIGTERM and, after a grace period, SIGKILL; SIGINT or SIGTERM to
-// this process stops them all; children die with this process (PR_SET_PDEATHSIG), so none
-// is left behind. No LibTorch.
+// this process (harness/launch/interruption.hpp) stops them all the same way; children die
+// with this process (PR_SET_PDEATHSIG), so none is left behind. No LibTorch.
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -49,8 +51,10 @@ struct SupervisedRun {
 /// process cannot be started (the ones already started are killed first).
 SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const SuperviseOptions& options = {});
 
-/// This process's environment with `overrides` (NAME=VALUE) replacing or adding entries.
-std::vector<std::string> environment_with(const std::vector<std::string>& overrides);
+/// This process's environment with `overrides` (NAME=VALUE) replacing or adding entries, and
+/// without the variables `drop` says yes to (by name).
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides,
+                                          const std::function<bool(std::string_view name)>& drop = {});
 
 /// The running executable's absolute path.
 std::string current_executable();

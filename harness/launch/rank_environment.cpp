@@ -37,6 +37,17 @@ int64_t parse_variable(const char* name, const char* text, int64_t minimum) {
 
 }  // namespace
 
+bool is_launcher_variable(std::string_view name) {
+  for (std::string_view prefix : {"SLURM_", "OMPI_", "PMI_", "PMIX_", "TORCHELASTIC_"}) {
+    if (name.starts_with(prefix)) return true;
+  }
+  for (std::string_view exact : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK",
+                                 "ROLE_WORLD_SIZE", "GROUP_WORLD_SIZE"}) {
+    if (name == exact) return true;
+  }
+  return false;
+}
+
 std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup) {
   for (const Names& names : kLaunchers) {
     const char* rank = lookup(names.rank);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace ddpbench {
 
@@ -34,6 +35,10 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
 
 /// The same, from this process's environment.
 std::optional<RankEnvironment> rank_environment_from_process();
+
+/// Whether `name` is a variable another launcher gives its ranks (SLURM's, Open MPI's, PMI's,
+/// torchrun's): ranks that ddpbench starts itself get none of them.
+bool is_launcher_variable(std::string_view name);
 
 /// MASTER_PORT's value as a port; throws InputError naming the variable when it is not one.
 int64_t master_port_variable(const char* text);

@@ -114,7 +114,8 @@ RowMeasurements measurements_from(const json& records, const c10::Device& device
   const json& ranks = records.at("ranks");
   if (ranks.size() > 1) {
     for (const auto& r : ranks) {
-      m.ranks.push_back(RankSteps{r.at("train_time_s").get<double>(), r.at("steady_step_times").get<std::vector<double>>()});
+      m.ranks.push_back(RankSteps{r.at("train_time_s").get<double>(), r.at("steady_step_times").get<std::vector<double>>(),
+                                  r.at("peak_memory_bytes").get<int64_t>()});
     }
   }
   return m;
@@ -192,10 +193,11 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
   supervise.stderr_tail_lines = 80;
   const SupervisedRun run = run_supervised({child}, supervise);
   const ProcessExit& exit = run.exits.front();
-  if (run.interrupted) {
-    return unfinished_result(config, RunStatus::failed, "interrupted: the PyTorch rank was stopped", env.world_size);
+  if (run.interrupted && !std::filesystem::exists(records_file)) {
+    return unfinished_result(config, RunStatus::interrupted, "interrupted: the PyTorch rank was stopped",
+                             env.world_size);
   }
-  if (exit.failed()) {
+  if (exit.failed() && !run.interrupted) {
     const std::string line = traceback_summary(exit.stderr_tail);
     return unfinished_result(config, RunStatus::failed,
                              exit.describe() + (line.empty() ? "" : ": " + line), env.world_size);
@@ -209,6 +211,11 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
   }
   RunResult result = assemble_result(config, env.world_size, measurements_from(records, device, data));
   result.strategy_details = records.at("details");
+  if (records.value("interrupted", false)) {
+    result.status = RunStatus::interrupted;
+    result.reason = "interrupted by " + records.value("interrupted_by", std::string("a signal")) +
+                    "; the finished steps are kept";
+  }
   result.total_time_s = seconds_since(row_start);
   return result;
 }

@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -14,6 +15,7 @@
 #include "harness/base/clock.hpp"
 #include "harness/base/scratch_dir.hpp"
 #include "harness/distributed/communicator.hpp"
+#include "harness/launch/interruption.hpp"
 #include "harness/launch/launcher.hpp"
 #include "harness/launch/rank_environment.hpp"
 #include "harness/runner/build_info.hpp"
@@ -45,6 +47,14 @@ void check_inputs(const RunConfig& config, const StrategyInfo& strategy) {
   }
 }
 
+// 0 ok or skipped, 1 failed, 130/143 stopped by SIGINT/SIGTERM.
+int exit_code_of(const RunResult& result) {
+  if (result.status == RunStatus::interrupted) {
+    return interrupted_exit_code(interruption_signal() != 0 ? interruption_signal() : SIGINT);
+  }
+  return result.status == RunStatus::failed ? 1 : 0;
+}
+
 // The JSON goes to --out and, unless this process is a rank under our own launcher (which
 // reports for all ranks), the Markdown row to stdout.
 int report(const RunConfig& config, const std::vector<std::string>& argv, const RunResult& result, bool print) {
@@ -56,7 +66,7 @@ int report(const RunConfig& config, const std::vector<std::string>& argv, const 
   document.runs = {result};
   if (!config.out.empty()) write_result_file(config.out, document);
   if (print) std::cout << markdown_runs_table(document.runs) << std::flush;
-  return result.status == RunStatus::failed ? 1 : 0;
+  return exit_code_of(result);
 }
 
 // The row boundary: bad input propagates (exit 2); anything else thrown by `body` becomes
@@ -84,9 +94,14 @@ c10::Device rank_device(const std::string& spec, const RankEnvironment& env) {
   return resolve_device(spec);
 }
 
+// This process is a rank that `ddpbench run --nproc` started (the launcher sets this).
+bool launched_by_ddpbench() {
+  const char* launched = std::getenv("DDPBENCH_LAUNCHED");
+  return launched != nullptr && std::string(launched) == "1";
+}
+
 int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vector<std::string>& argv,
              Clock::time_point row_start) {
-  const char* launched = std::getenv("DDPBENCH_LAUNCHED");
   DistContext dist;
   dist.rank = env.rank;
   dist.world_size = env.world_size;
@@ -110,9 +125,9 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
   if (env.rank != 0) {
     // Only rank 0 reports: the others say why they failed, so the launcher can relay it.
     if (result.status == RunStatus::failed) std::cerr << "ddpbench: rank " << env.rank << ": " << result.reason << "\n";
-    return result.status == RunStatus::failed ? 1 : 0;
+    return exit_code_of(result);
   }
-  return report(config, argv, result, launched == nullptr || std::string(launched) != "1");
+  return report(config, argv, result, !launched_by_ddpbench());
 }
 
 int launch(const RunConfig& config, const std::vector<std::string>& argv) {
@@ -153,10 +168,22 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
     } catch (const std::exception& e) {
       return failed(std::string("cannot start the ranks: ") + e.what());
     }
+    if (outcome.interrupted) {
+      // Rank 0 kept its finished steps, if it got to write them.
+      try {
+        RunResult kept = read_result_file(rank0_result).runs.at(0);
+        kept.config["out"] = config.out;
+        if (kept.status == RunStatus::interrupted) return kept;
+      } catch (const std::exception&) {
+      }
+      return unfinished_result(config, RunStatus::interrupted,
+                               "interrupted: the launcher was signalled and stopped every rank", config.nproc);
+    }
     if (outcome.failure) return failed(outcome.failure->describe() + "; its stderr ended:\n" + outcome.failure->tail(10));
-    if (outcome.interrupted) return failed("interrupted: the launcher was signalled and stopped every rank");
     try {
-      return read_result_file(rank0_result).runs.at(0);
+      RunResult ranks_result = read_result_file(rank0_result).runs.at(0);
+      ranks_result.config["out"] = config.out;  // the ranks wrote to a scratch file
+      return ranks_result;
     } catch (const std::exception& e) {
       return failed(std::string("rank 0 left no result: ") + e.what());
     }
@@ -168,12 +195,26 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
 
 int run_command(const RunCommand& command, const std::vector<std::string>& argv) {
   const auto row_start = Clock::now();
+  catch_interruptions();
   const RunConfig& config = command.config;
   const StrategyInfo& strategy = find_strategy(config.strategy);
   check_inputs(config, strategy);
   if (strategy.pytorch) check_pytorch_inputs(config);
 
-  const auto env = strategy.distributed ? rank_environment_from_process() : std::nullopt;
+  // Launch contexts are explicit: an explicit --nproc starts ranks here, whatever SLURM or
+  // MPI variables say; inside a torchrun world it is a contradiction. Without --nproc, a
+  // process that a launcher started is a rank.
+  const bool own_rank = launched_by_ddpbench();
+  const bool starts_ranks = strategy.distributed && config.nproc > 1 && !own_rank;
+  if (starts_ranks) {
+    for (const char* name : {"RANK", "WORLD_SIZE"}) {
+      if (const char* value = std::getenv(name); value != nullptr) {
+        throw InputError("--nproc " + std::to_string(config.nproc) + ": this process is already a rank of a torchrun "
+                         "world (" + name + "=" + value + "); let torchrun start the ranks, or unset " + name);
+      }
+    }
+  }
+  const auto env = strategy.distributed && !starts_ranks ? rank_environment_from_process() : std::nullopt;
   if (strategy.preflight) {
     if (auto reason = strategy.preflight(strategy_options(config))) {
       if (env && env->rank != 0) return 0;  // rank 0 reports the skipped row
@@ -182,8 +223,8 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
     }
   }
   if (strategy.distributed) {
+    if (starts_ranks) return launch(config, argv);
     if (env) return run_rank(config, *env, argv, row_start);
-    if (config.nproc > 1) return launch(config, argv);
     // One rank, in this process: a world of one over a local store.
     return run_rank(config, local_rank_environment(0, 1, free_port()), argv, row_start);
   }

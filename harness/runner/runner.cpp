@@ -4,6 +4,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -22,6 +23,7 @@
 #include "harness/base/clock.hpp"
 #include "harness/base/statistics.hpp"
 #include "harness/control/progress.hpp"
+#include "harness/launch/interruption.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "harness/runner/device.hpp"
@@ -93,16 +95,17 @@ EvalCounts evaluate(const RunConfig& config, const DistContext& dist, const Imag
 }
 
 // Every rank's epoch time and steady step times, so the report can name the slowest rank.
-std::vector<RankSteps> gather_rank_steps(double train_time_s, const std::vector<double>& steady_times,
+std::vector<RankSteps> gather_rank_steps(double train_time_s, int64_t peak_memory, const std::vector<double>& steady_times,
                                          const DistContext& dist) {
-  std::vector<double> row{train_time_s};
+  std::vector<double> row{train_time_s, static_cast<double>(peak_memory)};
   row.insert(row.end(), steady_times.begin(), steady_times.end());
   const auto local = at::tensor(row, at::TensorOptions().dtype(at::kDouble)).to(dist.device);
   const auto all = all_gather_rows(*dist.comm, local).cpu().contiguous();
   std::vector<RankSteps> ranks;
   for (int64_t r = 0; r < dist.world_size; ++r) {
     const double* values = all[r].data_ptr<double>();
-    ranks.push_back(RankSteps{values[0], std::vector<double>(values + 1, values + all.size(1))});
+    ranks.push_back(RankSteps{values[0], std::vector<double>(values + 2, values + all.size(1)),
+                              static_cast<int64_t>(values[1])});
   }
   return ranks;
 }
@@ -212,7 +215,8 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
   // The epoch ends when the last rank's does: the row's train time is the slowest rank's.
   double slowest = -1, fastest = std::numeric_limits<double>::infinity();
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
-    RankTiming timing{static_cast<int64_t>(r), m.ranks[r].train_time_s, quantiles(m.ranks[r].steady_step_times_s)};
+    RankTiming timing{static_cast<int64_t>(r), m.ranks[r].train_time_s, quantiles(m.ranks[r].steady_step_times_s),
+                      m.ranks[r].peak_memory_bytes};
     result.train_time_s = std::max(result.train_time_s, timing.train_time_s);
     if (std::isfinite(timing.step_time_s.p50)) {
       if (timing.step_time_s.p50 > slowest) {
@@ -230,7 +234,9 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
   result.eval_cut = m.eval_cut;
   result.test_accuracy =
       m.eval_seen > 0 ? static_cast<double>(m.eval_correct) / static_cast<double>(m.eval_seen) : kNotMeasured;
+  // The row's peak is the largest of any rank's (each rank's is in `ranks`).
   result.peak_memory_bytes = m.peak_memory_bytes;
+  for (const auto& r : m.ranks) result.peak_memory_bytes = std::max(result.peak_memory_bytes, r.peak_memory_bytes);
   result.peak_memory_source = m.peak_memory_source;
   result.config = run_config_to_json(config);
   result.step_records = std::move(m.steps);
@@ -291,7 +297,10 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     }
     pending.clear();
   };
-  for (int64_t epoch = 0; epoch < config.epochs; ++epoch) {
+  // SIGINT or SIGTERM stops the row at the next step: the finished steps are kept. A step that
+  // fails because a peer stopped first (its collective broke) counts as interrupted too.
+  std::string interrupted;
+  for (int64_t epoch = 0; epoch < config.epochs && interrupted.empty(); ++epoch) {
     nvtx::ScopedRange epoch_range("epoch", epoch);
     // The tutorial's clock: wall time around the epoch, loader start-up included.
     const auto epoch_start = Clock::now();
@@ -300,6 +309,10 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
         train_shard_indices(data.train.size(), config.seed, epoch, shard),
         random_augmentation(config.seed, epoch, AugmentationStream::train, data.train.size(), config.crop_padding)});
     for (int64_t step = 0;; ++step, ++global_step) {
+      if (interruption_signal() != 0) {
+        interrupted = std::string(::strsignal(interruption_signal())) + " after " + std::to_string(global_step) + " steps";
+        break;
+      }
       if (config.inject_fault_rank == dist.rank && config.inject_fault_step == global_step) {
         std::fprintf(stderr, "ddpbench: rank %lld: --inject-fault-step %lld: killing this rank\n",
                      static_cast<long long>(dist.rank), static_cast<long long>(global_step));
@@ -317,7 +330,15 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
       if (!batch) break;
       profiler.before_step(global_step);
       PendingStep p;
-      p.loss = strategy->train_step(*batch);
+      try {
+        p.loss = strategy->train_step(*batch);
+      } catch (const std::exception& e) {
+        if (interruption_signal() == 0) throw;
+        interrupted = std::string(::strsignal(interruption_signal())) + " in step " + std::to_string(global_step) +
+                      " (" + e.what() + ")";
+        timer->finish_step();
+        break;
+      }
       p.timing = timer->finish_step();
       profiler.after_step(global_step);
       p.record.epoch = epoch;
@@ -333,30 +354,39 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   }
   progress.finish();
   op_ranges.reset();
-
-  const EvalCounts eval = evaluate(config, dist, data.test, strategy->eval_model());
-  if (dist.is_main() && !config.save_checkpoint.empty()) save_checkpoint(*model.ptr(), config.save_checkpoint);
-
   RowMeasurements m;
   m.steps = std::move(result.step_records);
   m.train_time_s = result.train_time_s;
   m.steps_per_epoch = steps_per_epoch;
   m.full_steps_per_epoch = full_steps;
   m.local_images = local_images;
-  m.eval_correct = eval.correct;
-  m.eval_seen = eval.seen;
-  m.eval_cut = eval.cut;
-  m.peak_memory_bytes = peak_memory_bytes(dist.device);
+  for (const auto& device : strategy->devices()) {
+    m.peak_memory_bytes = std::max(m.peak_memory_bytes, peak_memory_bytes(device));
+  }
   m.peak_memory_source = peak_memory_source(dist.device);
   m.device = dist.device.str();
   m.dataset = data.kind;
   m.dataset_origin = data.origin;
+  if (!interrupted.empty()) {
+    // No evaluation and no collective: the other ranks may be gone.
+    result = assemble_result(config, dist.world_size, std::move(m));
+    result.status = RunStatus::interrupted;
+    result.reason = "interrupted by " + interrupted + "; the finished steps are kept";
+    result.total_time_s = seconds_since(row_start);
+    return result;
+  }
+
+  const EvalCounts eval = evaluate(config, dist, data.test, strategy->eval_model());
+  if (dist.is_main() && !config.save_checkpoint.empty()) save_checkpoint(*model.ptr(), config.save_checkpoint);
+  m.eval_correct = eval.correct;
+  m.eval_seen = eval.seen;
+  m.eval_cut = eval.cut;
   if (dist.comm) {
     std::vector<double> steady_times;
     for (std::size_t i = static_cast<std::size_t>(config.warmup_steps); i < m.steps.size(); ++i) {
       steady_times.push_back(m.steps[i].time_s);
     }
-    m.ranks = gather_rank_steps(m.train_time_s, steady_times, dist);
+    m.ranks = gather_rank_steps(m.train_time_s, m.peak_memory_bytes, steady_times, dist);
   }
   result = assemble_result(config, dist.world_size, std::move(m));
   result.strategy_details = strategy->details();

@@ -22,6 +22,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
 struct RankSteps {
   double train_time_s = 0;
   std::vector<double> steady_step_times_s;
+  int64_t peak_memory_bytes = 0;  // over the rank's devices
 };
 
 /// What rank 0 measured of a row, whichever implementation trained it (the runner's loop,
@@ -35,7 +36,7 @@ struct RowMeasurements {
   int64_t eval_correct = 0;       // over all ranks
   int64_t eval_seen = 0;
   bool eval_cut = false;
-  int64_t peak_memory_bytes = 0;
+  int64_t peak_memory_bytes = 0;  // this rank's, over its devices (dp: every replica's)
   std::string peak_memory_source;
   std::string device;
   std::string dataset;

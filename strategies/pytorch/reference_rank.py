@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cifar_data  # noqa: E402
 import models  # noqa: E402
 from step_clock import StepClock  # noqa: E402
-from training import Row, Trainer  # noqa: E402
+from training import Row, StopRequest, Trainer  # noqa: E402
 
 DEFAULT_BUCKET_CAP_MB = 25
 
@@ -77,10 +77,23 @@ def wrap(strategy: str, row: Row, model: nn.Module, details: dict[str, Any]) -> 
     return model
 
 
-def peak_memory(device: torch.device) -> tuple[int, str]:
+def peak_memory(device: torch.device, devices: list[int]) -> tuple[int, str]:
+    """The largest allocator peak over the rank's CUDA devices (torch-dp: every replica's),
+    else the process's peak resident set."""
     if device.type == "cuda":
-        return int(torch.cuda.max_memory_allocated(device)), "cuda-allocator"
+        return max(int(torch.cuda.max_memory_allocated(d)) for d in devices or [device.index]), "cuda-allocator"
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "host-rss"
+
+
+def interrupted_records(measured: Any, device: torch.device, details: dict[str, Any]) -> dict[str, Any]:
+    """The finished steps of a row stopped by a signal: no evaluation, no collective (the other
+    ranks may be gone)."""
+    memory, source = peak_memory(device, [])
+    return {"implementation": details["implementation"], "details": details, "steps": measured.steps,
+            "train_time_s": measured.train_time_s, "steps_per_epoch": measured.steps_per_epoch,
+            "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images, "correct": 0,
+            "seen": 0, "eval_cut": False, "peak_memory_bytes": memory, "peak_memory_source": source,
+            "ranks": [], "interrupted": True, "interrupted_by": measured.interrupted_by}
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -119,6 +132,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                 measured = trainer.train(train, sampler)
         else:
             measured = trainer.train(train, sampler)
+        if measured.interrupted_by:
+            return interrupted_records(measured, device, details)
         trainer.evaluate(test, wrapped, measured)
     if trainer.scaler is not None:
         details["loss_scale"] = float(trainer.scaler.get_scale())
@@ -126,13 +141,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         torch.save(dict(model.state_dict()), row["save-checkpoint"])
 
     warmup = row["warmup-steps"]
+    memory, source = peak_memory(device, dp_devices(row) if strategy == "torch-dp" else [])
     own = {"rank": rank, "train_time_s": measured.train_time_s,
-           "steady_step_times": [s["time_s"] for s in measured.steps[warmup:]]}
+           "steady_step_times": [s["time_s"] for s in measured.steps[warmup:]], "peak_memory_bytes": memory}
     ranks = [own]
     if world > 1:
         ranks = [None] * world
         dist.all_gather_object(ranks, own)
-    memory, source = peak_memory(device)
     records = {"implementation": details["implementation"], "details": details, "steps": measured.steps,
                "train_time_s": measured.train_time_s, "steps_per_epoch": measured.steps_per_epoch,
                "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images,
@@ -151,11 +166,15 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     spec = json.loads(Path(argv[0]).read_text())
+    StopRequest.install()
     records = run(spec)
     out = Path(spec["records"])
     scratch = out.with_suffix(".partial")
     scratch.write_text(json.dumps(records))
     scratch.replace(out)
+    if records.get("interrupted"):
+        # Leave at once: a process group or DataLoader workers could hold the exit up.
+        os._exit(128 + StopRequest.signal)
     return 0
 
 

@@ -31,6 +31,20 @@ class Row:
         return self.config[key]
 
 
+class StopRequest:
+    """SIGINT or SIGTERM: stop at the next step and keep the finished ones, as ddpbench's runner does."""
+
+    signal: int = 0
+
+    @classmethod
+    def install(cls) -> None:
+        def handler(number: int, _frame: object) -> None:
+            cls.signal = cls.signal or number
+
+        signal.signal(signal.SIGINT, handler)
+        signal.signal(signal.SIGTERM, handler)
+
+
 @dataclass
 class Measured:
     steps: list[dict[str, Any]] = field(default_factory=list)
@@ -41,6 +55,7 @@ class Measured:
     correct: int = 0
     seen: int = 0
     eval_cut: bool = False
+    interrupted_by: str = ""
 
 
 def _batches(count: int, batch_size: int, limit: int | None) -> int:
@@ -142,6 +157,9 @@ class Trainer:
                 batches = (device_batches.epoch(list(sampler), dataset.plan) if device_batches
                            else iter(loader))  # type: ignore[arg-type]
                 for step in range(out.steps_per_epoch):
+                    if StopRequest.signal:
+                        out.interrupted_by = signal.Signals(StopRequest.signal).name
+                        break
                     if row["inject-fault-rank"] == row.rank and row["inject-fault-step"] == global_step:
                         os.kill(os.getpid(), signal.SIGKILL)
                     with self.clock.range("step"):
@@ -163,6 +181,8 @@ class Trainer:
                     torch.cuda.synchronize(row.device)
                 out.train_time_s += time.perf_counter() - epoch_start
                 del batches
+            if out.interrupted_by:
+                break
         return out
 
     def evaluate(self, test: cifar_data.ImageSet, eval_model: nn.Module, out: Measured) -> None:

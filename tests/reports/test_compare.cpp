@@ -123,6 +123,47 @@ TEST(Compare, ANewlyFailedRowIsARegression) {
   EXPECT_NE(c.failed_rows[0].find("killed by signal 9"), std::string::npos);
 }
 
+TEST(Compare, OneFailedRepetitionOutOfThreeIsARegression) {
+  auto cur = document_with(repetitions("single", {10.0, 10.1, 9.9}));
+  cur.runs[1].status = RunStatus::failed;
+  cur.runs[1].reason = "rank 0 exited with status 1";
+  const auto c = compare_results(document_with(repetitions("single", {10.0, 10.1, 9.9})), cur, {});
+  EXPECT_TRUE(c.regression());
+  ASSERT_EQ(c.failed_rows.size(), 1u);
+  EXPECT_NE(c.failed_rows[0].find("1 of 3 repetitions failed (none in the baseline): rank 0 exited with status 1"),
+            std::string::npos)
+      << c.failed_rows[0];
+  // Failing as often as the baseline did is not news.
+  auto base = cur;
+  EXPECT_TRUE(compare_results(base, cur, {}).failed_rows.empty());
+}
+
+// The threshold is symmetric, for lower- and higher-is-better metrics alike: a ratio beyond
+// 1 - t or 1 + t, in the bad direction a regression, in the good one an improvement.
+TEST(Compare, TheThresholdIsTheSameInBothDirections) {
+  const auto verdict = [](double base_images, double cur_images) {
+    auto base = document_with({sample_run("single", "faithful", 1, 10.0, base_images)});
+    auto cur = document_with({sample_run("single", "faithful", 1, 10.0, cur_images)});
+    CompareOptions options;
+    options.metrics = {"images_per_s"};
+    return metric(compare_results(base, cur, options), "images_per_s").verdict;
+  };
+  EXPECT_EQ(verdict(1000, 905), Verdict::unchanged);   // -9.5 %
+  EXPECT_EQ(verdict(1000, 895), Verdict::regression);  // -10.5 %
+  EXPECT_EQ(verdict(1000, 1095), Verdict::unchanged);  // +9.5 %
+  EXPECT_EQ(verdict(1000, 1105), Verdict::improved);   // +10.5 %
+  const auto time_verdict = [](double base_s, double cur_s) {
+    return metric(compare_results(document_with(repetitions("single", {base_s})),
+                                  document_with(repetitions("single", {cur_s})), {}),
+                  "train_time_s")
+        .verdict;
+  };
+  EXPECT_EQ(time_verdict(10.0, 10.95), Verdict::unchanged);
+  EXPECT_EQ(time_verdict(10.0, 11.05), Verdict::regression);
+  EXPECT_EQ(time_verdict(10.0, 9.05), Verdict::unchanged);
+  EXPECT_EQ(time_verdict(10.0, 8.95), Verdict::improved);
+}
+
 TEST(Compare, NormalisingByARowGatesOnRatios) {
   // Everything got 30 % slower (a slower machine), but ddp's ratio to single held.
   auto base = document_with(repetitions("single", {10.0}));
@@ -143,6 +184,15 @@ TEST(Compare, UnknownMetricIsBadInput) {
   CompareOptions options;
   options.metrics = {"speed"};
   EXPECT_THROW(compare_results(doc, doc, options), InputError);
+}
+
+TEST(Compare, NoRowInCommonIsBadInput) {
+  try {
+    compare_results(document_with(repetitions("single", {10.0})), document_with(repetitions("other", {10.0})), {});
+    FAIL() << "compared nothing";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no row in common"), std::string::npos) << e.what();
+  }
 }
 
 // --min-vs-pytorch: a row under the floor against its PyTorch twin is a regression.

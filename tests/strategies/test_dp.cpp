@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <mutex>
+
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
 
@@ -7,6 +9,7 @@
 #include "harness/base/input_error.hpp"
 #include "harness/control/run_config.hpp"
 #include "models/registry.hpp"
+#include "models/tiny_cnn.hpp"
 #include "strategies/dp.hpp"
 #include "strategies/sgd.hpp"
 #include "strategies/single.hpp"
@@ -14,20 +17,44 @@
 namespace ddpbench {
 namespace {
 
-Batch batch_of(int64_t n) {
+Batch batch_of(int64_t n, int64_t first = 0) {
   static const auto data = make_synthetic({6, 64, 8});
-  return Batch{(data.train.images.narrow(0, 0, n).to(at::kFloat) / 255.0 - 0.5) / 0.5, data.train.labels.narrow(0, 0, n)};
+  return Batch{(data.train.images.narrow(0, first, n).to(at::kFloat) / 255.0 - 0.5) / 0.5,
+               data.train.labels.narrow(0, first, n)};
 }
 
 struct TrainedModel {
   std::vector<at::Tensor> parameters, buffers;
-  double loss = 0;
+  std::vector<double> losses;  // per step
+  std::vector<at::ScalarType> output_dtypes;  // of the forward, per step
 };
 
-TrainedModel train_dp(RunConfig config, c10::Device primary, const Batch& batch) {
+Batch on(const Batch& b, const c10::Device& device) { return Batch{b.images.to(device), b.labels.to(device)}; }
+
+// The tiny model, recording the dtype of every output it computes, on any thread.
+std::mutex g_outputs_mutex;
+std::vector<at::ScalarType> g_output_dtypes;
+
+struct RecordingCnnImpl : torch::nn::Cloneable<RecordingCnnImpl> {
+  RecordingCnnImpl() { reset(); }
+  void reset() override { inner = register_module("inner", TinyCnn(10)); }
+  at::Tensor forward(const at::Tensor& x) {
+    auto out = inner->forward(x);
+    std::lock_guard lock(g_outputs_mutex);
+    g_output_dtypes.push_back(out.scalar_type());
+    return out;
+  }
+  TinyCnn inner{nullptr};
+};
+TORCH_MODULE(RecordingCnn);
+
+// `config`'s strategy over `batches`, one step each, from the tiny model seeded 9 (or the
+// recording one).
+TrainedModel train_dp(RunConfig config, c10::Device primary, const std::vector<Batch>& batches,
+                      bool recording = false) {
   config.model = "tiny";
   torch::manual_seed(9);
-  auto model = find_model(config.model).make(10);
+  auto model = recording ? torch::nn::AnyModule(RecordingCnn()) : find_model(config.model).make(10);
   model.ptr()->to(primary);
   auto optimizer = make_sgd(model.ptr()->parameters(), 0.1, 0.9, SgdImpl::loop);
   auto timer = make_phase_timer(primary);
@@ -39,33 +66,55 @@ TrainedModel train_dp(RunConfig config, c10::Device primary, const Batch& batch)
   TrainingSetup setup{model, *optimizer, dist, options, *timer, precision};
   strategy->prepare(setup);
   TrainedModel run;
-  run.loss = strategy->train_step(Batch{batch.images.to(primary), batch.labels.to(primary)}).item<double>();
+  {
+    std::lock_guard lock(g_outputs_mutex);
+    g_output_dtypes.clear();
+  }
+  for (const auto& batch : batches) run.losses.push_back(strategy->train_step(on(batch, primary)).item<double>());
+  {
+    std::lock_guard lock(g_outputs_mutex);
+    run.output_dtypes = g_output_dtypes;
+  }
   for (const auto& p : model.ptr()->parameters()) run.parameters.push_back(p.detach().cpu());
   for (const auto& b : model.ptr()->buffers()) run.buffers.push_back(b.detach().cpu());
   return run;
 }
 
-// DataParallel's arithmetic on one device: each chunk through the model on its own (batch
-// norm normalises each chunk by its own statistics), outputs concatenated, one loss, one
-// step. Only the first chunk's running statistics survive DataParallel (the replicas' are
-// dropped), so the expected buffers come from a second model that sees the first chunk alone.
-TrainedModel chunked_reference(int64_t chunks, const Batch& batch) {
+TrainedModel train_dp(RunConfig config, c10::Device primary, const Batch& batch) {
+  return train_dp(std::move(config), primary, std::vector<Batch>{batch});
+}
+
+// DataParallel's arithmetic in one process on one device, step by step: each chunk through
+// the model on its own (batch norm normalises each chunk by its own statistics), outputs
+// concatenated, one loss, one step. Only the first chunk's running statistics survive
+// DataParallel (the replicas' are dropped): the expected buffers come from a second model,
+// given the first's parameters every step, that sees the first chunk alone.
+TrainedModel chunked_reference(int64_t chunks, const std::vector<Batch>& batches) {
   torch::manual_seed(9);
   auto model = find_model("tiny").make(10);
   auto first_chunk_only = model.clone();
   auto optimizer = make_sgd(model.ptr()->parameters(), 0.1, 0.9, SgdImpl::loop);
-  const auto parts = batch.images.chunk(chunks, 0);
-  std::vector<at::Tensor> outputs;
-  for (const auto& part : parts) outputs.push_back(model.forward<at::Tensor>(part));
-  const auto loss = classification_loss(at::cat(outputs, 0), batch.labels);
-  loss.backward();
-  optimizer->step();
-  {
-    torch::NoGradGuard no_grad;
-    first_chunk_only.forward<at::Tensor>(parts[0]);
-  }
   TrainedModel run;
-  run.loss = loss.item<double>();
+  for (const auto& batch : batches) {
+    {
+      torch::NoGradGuard no_grad;
+      const auto from = model.ptr()->parameters();
+      const auto to = first_chunk_only.ptr()->parameters();
+      for (std::size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+    }
+    optimizer->zero_grad();
+    const auto parts = batch.images.chunk(chunks, 0);
+    std::vector<at::Tensor> outputs;
+    for (const auto& part : parts) outputs.push_back(model.forward<at::Tensor>(part));
+    const auto loss = classification_loss(at::cat(outputs, 0), batch.labels);
+    loss.backward();
+    optimizer->step();
+    {
+      torch::NoGradGuard no_grad;
+      first_chunk_only.forward<at::Tensor>(parts[0]);
+    }
+    run.losses.push_back(loss.item<double>());
+  }
   for (const auto& p : model.ptr()->parameters()) run.parameters.push_back(p.detach().clone());
   for (const auto& b : first_chunk_only.ptr()->buffers()) run.buffers.push_back(b.detach().clone());
   return run;
@@ -78,16 +127,32 @@ void expect_close(const std::vector<at::Tensor>& a, const std::vector<at::Tensor
   }
 }
 
-TEST(Dp, ReplicasOnTwoCpuDevicesDoDataParallelsArithmetic) {
+void expect_same_steps(const TrainedModel& dp, const TrainedModel& reference) {
+  ASSERT_EQ(dp.losses.size(), reference.losses.size());
+  for (std::size_t i = 0; i < dp.losses.size(); ++i) EXPECT_NEAR(dp.losses[i], reference.losses[i], 1e-6) << "step " << i;
+  expect_close(dp.parameters, reference.parameters, "parameter");
+  expect_close(dp.buffers, reference.buffers, "buffer");
+}
+
+// Several steps, so that refreshing the replicas and zeroing their gradients between steps
+// matter: a replica that kept its gradient or its old parameters would diverge by step 2.
+TEST(Dp, ReplicasOnTwoCpuDevicesDoDataParallelsArithmeticStepByStep) {
   RunConfig config;
   config.strategy = "dp";
   config.devices = "cpu,cpu";
-  const Batch batch = batch_of(32);
-  const TrainedModel dp = train_dp(config, c10::kCPU, batch);
-  const TrainedModel reference = chunked_reference(2, batch);
-  EXPECT_NEAR(dp.loss, reference.loss, 1e-6);
-  expect_close(dp.parameters, reference.parameters, "parameter");
-  expect_close(dp.buffers, reference.buffers, "buffer");
+  const std::vector<Batch> batches = {batch_of(32), batch_of(32, 32), batch_of(32, 16), batch_of(16, 48)};
+  expect_same_steps(train_dp(config, c10::kCPU, batches), chunked_reference(2, batches));
+}
+
+// A last batch smaller than the device count scatters over fewer replicas, as PyTorch's
+// scatter does (3 images over 4 devices: 3 chunks, 3 replicas).
+TEST(Dp, ASmallLastBatchScattersOverFewerReplicas) {
+  RunConfig config;
+  config.strategy = "dp";
+  config.devices = "cpu,cpu,cpu,cpu";
+  config.batch_size = 8;
+  const std::vector<Batch> batches = {batch_of(8), batch_of(3, 8), batch_of(8, 16)};
+  expect_same_steps(train_dp(config, c10::kCPU, batches), chunked_reference(4, batches));
 }
 
 TEST(Dp, OneDeviceIsTheSingleStrategy) {
@@ -109,8 +174,17 @@ TEST(Dp, AutocastReachesTheReplicaThreads) {
   config.strategy = "dp";
   config.devices = "cpu,cpu";
   config.amp = AmpMode::bf16;
-  const TrainedModel run = train_dp(config, c10::kCPU, batch_of(32));
-  EXPECT_TRUE(std::isfinite(run.loss));
+  const TrainedModel run =
+      train_dp(config, c10::kCPU, {batch_of(32), batch_of(32, 32), batch_of(32, 16)}, /*recording=*/true);
+  // Both devices' outputs, every step, in autocast's dtype: the replica's thread inherited
+  // autocast (without it the replica computes in fp32).
+  ASSERT_EQ(run.output_dtypes.size(), 6u);
+  for (const auto dtype : run.output_dtypes) EXPECT_EQ(dtype, at::kBFloat16);
+  for (double loss : run.losses) EXPECT_TRUE(std::isfinite(loss));
+  config.amp = AmpMode::off;  // the control: the same probe sees fp32 without autocast
+  const TrainedModel fp32 = train_dp(config, c10::kCPU, {batch_of(32)}, /*recording=*/true);
+  ASSERT_EQ(fp32.output_dtypes.size(), 2u);
+  for (const auto dtype : fp32.output_dtypes) EXPECT_EQ(dtype, at::kFloat);
 }
 
 TEST(Dp, PreflightSkipsOrRejects) {

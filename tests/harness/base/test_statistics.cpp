@@ -30,10 +30,23 @@ TEST(Statistics, SamplesNotMeasuredAreLeftOut) {
   EXPECT_TRUE(std::isnan(quantile({nan}, 0.5)));
 }
 
-TEST(Statistics, MannWhitneyPValues) {
+// Golden p-values from scipy 1.x, scipy.stats.mannwhitneyu(a, b, alternative="two-sided").
+TEST(Statistics, MannWhitneyPValuesAreScipys) {
   EXPECT_NEAR(mann_whitney_p({1, 2, 3}, {4, 5, 6}), 0.1, 1e-12);  // exact: 2 of 20 arrangements
-  EXPECT_NEAR(mann_whitney_p({1, 2, 3}, {1, 2, 3}), 1.0, 1e-12);
   EXPECT_NEAR(mann_whitney_p({1, 2}, {3, 4}), 1.0 / 3.0, 1e-12);
+  // Ties: the normal approximation with the tie correction, whatever the sizes.
+  EXPECT_NEAR(mann_whitney_p({1, 2, 3}, {1, 2, 3}), 1.0, 1e-12);
+  EXPECT_NEAR(mann_whitney_p({1, 2, 2, 3}, {2, 3, 3, 4}), 0.1720337089218229, 1e-12);
+  EXPECT_NEAR(mann_whitney_p({1, 1, 1}, {1, 1, 2}), 0.5049850750938458, 1e-12);
+  EXPECT_NEAR(mann_whitney_p({5, 5, 6, 7}, {5, 6, 6, 8, 9}), 0.37485714268334, 1e-12);
+  EXPECT_NEAR(mann_whitney_p({1, 1, 2}, {2, 3, 3}), 0.11014892418594699, 1e-12);
+  // Both sides above 8 values: the approximation.
+  std::vector<double> ten, shifted;
+  for (int i = 0; i < 10; ++i) {
+    ten.push_back(i);
+    shifted.push_back(i + 0.5);
+  }
+  EXPECT_NEAR(mann_whitney_p(ten, shifted), 0.7337299956962472, 1e-12);
   std::vector<double> a, b;
   for (int i = 0; i < 30; ++i) {
     a.push_back(i);

@@ -66,11 +66,12 @@ TEST(RunOptions, JsonErrorsNameTheKeyAndWhere) {
     apply_run_config_json(c, json{{"batch-sise", 64}}, "sweep.json, row 'a'");
     FAIL() << "unknown key accepted";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), "sweep.json, row 'a': unknown option 'batch-sise'");
+    EXPECT_EQ(std::string(e.what()), "sweep.json, row 'a': unknown option 'batch-sise' (did you mean 'batch-size'?)");
   }
   EXPECT_THROW(apply_run_config_json(c, json{{"batch-size", 1.5}}, ""), InputError);
   EXPECT_THROW(apply_run_config_json(c, json{{"batch-size", json::array()}}, ""), InputError);
   EXPECT_THROW(apply_run_config_json(c, json{{"loader", "gpu"}}, ""), InputError);
+  EXPECT_THROW(apply_run_config_json(c, json{{"amp", "fp8"}}, ""), InputError);
   EXPECT_THROW(apply_run_config_json(c, json::array(), ""), InputError);
 }
 
@@ -102,12 +103,34 @@ TEST(RunOptions, ArgumentsReproduceTheConfig) {
   c.bucket_mb = 0.5;
   c.data_dir = "/data/cifar";
   const auto args = run_config_to_args(c);
-  // Only what differs from the defaults, switches as --no-key.
+  // Every option, defaults too, switches as --key / --no-key.
   EXPECT_NE(std::find(args.begin(), args.end(), "--no-overlap"), args.end());
-  EXPECT_EQ(std::find(args.begin(), args.end(), "--batch-size"), args.end());
+  EXPECT_NE(std::find(args.begin(), args.end(), "--batch-size"), args.end());
+  std::size_t expected = 0;
+  for (const auto& opt : run_options()) expected += opt.is_switch ? 1 : 2;
+  EXPECT_EQ(args.size(), expected);
   std::vector<const char*> argv = {"ddpbench", "run"};
   for (const auto& a : args) argv.push_back(a.c_str());
   const auto parsed = std::get<RunCommand>(parse_command_line(static_cast<int>(argv.size()), argv.data())).config;
+  EXPECT_EQ(run_config_to_json(parsed), run_config_to_json(c));
+}
+
+// A value equal to its default that a preset would change survives the trip to the child:
+// `sweep --preset fast --amp off` trains in fp32.
+TEST(RunOptions, ArgumentsKeepADefaultValueAPresetWouldOverride) {
+  RunConfig c;
+  c.preset = Preset::fast;
+  apply_preset(c, {"amp", "loader", "sync-every-step", "workers"});
+  ASSERT_EQ(c.amp, AmpMode::off);
+  ASSERT_EQ(c.loader, LoaderKind::host);
+  std::vector<const char*> argv = {"ddpbench", "run"};
+  const auto args = run_config_to_args(c);
+  for (const auto& a : args) argv.push_back(a.c_str());
+  const auto parsed = std::get<RunCommand>(parse_command_line(static_cast<int>(argv.size()), argv.data())).config;
+  EXPECT_EQ(parsed.amp, AmpMode::off);
+  EXPECT_EQ(parsed.loader, LoaderKind::host);
+  EXPECT_TRUE(parsed.sync_every_step);
+  EXPECT_EQ(parsed.workers, 10);
   EXPECT_EQ(run_config_to_json(parsed), run_config_to_json(c));
 }
 
@@ -155,6 +178,41 @@ TEST(RunOptions, EveryOptionIsDocumentedInTheReadme) {
   for (const auto& opt : run_options()) {
     EXPECT_NE(readme.find("`--" + opt.key), std::string::npos) << "--" << opt.key << " is missing from README.md";
   }
+}
+
+// The README's table of bad input: at least 17 classes, each naming tests that exist.
+TEST(RunOptions, EveryBadInputClassInTheReadmeHasATest) {
+  const char* source_dir = std::getenv("DDPBENCH_SOURCE_DIR");
+  if (source_dir == nullptr) GTEST_SKIP() << "DDPBENCH_SOURCE_DIR not set";
+  const std::filesystem::path root(source_dir);
+  const std::string readme = testing::read_text(root / "README.md");
+  const auto table = readme.find("| bad input | example | test |");
+  ASSERT_NE(table, std::string::npos) << "the README has no table of bad input";
+  std::string tests_text;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(root / "tests")) {
+    if (entry.path().extension() == ".cpp") tests_text += testing::read_text(entry.path());
+  }
+  int classes = 0;
+  std::size_t line_start = readme.find('\n', readme.find('\n', table) + 1) + 1;  // after the separator
+  while (line_start < readme.size() && readme.compare(line_start, 2, "| ") == 0) {
+    const std::string line = readme.substr(line_start, readme.find('\n', line_start) - line_start);
+    const std::string tests = line.substr(line.rfind("| ", line.size() - 3));
+    int named = 0;
+    for (std::size_t at = tests.find('`'); at != std::string::npos; at = tests.find('`', tests.find('`', at + 1) + 1)) {
+      const std::string name = tests.substr(at + 1, tests.find('`', at + 1) - at - 1);
+      const auto dot = name.find('.');
+      ASSERT_NE(dot, std::string::npos) << line;
+      const std::string suite = name.substr(0, dot), test = name.substr(dot + 1);
+      const bool exists = tests_text.find("TEST(" + suite + ", " + test + ")") != std::string::npos ||
+                          tests_text.find("TEST_F(" + suite + ", " + test + ")") != std::string::npos;
+      EXPECT_TRUE(exists) << name << " (README, bad input) is not a test";
+      ++named;
+    }
+    EXPECT_GT(named, 0) << "no test for: " << line;
+    ++classes;
+    line_start = readme.find('\n', line_start) + 1;
+  }
+  EXPECT_GE(classes, 17);
 }
 
 }  // namespace

@@ -136,6 +136,21 @@ TEST(Sweep, TheCpuPresetRunsFp16WhereNativeAndBf16InItsPlaceWhereOnlyBf16Is) {
       << "a row named in --rows runs as defined";
 }
 
+TEST(Sweep, ARowThatRanAnotherConfigurationIsNamedOptionByOption) {
+  SweepCommand cmd;
+  cmd.rows = {"single"};
+  cmd.mode = "faithful";
+  cmd.overrides = {{"preset", "fast"}, {"amp", "off"}};
+  const PlannedRow planned = row(plan_sweep(cmd, machine(0)), "single", "faithful");
+  EXPECT_EQ(planned.config.amp, AmpMode::off);
+  RunResult ran;
+  ran.config = run_config_to_json(planned.config);
+  ran.config["out"] = "elsewhere.json";
+  EXPECT_EQ(plan_difference(planned.config, ran), "") << "output paths do not change what is measured";
+  ran.config["amp"] = "bf16";
+  EXPECT_EQ(plan_difference(planned.config, ran), "amp \"off\" vs \"bf16\"");
+}
+
 TEST(Sweep, CommandLineOverridesWinAndRowsCanBePicked) {
   SweepCommand cmd;
   cmd.rows = {"single", "ddp-2gpu"};
@@ -200,13 +215,29 @@ TEST(Sweep, SweepFilesDefineTheirOwnRows) {
     }
     return std::string();
   };
-  EXPECT_NE(error("{").find("is not valid JSON"), std::string::npos);
-  EXPECT_NE(error(R"({"rows": []})").find("no rows"), std::string::npos);
-  EXPECT_NE(error(R"({"rows": [{"name": "x", "options": {"batch-sise": 3}}]})").find("row 'x' (faithful): unknown option 'batch-sise'"),
-            std::string::npos);
-  EXPECT_NE(error(R"({"rows": [{"name": "x", "options": {"batch-size": 0}}]})").find("--batch-size must be positive"),
-            std::string::npos);
-  EXPECT_NE(error(R"({"rows": [{"options": {}}]})").find("sweep file"), std::string::npos);
+  auto expect_error = [&](const std::string& text, const std::string& message) {
+    const std::string e = error(text);
+    EXPECT_NE(e.find(message), std::string::npos) << text << " gave: " << (e.empty() ? "no error" : e);
+  };
+  expect_error("{", "is not valid JSON");
+  expect_error(R"([1, 2])", "expected a JSON object, got array");
+  expect_error(R"({"rows": []})", "no rows");
+  expect_error(R"({"rows": [{"options": {}}]})", "row 1: no 'name'");
+  // Unknown keys at every level, with the closest known one.
+  expect_error(R"({"baseine": "x", "rows": [{"name": "x"}]})", "unknown key 'baseine' (did you mean 'baseline'?)");
+  expect_error(R"({"rows": [{"name": "x", "option": {}}]})", "row 1: unknown key 'option' (did you mean 'options'?)");
+  expect_error(R"({"rows": [{"name": "x", "options": {"batch-sise": 3}}]})",
+               "row 'x': unknown option 'batch-sise' (did you mean 'batch-size'?)");
+  expect_error(R"({"defaults": {"modle": "tiny"}, "rows": [{"name": "x"}]})",
+               "defaults: unknown option 'modle' (did you mean 'model'?)");
+  // Two rows of one name, wrong types, values checked as on the command line.
+  expect_error(R"({"rows": [{"name": "x"}, {"name": "x"}]})", "row 'x': a second row of that name");
+  expect_error(R"({"rows": [{"name": "x", "devices": "2"}]})", "'devices' must be an integer, not string \"2\"");
+  expect_error(R"({"rows": [{"name": "x", "options": []}]})", "'options' must be an object, not array");
+  expect_error(R"({"name": 3, "rows": [{"name": "x"}]})", "'name' must be a string, not number 3");
+  expect_error(R"({"rows": [{"name": "x", "options": {"batch-size": 0}}]})", "--batch-size must be positive");
+  expect_error(R"({"rows": [{"name": "x", "controlled": {"amp": "fp8"}}]})", "row 'x' (controlled): --amp: unknown value 'fp8'");
+  expect_error(R"({"baseline": "y", "rows": [{"name": "x"}]})", "'baseline' names no row ('y')");
 }
 
 // scripts/ci-bench compares against a committed baseline: it must hold every row that

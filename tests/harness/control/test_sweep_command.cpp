@@ -13,7 +13,8 @@ namespace {
 
 using testing::TempDir;
 
-// Two quick rows and a slow one, on the tiny model and synthetic data.
+// Quick rows, a slow one, one that runs until stopped and one that fails, on the tiny model
+// and synthetic data.
 void write_sweep_file(const std::filesystem::path& path) {
   testing::write_text(path, R"({
     "name": "test sweep",
@@ -23,6 +24,7 @@ void write_sweep_file(const std::filesystem::path& path) {
       {"name": "quick", "options": {"strategy": "single", "max-steps": 2}},
       {"name": "ranks", "devices": 2, "options": {"strategy": "ddp", "nproc": 2, "max-steps": 2}},
       {"name": "slow", "options": {"strategy": "single", "epochs": 12}},
+      {"name": "endless", "options": {"strategy": "single", "epochs": 100000}},
       {"name": "broken", "options": {"strategy": "ddp", "nproc": 2, "inject-fault-rank": 1, "inject-fault-step": 1}}
     ]})");
 }
@@ -36,6 +38,21 @@ std::vector<std::string> sweep_args(const TempDir& dir, std::vector<std::string>
 
 nlohmann::json results(const TempDir& dir) {
   return nlohmann::json::parse(testing::read_text(dir / "out/results.json"));
+}
+
+// The rows the sweep's reports hold so far (0 before the first is written).
+std::size_t rows_reported(const TempDir& dir) {
+  try {
+    return results(dir)["runs"].size();
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// Waits up to 30 s until the reports hold `rows` rows.
+bool wait_for_rows(const TempDir& dir, std::size_t rows) {
+  for (int i = 0; i < 600 && rows_reported(dir) < rows; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return rows_reported(dir) >= rows;
 }
 
 TEST(SweepCommand, AFailedRowBecomesARowAndTheSweepGoesOn) {
@@ -65,15 +82,8 @@ TEST(SweepCommand, AKilledSweepResumesWithoutLosingOrRepeatingARow) {
   {
     testing::SpawnedProcess sweep(sweep_args(dir, rows));
     // Wait until the reports hold the first two rows, then kill the sweep while "slow" runs.
-    auto finished_rows = [&] {
-      try {
-        return results(dir)["runs"].size();
-      } catch (const std::exception&) {
-        return std::size_t{0};
-      }
-    };
-    for (int i = 0; i < 600 && finished_rows() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    ASSERT_EQ(finished_rows(), 2u) << "the first two rows never finished";
+    ASSERT_TRUE(wait_for_rows(dir, 2)) << "the first two rows never finished";
+    ASSERT_EQ(rows_reported(dir), 2u);
     ::kill(sweep.pid(), SIGKILL);
     sweep.wait();
   }
@@ -94,6 +104,47 @@ TEST(SweepCommand, AKilledSweepResumesWithoutLosingOrRepeatingARow) {
   const auto changed = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume", "--seed", "5"}));
   EXPECT_EQ(changed.exit_code, 0);
   EXPECT_EQ(changed.err.find("done before"), std::string::npos) << changed.err;
+}
+
+// SIGINT or SIGTERM: the finished rows stay, the row in flight is `interrupted` with its
+// finished steps, the reports are written, and the exit status says which signal.
+TEST(SweepCommand, ASignalKeepsEveryFinishedRowAndTheStepsOfTheRowInFlight) {
+  for (const int signal : {SIGINT, SIGTERM}) {
+    TempDir dir;
+    write_sweep_file(dir / "s.json");
+    testing::SpawnedProcess sweep(sweep_args(dir, {"--rows", "quick,endless,broken"}));
+    ASSERT_TRUE(wait_for_rows(dir, 1));
+    ASSERT_EQ(rows_reported(dir), 1u);
+    std::this_thread::sleep_for(std::chrono::seconds(3));  // "endless" is in flight, some steps done
+    const auto start = std::chrono::steady_clock::now();
+    ::kill(sweep.pid(), signal);
+    const auto r = sweep.wait();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    EXPECT_EQ(r.exit_code, 128 + signal) << r.err;
+    const auto doc = results(dir);
+    std::string rows;
+    for (const auto& run : doc["runs"]) rows += run["name"].get<std::string>() + " " + run["status"].get<std::string>() + "; ";
+    ASSERT_EQ(doc["runs"].size(), 2u) << "the row after the interrupted one never started: " << rows;
+    EXPECT_EQ(doc["runs"][0]["status"], "ok");
+    EXPECT_EQ(doc["runs"][1]["name"], "endless");
+    EXPECT_EQ(doc["runs"][1]["status"], "interrupted") << doc["runs"][1]["reason"];
+    EXPECT_GT(doc["runs"][1]["step_records"].size(), 0u);
+    EXPECT_NE(testing::read_text(dir / "out/results.md").find("endless (faithful): interrupted"), std::string::npos);
+  }
+}
+
+// A second SIGINT does not wait for anything.
+TEST(SweepCommand, ASecondInterruptEndsEverythingAtOnce) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  testing::SpawnedProcess sweep(sweep_args(dir, {"--rows", "endless"}));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ::kill(sweep.pid(), SIGINT);
+  ::kill(sweep.pid(), SIGINT);
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = sweep.wait();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(r.exit_code, 130) << r.err;
 }
 
 TEST(SweepCommand, DryRunPrintsEachRowsCommand) {

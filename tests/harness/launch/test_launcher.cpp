@@ -52,6 +52,15 @@ void expect_consistent_ddp_row(const nlohmann::json& run, int64_t world) {
   EXPECT_EQ(run["strategy_details"]["backend"], "gloo");
   const int64_t per_rank = (1000 + world - 1) / world;
   EXPECT_EQ(run["steps"], (per_rank + 49) / 50);
+  // The row's peak memory is the largest rank's; each rank's is there too.
+  int64_t largest = 0;
+  for (const auto& rank : run["ranks"]) {
+    EXPECT_GT(rank["peak_memory_bytes"].get<int64_t>(), 0);
+    largest = std::max(largest, rank["peak_memory_bytes"].get<int64_t>());
+  }
+  if (world > 1) {
+    EXPECT_EQ(run["peak_memory_bytes"].get<int64_t>(), largest);
+  }
 }
 
 TEST(Launcher, NprocStartsTheRanksAndReportsOneRow) {
@@ -98,14 +107,35 @@ TEST(Launcher, InterruptStopsEveryRank) {
   testing::SpawnedProcess launcher(ddp_args({"--nproc", "2", "--epochs", "1000", "--name", marker, "--out",
                                              (dir / "r.json").string()}));
   ASSERT_TRUE(wait_for_processes(marker, 3));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // some steps done
   ::kill(launcher.pid(), SIGINT);
   const auto r = launcher.wait();
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  // The row is interrupted, not failed, and keeps the steps rank 0 finished.
   const auto run = first_run(dir / "r.json");
-  EXPECT_EQ(run["status"], "failed");
-  EXPECT_NE(run["reason"].get<std::string>().find("interrupted"), std::string::npos) << run["reason"];
+  EXPECT_EQ(run["status"], "interrupted") << run["reason"];
+  EXPECT_NE(run["reason"].get<std::string>().find("interrupted by"), std::string::npos) << run["reason"];
+  EXPECT_GT(run["step_records"].size(), 0u);
   EXPECT_EQ(processes_with(marker), 0);
+}
+
+// A lone row: SIGTERM stops it after the step in flight, its steps kept, exit 143.
+TEST(Launcher, SigtermStopsALoneRowKeepingItsSteps) {
+  TempDir dir;
+  const std::string marker = "sigterm-" + std::to_string(::getpid());
+  auto args = ddp_args({"--epochs", "1000", "--name", marker, "--out", (dir / "r.json").string()});
+  args[3] = "single";  // --strategy single
+  testing::SpawnedProcess row(args);
+  ASSERT_TRUE(wait_for_processes(marker, 1));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ::kill(row.pid(), SIGTERM);
+  const auto r = row.wait();
+  EXPECT_EQ(r.exit_code, 143) << r.err;
+  const auto run = first_run(dir / "r.json");
+  EXPECT_EQ(run["status"], "interrupted");
+  EXPECT_NE(run["reason"].get<std::string>().find("Terminated"), std::string::npos) << run["reason"];
+  EXPECT_GT(run["steps"].get<int64_t>(), 0);
+  EXPECT_EQ(run["step_records"].size(), run["steps"].get<std::size_t>());
 }
 
 TEST(Launcher, RanksDieWithAKilledLauncher) {
@@ -129,9 +159,9 @@ TEST(Launcher, RunsAsOneRankUnderAnExternalLauncher) {
     env.push_back("LOCAL_RANK=" + std::to_string(rank));
     return env;
   };
-  // --nproc is the launcher's business here: each process is one rank and starts nothing.
-  testing::SpawnedProcess rank0(ddp_args({"--nproc", "4", "--out", (dir / "r.json").string()}), env_for(0));
-  testing::SpawnedProcess rank1(ddp_args({"--nproc", "4", "--out", (dir / "rank1.json").string()}), env_for(1));
+  // Each process is one rank and starts nothing.
+  testing::SpawnedProcess rank0(ddp_args({"--out", (dir / "r.json").string()}), env_for(0));
+  testing::SpawnedProcess rank1(ddp_args({"--out", (dir / "rank1.json").string()}), env_for(1));
   const auto r0 = rank0.wait();
   const auto r1 = rank1.wait();
   ASSERT_EQ(r0.exit_code, 0) << r0.err;
@@ -140,6 +170,43 @@ TEST(Launcher, RunsAsOneRankUnderAnExternalLauncher) {
   EXPECT_EQ(r1.out, "") << "only rank 0 reports";
   EXPECT_FALSE(std::filesystem::exists(dir / "rank1.json")) << "only rank 0 writes files";
   expect_consistent_ddp_row(first_run(dir / "r.json"), 2);
+}
+
+// Launch contexts are explicit: --nproc N starts N ranks here whatever SLURM or Open MPI
+// say (their variables do not reach the ranks), and is a contradiction inside torchrun.
+TEST(Launcher, AnExplicitNprocWinsOverSlurmAndMpiVariables) {
+  const std::vector<std::vector<std::string>> contexts = {{"SLURM_PROCID=0", "SLURM_NTASKS=1"},
+                                                          {"SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_LOCALID=0"},
+                                                          {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=3"}};
+  for (const auto& context : contexts) {
+    TempDir dir;
+    const auto r = testing::run_process(ddp_args({"--nproc", "2", "--timeout-s", "20", "--out", (dir / "r.json").string()}),
+                                        context);
+    ASSERT_EQ(r.exit_code, 0) << context.front() << ": " << r.err;
+    expect_consistent_ddp_row(first_run(dir / "r.json"), 2);
+  }
+}
+
+TEST(Launcher, NprocInsideATorchrunWorldIsBadInputNamingTheVariable) {
+  TempDir dir;
+  const auto r = testing::run_process(ddp_args({"--nproc", "2", "--out", (dir / "r.json").string()}),
+                                      {"RANK=0", "WORLD_SIZE=2", "MASTER_PORT=29999"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--nproc 2: this process is already a rank of a torchrun world (RANK=0)"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.json"));
+}
+
+TEST(Launcher, WithoutNprocSlurmAndMpiVariablesMakeThisProcessARank) {
+  for (const auto& context : std::vector<std::vector<std::string>>{{"SLURM_PROCID=0", "SLURM_NTASKS=1"},
+                                                                   {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1"}}) {
+    TempDir dir;
+    auto env = context;
+    env.push_back("MASTER_PORT=" + std::to_string(29000 + (::getpid() + 700) % 3000));
+    const auto r = testing::run_process(ddp_args({"--out", (dir / "r.json").string()}), env);
+    ASSERT_EQ(r.exit_code, 0) << context.front() << ": " << r.err;
+    expect_consistent_ddp_row(first_run(dir / "r.json"), 1);
+  }
 }
 
 // torchrun itself, where the Python that provides LibTorch has it: its agent serves the

@@ -1,6 +1,8 @@
 // The binary end to end: exit codes, messages and files, for good and bad input.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 #include "support/process.hpp"
@@ -104,6 +106,10 @@ TEST(Main, UnwritableOutputsAndMissingInitFileExitTwo) {
   expect_bad_input(ddpbench(quick_run({"--save-checkpoint", (dir / "file/w.pt").string()})),
                    "--save-checkpoint: cannot write");
   expect_bad_input(ddpbench(quick_run({"--init-from", (dir / "absent.pt").string()})), "--init-from: no file");
+  // Checked before any work: the whole epoch used to run first.
+  const auto start = std::chrono::steady_clock::now();
+  expect_bad_input(ddpbench({"run", "--out", "/proc/nope/o.json"}), "--out: cannot write '/proc/nope/o.json'");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
 TEST(Main, CudaDeviceWithoutGpuExitsTwo) {
