@@ -32,7 +32,7 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
     if (input.is_cuda()) {
       auto [local_mean, local_invstd] = at::batch_norm_stats(input, eps);
       auto row = at::cat({local_mean, local_invstd, at::full({1}, local_count, local_mean.options())});
-      auto all = all_gather_rows(*group, row);
+      auto all = all_gather_rows(*group, row, "SyncBN forward");
       auto means = all.narrow(1, 0, channels).contiguous();
       auto invstds = all.narrow(1, channels, channels).contiguous();
       counts = all.select(1, 2 * channels).contiguous();
@@ -43,7 +43,7 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
       const auto x = input.to(at::kFloat);
       auto [local_var, local_mean] = at::var_mean(x, {0, 2, 3}, /*correction=*/0);
       auto row = at::cat({local_mean, local_var, at::full({1}, local_count, local_mean.options())});
-      auto all = all_gather_rows(*group, row);
+      auto all = all_gather_rows(*group, row, "SyncBN forward");
       auto means = all.narrow(1, 0, channels);
       auto vars = all.narrow(1, channels, channels);
       counts = all.select(1, 2 * channels);
@@ -84,7 +84,7 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
       auto [sum_dy, sum_dy_xmu, gw, gb] = at::batch_norm_backward_reduce(
           grad_output, input, mean, invstd, weight, true, true, true);
       auto both = at::cat({sum_dy, sum_dy_xmu});
-      group->sum(both);
+      group->sum(both, "SyncBN backward");
       grad_input = at::batch_norm_backward_elemt(grad_output, input, mean, invstd, weight.to(mean.scalar_type()),
                                                  both.narrow(0, 0, channels), both.narrow(0, channels, channels),
                                                  counts.to(at::kInt));
@@ -99,7 +99,7 @@ struct SyncBatchNormFunction : torch::autograd::Function<SyncBatchNormFunction> 
       grad_weight = sum_dy_xmu_local * invstd;
       grad_bias = sum_dy_local;
       auto both = at::cat({sum_dy_local, sum_dy_xmu_local});
-      group->sum(both);
+      group->sum(both, "SyncBN backward");
       const auto n = counts.sum();
       const auto mean_dy = both.narrow(0, 0, channels) / n;
       const auto mean_dy_xmu = both.narrow(0, channels, channels) / n;

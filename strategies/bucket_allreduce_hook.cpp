@@ -87,6 +87,16 @@ void BucketTimeline::last_gradient_ready() {
   step_->last_gradient = mark_now(device_);
 }
 
+std::vector<std::size_t> BucketTimeline::unfinished_buckets() {
+  std::lock_guard lock(mutex_);
+  std::lock_guard step_lock(step_->mutex);
+  std::vector<std::size_t> unfinished;
+  for (const Interval& interval : step_->intervals) {
+    if (!interval.end.set) unfinished.push_back(interval.bucket);
+  }
+  return unfinished;
+}
+
 BucketTimeline::Token BucketTimeline::launched(std::size_t bucket_index) {
   std::lock_guard lock(mutex_);
   std::lock_guard step_lock(step_->mutex);
@@ -191,7 +201,7 @@ c10::intrusive_ptr<c10::ivalue::Future> BucketAllreduceHook::launch(at::Tensor b
   // completion is recorded before backward returns.
   return work->getFuture()->then(
       [timeline = timeline_, token](c10::ivalue::Future& done) {
-        timeline->completed(token);
+        if (!done.hasError()) timeline->completed(token);
         return done.value();
       },
       c10::ListType::ofTensors());

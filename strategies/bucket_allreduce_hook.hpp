@@ -53,6 +53,9 @@ class BucketTimeline {
   Token launched(std::size_t bucket_index);
   /// The bucket's allreduce has completed (on a GPU: once the current stream reaches here).
   void completed(const Token& token);
+  /// This step's buckets whose allreduce was launched and has not completed (one that
+  /// failed never completes), in launch order.
+  [[nodiscard]] std::vector<std::size_t> unfinished_buckets();
 
  private:
   struct Interval;

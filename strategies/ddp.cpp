@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <sstream>
 
@@ -40,13 +41,28 @@ double nanoseconds_to_seconds(const std::map<std::string, int64_t>& ints, const 
   return it == ints.end() ? kNotMeasured : static_cast<double>(it->second) / 1e9;
 }
 
+// NCCL picks its own interface; the row records the user's choice where one was made.
+nlohmann::json nccl_socket_ifname() {
+  const char* value = std::getenv("NCCL_SOCKET_IFNAME");
+  return value != nullptr && *value != '\0' ? nlohmann::json(value) : nlohmann::json(nullptr);
+}
+
 class DdpStrategy final : public Strategy {
  public:
   at::Tensor train_step(const Batch& batch) override {
     TrainingSetup& s = setup();
     timeline_->start_step(s.timer.step());
     const at::Tensor loss = forward_loss(batch, [&](const at::Tensor& images) { return ddp_forward(images); });
-    return backward_and_step(loss, [&] { account_communication(); });
+    try {
+      return backward_and_step(loss, [&] { account_communication(); });
+    } catch (const CollectiveError&) {
+      throw;
+    } catch (const std::exception& e) {
+      // The Reducer rethrows a bucket's failed allreduce from backward: name the bucket.
+      const std::vector<std::size_t> unfinished = timeline_->unfinished_buckets();
+      if (unfinished.empty()) throw;
+      throw CollectiveError(comm_->describe_failure("allreduce of bucket " + std::to_string(unfinished.front()), e));
+    }
   }
 
   // As DDP's forward in eval mode right after training: rank 0's buffers first, so every
@@ -64,6 +80,9 @@ class DdpStrategy final : public Strategy {
                                TORCH_VERSION + ") driven from C++"},
         {"engine", "c10d::Reducer"},
         {"backend", comm_->backend_name()},
+        {"gloo_interface", comm_->network_interface().empty() ? nlohmann::json(nullptr)
+                                                              : nlohmann::json(comm_->network_interface())},
+        {"nccl_socket_ifname", nccl_socket_ifname()},
         {"overlap", o.overlap},
         {"comm_hook", "ddpbench timed allreduce (sum scaled by 1/world, as the built-in one)"},
         {"sync_bn_layers", sync_bn_layers_},
@@ -109,13 +128,13 @@ class DdpStrategy final : public Strategy {
     for (const auto& p : parameters()) {
       if (p.requires_grad()) params.push_back(p);
     }
-    c10d::verify_params_across_processes(group_, params, std::nullopt);
     std::vector<at::Tensor> state;
     for (const auto& [name, tensor] : state_dict(module)) state.push_back(tensor);
-    {
+    comm_->guarded("broadcast", [&] {
+      c10d::verify_params_across_processes(group_, params, std::nullopt);
       at::NoGradGuard no_grad;
       c10d::broadcast_coalesced(group_, state, kBroadcastBucketBytes, 0);
-    }
+    });
 
     // _ddp_init_helper: one bucket for iteration 1 (the order gradients become ready is not
     // known yet), buckets of the cap from the order of iteration 1 after the rebuild. The
@@ -165,8 +184,10 @@ class DdpStrategy final : public Strategy {
   // broadcast_buffers: rank 0's running statistics on every rank.
   void sync_buffers() {
     if (buffers_.empty()) return;
-    at::NoGradGuard no_grad;
-    c10d::broadcast_coalesced(group_, buffers_, kBroadcastBucketBytes, 0);
+    comm_->guarded("broadcast", [&] {
+      at::NoGradGuard no_grad;
+      c10d::broadcast_coalesced(group_, buffers_, kBroadcastBucketBytes, 0);
+    });
   }
 
   // backward() returned once the Reducer had every bucket reduced (the wait after the last

@@ -195,6 +195,14 @@ SweepDefinition read_sweep_file(const std::filesystem::path& path) {
     SweepRowSpec row;
     row.name = field(r, "name", json::value_t::string, "a string", row_where).get<std::string>();
     if (row.name.empty()) throw InputError(row_where + ": empty 'name'");
+    // A row's name is its result file's name under --out-dir: nothing that could leave it.
+    const bool safe = row.name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+                          std::string::npos &&
+                      row.name.front() != '.';
+    if (!safe) {
+      throw InputError(row_where + ": name '" + row.name +
+                       "' must be letters, digits, '.', '_' or '-', not starting with '.' (it names a result file)");
+    }
     const std::string named = row_where_of(where, row.name);
     for (const auto& other : d.rows) {
       if (other.name == row.name) throw InputError(named + ": a second row of that name");

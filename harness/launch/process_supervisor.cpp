@@ -1,4 +1,5 @@
 #include "harness/launch/process_supervisor.hpp"
+
 #include "harness/base/clock.hpp"
 #include "harness/launch/interruption.hpp"
 
@@ -14,6 +15,8 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 extern char** environ;
@@ -66,6 +69,15 @@ void signal_all(std::vector<Child>& children, int signal) {
   for (auto& c : children) {
     if (c.running) ::kill(c.pid, signal);
   }
+}
+
+// A stopped process (SIGSTOP, a debugger) leaves SIGTERM pending until it is continued:
+// one that is frozen gets SIGKILL at once instead of after the grace period.
+bool is_stopped(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && (text[close + 2] == 'T' || text[close + 2] == 't');
 }
 
 std::vector<char*> pointers(std::vector<std::string>& strings) {
@@ -209,6 +221,9 @@ SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const Superv
     if ((run.first_failure || run.interrupted) && !stopping_since) {
       stopping_since = Clock::now();
       signal_all(children, SIGTERM);
+      for (auto& c : children) {
+        if (c.running && is_stopped(c.pid)) ::kill(c.pid, SIGKILL);
+      }
     }
     if (stopping_since && Clock::now() - *stopping_since > o.grace) signal_all(children, SIGKILL);
   }

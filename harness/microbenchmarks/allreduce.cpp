@@ -28,7 +28,7 @@ void BM_GlooAllreduce(benchmark::State& state) {
   const int64_t bytes = state.range(0);
   Communicator& comm = gloo_rank(static_cast<int>(state.thread_index()));
   auto tensor = at::ones({bytes / 4}, at::kFloat);
-  for (auto _ : state) comm.sum(tensor);
+  for (auto _ : state) comm.sum(tensor, "allreduce");
   set_bandwidth(state, bytes, 2);
 }
 BENCHMARK(BM_GlooAllreduce)->RangeMultiplier(16)->Range(1 << 10, 64 << 20)->Threads(2)->UseRealTime()->Iterations(20);
@@ -46,7 +46,7 @@ void BM_NcclAllreduceOneGpu(benchmark::State& state) {
   const int64_t bytes = state.range(0);
   auto tensor = at::ones({bytes / 4}, at::TensorOptions().dtype(at::kFloat).device(c10::kCUDA));
   for (auto _ : state) {
-    comm->sum(tensor);
+    comm->sum(tensor, "allreduce");
     torch::cuda::synchronize();
   }
   set_bandwidth(state, bytes, 1);

@@ -130,6 +130,25 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
   return report(config, argv, result, !launched_by_ddpbench());
 }
 
+// Why a launched row failed: a rank killed by a signal, else in the words of the rank that
+// saw it: rank 0's failed result
+// ("allreduce of bucket 2 failed on rank 0: rank 1 stopped answering"), else the failing
+// rank's own "ddpbench: rank N: " line, else how the process ended and its stderr.
+std::string failure_reason(const ProcessExit& failure, const std::filesystem::path& rank0_result) {
+  // A rank killed by a signal is the cause; the others only saw it vanish.
+  if (failure.signal != 0) return failure.describe() + "; its stderr ended:\n" + failure.tail(10);
+  try {
+    const RunResult rank0 = read_result_file(rank0_result).runs.at(0);
+    if (rank0.status == RunStatus::failed && !rank0.reason.empty()) return "rank 0: " + rank0.reason;
+  } catch (const std::exception&) {
+  }
+  constexpr std::string_view kRankLine = "ddpbench: rank ";
+  for (auto line = failure.stderr_tail.rbegin(); line != failure.stderr_tail.rend(); ++line) {
+    if (const auto at = line->find(kRankLine); at != std::string::npos) return line->substr(at + 10);
+  }
+  return failure.describe() + "; its stderr ended:\n" + failure.tail(10);
+}
+
 int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   const bool cuda_ranks = config.device.starts_with("cuda") || (config.device == "auto" && torch::cuda::is_available());
   if (cuda_ranks) {
@@ -179,7 +198,7 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
       return unfinished_result(config, RunStatus::interrupted,
                                "interrupted: the launcher was signalled and stopped every rank", config.nproc);
     }
-    if (outcome.failure) return failed(outcome.failure->describe() + "; its stderr ended:\n" + outcome.failure->tail(10));
+    if (outcome.failure) return failed(failure_reason(*outcome.failure, rank0_result));
     try {
       RunResult ranks_result = read_result_file(rank0_result).runs.at(0);
       ranks_result.config["out"] = config.out;  // the ranks wrote to a scratch file

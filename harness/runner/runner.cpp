@@ -87,7 +87,7 @@ EvalCounts evaluate(const RunConfig& config, const DistContext& dist, const Imag
   }
   // Each rank counted its own shard; the sums are the whole test set's.
   auto counts = at::stack({correct, at::scalar_tensor(seen, correct.options())});
-  if (dist.comm) dist.comm->sum(counts);
+  if (dist.comm) dist.comm->sum(counts, "evaluation");
   counts = counts.cpu();
   EvalCounts result{counts[0].item<int64_t>(), counts[1].item<int64_t>(), batches < full_batches};
   model.ptr()->train();
@@ -100,7 +100,7 @@ std::vector<RankSteps> gather_rank_steps(double train_time_s, int64_t peak_memor
   std::vector<double> row{train_time_s, static_cast<double>(peak_memory)};
   row.insert(row.end(), steady_times.begin(), steady_times.end());
   const auto local = at::tensor(row, at::TensorOptions().dtype(at::kDouble)).to(dist.device);
-  const auto all = all_gather_rows(*dist.comm, local).cpu().contiguous();
+  const auto all = all_gather_rows(*dist.comm, local, "the gather of rank timings").cpu().contiguous();
   std::vector<RankSteps> ranks;
   for (int64_t r = 0; r < dist.world_size; ++r) {
     const double* values = all[r].data_ptr<double>();

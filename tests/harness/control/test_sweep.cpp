@@ -232,6 +232,10 @@ TEST(Sweep, SweepFilesDefineTheirOwnRows) {
                "defaults: unknown option 'modle' (did you mean 'model'?)");
   // Two rows of one name, wrong types, values checked as on the command line.
   expect_error(R"({"rows": [{"name": "x"}, {"name": "x"}]})", "row 'x': a second row of that name");
+  // Row names are result file names: none may leave --out-dir.
+  expect_error(R"({"rows": [{"name": "../../etc/x"}]})", "name '../../etc/x' must be letters, digits");
+  expect_error(R"({"rows": [{"name": "a/b"}]})", "name 'a/b' must be letters, digits");
+  expect_error(R"({"rows": [{"name": ".hidden"}]})", "not starting with '.'");
   expect_error(R"({"rows": [{"name": "x", "devices": "2"}]})", "'devices' must be an integer, not string \"2\"");
   expect_error(R"({"rows": [{"name": "x", "options": []}]})", "'options' must be an object, not array");
   expect_error(R"({"name": 3, "rows": [{"name": "x"}]})", "'name' must be a string, not number 3");

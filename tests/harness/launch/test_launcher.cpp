@@ -5,6 +5,8 @@
 #include <dirent.h>
 
 #include <chrono>
+#include <csignal>
+#include <iostream>
 #include <thread>
 #include <nlohmann/json.hpp>
 
@@ -74,6 +76,14 @@ TEST(Launcher, NprocStartsTheRanksAndReportsOneRow) {
   }
 }
 
+// Waits until `count` processes carry `marker` (the launcher and its ranks are up).
+bool wait_for_processes(const std::string& marker, int count) {
+  for (int i = 0; i < 300 && processes_with(marker) < count; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return processes_with(marker) >= count;
+}
+
 TEST(Launcher, ARankThatDiesFailsTheRunWithinSecondsAndLeavesNoProcess) {
   TempDir dir;
   const std::string marker = "fault-" + std::to_string(::getpid());
@@ -93,12 +103,63 @@ TEST(Launcher, ARankThatDiesFailsTheRunWithinSecondsAndLeavesNoProcess) {
   EXPECT_EQ(processes_with(marker), 0);
 }
 
-// Waits until `count` processes carry `marker` (the launcher and its ranks are up).
-bool wait_for_processes(const std::string& marker, int count) {
-  for (int i = 0; i < 300 && processes_with(marker) < count; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+// The pid of the rank process (RANK=`rank` in its environment) whose command line holds `marker`.
+pid_t rank_process(const std::string& marker, int64_t rank) {
+  DIR* proc = ::opendir("/proc");
+  pid_t found = 0;
+  while (dirent* entry = ::readdir(proc)) {
+    std::string cmdline = testing::read_text(std::string("/proc/") + entry->d_name + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) == std::string::npos) continue;
+    std::string environ = testing::read_text(std::string("/proc/") + entry->d_name + "/environ");
+    environ.insert(0, 1, '\0');
+    if (environ.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos &&
+        environ.find(std::string("\0DDPBENCH_LAUNCHED=1", 20)) != std::string::npos) {
+      found = static_cast<pid_t>(std::stol(entry->d_name));
+    }
   }
-  return processes_with(marker) >= count;
+  ::closedir(proc);
+  return found;
+}
+
+// One of 2 ranks is frozen (SIGSTOP) mid-run: the row fails within --timeout-s + 5 s, its
+// reason names the frozen rank and the phase, and no process is left (a stopped one too).
+void freeze_a_rank_and_expect_it_named(int64_t frozen, const std::string& expected) {
+  TempDir dir;
+  const std::string marker = "freeze-" + std::to_string(frozen) + "-" + std::to_string(::getpid());
+  auto args = ddp_args({"--nproc", "2", "--epochs", "1000", "--name", marker, "--out", (dir / "r.json").string()});
+  *(std::find(args.begin(), args.end(), "--timeout-s") + 1) = "10";
+  testing::SpawnedProcess launcher(args);
+  ASSERT_TRUE(wait_for_processes(marker, 3));
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // training
+  const pid_t rank = rank_process(marker, frozen);
+  ASSERT_GT(rank, 0);
+  ::kill(rank, SIGSTOP);
+  const auto frozen_at = std::chrono::steady_clock::now();
+  const auto r = launcher.wait();
+  const auto detected_after = std::chrono::steady_clock::now() - frozen_at;
+  std::cerr << "rank " << frozen << " frozen: the row failed after "
+            << std::chrono::duration<double>(detected_after).count() << " s (timeout 10 s)\n";
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_LT(detected_after, std::chrono::seconds(10 + 5));
+  const auto run = first_run(dir / "r.json");
+  EXPECT_EQ(run["status"], "failed");
+  const std::string reason = run["reason"];
+  EXPECT_NE(reason.find(expected), std::string::npos) << reason;
+  const bool phase_named = reason.find("allreduce of bucket ") != std::string::npos ||
+                           reason.find("broadcast failed") != std::string::npos ||
+                           reason.find("SyncBN forward failed") != std::string::npos ||
+                           reason.find("SyncBN backward failed") != std::string::npos;
+  EXPECT_TRUE(phase_named) << reason;
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+TEST(Launcher, AFrozenRankIsNamedWithinTheTimeout) {
+  freeze_a_rank_and_expect_it_named(1, "failed on rank 0: rank 1 stopped answering");
+}
+
+TEST(Launcher, AFrozenRankZeroIsNamedByTheOthers) {
+  freeze_a_rank_and_expect_it_named(0, "failed on rank 1: rank 0 stopped answering");
 }
 
 TEST(Launcher, InterruptStopsEveryRank) {

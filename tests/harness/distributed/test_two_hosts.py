@@ -1,0 +1,170 @@
+"""Two hosts: a ddp row whose ranks sit in two network namespaces joined by a veth pair.
+
+Each namespace is a host with its own address; MASTER_ADDR is the first one's. The row runs
+under real torchrun (--nnodes 2, one node per namespace), then under SLURM-style variables
+set by hand, and then the link is cut mid-run: both sides must fail within the timeout plus
+5 s, each naming the other. Needs root and `ip` (Debian's iproute2); skips with the reason
+where namespaces cannot be made. The namespaces are removed whatever happens.
+
+Run: DDPBENCH_BINARY=build/ddpbench DDPBENCH_TORCHRUN=.../bin/torchrun python3 -m unittest -v test_two_hosts
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+from dataclasses import dataclass
+from pathlib import Path
+
+TIMEOUT_S = 10
+ROW = ["run", "--strategy", "ddp", "--model", "tiny", "--num-classes", "10", "--dataset", "synthetic",
+       "--synthetic-train-images", "400", "--synthetic-test-images", "101", "--batch-size", "50",
+       "--workers", "0", "--threads", "1", "--warmup-steps", "1", "--device", "cpu",
+       "--timeout-s", str(TIMEOUT_S)]
+
+
+@dataclass
+class Host:
+    namespace: str
+    interface: str
+    address: str
+
+
+def ip(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+
+
+def why_namespaces_cannot_be_made() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root to create network namespaces"
+    if shutil.which("ip") is None:
+        return "needs `ip` from Debian's iproute2 (scripts/test installs it)"
+    probe = f"ddpb-probe-{os.getpid()}"
+    made = ip("netns", "add", probe)
+    if made.returncode != 0:
+        return f"`ip netns add` failed: {made.stderr.strip()}"
+    ip("netns", "del", probe)
+    return None
+
+
+class TwoHostsTest(unittest.TestCase):
+    binary: str
+    torchrun: str | None
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        reason = why_namespaces_cannot_be_made()
+        if reason:
+            raise unittest.SkipTest(reason)
+        cls.binary = os.path.abspath(os.environ.get("DDPBENCH_BINARY", "build/ddpbench"))
+        cls.torchrun = os.environ.get("DDPBENCH_TORCHRUN") or shutil.which("torchrun")
+
+    def setUp(self) -> None:
+        pid = os.getpid()
+        subnet = f"10.213.{pid % 250}"
+        self.hosts = [Host(f"ddpb-a-{pid}", f"dda{pid}", f"{subnet}.1"),
+                      Host(f"ddpb-b-{pid}", f"ddb{pid}", f"{subnet}.2")]
+        self.addCleanup(self.remove_namespaces)
+        for host in self.hosts:
+            self.run_checked("netns", "add", host.namespace)
+        a, b = self.hosts
+        self.run_checked("link", "add", a.interface, "netns", a.namespace, "type", "veth",
+                         "peer", "name", b.interface, "netns", b.namespace)
+        for host in self.hosts:
+            self.run_checked("-n", host.namespace, "addr", "add", f"{host.address}/24", "dev", host.interface)
+            self.run_checked("-n", host.namespace, "link", "set", host.interface, "up")
+            self.run_checked("-n", host.namespace, "link", "set", "lo", "up")
+        self.scratch = Path(tempfile.mkdtemp(prefix="ddpbench-two-hosts-"))
+        self.addCleanup(shutil.rmtree, self.scratch, True)
+        self.port = 29000 + pid % 1000
+
+    def run_checked(self, *args: str) -> None:
+        done = ip(*args)
+        self.assertEqual(done.returncode, 0, f"ip {' '.join(args)}: {done.stderr}")
+
+    def remove_namespaces(self) -> None:
+        for host in self.hosts:
+            pids = ip("netns", "pids", host.namespace).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            ip("netns", "del", host.namespace)
+
+    def start(self, host: Host, command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+        environment = {k: v for k, v in os.environ.items()
+                       if k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GLOO_SOCKET_IFNAME")}
+        environment.update(env)
+        return subprocess.Popen(["ip", "netns", "exec", host.namespace, *command], env=environment,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def slurm_rank(self, rank: int, out: Path, extra: list[str]) -> subprocess.Popen[str]:
+        env = {"SLURM_PROCID": str(rank), "SLURM_NTASKS": "2", "SLURM_LOCALID": "0",
+               "MASTER_ADDR": self.hosts[0].address, "MASTER_PORT": str(self.port)}
+        return self.start(self.hosts[rank], [self.binary, *ROW, *extra, "--out", str(out)], env)
+
+    def row(self, out: Path) -> dict:
+        return json.loads(out.read_text())["runs"][0]
+
+    def expect_a_two_host_row(self, result: dict) -> None:
+        self.assertEqual(result["status"], "ok", result.get("reason"))
+        self.assertEqual(result["world_size"], 2)
+        self.assertEqual(result["eval_images"], 101)
+        # Not loopback, which the hostname resolves to: the interface that routes to MASTER_ADDR.
+        self.assertEqual(result["strategy_details"]["gloo_interface"],
+                         f"{self.hosts[0].interface} (routes to MASTER_ADDR {self.hosts[0].address})")
+
+    def test_torchrun_one_node_per_host(self) -> None:
+        if self.torchrun is None:
+            self.skipTest("torchrun not found (set DDPBENCH_TORCHRUN)")
+        outs = [self.scratch / f"node{i}.json" for i in range(2)]
+        nodes = []
+        for i, host in enumerate(self.hosts):
+            command = [self.torchrun, "--nnodes", "2", "--nproc-per-node", "1", "--node-rank", str(i),
+                       "--master-addr", self.hosts[0].address, "--master-port", str(self.port),
+                       "--no-python", self.binary, *ROW, "--out", str(outs[i])]
+            nodes.append(self.start(host, command, {}))
+        for node in nodes:
+            _, err = node.communicate(timeout=240)
+            self.assertEqual(node.returncode, 0, err[-3000:])
+        self.expect_a_two_host_row(self.row(outs[0]))
+
+    def test_slurm_variables_set_by_hand(self) -> None:
+        out = self.scratch / "slurm.json"
+        ranks = [self.slurm_rank(0, out, []), self.slurm_rank(1, self.scratch / "unused.json", [])]
+        for rank in ranks:
+            _, err = rank.communicate(timeout=240)
+            self.assertEqual(rank.returncode, 0, err[-3000:])
+        self.expect_a_two_host_row(self.row(out))
+
+    def test_a_cut_link_fails_both_sides_naming_the_peer(self) -> None:
+        out = self.scratch / "cut.json"
+        ranks = [self.slurm_rank(0, out, ["--epochs", "1000"]),
+                 self.slurm_rank(1, self.scratch / "unused.json", ["--epochs", "1000"])]
+        time.sleep(12)  # formed and training
+        for rank in ranks:
+            self.assertIsNone(rank.poll(), "a rank ended before the link was cut")
+        for host in self.hosts:
+            self.run_checked("-n", host.namespace, "link", "set", host.interface, "down")
+        cut_at = time.monotonic()
+        errors = []
+        for rank in ranks:
+            _, err = rank.communicate(timeout=TIMEOUT_S + 60)
+            errors.append(err)
+            detected_s = time.monotonic() - cut_at
+            print(f"cut link: a rank failed {detected_s:.1f} s after the cut (timeout {TIMEOUT_S} s)")
+            self.assertLess(detected_s, TIMEOUT_S + 5)
+            self.assertEqual(rank.returncode, 1, err[-3000:])
+        reason = self.row(out)["reason"]
+        self.assertIn("failed on rank 0: rank 1 stopped answering", reason)
+        self.assertIn("failed on rank 1: rank 0 stopped answering", errors[1])
+
+
+if __name__ == "__main__":
+    unittest.main()
