@@ -1,6 +1,7 @@
 #include "data/cifar10.hpp"
 
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <ATen/ATen.h>
@@ -12,16 +13,6 @@ namespace ddpbench {
 namespace {
 
 constexpr int kTrainFiles = 5;
-
-std::string with_commas(int64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -49,38 +40,19 @@ ImageSet read_cifar10_file(const std::filesystem::path& file, int64_t records) {
   if (!std::filesystem::is_regular_file(file, ec)) {
     throw InputError("CIFAR-10 file '" + file.string() + "' is missing");
   }
-  const auto size = static_cast<int64_t>(std::filesystem::file_size(file, ec));
-  const int64_t expected = records * kCifar10RecordBytes;
-  if (ec || size != expected) {
-    const int64_t whole = size / kCifar10RecordBytes;
-    std::string detail = with_commas(size) + " bytes hold " + with_commas(whole) + " whole records";
-    if (size % kCifar10RecordBytes != 0) {
-      detail += " and " + with_commas(size % kCifar10RecordBytes) + " bytes of record " +
-                std::to_string(whole);
-    }
-    throw InputError("CIFAR-10 file '" + file.string() + "' is " +
-                     (size < expected ? "truncated" : "too long") + ": " + detail + "; expected " +
-                     with_commas(records) + " records (" + with_commas(expected) + " bytes)");
-  }
-
-  std::vector<char> bytes(static_cast<std::size_t>(size));
   std::ifstream in(file, std::ios::binary);
-  if (!in.read(bytes.data(), size)) throw InputError("cannot read CIFAR-10 file '" + file.string() + "'");
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw InputError("cannot read CIFAR-10 file '" + file.string() + "'");
 
   ImageSet set{at::empty({records, kImageChannels, kImageSide, kImageSide}, at::kByte),
                at::empty({records}, at::kLong)};
   auto* pixels = set.images.data_ptr<uint8_t>();
   auto* labels = set.labels.data_ptr<int64_t>();
-  for (int64_t r = 0; r < records; ++r) {
-    const auto* record = reinterpret_cast<const uint8_t*>(bytes.data()) + r * kCifar10RecordBytes;
-    if (record[0] >= kCifar10Classes) {
-      throw InputError("CIFAR-10 file '" + file.string() + "': record " + std::to_string(r) +
-                       " (byte offset " + with_commas(r * kCifar10RecordBytes) + ") has label " +
-                       std::to_string(record[0]) + ", expected 0-9");
-    }
-    labels[r] = record[0];
-    std::copy(record + 1, record + kCifar10RecordBytes, pixels + r * kImageBytes);
-  }
+  parse_cifar10_records({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, records, file.string(),
+                        [&](int64_t r, uint8_t label, const uint8_t* record_pixels) {
+                          labels[r] = label;
+                          std::copy(record_pixels, record_pixels + kImageBytes, pixels + r * kImageBytes);
+                        });
   return set;
 }
 

@@ -4,11 +4,11 @@
 #include <filesystem>
 #include <vector>
 
+#include "data/cifar10_records.hpp"
 #include "data/image_set.hpp"
 
 namespace ddpbench {
 
-inline constexpr int64_t kCifar10RecordBytes = 1 + kImageBytes;  // 3073
 inline constexpr const char* kCifar10Folder = "cifar-10-batches-bin";
 
 struct Cifar10Layout {

@@ -5,12 +5,14 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "data/cifar10_records.hpp"  // kCifar10Classes
+
 namespace ddpbench {
 
 inline constexpr int64_t kImageChannels = 3;
 inline constexpr int64_t kImageSide = 32;
 inline constexpr int64_t kImageBytes = kImageChannels * kImageSide * kImageSide;  // 3072, CHW
-inline constexpr int64_t kCifar10Classes = 10;
+static_assert(kImageBytes == kCifar10PixelBytes);
 
 struct ImageSet {
   at::Tensor images;  // uint8 [N, 3, 32, 32], CHW as CIFAR stores it

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -40,7 +41,85 @@ std::vector<std::string> row_names(const std::vector<RowSummary>& rows) {
   return names;
 }
 
-// Horizontal bars: per row, the tutorial's epoch time and this run's, one bar per mode.
+// Charts are inline SVG, each with a title, axis labels and units; series differ by shape
+// or pattern as well as colour, so they read in grey.
+constexpr double kChartWidth = 720;
+constexpr double kLabelWidth = 170;  // row labels at the left
+constexpr double kPlotWidth = 430;   // bars and axes; values are written to their right
+
+// An axis for positive values: linear from 0, or logarithmic (whole decades) where the
+// values differ by more than 10x, so small rows do not lie flat on zero.
+struct Axis {
+  bool log = false;
+  double low = 0, high = 1;
+  [[nodiscard]] double at(double v) const {
+    if (!log) return kPlotWidth * v / high;
+    return kPlotWidth * (std::log10(std::max(v, low)) - std::log10(low)) / (std::log10(high) - std::log10(low));
+  }
+  [[nodiscard]] std::vector<double> ticks() const {
+    std::vector<double> out;
+    if (log) {
+      for (double t = low; t <= high * 1.0001; t *= 10) out.push_back(t);
+    } else {
+      for (int i = 0; i <= 4; ++i) out.push_back(high * i / 4.0);
+    }
+    return out;
+  }
+};
+
+Axis axis_for(const std::vector<double>& values) {
+  double lo = 0, hi = 0;
+  for (double v : values) {
+    if (!std::isfinite(v) || v <= 0) continue;
+    lo = lo == 0 ? v : std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  Axis axis;
+  if (hi <= 0) return axis;
+  if (hi / lo > 10) {
+    axis.log = true;
+    axis.low = std::pow(10.0, std::floor(std::log10(lo)));
+    axis.high = std::pow(10.0, std::ceil(std::log10(hi)));
+  } else {
+    axis.high = hi * 1.05;
+  }
+  return axis;
+}
+
+std::string svg_open(double height, const std::string& title) {
+  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(kChartWidth) + "\" height=\"" + px(height) +
+         "\" viewBox=\"0 0 " + px(kChartWidth) + " " + px(height) + "\" role=\"img\">\n<title>" + escape(title) +
+         "</title>\n"
+         "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+         "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#fdd835\"/>"
+         "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#5d4037\" stroke-width=\"2\"/></pattern>"
+         "<pattern id=\"dots\" width=\"5\" height=\"5\" patternUnits=\"userSpaceOnUse\"><rect width=\"5\" height=\"5\" "
+         "fill=\"#ef9a9a\"/><circle cx=\"2.5\" cy=\"2.5\" r=\"1.2\" fill=\"#b71c1c\"/></pattern></defs>\n";
+}
+
+// The value axis below a plot, with ticks and its label (units included).
+std::string value_axis(const Axis& axis, double y, const std::string& label,
+                       const std::function<std::string(double)>& tick_text) {
+  std::ostringstream svg;
+  svg << "<line x1=\"" << px(kLabelWidth) << "\" y1=\"" << px(y) << "\" x2=\"" << px(kLabelWidth + kPlotWidth)
+      << "\" y2=\"" << px(y) << "\" stroke=\"#444\"/>\n";
+  for (double t : axis.ticks()) {
+    const double x = kLabelWidth + axis.at(t);
+    svg << "<line x1=\"" << px(x) << "\" y1=\"" << px(y) << "\" x2=\"" << px(x) << "\" y2=\"" << px(y + 4)
+        << "\" stroke=\"#444\"/><text x=\"" << px(x) << "\" y=\"" << px(y + 16) << "\" text-anchor=\"middle\">"
+        << escape(tick_text(t)) << "</text>\n";
+  }
+  svg << "<text x=\"" << px(kLabelWidth + kPlotWidth / 2) << "\" y=\"" << px(y + 34) << "\" text-anchor=\"middle\">"
+      << escape(label + (axis.log ? " (log scale)" : "")) << "</text>\n";
+  return svg.str();
+}
+
+std::string row_label(const RowSummary& r, bool with_mode) {
+  return with_mode && !r.mode.empty() ? r.name + " (" + r.mode + ")" : r.name;
+}
+
+// Horizontal bars: per row, the tutorial's epoch time and this run's, one bar per mode; a
+// log axis where the rows differ by more than 10x.
 std::string time_chart(const std::vector<RowSummary>& rows) {
   const auto names = row_names(rows);
   const auto modes = sweep_modes(rows);
@@ -54,21 +133,21 @@ std::string time_chart(const std::vector<RowSummary>& rows) {
     }
     return kNotMeasured;
   };
-  double largest = 0;
+  std::vector<double> values;
   for (const auto& n : names) {
-    for (const auto& s : series) largest = std::max(largest, std::isfinite(value(n, s)) ? value(n, s) : 0.0);
+    for (const auto& s : series) values.push_back(value(n, s));
   }
-  if (largest <= 0) largest = 1;
-  const double label_w = 150, bar_w = 470, bar_h = 14, gap = 12, legend_h = 24;
+  const Axis axis = axis_for(values);
+  const double bar_h = 14, gap = 12, legend_h = 24;
   const double group_h = bar_h * static_cast<double>(series.size()) + gap;
-  const double height = legend_h + group_h * static_cast<double>(names.size()) + 10;
+  const double plot_h = group_h * static_cast<double>(names.size());
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" height=\"" << px(height) << "\" role=\"img\">\n"
-      << "<title>Epoch time per row, seconds: the tutorial's beside this run's</title>\n";
+  svg << svg_open(legend_h + plot_h + 50, "Epoch time per row, seconds: the tutorial's beside this run's");
   for (std::size_t s = 0; s < series.size(); ++s) {
-    const double x = label_w + 130.0 * static_cast<double>(s);
-    svg << "<rect x=\"" << px(x) << "\" y=\"4\" width=\"12\" height=\"12\" fill=\"" << colour(series[s]) << "\"/>"
-        << "<text x=\"" << px(x + 16) << "\" y=\"14\">" << escape(series[s]) << "</text>\n";
+    const double x = kLabelWidth + 130.0 * static_cast<double>(s);
+    svg << "<rect x=\"" << px(x) << "\" y=\"4\" width=\"12\" height=\"12\" fill=\"" << colour(series[s])
+        << "\"/><text x=\"" << px(x + 16) << "\" y=\"14\">" << escape(series[s]) << " (bar " << s + 1
+        << ")</text>\n";
   }
   for (std::size_t i = 0; i < names.size(); ++i) {
     const double top = legend_h + group_h * static_cast<double>(i);
@@ -77,79 +156,309 @@ std::string time_chart(const std::vector<RowSummary>& rows) {
       const double v = value(names[i], series[s]);
       if (!std::isfinite(v)) continue;
       const double y = top + bar_h * static_cast<double>(s);
-      const double w = bar_w * v / largest;
-      svg << "<rect x=\"" << px(label_w) << "\" y=\"" << px(y) << "\" width=\"" << px(w) << "\" height=\""
-          << px(bar_h - 2) << "\" fill=\"" << colour(series[s]) << "\"/>"
-          << "<text x=\"" << px(label_w + w + 4) << "\" y=\"" << px(y + bar_h - 4) << "\">" << format_fixed(v, 2)
-          << " s</text>\n";
+      const double w = std::max(1.0, axis.at(v));
+      svg << "<rect class=\"mark\" x=\"" << px(kLabelWidth) << "\" y=\"" << px(y) << "\" width=\"" << px(w)
+          << "\" height=\"" << px(bar_h - 2) << "\" fill=\"" << colour(series[s]) << "\"><title>"
+          << escape(names[i] + ", " + series[s] + ": " + format_fixed(v, 2) + " s") << "</title></rect>"
+          << "<text x=\"" << px(kLabelWidth + w + 4) << "\" y=\"" << px(y + bar_h - 4) << "\">"
+          << format_fixed(v, 2) << " s " << escape(series[s]) << "</text>\n";
+    }
+  }
+  svg << value_axis(axis, legend_h + plot_h + 2, "epoch time, s", [](double t) { return format_fixed(t, t < 10 ? 1 : 0); })
+      << "</svg>\n";
+  return svg.str();
+}
+
+// Where a step's time goes, per row: stacked bars of the mean data, forward, backward
+// compute, communication hidden under backward (it ran while backward did), exposed
+// communication and optimizer time per step.
+struct PhasePart {
+  const char* name;
+  const char* fill;
+  double seconds;
+};
+
+std::vector<PhasePart> phase_parts(const PhaseSeconds& p) {
+  const double hidden = p.hidden_comm_s();
+  return {{"data", "#90caf9", p.data_s},
+          {"forward", "#1565c0", p.forward_s},
+          {"backward compute", "#2e7d32", std::max(0.0, p.backward_s - hidden)},
+          {"communication hidden under backward", "url(#hatch)", hidden},
+          {"exposed communication", "url(#dots)", p.comm_s},
+          {"optimizer", "#6a1b9a", p.optimizer_s}};
+}
+
+std::string phase_chart(const std::vector<RowSummary>& rows) {
+  std::vector<const RowSummary*> shown;
+  for (const auto& r : rows) {
+    if (r.status == RunStatus::ok && r.phase_s.total_s() > 0) shown.push_back(&r);
+  }
+  std::vector<double> totals;
+  for (const auto* r : shown) totals.push_back(r->phase_s.total_s());
+  // Rows more than 10x apart are drawn as shares of their own step, their totals written out.
+  const Axis fit = axis_for(totals);
+  const bool shares = fit.log;
+  Axis axis;
+  axis.high = shares ? 1.0 : fit.high;
+  const double bar_h = 16, gap = 8, legend_h = 70;
+  const double plot_h = (bar_h + gap) * static_cast<double>(shown.size());
+  std::ostringstream svg;
+  svg << svg_open(legend_h + plot_h + 50, "Where a step's time goes: mean time per step after warm-up, by phase");
+  const auto legend = phase_parts(PhaseSeconds{});
+  for (std::size_t i = 0; i < legend.size(); ++i) {
+    const double x = static_cast<double>(i % 2) * 340.0;
+    const double y = 4 + 20.0 * static_cast<double>(i / 2);
+    svg << "<rect x=\"" << px(x) << "\" y=\"" << px(y) << "\" width=\"14\" height=\"14\" fill=\"" << legend[i].fill
+        << "\" stroke=\"#333\"/><text x=\"" << px(x + 18) << "\" y=\"" << px(y + 12) << "\">" << i + 1 << ". "
+        << legend[i].name << "</text>\n";
+  }
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const RowSummary& r = *shown[i];
+    const double y = legend_h + (bar_h + gap) * static_cast<double>(i);
+    const double total = r.phase_s.total_s();
+    svg << "<text x=\"0\" y=\"" << px(y + bar_h - 4) << "\">" << escape(row_label(r, true)) << "</text>\n";
+    double x = kLabelWidth;
+    std::size_t part_number = 0;
+    for (const auto& part : phase_parts(r.phase_s)) {
+      ++part_number;
+      if (part.seconds <= 0) continue;
+      const double w = axis.at(shares ? part.seconds / total : part.seconds);
+      svg << "<rect class=\"mark\" x=\"" << px(x) << "\" y=\"" << px(y) << "\" width=\"" << px(w) << "\" height=\""
+          << px(bar_h) << "\" fill=\"" << part.fill << "\" stroke=\"#fff\" stroke-width=\"0.5\"><title>"
+          << escape(row_label(r, true) + ": " + part.name + " " + format_seconds(part.seconds) + " per step (" +
+                    format_percent(part.seconds / total) + ")")
+          << "</title></rect>\n";
+      if (w > 18) {
+        svg << "<text x=\"" << px(x + w / 2) << "\" y=\"" << px(y + bar_h - 4) << "\" text-anchor=\"middle\" "
+            << "fill=\"#000\" stroke=\"#fff\" stroke-width=\"2\" paint-order=\"stroke\">" << part_number << "</text>\n";
+      }
+      x += w;
+    }
+    svg << "<text x=\"" << px(kLabelWidth + (shares ? kPlotWidth : axis.at(total)) + 4) << "\" y=\""
+        << px(y + bar_h - 4) << "\">" << format_seconds(total) << " per step</text>\n";
+  }
+  svg << value_axis(axis, legend_h + plot_h + 2, shares ? "share of the row's step (rows differ by more than 10x)"
+                                                        : "mean time per step, ms",
+                    [&](double t) { return shares ? format_percent(t) : format_fixed(t * 1e3, t * 1e3 < 10 ? 1 : 0); })
+      << "</svg>\n";
+  return svg.str();
+}
+
+// Scaling on comparable axes: each series against its own single-device baseline, so the
+// tutorial's A100s and this machine share one chart. Speed-up beside the ideal line, and
+// scaling efficiency beside 100 %.
+std::string scaling_chart(const std::vector<RowSummary>& rows, const std::string& baseline) {
+  struct Point {
+    double devices, speedup, efficiency;
+    std::string series, label;
+  };
+  std::vector<Point> points;
+  double tutorial_base = kNotMeasured;
+  for (const auto& r : rows) {
+    if (r.name == baseline && std::isfinite(r.tutorial_seconds)) tutorial_base = r.tutorial_seconds;
+  }
+  std::vector<std::string> tutorial_seen;
+  double max_devices = 1, max_speedup = 1;
+  for (const auto& r : rows) {
+    max_devices = std::max(max_devices, static_cast<double>(r.devices));
+    if (std::isfinite(tutorial_base) && std::isfinite(r.tutorial_seconds) &&
+        std::find(tutorial_seen.begin(), tutorial_seen.end(), r.name) == tutorial_seen.end()) {
+      tutorial_seen.push_back(r.name);
+      const double speedup = tutorial_base / r.tutorial_seconds;
+      points.push_back({static_cast<double>(r.devices), speedup, speedup / static_cast<double>(r.devices), "tutorial",
+                        r.name});
+    }
+    if (std::isfinite(r.speedup)) {
+      points.push_back({static_cast<double>(r.devices), r.speedup, r.scaling_efficiency, r.mode, r.name});
+    }
+  }
+  for (const auto& p : points) max_speedup = std::max(max_speedup, p.speedup);
+  max_speedup = std::max(max_speedup, max_devices);
+  const double panel_w = 260, panel_h = 220, top = 50, left1 = 50, left2 = 420;
+  auto sx = [&](double left, double devices) { return left + panel_w * (devices - 1) / std::max(1.0, max_devices - 1); };
+  std::ostringstream svg;
+  svg << svg_open(top + panel_h + 60, "Speed-up and scaling efficiency against GPU count, each series against its own "
+                                      "one-device baseline, with the ideal");
+  std::vector<std::string> legend{"tutorial"};
+  for (const auto& mode : sweep_modes(rows)) legend.push_back(mode);
+  auto marker = [&](const std::string& series, double x, double y, const std::string& tip) {
+    std::ostringstream m;
+    const std::string c = colour(series);
+    if (series == "tutorial") {
+      m << "<circle class=\"mark\" cx=\"" << px(x) << "\" cy=\"" << px(y) << "\" r=\"6\" fill=\"none\" stroke=\"" << c
+        << "\" stroke-width=\"2\">";
+    } else if (series == "controlled") {
+      m << "<rect class=\"mark\" x=\"" << px(x - 5) << "\" y=\"" << px(y - 5) << "\" width=\"10\" height=\"10\" fill=\""
+        << c << "\">";
+    } else {
+      m << "<path class=\"mark\" d=\"M" << px(x) << " " << px(y - 6) << " L" << px(x + 6) << " " << px(y + 5) << " L"
+        << px(x - 6) << " " << px(y + 5) << " Z\" fill=\"" << c << "\">";
+    }
+    m << "<title>" << escape(tip) << "</title>" << (series == "tutorial" ? "</circle>" : series == "controlled" ? "</rect>" : "</path>")
+      << "\n";
+    return m.str();
+  };
+  for (std::size_t s = 0; s < legend.size(); ++s) {
+    const double x = left1 + 150.0 * static_cast<double>(s);
+    svg << marker(legend[s], x + 6, 12, legend[s]) << "<text x=\"" << px(x + 16) << "\" y=\"16\">"
+        << escape(legend[s] == "tutorial" ? "tutorial (circle)" : legend[s] == "controlled" ? "controlled (square)"
+                                                                                            : legend[s] + " (triangle)")
+        << "</text>\n";
+  }
+  for (int panel = 0; panel < 2; ++panel) {
+    const double left = panel == 0 ? left1 : left2;
+    const double y_max = panel == 0 ? max_speedup : 1.2;
+    auto sy = [&](double v) { return top + panel_h - panel_h * std::min(v, y_max) / y_max; };
+    svg << "<text x=\"" << px(left) << "\" y=\"" << px(top - 12) << "\">"
+        << (panel == 0 ? "speed-up (x, vs one device)" : "scaling efficiency (%)") << "</text>\n";
+    for (int tick = 0; tick <= 4; ++tick) {
+      const double v = y_max * tick / 4.0;
+      svg << "<line x1=\"" << px(left) << "\" y1=\"" << px(sy(v)) << "\" x2=\"" << px(left + panel_w) << "\" y2=\""
+          << px(sy(v)) << "\" stroke=\"#e0e0e0\"/><text x=\"" << px(left - 6) << "\" y=\"" << px(sy(v) + 4)
+          << "\" text-anchor=\"end\">" << (panel == 0 ? format_fixed(v, 1) : format_fixed(v * 100, 0)) << "</text>\n";
+    }
+    svg << "<line x1=\"" << px(left) << "\" y1=\"" << px(top + panel_h) << "\" x2=\"" << px(left + panel_w)
+        << "\" y2=\"" << px(top + panel_h) << "\" stroke=\"#444\"/>\n";
+    for (int devices = 1; devices <= static_cast<int>(max_devices); ++devices) {
+      svg << "<text x=\"" << px(sx(left, devices)) << "\" y=\"" << px(top + panel_h + 16) << "\" text-anchor=\"middle\">"
+          << devices << "</text>\n";
+    }
+    svg << "<text x=\"" << px(left + panel_w / 2) << "\" y=\"" << px(top + panel_h + 34)
+        << "\" text-anchor=\"middle\">GPUs (devices)</text>\n";
+    // The ideal: speed-up equal to the device count; efficiency 100 %.
+    svg << "<line x1=\"" << px(sx(left, 1)) << "\" y1=\"" << px(sy(1)) << "\" x2=\"" << px(sx(left, max_devices))
+        << "\" y2=\"" << px(sy(panel == 0 ? max_devices : 1)) << "\" stroke=\"#444\" stroke-dasharray=\"6 4\"/>"
+        << "<text x=\"" << px(sx(left, max_devices) - 4) << "\" y=\"" << px(sy(panel == 0 ? max_devices : 1) + 14)
+        << "\" text-anchor=\"end\">ideal (dashed)</text>\n";
+    for (const auto& p : points) {
+      const double v = panel == 0 ? p.speedup : p.efficiency;
+      if (!std::isfinite(v)) continue;
+      svg << marker(p.series, sx(left, p.devices), sy(v),
+                    p.label + " (" + p.series + "): " +
+                        (panel == 0 ? format_fixed(v, 2) + "x" : format_percent(v)));
     }
   }
   svg << "</svg>\n";
   return svg.str();
 }
 
-// Throughput against GPU count: one point per row and mode, and per mode the ideal line
-// (the baseline's throughput times the GPU count); the tutorial's points, hollow, as
-// 50,000 images over its seconds.
-std::string scaling_chart(const std::vector<RowSummary>& rows, const std::string& baseline) {
-  struct Point { double x, y; std::string series, label; };
-  std::vector<Point> points;
-  std::map<std::string, double> base;
-  double max_x = 1, max_y = 0;
+// Step-time distribution per row: p50, p90 and max of the steps after warm-up, and each
+// warm-up step, which the steady figures leave out.
+std::string step_chart(const std::vector<RowSummary>& rows) {
+  std::vector<const RowSummary*> shown;
+  std::vector<double> values;
   for (const auto& r : rows) {
-    max_x = std::max(max_x, static_cast<double>(r.devices));
-    if (r.mode == rows.front().mode && std::isfinite(r.tutorial_seconds)) {
-      points.push_back({static_cast<double>(r.devices), 50000.0 / r.tutorial_seconds, "tutorial", r.name});
+    if (r.status != RunStatus::ok || !std::isfinite(r.step_time_p50_s)) continue;
+    shown.push_back(&r);
+    values.insert(values.end(), {r.step_time_p50_s, r.step_time_p90_s, r.step_time_max_s});
+    values.insert(values.end(), r.warmup_step_s.begin(), r.warmup_step_s.end());
+  }
+  const Axis axis = axis_for(values);
+  const double row_h = 22, legend_h = 26;
+  const double plot_h = row_h * static_cast<double>(shown.size());
+  std::ostringstream svg;
+  svg << svg_open(legend_h + plot_h + 50, "Step-time distribution per row: p50, p90 and max after warm-up, and the "
+                                          "warm-up steps");
+  auto mark = [&](const std::string& kind, double x, double y, const std::string& tip) {
+    std::ostringstream m;
+    if (kind == "p50") {
+      m << "<circle class=\"mark\" cx=\"" << px(x) << "\" cy=\"" << px(y) << "\" r=\"5\" fill=\"#1a73e8\">";
+    } else if (kind == "p90") {
+      m << "<path class=\"mark\" d=\"M" << px(x) << " " << px(y - 6) << " L" << px(x + 6) << " " << px(y) << " L"
+        << px(x) << " " << px(y + 6) << " L" << px(x - 6) << " " << px(y) << " Z\" fill=\"#e8710a\">";
+    } else if (kind == "max") {
+      m << "<path class=\"mark\" d=\"M" << px(x - 5) << " " << px(y - 5) << " L" << px(x + 5) << " " << px(y + 5)
+        << " M" << px(x - 5) << " " << px(y + 5) << " L" << px(x + 5) << " " << px(y - 5)
+        << "\" stroke=\"#c62828\" stroke-width=\"2\" fill=\"none\">";
+    } else {
+      m << "<rect class=\"mark\" x=\"" << px(x - 4) << "\" y=\"" << px(y - 4) << "\" width=\"8\" height=\"8\" "
+        << "fill=\"none\" stroke=\"#616161\" stroke-width=\"1.5\">";
+    }
+    m << "<title>" << escape(tip) << "</title>" << (kind == "p50" ? "</circle>" : kind == "warm-up" ? "</rect>" : "</path>")
+      << "\n";
+    return m.str();
+  };
+  const std::vector<std::pair<std::string, std::string>> legend = {
+      {"p50", "p50 (dot)"}, {"p90", "p90 (diamond)"}, {"max", "max (cross)"}, {"warm-up", "warm-up step (hollow square)"}};
+  for (std::size_t i = 0; i < legend.size(); ++i) {
+    const double x = 10 + 160.0 * static_cast<double>(i);
+    svg << mark(legend[i].first, x, 12, legend[i].second) << "<text x=\"" << px(x + 10) << "\" y=\"16\">"
+        << escape(legend[i].second) << "</text>\n";
+  }
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const RowSummary& r = *shown[i];
+    const double y = legend_h + row_h * static_cast<double>(i) + row_h / 2;
+    const std::string label = row_label(r, true);
+    svg << "<text x=\"0\" y=\"" << px(y + 4) << "\">" << escape(label) << "</text>\n"
+        << "<line x1=\"" << px(kLabelWidth) << "\" y1=\"" << px(y) << "\" x2=\"" << px(kLabelWidth + kPlotWidth)
+        << "\" y2=\"" << px(y) << "\" stroke=\"#eee\"/>\n";
+    for (double w : r.warmup_step_s) {
+      svg << mark("warm-up", kLabelWidth + axis.at(w), y, label + ": warm-up step " + format_seconds(w));
+    }
+    svg << mark("p50", kLabelWidth + axis.at(r.step_time_p50_s), y, label + ": p50 " + format_seconds(r.step_time_p50_s))
+        << mark("p90", kLabelWidth + axis.at(r.step_time_p90_s), y, label + ": p90 " + format_seconds(r.step_time_p90_s))
+        << mark("max", kLabelWidth + axis.at(r.step_time_max_s), y, label + ": max " + format_seconds(r.step_time_max_s))
+        << "<text x=\"" << px(kLabelWidth + kPlotWidth + 8) << "\" y=\"" << px(y + 4) << "\">p50 "
+        << format_seconds(r.step_time_p50_s) << "</text>\n";
+  }
+  svg << value_axis(axis, legend_h + plot_h + 2, "step time, ms",
+                    [](double t) { return format_fixed(t * 1e3, t * 1e3 < 10 ? 1 : 0); })
+      << "</svg>\n";
+  return svg.str();
+}
+
+// ddpbench against PyTorch per row: the epoch-time and steady-throughput ratios (above 1.00x
+// ddpbench is faster), beside the parity line.
+std::string pytorch_chart(const std::vector<RowSummary>& rows) {
+  std::vector<const RowSummary*> shown;
+  double largest = 1.0;
+  for (const auto& r : rows) {
+    if (!r.pytorch) continue;
+    shown.push_back(&r);
+    for (double v : {r.vs_pytorch_train_time, r.vs_pytorch_steady}) {
+      if (std::isfinite(v)) largest = std::max(largest, v);
     }
   }
-  for (const auto& r : rows) {
-    const double y = r.headline_images_per_s();
-    if (std::isfinite(y)) points.push_back({static_cast<double>(r.devices), y, r.mode, r.name});
-    if (r.name == baseline && std::isfinite(y)) base[r.mode] = y;
-  }
-  for (const auto& p : points) max_y = std::max(max_y, p.y);
-  for (const auto& [mode, y] : base) max_y = std::max(max_y, y * max_x);
-  if (max_y <= 0) max_y = 1;
-  const double left = 80, top = 40, w = 560, h = 260;
-  auto sx = [&](double x) { return left + w * (x - 1) / std::max(1.0, max_x - 1); };
-  auto sy = [&](double y) { return top + h - h * y / max_y; };
+  Axis axis;
+  axis.high = largest * 1.1;
+  const double bar_h = 12, gap = 10, legend_h = 24;
+  const double group_h = 2 * bar_h + gap;
+  const double plot_h = group_h * static_cast<double>(shown.size());
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"720\" height=\"" << px(top + h + 50) << "\" role=\"img\">\n"
-      << "<title>Images per second against GPU count, with the ideal line</title>\n";
-  std::vector<std::string> legend{"tutorial"};
-  for (const auto& mode : sweep_modes(rows)) legend.push_back(mode);
-  for (std::size_t s = 0; s < legend.size(); ++s) {
-    const double x = left + 130.0 * static_cast<double>(s);
-    svg << "<circle cx=\"" << px(x + 6) << "\" cy=\"10\" r=\"5\" " << (legend[s] == "tutorial" ? "fill=\"none\" stroke" : "fill")
-        << "=\"" << colour(legend[s]) << "\"/><text x=\"" << px(x + 16) << "\" y=\"14\">" << escape(legend[s]) << "</text>\n";
+  svg << svg_open(legend_h + plot_h + 50, "ddpbench against PyTorch's own implementation per row: ratios, above 1.00x "
+                                          "ddpbench is faster");
+  const std::pair<const char*, const char*> series[] = {{"#1a73e8", "epoch time ratio (solid)"},
+                                                        {"url(#hatch)", "steady throughput ratio (hatched)"}};
+  for (int s = 0; s < 2; ++s) {
+    const double x = kLabelWidth + 220.0 * s;
+    svg << "<rect x=\"" << px(x) << "\" y=\"4\" width=\"12\" height=\"12\" fill=\"" << series[s].first
+        << "\" stroke=\"#333\"/><text x=\"" << px(x + 16) << "\" y=\"14\">" << series[s].second << "</text>\n";
   }
-  for (int tick = 0; tick <= 4; ++tick) {
-    const double y = max_y * tick / 4.0;
-    svg << "<line x1=\"" << px(left) << "\" y1=\"" << px(sy(y)) << "\" x2=\"" << px(left + w) << "\" y2=\"" << px(sy(y))
-        << "\" stroke=\"#e0e0e0\"/><text x=\"" << px(left - 8) << "\" y=\"" << px(sy(y) + 4)
-        << "\" text-anchor=\"end\">" << format_rate(y) << "</text>\n";
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    const RowSummary& r = *shown[i];
+    const double top = legend_h + group_h * static_cast<double>(i);
+    svg << "<text x=\"0\" y=\"" << px(top + bar_h + 4) << "\">" << escape(row_label(r, true)) << "</text>\n";
+    const double values[] = {r.vs_pytorch_train_time, r.vs_pytorch_steady};
+    for (int s = 0; s < 2; ++s) {
+      const double y = top + bar_h * s;
+      if (!std::isfinite(values[s])) {
+        svg << "<text x=\"" << px(kLabelWidth + 4) << "\" y=\"" << px(y + bar_h - 2) << "\">not measured</text>\n";
+        continue;
+      }
+      const double w = axis.at(values[s]);
+      svg << "<rect class=\"mark\" x=\"" << px(kLabelWidth) << "\" y=\"" << px(y) << "\" width=\"" << px(w)
+          << "\" height=\"" << px(bar_h - 1) << "\" fill=\"" << series[s].first << "\" stroke=\"#333\" stroke-width=\"0.5\">"
+          << "<title>" << escape(row_label(r, true) + ": " + series[s].second + " " + format_fixed(values[s], 2) + "x")
+          << "</title></rect><text x=\"" << px(kLabelWidth + w + 4) << "\" y=\"" << px(y + bar_h - 2) << "\">"
+          << format_fixed(values[s], 2) << "x</text>\n";
+    }
   }
-  svg << "<line x1=\"" << px(left) << "\" y1=\"" << px(top + h) << "\" x2=\"" << px(left + w) << "\" y2=\"" << px(top + h)
-      << "\" stroke=\"#444\"/><line x1=\"" << px(left) << "\" y1=\"" << px(top) << "\" x2=\"" << px(left) << "\" y2=\""
-      << px(top + h) << "\" stroke=\"#444\"/>\n";
-  for (int gpus = 1; gpus <= static_cast<int>(max_x); ++gpus) {
-    svg << "<text x=\"" << px(sx(gpus)) << "\" y=\"" << px(top + h + 16) << "\" text-anchor=\"middle\">" << gpus << "</text>\n";
-  }
-  svg << "<text x=\"" << px(left + w / 2) << "\" y=\"" << px(top + h + 36) << "\" text-anchor=\"middle\">GPUs</text>\n"
-      << "<text x=\"" << px(left - 8) << "\" y=\"" << px(top - 12) << "\" text-anchor=\"end\">images/s</text>\n";
-  for (const auto& [mode, y] : base) {
-    svg << "<line x1=\"" << px(sx(1)) << "\" y1=\"" << px(sy(y)) << "\" x2=\"" << px(sx(max_x)) << "\" y2=\""
-        << px(sy(y * max_x)) << "\" stroke=\"" << colour(mode) << "\" stroke-dasharray=\"6 4\"/>"
-        << "<text x=\"" << px(sx(max_x)) << "\" y=\"" << px(sy(y * max_x) - 6) << "\" text-anchor=\"end\">ideal ("
-        << escape(mode) << ")</text>\n";
-  }
-  for (const auto& p : points) {
-    const bool hollow = p.series == "tutorial";
-    svg << "<circle cx=\"" << px(sx(p.x)) << "\" cy=\"" << px(sy(p.y)) << "\" r=\"" << (hollow ? "7" : "5") << "\" "
-        << (hollow ? "fill=\"none\" stroke-width=\"2\" stroke" : "fill") << "=\"" << colour(p.series) << "\"><title>"
-        << escape(p.label + " (" + p.series + "): " + format_rate(p.y) + " images/s") << "</title></circle>\n";
-  }
-  svg << "</svg>\n";
+  const double parity = kLabelWidth + axis.at(1.0);
+  svg << "<line x1=\"" << px(parity) << "\" y1=\"" << px(legend_h - 2) << "\" x2=\"" << px(parity) << "\" y2=\""
+      << px(legend_h + plot_h) << "\" stroke=\"#000\" stroke-dasharray=\"4 3\"/>"
+      << value_axis(axis, legend_h + plot_h + 2, "ratio to PyTorch, x (dashed: parity)",
+                    [](double t) { return format_fixed(t, 2); })
+      << "</svg>\n";
   return svg.str();
 }
 
@@ -161,7 +470,7 @@ class HtmlReporter final : public Reporter {
          << "<meta charset=\"utf-8\"/>\n<title>" << escape(title) << "</title>\n"
          << "<style>body{font-family:sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse;margin:1em 0}"
             "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}td:first-child,th:first-child{text-align:left}"
-            "svg text{font-size:12px;font-family:sans-serif}.note{font-weight:bold}</style>\n</head>\n<body>\n"
+            "svg text{font-size:12px;font-family:sans-serif}svg{display:block;max-width:100%;margin:1em 0}.note{font-weight:bold}</style>\n</head>\n<body>\n"
          << "<h1>" << escape(title) << "</h1>\n";
     if (doc.sweep && !doc.sweep->note.empty()) html << "<p class=\"note\">" << escape(doc.sweep->note) << "</p>\n";
     const Environment& e = doc.environment;
@@ -185,6 +494,21 @@ class HtmlReporter final : public Reporter {
       }
       html << "</table>\n";
     }
+    if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return std::isfinite(r.achieved_flops_per_s); })) {
+      html << "<h2>Compute</h2>\n<p>Training FLOPs per image (3x the forward pass's convolutions and matrix products), "
+              "the FLOP/s achieved at the steady images/s, and that against the device's dense peak for the row's "
+              "precision where it is known (never on CPUs).</p>\n<table>\n<tr><th>row</th><th>mode</th>"
+              "<th>precision</th><th>FLOPs per image</th><th>achieved</th><th>peak per device</th>"
+              "<th>utilisation</th></tr>\n";
+      for (const auto& r : rows) {
+        if (!std::isfinite(r.achieved_flops_per_s)) continue;
+        html << "<tr><td>" << escape(r.name) << "</td><td>" << escape(r.mode) << "</td><td>" << escape(r.precision)
+             << "</td><td>" << format_si(r.train_flops_per_image, "FLOP") << "</td><td>"
+             << format_si(r.achieved_flops_per_s, "FLOP/s") << "</td><td>" << format_si(r.peak_flops_per_s, "FLOP/s")
+             << "</td><td>" << format_percent(r.flops_utilisation) << "</td></tr>\n";
+      }
+      html << "</table>\n";
+    }
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.pytorch.has_value(); })) {
       html << "<h2>ddpbench against PyTorch</h2>\n<p>Each row beside PyTorch's own implementation of it on the same "
               "data, initial weights and clock; a ratio above 1.00x means ddpbench is faster.</p>\n<table>\n"
@@ -205,8 +529,16 @@ class HtmlReporter final : public Reporter {
     }
     if (!rows.empty()) {
       html << "<h2>Epoch time per row</h2>\n" << time_chart(rows)
-           << "<h2>Throughput against GPU count</h2>\n"
-           << scaling_chart(rows, doc.sweep ? doc.sweep->baseline_row : rows.front().name);
+           << "<h2>Where a step's time goes</h2>\n<p>Mean time per step after warm-up, by phase. Communication "
+              "hidden under backward ran while backward did (overlap); exposed communication is what backward "
+              "left waiting.</p>\n"
+           << phase_chart(rows) << "<h2>Scaling against the ideal</h2>\n<p>Each series against its own one-device "
+              "baseline, so the tutorial's GPUs and this machine share the axes.</p>\n"
+           << scaling_chart(rows, doc.sweep ? doc.sweep->baseline_row : rows.front().name)
+           << "<h2>Step-time distribution</h2>\n" << step_chart(rows);
+      if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.pytorch.has_value(); })) {
+        html << "<h2>ddpbench against PyTorch, per row</h2>\n" << pytorch_chart(rows);
+      }
     }
     html << "</body>\n</html>\n";
     return html.str();

@@ -171,6 +171,42 @@ class MarkdownReporter final : public Reporter {
       }
     }
 
+    if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.phase_s.total_s() > 0; })) {
+      md << "\n## where a step's time goes\n\n"
+         << "Mean time per step after warm-up, by phase; \"hidden\" is the allreduce time that ran under backward "
+            "(inside the backward column), \"exposed\" what backward left waiting. Then the step-time "
+            "distribution.\n\n"
+         << "| row | mode | data | forward | backward | comm hidden in backward | exposed comm | optimizer | step"
+            " | step p50 | step p90 | step max |\n"
+         << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+      for (const auto& r : rows) {
+        if (r.phase_s.total_s() <= 0) continue;
+        const PhaseSeconds& p = r.phase_s;
+        md << "| " << cell(r.name) << " | " << cell(r.mode) << " | " << format_seconds(p.data_s) << " | "
+           << format_seconds(p.forward_s) << " | " << format_seconds(p.backward_s) << " | "
+           << format_seconds(p.hidden_comm_s()) << " | " << format_seconds(p.comm_s) << " | "
+           << format_seconds(p.optimizer_s) << " | " << format_seconds(p.total_s()) << " | "
+           << format_seconds(r.step_time_p50_s) << " | " << format_seconds(r.step_time_p90_s) << " | "
+           << format_seconds(r.step_time_max_s) << " |\n";
+      }
+    }
+
+    if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return std::isfinite(r.achieved_flops_per_s); })) {
+      md << "\n## compute\n\n"
+         << "Training FLOPs per image (forward and backward, 3x the forward pass's convolutions and matrix "
+            "products), the FLOP/s achieved at the steady images/s, and that against the device's dense peak for "
+            "the row's precision, where the peak is known (never on CPUs).\n\n"
+         << "| row | mode | precision | FLOPs per image | achieved | peak per device | utilisation |\n"
+         << "| --- | --- | --- | ---: | ---: | ---: | ---: |\n";
+      for (const auto& r : rows) {
+        if (!std::isfinite(r.achieved_flops_per_s)) continue;
+        md << "| " << cell(r.name) << " | " << cell(r.mode) << " | " << r.precision << " | "
+           << format_si(r.train_flops_per_image, "FLOP") << " | " << format_si(r.achieved_flops_per_s, "FLOP/s")
+           << " | " << format_si(r.peak_flops_per_s, "FLOP/s") << " | " << format_percent(r.flops_utilisation)
+           << " |\n";
+      }
+    }
+
     std::ostringstream differences;
     for (const auto& r : rows) {
       if (r.differences.empty()) continue;

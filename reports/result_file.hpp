@@ -1,6 +1,8 @@
 #pragma once
 // Reading and writing result files (schema ddpbench/result/v1).
 #include <filesystem>
+#include <string>
+#include <string_view>
 
 #include "reports/run_result.hpp"
 
@@ -12,5 +14,7 @@ void write_result_file(const std::filesystem::path& path, const ResultDocument& 
 /// Throws InputError naming the file and what is wrong (missing, not JSON, wrong schema,
 /// a field missing or of the wrong type).
 ResultDocument read_result_file(const std::filesystem::path& path);
+/// The same from a result file's text; `source` names it in errors.
+ResultDocument parse_result_document(std::string_view text, const std::string& source);
 
 }  // namespace ddpbench

@@ -1,5 +1,7 @@
 #include "reports/run_result.hpp"
 
+#include <algorithm>
+
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -51,6 +53,10 @@ json ranks_json(const std::vector<RankTiming>& ranks) {
 }  // namespace
 
 json json_number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+double PhaseSeconds::hidden_comm_s() const {
+  return std::clamp(allreduce_s - comm_s, 0.0, std::max(0.0, backward_s));
+}
 
 PhaseSeconds& PhaseSeconds::operator+=(const PhaseSeconds& other) {
   data_s += other.data_s;
@@ -108,6 +114,8 @@ void to_json(json& j, const RunResult& r) {
            {"steady_images_per_s", json_number(r.steady_images_per_s)},
            {"step_time_s", quantiles_json(r.step_time_s)},
            {"mean_phase_s", phases_json(r.mean_phase_s)},
+           {"train_flops_per_image", json_number(r.train_flops_per_image)},
+           {"achieved_flops_per_s", json_number(r.achieved_flops_per_s)},
            {"test_accuracy", json_number(r.test_accuracy)},
            {"eval_images", r.eval_images},
            {"eval_cut", r.eval_cut},
@@ -146,6 +154,8 @@ void from_json(const json& j, RunResult& r) {
   r.steady_images_per_s = read_number(j, "steady_images_per_s");
   r.step_time_s = read_quantiles(j.at("step_time_s"));
   if (j.contains("mean_phase_s")) r.mean_phase_s = read_phases(j.at("mean_phase_s"));
+  if (j.contains("train_flops_per_image")) r.train_flops_per_image = read_number(j, "train_flops_per_image");
+  if (j.contains("achieved_flops_per_s")) r.achieved_flops_per_s = read_number(j, "achieved_flops_per_s");
   r.test_accuracy = read_number(j, "test_accuracy");
   r.eval_images = j.at("eval_images").get<int64_t>();
   r.eval_cut = j.value("eval_cut", false);

@@ -29,6 +29,12 @@ struct PhaseSeconds {
   double optimizer_s = 0;  // optimizer step
   double allreduce_s = 0;  // summed gradient allreduce durations; they overlap backward
 
+  /// The step: every phase but allreduce, which runs inside backward and comm.
+  [[nodiscard]] double total_s() const { return data_s + forward_s + backward_s + comm_s + optimizer_s; }
+  /// Allreduce time hidden under backward (it ran while backward did): the allreduce time
+  /// not left exposed after backward, at most backward's own time.
+  [[nodiscard]] double hidden_comm_s() const;
+
   PhaseSeconds& operator+=(const PhaseSeconds& other);
   [[nodiscard]] PhaseSeconds operator/(double divisor) const;
 };
@@ -68,6 +74,8 @@ struct RunResult {
   double steady_images_per_s = kNotMeasured;  // after warm-up, all processes
   Quantiles step_time_s;                      // steps after warm-up
   PhaseSeconds mean_phase_s;                  // per step after warm-up
+  double train_flops_per_image = kNotMeasured;  // forward + backward (models/flop_count.hpp)
+  double achieved_flops_per_s = kNotMeasured;   // train_flops_per_image x steady_images_per_s
 
   double test_accuracy = kNotMeasured;  // fraction of eval_images classified right
   int64_t eval_images = 0;

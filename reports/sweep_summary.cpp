@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "reports/device_peaks.hpp"
+
 namespace ddpbench {
 namespace {
 
@@ -28,15 +30,37 @@ std::vector<const RunResult*> runs_of(const ResultDocument& doc, const std::stri
   return runs;
 }
 
-RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunResult*>& runs) {
+// The row's precision and its device's peak, where the table knows the device.
+void set_utilisation(RowSummary& s, const RunResult& run, const Environment& environment) {
+  const json amp = config_value(run, "amp");
+  const json tf32 = config_value(run, "tf32");
+  s.precision = row_precision(amp.is_string() ? amp.get<std::string>() : "off", tf32.is_boolean() && tf32.get<bool>());
+  if (run.device.rfind("cuda", 0) != 0 || environment.gpus.empty()) return;
+  s.peak_flops_per_s = peak_flops_per_s(environment.gpus.front().name, s.precision);
+  s.flops_utilisation = s.achieved_flops_per_s / (s.peak_flops_per_s * static_cast<double>(std::max<int64_t>(1, s.devices)));
+}
+
+RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunResult*>& runs,
+                         const Environment& environment) {
   RowSummary s;
   s.name = info.name;
   s.mode = info.mode;
   s.tutorial_seconds = info.tutorial_seconds;
   s.devices = info.devices;
-  std::vector<double> train, images, steady, step, accuracy;
+  std::vector<double> train, images, steady, step, step_p90, step_max, accuracy, achieved;
   for (const RunResult* r : runs) {
     if (r->status != RunStatus::ok) continue;
+    if (train.empty()) {
+      for (const auto& record : r->step_records) {
+        if (static_cast<int64_t>(s.warmup_step_s.size()) >= r->warmup_steps) break;
+        s.warmup_step_s.push_back(record.time_s);
+      }
+    }
+    s.phase_s += r->mean_phase_s;
+    step_p90.push_back(r->step_time_s.p90);
+    achieved.push_back(r->achieved_flops_per_s);
+    s.train_flops_per_image = r->train_flops_per_image;
+    step_max.push_back(r->step_time_s.max);
     train.push_back(r->train_time_s);
     images.push_back(r->images_per_s);
     steady.push_back(r->steady_images_per_s);
@@ -56,6 +80,16 @@ RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunRe
     s.images_per_s = median(images);
     s.steady_images_per_s = median(steady);
     s.step_time_p50_s = median(step);
+    s.step_time_p90_s = median(step_p90);
+    s.step_time_max_s = median(step_max);
+    s.phase_s = s.phase_s / static_cast<double>(s.repetitions);
+    s.achieved_flops_per_s = median(achieved);
+    for (const RunResult* r : runs) {
+      if (r->status == RunStatus::ok) {
+        set_utilisation(s, *r, environment);
+        break;
+      }
+    }
     s.test_accuracy = median(accuracy);
     s.train_time_min_s = *std::min_element(train.begin(), train.end());
     s.train_time_max_s = *std::max_element(train.begin(), train.end());
@@ -133,7 +167,7 @@ std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
 
   std::vector<RowSummary> summaries;
   for (const auto& info : rows) {
-    if (info.reference_of.empty()) summaries.push_back(summarize_row(info, runs_of(doc, info.name, info.mode)));
+    if (info.reference_of.empty()) summaries.push_back(summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment));
   }
   for (const auto& info : rows) {
     if (info.reference_of.empty()) continue;
@@ -141,7 +175,7 @@ std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
       return s.name == info.reference_of && s.mode == info.mode;
     });
     if (row == summaries.end()) continue;
-    const RowSummary twin = summarize_row(info, runs_of(doc, info.name, info.mode));
+    const RowSummary twin = summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment);
     row->pytorch = RowSummary::PyTorchTwin{twin.name, twin.status, twin.reason, twin.train_time_s,
                                            twin.steady_images_per_s};
     // Repetition i of a row and of its twin ran back to back, on the machine in the same

@@ -34,6 +34,21 @@ struct RowSummary {
   double step_time_p50_s = kNotMeasured;
   double test_accuracy = kNotMeasured;
   int64_t peak_memory_bytes = 0;  // the largest
+  // Where a step's time goes: the mean per step after warm-up, averaged over repetitions;
+  // and the step-time distribution (medians over repetitions of each quantile) beside the
+  // first repetition's warm-up steps (rank 0), which the steady figures leave out.
+  PhaseSeconds phase_s;
+  double step_time_p90_s = kNotMeasured;
+  double step_time_max_s = kNotMeasured;
+  std::vector<double> warmup_step_s;
+  // Compute: the model's training FLOPs per image, the FLOP/s achieved at the steady images/s
+  // (median over repetitions), and that against the device's peak for the row's precision
+  // where the peak is known (reports/device_peaks.hpp; never on CPUs).
+  double train_flops_per_image = kNotMeasured;
+  double achieved_flops_per_s = kNotMeasured;
+  std::string precision;
+  double peak_flops_per_s = kNotMeasured;  // per device
+  double flops_utilisation = kNotMeasured;  // achieved / (peak x devices)
   double train_time_min_s = kNotMeasured;
   double train_time_max_s = kNotMeasured;
   bool unstable = false;

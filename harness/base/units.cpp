@@ -1,6 +1,7 @@
 #include "harness/base/units.hpp"
 
 #include <cmath>
+#include <iterator>
 #include <cstdio>
 
 namespace ddpbench {
@@ -38,6 +39,19 @@ std::string format_rate(double per_second) {
     out += digits[i];
   }
   return whole < 0 ? "-" + out : out;
+}
+
+std::string format_si(double value, const std::string& unit) {
+  if (!std::isfinite(value)) return "-";
+  static const char* const kPrefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  std::size_t prefix = 0;
+  double scaled = value;
+  while (std::abs(scaled) >= 999.995 && prefix + 1 < std::size(kPrefixes)) {
+    scaled /= 1000;
+    ++prefix;
+  }
+  const int decimals = std::abs(scaled) >= 99.995 ? 0 : std::abs(scaled) >= 9.995 ? 1 : 2;
+  return format_fixed(scaled, prefix == 0 && scaled == std::floor(scaled) ? 0 : decimals) + " " + kPrefixes[prefix] + unit;
 }
 
 std::string format_percent(double fraction) {

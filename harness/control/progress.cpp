@@ -4,6 +4,18 @@
 
 namespace ddpbench {
 
+std::string sweep_progress(std::size_t index, std::size_t total, const std::vector<double>& measured_row_s) {
+  const std::size_t left = total > index ? total - index : 0;
+  std::string text = std::to_string(index) + " done, " + std::to_string(left) + " left, ";
+  if (measured_row_s.empty()) return text + "ETA after the first measured row";
+  double sum = 0;
+  for (double s : measured_row_s) sum += s;
+  const auto eta_s = static_cast<long>(sum / static_cast<double>(measured_row_s.size()) * static_cast<double>(left) + 0.5);
+  char eta[32];
+  std::snprintf(eta, sizeof eta, "ETA %ld:%02ld:%02ld", eta_s / 3600, eta_s / 60 % 60, eta_s % 60);
+  return text + eta;
+}
+
 Progress::Progress(std::string row, int64_t total_steps, int64_t log_interval_steps, bool enabled,
                    std::FILE* stream)
     : row_(std::move(row)),

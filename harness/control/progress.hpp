@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace ddpbench {
 
@@ -28,5 +29,11 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
   bool line_open_ = false;
 };
+
+/// The sweep's progress before row `index` (0-based) of `total`: rows done and left, and an
+/// ETA from the mean wall time of the rows measured so far (`measured_row_s`; rows skipped or
+/// kept by --resume cost nothing and are not in it), e.g. "3 done, 7 left, ETA 12:40";
+/// "ETA after the first measured row" until one is.
+std::string sweep_progress(std::size_t index, std::size_t total, const std::vector<double>& measured_row_s);
 
 }  // namespace ddpbench

@@ -1,14 +1,17 @@
 #include "harness/control/sweep.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <set>
 
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/closest_name.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/control/progress.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/launch/interruption.hpp"
 #include "harness/launch/process_supervisor.hpp"
@@ -165,20 +168,25 @@ void check_options(const json& options, const std::string& where) {
 }  // namespace
 
 SweepDefinition read_sweep_file(const std::filesystem::path& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("--file: cannot read sweep file '" + path.string() + "'");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_sweep_file(text, path.string());
+}
+
+SweepDefinition parse_sweep_file(std::string_view text, const std::string& source) {
   json j;
   try {
-    j = json::parse(in);
+    j = json::parse(text);
   } catch (const json::exception& e) {
-    throw InputError("--file '" + path.string() + "' is not valid JSON: " + e.what());
+    throw InputError("--file '" + source + "' is not valid JSON: " + e.what());
   }
-  const std::string where = "sweep file '" + path.string() + "'";
+  const std::string where = "sweep file '" + source + "'";
   if (!j.is_object()) throw InputError(where + ": expected a JSON object, got " + std::string(j.type_name()));
   expect_known_keys(j, {"name", "baseline", "controlled_global_batch", "defaults", "rows"}, where);
   SweepDefinition d;
   d.name = j.contains("name") ? field(j, "name", json::value_t::string, "a string", where).get<std::string>()
-                              : path.string();
+                              : source;
   d.defaults = object_field(j, "defaults", where);
   check_options(d.defaults, where + ", defaults");
   if (j.contains("controlled_global_batch")) {
@@ -362,6 +370,11 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         if (!twin) continue;
         row.info = plan.info.rows.back();
         row.config = *twin;
+        // PyTorch's DDP always overlaps: a row measuring the lack of it has no twin to run.
+        if (!twin->overlap && !row.skip_reason) {
+          row.skip_reason = "PyTorch's DistributedDataParallel has no --no-overlap (it always overlaps): no twin for "
+                            "this row";
+        }
         row.result_file = std::filesystem::path(command.out_dir) / "rows" / mode / (twin->name + suffix + ".json");
         row.config.out = row.result_file.string();
         plan.rows.push_back(std::move(row));
@@ -407,6 +420,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
   catch_interruptions();
   bool failed = false;
   bool interrupted = false;
+  std::vector<double> measured_row_s;  // wall time of each row run so far, for the ETA
   for (std::size_t i = 0; i < plan.rows.size() && !interrupted && interruption_signal() == 0; ++i) {
     const PlannedRow& row = plan.rows[i];
     RunResult result;
@@ -424,9 +438,14 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     }
     std::cerr << "ddpbench sweep: [" << (i + 1) << "/" << plan.rows.size() << "] " << row.info.name << " ("
               << row.info.mode << (command.repeat > 1 ? ", repetition " + std::to_string(row.repetition + 1) : "")
-              << ")" << (resumed ? ": done before, kept (--resume)" : "") << "\n";
+              << ")" << (resumed ? ": done before, kept (--resume)" : "") << "; "
+              << sweep_progress(i, plan.rows.size(), measured_row_s) << "\n";
     if (!resumed) {
+      const auto row_start = std::chrono::steady_clock::now();
       result = run_planned_row(row, interrupted);
+      if (!row.skip_reason) {
+        measured_row_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - row_start).count());
+      }
       if (!std::filesystem::exists(row.result_file)) {
         ResultDocument row_document = document;
         row_document.sweep.reset();

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,9 @@ SweepDefinition tutorial_sweep();
 /// "devices", "tutorial_seconds", "options": {...}, "faithful": {...}, "controlled": {...}}]}.
 /// Throws InputError naming the file and the row or key at fault.
 SweepDefinition read_sweep_file(const std::filesystem::path& path);
+/// The same from the file's text; `source` names it in errors (and is the sweep's name when
+/// the file gives none).
+SweepDefinition parse_sweep_file(std::string_view text, const std::string& source);
 
 /// What the sweep needs to know of the machine it runs on.
 struct SweepEnvironment {

@@ -30,6 +30,7 @@
 #include "harness/timing/nvtx.hpp"
 #include "harness/timing/phase_timer.hpp"
 #include "models/checkpoint.hpp"
+#include "models/flop_count.hpp"
 #include "models/layout.hpp"
 #include "models/registry.hpp"
 #include "strategies/mixed_precision.hpp"
@@ -211,6 +212,14 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
     result.steady_images_per_s = static_cast<double>(steady_images * world_size) / steady_time;
     result.step_time_s = quantiles(steady_times);
     result.mean_phase_s = phase_sum / static_cast<double>(steady_times.size());
+  }
+  // Counted on the model's shapes, whoever trained it; a model the count cannot run is left
+  // unmeasured rather than failing the row.
+  try {
+    result.train_flops_per_image =
+        train_flops_per_image(ModelOptions{config.model, config.num_classes, "", false}, kImageSide);
+    result.achieved_flops_per_s = result.train_flops_per_image * result.steady_images_per_s;
+  } catch (const std::exception&) {
   }
   // The epoch ends when the last rank's does: the row's train time is the slowest rank's.
   double slowest = -1, fastest = std::numeric_limits<double>::infinity();

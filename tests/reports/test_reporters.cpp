@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,20 @@ TEST(Reporters, MarkdownMatchesItsGoldenFile) {
   EXPECT_NE(md.find("| single | 1 | 13.20 s | 13.20 s (13.00–13.40) | 1.00x |"), std::string::npos) << md;
   EXPECT_NE(md.find("## side by side"), std::string::npos);
   EXPECT_NE(md.find("- ddp-4gpu (faithful): skipped: needs 4 CUDA devices, 2 visible"), std::string::npos);
+  // Where a step's time goes: 15 ms of ddp-2gpu's 40 ms backward hid its allreduce.
+  EXPECT_NE(md.find("| ddp-2gpu | faithful | 4.0 ms | 18.0 ms | 40.0 ms | 15.0 ms | 3.0 ms | 2.0 ms | 67.0 ms | "
+                    "64.0 ms | 70.0 ms | 200.0 ms |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| single | faithful | 4.0 ms | 18.0 ms | 40.0 ms | 0.0 us | 0.0 us |"), std::string::npos) << md;
+  // Compute: single runs fp32 on an A100 (19.5 TFLOP/s), ddp-2gpu fp16 on two (312 each):
+  // 1 GFLOP per image at the steady images/s.
+  EXPECT_NE(md.find("| single | faithful | fp32 | 1.00 GFLOP | 4.17 TFLOP/s | 19.5 TFLOP/s | 21.4 % |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| ddp-2gpu | faithful | fp16 | 1.00 GFLOP | 5.61 TFLOP/s | 312 TFLOP/s | 0.9 % |"),
+            std::string::npos)
+      << md;
   expect_golden(md, "sweep.md");
 }
 
@@ -50,7 +65,7 @@ TEST(Reporters, EveryFormatPutsARowAgainstItsPyTorchTwin) {
   EXPECT_NEAR(json["summary"][0]["pytorch"]["vs_pytorch_steady"].get<double>(), 300.0 / 280.0, 1e-12);
 }
 
-TEST(Reporters, HtmlIsWellFormedXmlWithTwoChartsAndMatchesItsGoldenFile) {
+TEST(Reporters, HtmlIsWellFormedXmlWithItsChartsAndMatchesItsGoldenFile) {
   testing::TempDir dir;
   const auto reporter = make_html_reporter();
   reporter->write(testing::sample_sweep_document(), dir / "results.html");
@@ -59,38 +74,89 @@ TEST(Reporters, HtmlIsWellFormedXmlWithTwoChartsAndMatchesItsGoldenFile) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   std::size_t charts = 0;
   for (std::size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) ++charts;
-  EXPECT_EQ(charts, 2u);
+  // Epoch time, phases, scaling and the step-time distribution (no PyTorch twins here).
+  EXPECT_EQ(charts, 4u);
+  // The phase bars of ddp-2gpu show the communication hidden under backward, as a pattern.
+  EXPECT_NE(html.find("ddp-2gpu (faithful): communication hidden under backward 15.0 ms per step (22.4 %)"),
+            std::string::npos);
+  // The warm-up steps are marked: 900 ms and 120 ms, beside p50 64 ms.
+  EXPECT_NE(html.find("single (faithful): warm-up step 900.0 ms"), std::string::npos);
   // Parsed as XML by Python's parser, where one is installed.
   if (std::system("python3 -c 'import xml.etree.ElementTree' 2>/dev/null") == 0) {
     const std::string check =
         "python3 -c \"import sys, xml.etree.ElementTree as ET; root = ET.parse(sys.argv[1]).getroot(); "
         "svg = root.findall('.//{http://www.w3.org/2000/svg}svg'); "
-        "assert len(svg) == 2 and svg[1].findall('{http://www.w3.org/2000/svg}circle'), svg\" " +
+        "assert len(svg) == 4 and svg[3].findall('{http://www.w3.org/2000/svg}circle'), svg\" " +
         (dir / "results.html").string();
     EXPECT_EQ(std::system(check.c_str()), 0) << "not well-formed XML with the two charts";
   }
   expect_golden(html, "sweep.html");
 }
 
-TEST(Reporters, GoogleBenchmarkExportReadsBack) {
+// The fields Google Benchmark's JSON reporter writes, and their types, for an iteration entry
+// and an aggregate entry (benchmark 1.7's src/json_reporter.cc).
+void expect_gbench_schema(const nlohmann::json& b) {
+  for (const char* key : {"name", "run_name", "run_type", "time_unit"}) {
+    EXPECT_TRUE(b.contains(key) && b[key].is_string()) << key << " in " << b.dump();
+  }
+  for (const char* key : {"family_index", "per_family_instance_index", "repetitions", "threads", "iterations"}) {
+    EXPECT_TRUE(b.contains(key) && b[key].is_number_integer()) << key << " in " << b.dump();
+  }
+  for (const char* key : {"real_time", "cpu_time"}) {
+    EXPECT_TRUE(b.contains(key) && b[key].is_number()) << key << " in " << b.dump();
+  }
+  EXPECT_TRUE(b["time_unit"] == "ns" || b["time_unit"] == "us" || b["time_unit"] == "ms") << b.dump();
+  if (b["run_type"] == "iteration") {
+    EXPECT_TRUE(b.contains("repetition_index") && b["repetition_index"].is_number_integer()) << b.dump();
+    EXPECT_FALSE(b.contains("aggregate_name"));
+  } else {
+    EXPECT_EQ(b["run_type"], "aggregate");
+    EXPECT_TRUE(b["aggregate_name"].is_string() && b["aggregate_unit"].is_string()) << b.dump();
+    EXPECT_EQ(b["name"], b["run_name"].get<std::string>() + "_" + b["aggregate_name"].get<std::string>());
+    EXPECT_FALSE(b.contains("repetition_index"));
+  }
+}
+
+TEST(Reporters, GoogleBenchmarkExportIsGoogleBenchmarksOwnSchema) {
   const auto doc = testing::sample_sweep_document();
   const auto j = nlohmann::json::parse(make_gbench_reporter()->render(doc));
   EXPECT_EQ(j["context"]["host_name"], "gpu-host");
   EXPECT_EQ(j["context"]["library_build_type"], "debug");
   const auto& benchmarks = j["benchmarks"];
-  // Six runs that ran, each with an epoch entry and a step entry.
-  ASSERT_EQ(benchmarks.size(), 12u);
-  EXPECT_EQ(benchmarks[0]["name"], "faithful/single");
-  EXPECT_EQ(benchmarks[0]["run_type"], "iteration");
-  EXPECT_EQ(benchmarks[0]["time_unit"], "s");
-  EXPECT_DOUBLE_EQ(benchmarks[0]["real_time"].get<double>(), 13.0);
-  EXPECT_DOUBLE_EQ(benchmarks[0]["cpu_time"].get<double>(), 13.0);
-  EXPECT_EQ(benchmarks[0]["repetitions"], 2);
-  EXPECT_EQ(benchmarks[1]["name"], "faithful/single/step");
-  EXPECT_EQ(benchmarks[2]["name"], "faithful/single");
-  EXPECT_EQ(benchmarks[2]["repetition_index"], 1);
-  EXPECT_EQ(benchmarks[2]["family_index"], benchmarks[0]["family_index"]);
-  EXPECT_DOUBLE_EQ(benchmarks[4]["items_per_second"].get<double>(), 5154.0);
+  for (const auto& b : benchmarks) expect_gbench_schema(b);
+  // faithful/single: 2 repetitions and 4 aggregates; faithful/ddp-2gpu the same; the
+  // controlled rows ran once each (no aggregates).
+  ASSERT_EQ(benchmarks.size(), 6u + 6u + 1u + 1u);
+  const auto& first = benchmarks[0];
+  EXPECT_EQ(first["name"], "faithful/single");
+  EXPECT_EQ(first["run_name"], "faithful/single");
+  EXPECT_EQ(first["run_type"], "iteration");
+  EXPECT_EQ(first["repetitions"], 2);
+  EXPECT_EQ(first["repetition_index"], 0);
+  EXPECT_EQ(first["iterations"], 196);
+  EXPECT_EQ(first["time_unit"], "ms");
+  // Per iteration (a step): 13.0 s over 196 steps, in ms, not the epoch in seconds.
+  EXPECT_DOUBLE_EQ(first["real_time"].get<double>(), 13.0 * 1e3 / 196);
+  EXPECT_DOUBLE_EQ(first["cpu_time"].get<double>(), first["real_time"].get<double>());
+  EXPECT_DOUBLE_EQ(first["items_per_second"].get<double>(), 3846.0);
+  EXPECT_EQ(benchmarks[1]["repetition_index"], 1);
+  EXPECT_EQ(benchmarks[1]["family_index"], first["family_index"]);
+  const double a = 13.0e3 / 196, b = 13.4e3 / 196;
+  const std::vector<std::pair<std::string, double>> aggregates = {
+      {"mean", (a + b) / 2}, {"median", (a + b) / 2}, {"stddev", std::abs(a - b) / std::sqrt(2.0)},
+      {"cv", std::abs(a - b) / std::sqrt(2.0) / ((a + b) / 2)}};
+  for (std::size_t i = 0; i < aggregates.size(); ++i) {
+    const auto& entry = benchmarks[2 + i];
+    EXPECT_EQ(entry["name"], "faithful/single_" + aggregates[i].first);
+    EXPECT_EQ(entry["aggregate_name"], aggregates[i].first);
+    EXPECT_EQ(entry["aggregate_unit"], aggregates[i].first == "cv" ? "percentage" : "time");
+    EXPECT_EQ(entry["iterations"], 2);
+    EXPECT_NEAR(entry["real_time"].get<double>(), aggregates[i].second, 1e-9) << aggregates[i].first;
+  }
+  EXPECT_EQ(benchmarks[6]["name"], "faithful/ddp-2gpu");
+  EXPECT_NE(benchmarks[6]["family_index"], first["family_index"]);
+  EXPECT_EQ(benchmarks[12]["name"], "controlled/single");
+  EXPECT_EQ(benchmarks[12]["repetitions"], 1);
 }
 
 TEST(Reporters, JsonCarriesTheDocumentAndItsSummary) {

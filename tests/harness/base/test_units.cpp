@@ -19,6 +19,12 @@ TEST(Units, FormatsEachScale) {
   EXPECT_EQ(format_rate(12), "12");
   EXPECT_EQ(format_percent(0.274), "27.4 %");
   EXPECT_EQ(format_percent(kNotMeasured), "-");
+  EXPECT_EQ(format_si(8.18e9, "FLOP"), "8.18 GFLOP");
+  EXPECT_EQ(format_si(1.234e14, "FLOP/s"), "123 TFLOP/s");
+  EXPECT_EQ(format_si(45.67e12, "FLOP/s"), "45.7 TFLOP/s");
+  EXPECT_EQ(format_si(512, "FLOP"), "512 FLOP");
+  EXPECT_EQ(format_si(999.999e6, "FLOP"), "1.00 GFLOP");
+  EXPECT_EQ(format_si(kNotMeasured, "FLOP"), "-");
 }
 
 }  // namespace

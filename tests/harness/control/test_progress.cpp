@@ -38,5 +38,12 @@ TEST(Progress, DisabledPrintsNothing) {
   std::fclose(f);
 }
 
+TEST(Progress, TheSweepLineCountsRowsAndEstimatesFromMeasuredRows) {
+  EXPECT_EQ(sweep_progress(0, 10, {}), "0 done, 10 left, ETA after the first measured row");
+  // Two rows measured at 60 s and 120 s: 90 s each for the 8 left (this one included).
+  EXPECT_EQ(sweep_progress(2, 10, {60.0, 120.0}), "2 done, 8 left, ETA 0:12:00");
+  EXPECT_EQ(sweep_progress(9, 10, {4000.0}), "9 done, 1 left, ETA 1:06:40");
+}
+
 }  // namespace
 }  // namespace ddpbench

@@ -244,6 +244,28 @@ TEST(Sweep, SweepFilesDefineTheirOwnRows) {
   expect_error(R"({"baseline": "y", "rows": [{"name": "x"}]})", "'baseline' names no row ('y')");
 }
 
+// With --reference every row is followed by its PyTorch twin, except where PyTorch has no
+// such configuration: a row without overlap gets a twin skipped with the reason.
+TEST(Sweep, ReferenceTwinsFollowTheirRowsAndANoOverlapRowsTwinIsSkipped) {
+  testing::TempDir dir;
+  testing::write_text(dir / "s.json", R"({"baseline": "base", "defaults": {"model": "tiny"},
+    "rows": [{"name": "base", "options": {"strategy": "single"}},
+             {"name": "held", "options": {"strategy": "ddp", "nproc": 2, "overlap": false}}]})");
+  SweepCommand cmd;
+  cmd.file = (dir / "s.json").string();
+  cmd.mode = "faithful";
+  cmd.reference = true;
+  const SweepPlan plan = plan_sweep(cmd, machine(2));
+  ASSERT_EQ(plan.rows.size(), 4u);
+  EXPECT_EQ(plan.rows[1].info.name, "base.torch");
+  EXPECT_EQ(plan.rows[1].config.strategy, "torch-single");
+  EXPECT_FALSE(plan.rows[1].skip_reason.has_value());
+  EXPECT_EQ(plan.rows[3].info.name, "held.torch");
+  ASSERT_TRUE(plan.rows[3].skip_reason.has_value());
+  EXPECT_NE(plan.rows[3].skip_reason->find("no --no-overlap"), std::string::npos);
+  EXPECT_FALSE(plan.rows[2].skip_reason.has_value()) << "the row itself runs";
+}
+
 // scripts/ci-bench compares against a committed baseline: it must hold every row that
 // scripts/ci-bench.sweep.json plans, with the same configuration, or the gate compares nothing.
 TEST(Sweep, TheCommittedCiBenchBaselineMatchesItsSweepFile) {

@@ -1,0 +1,30 @@
+// The peak table: the precision a row computes in, and the peaks it is held against.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "reports/device_peaks.hpp"
+
+namespace ddpbench {
+namespace {
+
+TEST(DevicePeaks, APrecisionIsTheAutocastTypeElseTf32ElseFp32) {
+  EXPECT_EQ(row_precision("fp16", true), "fp16");
+  EXPECT_EQ(row_precision("bf16", false), "bf16");
+  EXPECT_EQ(row_precision("off", true), "tf32");
+  EXPECT_EQ(row_precision("off", false), "fp32");
+}
+
+TEST(DevicePeaks, KnownGpusHaveTheirDataSheetPeaksAndNothingElseIsGuessed) {
+  EXPECT_DOUBLE_EQ(peak_flops_per_s("NVIDIA A100-SXM4-40GB", "fp32"), 19.5e12);
+  EXPECT_DOUBLE_EQ(peak_flops_per_s("NVIDIA A100-SXM4-80GB", "fp16"), 312e12);
+  EXPECT_DOUBLE_EQ(peak_flops_per_s("NVIDIA H200", "bf16"), 989.4e12);
+  EXPECT_DOUBLE_EQ(peak_flops_per_s("NVIDIA H100 80GB HBM3", "tf32"), 494.7e12);
+  EXPECT_DOUBLE_EQ(peak_flops_per_s("NVIDIA H100 PCIe", "fp16"), 756e12);
+  EXPECT_TRUE(std::isnan(peak_flops_per_s("AMD EPYC 7B13", "fp32")));
+  EXPECT_TRUE(std::isnan(peak_flops_per_s("NVIDIA GeForce RTX 4090", "fp16")));
+  EXPECT_TRUE(std::isnan(peak_flops_per_s("NVIDIA H200", "fp8")));
+}
+
+}  // namespace
+}  // namespace ddpbench
