@@ -255,6 +255,7 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
 RunResult run_row(const RunConfig& config, const DistContext& dist, const DatasetSplits& data,
                   Clock::time_point row_start) {
   nvtx::set_enabled(config.nvtx != NvtxMode::off);
+  nvtx::initialize();
   nvtx::ScopedRange row_range("row " + config.row_name(), dist.rank);
   const StrategyInfo& strategy_info = find_strategy(config.strategy);
   if (config.threads > 0) at::set_num_threads(static_cast<int>(config.threads));

@@ -27,6 +27,14 @@ inline std::atomic<bool>& enabled_flag() {
   return flag;
 }
 inline void set_enabled(bool on) { enabled_flag() = on; }
+
+/// Loads the NVTX injection (Nsight Systems' collector, a test's recorder) now, whatever the
+/// mode: its one-time cost then falls before the first timed step, not inside it.
+inline void initialize() {
+#ifdef DDPBENCH_NVTX_ACTIVE
+  nvtxInitialize(nullptr);
+#endif
+}
 inline bool enabled() { return compiled_in() && enabled_flag().load(std::memory_order_relaxed); }
 
 #ifdef DDPBENCH_NVTX_ACTIVE

@@ -39,8 +39,14 @@ TEST(Profiling, EveryPhaseIsAnNvtxRangeInTheDdpbenchDomain) {
 }
 
 TEST(Profiling, NvtxOffEmitsNoRanges) {
-  const std::string log = recorded_ranges({"--nvtx", "off"});
-  EXPECT_EQ(log.find("ddpbench"), std::string::npos) << log.substr(0, 2000);
+  // The positive control: with NVTX on, the same run records the recorder's load and ranges.
+  const std::string on = recorded_ranges({});
+  EXPECT_NE(on.find("injection loaded"), std::string::npos) << on.substr(0, 2000);
+  EXPECT_NE(on.find("push ddpbench forward"), std::string::npos) << on.substr(0, 2000);
+  // Off: the recorder was loaded (ddpbench initialises NVTX whatever the mode), and saw none.
+  const std::string off = recorded_ranges({"--nvtx", "off"});
+  EXPECT_NE(off.find("injection loaded"), std::string::npos) << "the recorder never loaded, so \"no ranges\" proves nothing";
+  EXPECT_EQ(off.find("ddpbench"), std::string::npos) << off.substr(0, 2000);
 }
 
 TEST(Profiling, NvtxOpsAddsLibTorchsPerOpRanges) {
