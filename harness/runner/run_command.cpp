@@ -130,10 +130,10 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
   return report(config, argv, result, !launched_by_ddpbench());
 }
 
-// Why a launched row failed: a rank killed by a signal, else in the words of the rank that
-// saw it: rank 0's failed result
-// ("allreduce of bucket 2 failed on rank 0: rank 1 stopped answering"), else the failing
-// rank's own "ddpbench: rank N: " line, else how the process ended and its stderr.
+// Why a launched row failed: a rank killed by a signal; else in the words of the rank that
+// saw it, rank 0's failed result ("allreduce of bucket 2 failed on rank 0: rank 1 stopped
+// answering"), else the failing rank's own "ddpbench: rank N: " line; else how the process
+// ended and its stderr.
 std::string failure_reason(const ProcessExit& failure, const std::filesystem::path& rank0_result) {
   // A rank killed by a signal is the cause; the others only saw it vanish.
   if (failure.signal != 0) return failure.describe() + "; its stderr ended:\n" + failure.tail(10);
@@ -142,9 +142,11 @@ std::string failure_reason(const ProcessExit& failure, const std::filesystem::pa
     if (rank0.status == RunStatus::failed && !rank0.reason.empty()) return "rank 0: " + rank0.reason;
   } catch (const std::exception&) {
   }
-  constexpr std::string_view kRankLine = "ddpbench: rank ";
+  constexpr std::string_view kPrefix = "ddpbench: ";
   for (auto line = failure.stderr_tail.rbegin(); line != failure.stderr_tail.rend(); ++line) {
-    if (const auto at = line->find(kRankLine); at != std::string::npos) return line->substr(at + 10);
+    if (const auto at = line->find(std::string(kPrefix) + "rank "); at != std::string::npos) {
+      return line->substr(at + kPrefix.size());
+    }
   }
   return failure.describe() + "; its stderr ended:\n" + failure.tail(10);
 }

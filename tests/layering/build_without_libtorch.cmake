@@ -4,15 +4,9 @@
 if(NOT GENERATOR)
   set(GENERATOR Ninja)
 endif()
-function(run_step what)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${what} failed (${rc}):\n${out}")
-  endif()
-  message(STATUS "${what}: ok")
-endfunction()
-run_step("configure without LibTorch"
+include(${CMAKE_CURRENT_LIST_DIR}/../support/run_step.cmake)
+ddpbench_run_step("configure without LibTorch" out
   ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Release
   -DDDPBENCH_TORCH=OFF -DDDPBENCH_NVTX=OFF -DDDPBENCH_WERROR=ON -DDDPBENCH_BUILD_BENCHMARKS=OFF)
-run_step("build" ${CMAKE_COMMAND} --build ${BUILD_DIR})
-run_step("the LibTorch-free tests" ${CMAKE_CTEST_COMMAND} --test-dir ${BUILD_DIR} -L fast -E "^Layering" --output-on-failure)
+ddpbench_run_step("build" out ${CMAKE_COMMAND} --build ${BUILD_DIR})
+ddpbench_run_step("the LibTorch-free tests" out ${CMAKE_CTEST_COMMAND} --test-dir ${BUILD_DIR} -L fast -E "^Layering" --output-on-failure)

@@ -14,25 +14,19 @@ if(NOT CLANGXX)
   message("skipped: no clang++ (scripts/test installs Debian's clang and libclang-rt-14-dev)")
   return()
 endif()
-function(run_step what)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${what} failed (${rc}):\n${out}")
-  endif()
-  message(STATUS "${what}: ok")
-  # The fuzzers' final statistics (executions, corpus), for the log.
-  string(REGEX MATCHALL "Fuzz\\.[a-z_0-9]+[^\n]*Passed|stat::number_of_executed_units: [0-9]+|Done [0-9]+ runs in [0-9]+ second\\(s\\)" stats "${out}")
-  foreach(line IN LISTS stats)
-    message(STATUS "  ${line}")
-  endforeach()
-endfunction()
-run_step("configure with clang, ASan, UBSan and libFuzzer"
+include(${CMAKE_CURRENT_LIST_DIR}/../support/run_step.cmake)
+ddpbench_run_step("configure with clang, ASan, UBSan and libFuzzer" out
   ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${BUILD_DIR} -G ${GENERATOR} -DCMAKE_BUILD_TYPE=Debug
   -DCMAKE_CXX_COMPILER=${CLANGXX} -DDDPBENCH_TORCH=OFF -DDDPBENCH_NVTX=OFF -DDDPBENCH_WERROR=ON
   -DDDPBENCH_BUILD_BENCHMARKS=OFF -DDDPBENCH_SANITIZE=ON -DDDPBENCH_FUZZ=ON -DDDPBENCH_FUZZ_SECONDS=${FUZZ_SECONDS})
-run_step("build" ${CMAKE_COMMAND} --build ${BUILD_DIR})
+ddpbench_run_step("build" out ${CMAKE_COMMAND} --build ${BUILD_DIR})
 set(ENV{ASAN_OPTIONS} "detect_leaks=1:abort_on_error=1")
 set(ENV{UBSAN_OPTIONS} "print_stacktrace=1:halt_on_error=1")
-run_step("the LibTorch-free tests under ASan and UBSan"
+ddpbench_run_step("the LibTorch-free tests under ASan and UBSan" out
   ${CMAKE_CTEST_COMMAND} --test-dir ${BUILD_DIR} -L fast -E "^Layering" --output-on-failure)
-run_step("the fuzz targets" ${CMAKE_CTEST_COMMAND} --test-dir ${BUILD_DIR} -L fuzz -V)
+ddpbench_run_step("the fuzz targets" out ${CMAKE_CTEST_COMMAND} --test-dir ${BUILD_DIR} -L fuzz -V)
+# The fuzzers' final statistics (executions per target), for the log.
+string(REGEX MATCHALL "Test +#[0-9]+: Fuzz\\.[a-z_0-9]+|Done [0-9]+ runs in [0-9]+ second\\(s\\)" stats "${out}")
+foreach(line IN LISTS stats)
+  message(STATUS "  ${line}")
+endforeach()
