@@ -34,8 +34,10 @@ std::vector<const RunResult*> runs_of(const ResultDocument& doc, const std::stri
 void set_utilisation(RowSummary& s, const RunResult& run, const Environment& environment) {
   const json amp = config_value(run, "amp");
   const json tf32 = config_value(run, "tf32");
-  s.precision = row_precision(amp.is_string() ? amp.get<std::string>() : "off", tf32.is_boolean() && tf32.get<bool>());
-  if (run.device.rfind("cuda", 0) != 0 || environment.gpus.empty()) return;
+  // TF32 is a CUDA mode: on CPUs the matrix products run in fp32 whatever --tf32 says.
+  const bool cuda = run.device.rfind("cuda", 0) == 0;
+  s.precision = row_precision(amp.is_string() ? amp.get<std::string>() : "off", cuda && tf32.is_boolean() && tf32.get<bool>());
+  if (!cuda || environment.gpus.empty()) return;
   s.peak_flops_per_s = peak_flops_per_s(environment.gpus.front().name, s.precision);
   s.flops_utilisation = s.achieved_flops_per_s / (s.peak_flops_per_s * static_cast<double>(std::max<int64_t>(1, s.devices)));
 }

@@ -80,5 +80,30 @@ TEST(SweepSummary, DifferencesFromTheBaselineAreListed) {
   EXPECT_TRUE(find(rows, "single", "faithful").differences.empty());
 }
 
+// Utilisation is the achieved FLOP/s against the peak of the row's devices at the row's
+// precision; TF32 only counts on CUDA, and a CPU row has no peak to be held against.
+TEST(SweepSummary, UtilisationIsAgainstThePeakOfTheRowsDevicesAndPrecision) {
+  ResultDocument doc = testing::sample_sweep_document();
+  doc.environment.gpus = {{"NVIDIA H200", 141LL << 30, "9.0"}};
+  for (auto& run : doc.runs) run.config["tf32"] = true;
+  auto rows = summarize_sweep(doc);
+  const auto& ddp = find(rows, "ddp-2gpu", "faithful");  // fp16 on 2 devices
+  EXPECT_EQ(ddp.precision, "fp16");
+  EXPECT_DOUBLE_EQ(ddp.peak_flops_per_s, 989.4e12);
+  EXPECT_NEAR(ddp.flops_utilisation, ddp.achieved_flops_per_s / (2 * 989.4e12), 1e-15);
+  const auto& single = find(rows, "single", "faithful");  // amp off, --tf32 on a GPU
+  EXPECT_EQ(single.precision, "tf32");
+  EXPECT_DOUBLE_EQ(single.peak_flops_per_s, 494.7e12);
+  EXPECT_NEAR(single.achieved_flops_per_s, 1e9 * (3846.0 + 3731.0) / 2 * 1.1, 1e-3);
+
+  for (auto& run : doc.runs) run.device = "cpu";
+  rows = summarize_sweep(doc);
+  const auto& on_cpu = find(rows, "single", "faithful");
+  EXPECT_EQ(on_cpu.precision, "fp32");
+  EXPECT_TRUE(std::isnan(on_cpu.peak_flops_per_s));
+  EXPECT_TRUE(std::isnan(on_cpu.flops_utilisation));
+  EXPECT_TRUE(std::isfinite(on_cpu.achieved_flops_per_s));
+}
+
 }  // namespace
 }  // namespace ddpbench
