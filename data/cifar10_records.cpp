@@ -1,22 +1,9 @@
 #include "data/cifar10_records.hpp"
 
 #include "harness/base/input_error.hpp"
+#include "harness/base/units.hpp"
 
 namespace ddpbench {
-namespace {
-
-std::string with_commas(int64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-}  // namespace
-
 void parse_cifar10_records(std::span<const uint8_t> bytes, int64_t records, const std::string& file,
                            const std::function<void(int64_t, uint8_t, const uint8_t*)>& each) {
   if (records < 0) throw InputError("CIFAR-10 file '" + file + "': a negative record count was asked for");
@@ -25,12 +12,12 @@ void parse_cifar10_records(std::span<const uint8_t> bytes, int64_t records, cons
   const int64_t whole = size / kCifar10RecordBytes;
   const int64_t partial = size % kCifar10RecordBytes;
   if (whole != records || partial != 0) {
-    std::string detail = with_commas(size) + " bytes hold " + with_commas(whole) + " whole records";
-    if (partial != 0) detail += " and " + with_commas(partial) + " bytes of record " + std::to_string(whole);
+    std::string detail = format_rate(size) + " bytes hold " + format_rate(whole) + " whole records";
+    if (partial != 0) detail += " and " + format_rate(partial) + " bytes of record " + std::to_string(whole);
     const bool short_of = whole < records;
     throw InputError("CIFAR-10 file '" + file + "' is " + (short_of ? "truncated" : "too long") + ": " + detail +
-                     "; expected " + with_commas(records) + " records (" +
-                     (records <= INT64_MAX / kCifar10RecordBytes ? with_commas(records * kCifar10RecordBytes)
+                     "; expected " + format_rate(records) + " records (" +
+                     (records <= INT64_MAX / kCifar10RecordBytes ? format_rate(records * kCifar10RecordBytes)
                                                                  : std::string("too many")) +
                      " bytes)");
   }
@@ -38,7 +25,7 @@ void parse_cifar10_records(std::span<const uint8_t> bytes, int64_t records, cons
     const uint8_t label = bytes[static_cast<std::size_t>(r * kCifar10RecordBytes)];
     if (label >= kCifar10Classes) {
       throw InputError("CIFAR-10 file '" + file + "': record " + std::to_string(r) + " (byte offset " +
-                       with_commas(r * kCifar10RecordBytes) + ") has label " + std::to_string(label) +
+                       format_rate(r * kCifar10RecordBytes) + ") has label " + std::to_string(label) +
                        ", expected 0-9");
     }
   }

@@ -27,12 +27,6 @@ Quantiles read_quantiles(const json& j) {
   return {read_number(j, "p50"), read_number(j, "p90"), read_number(j, "max")};
 }
 
-json phases_json(const PhaseSeconds& p) {
-  return {{"data_s", json_number(p.data_s)},         {"forward_s", json_number(p.forward_s)},
-          {"backward_s", json_number(p.backward_s)}, {"comm_s", json_number(p.comm_s)},
-          {"optimizer_s", json_number(p.optimizer_s)}, {"allreduce_s", json_number(p.allreduce_s)}};
-}
-
 PhaseSeconds read_phases(const json& j) {
   return {read_number(j, "data_s"), read_number(j, "forward_s"), read_number(j, "backward_s"),
           read_number(j, "comm_s"), read_number(j, "optimizer_s"),
@@ -53,6 +47,12 @@ json ranks_json(const std::vector<RankTiming>& ranks) {
 }  // namespace
 
 json json_number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
+
+json phases_json(const PhaseSeconds& p) {
+  return {{"data_s", json_number(p.data_s)},         {"forward_s", json_number(p.forward_s)},
+          {"backward_s", json_number(p.backward_s)}, {"comm_s", json_number(p.comm_s)},
+          {"optimizer_s", json_number(p.optimizer_s)}, {"allreduce_s", json_number(p.allreduce_s)}};
+}
 
 double PhaseSeconds::hidden_comm_s() const {
   return std::clamp(allreduce_s - comm_s, 0.0, std::max(0.0, backward_s));

@@ -155,6 +155,8 @@ struct ResultDocument {
 
 /// A measurement as JSON: the number, or null where it was not measured (NaN, infinite).
 nlohmann::json json_number(double value);
+/// A step's (or a mean step's) phases as JSON, one "<phase>_s" key each.
+nlohmann::json phases_json(const PhaseSeconds& phases);
 
 std::string_view status_name(RunStatus status);
 RunStatus parse_status(std::string_view name);  // throws std::invalid_argument

@@ -50,19 +50,14 @@ RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunRe
   s.tutorial_seconds = info.tutorial_seconds;
   s.devices = info.devices;
   std::vector<double> train, images, steady, step, step_p90, step_max, accuracy, achieved;
+  const RunResult* first_ok = nullptr;
   for (const RunResult* r : runs) {
     if (r->status != RunStatus::ok) continue;
-    if (train.empty()) {
-      for (const auto& record : r->step_records) {
-        if (static_cast<int64_t>(s.warmup_step_s.size()) >= r->warmup_steps) break;
-        s.warmup_step_s.push_back(record.time_s);
-      }
-    }
+    if (first_ok == nullptr) first_ok = r;
     s.phase_s += r->mean_phase_s;
     step_p90.push_back(r->step_time_s.p90);
-    achieved.push_back(r->achieved_flops_per_s);
-    s.train_flops_per_image = r->train_flops_per_image;
     step_max.push_back(r->step_time_s.max);
+    achieved.push_back(r->achieved_flops_per_s);
     train.push_back(r->train_time_s);
     images.push_back(r->images_per_s);
     steady.push_back(r->steady_images_per_s);
@@ -85,12 +80,12 @@ RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunRe
     s.step_time_p90_s = median(step_p90);
     s.step_time_max_s = median(step_max);
     s.phase_s = s.phase_s / static_cast<double>(s.repetitions);
+    s.train_flops_per_image = first_ok->train_flops_per_image;  // the model's, the same every repetition
     s.achieved_flops_per_s = median(achieved);
-    for (const RunResult* r : runs) {
-      if (r->status == RunStatus::ok) {
-        set_utilisation(s, *r, environment);
-        break;
-      }
+    set_utilisation(s, *first_ok, environment);
+    for (const auto& record : first_ok->step_records) {
+      if (static_cast<int64_t>(s.warmup_step_s.size()) >= first_ok->warmup_steps) break;
+      s.warmup_step_s.push_back(record.time_s);
     }
     s.test_accuracy = median(accuracy);
     s.train_time_min_s = *std::min_element(train.begin(), train.end());

@@ -67,6 +67,14 @@ std::vector<int64_t> device_list(const RunConfig& c) {
   return devices;
 }
 
+std::optional<std::string> pytorch_lacks(const RunConfig& config) {
+  if (config.strategy == "torch-ddp" && !config.overlap) {
+    return "--no-overlap: PyTorch's DistributedDataParallel has no such switch (it always overlaps); "
+           "--strategy torch-ddp runs with --overlap";
+  }
+  return std::nullopt;
+}
+
 void validate(const RunConfig& c) {
   require(!c.strategy.empty(), "--strategy must not be empty");
   require(!c.model.empty(), "--model must not be empty");

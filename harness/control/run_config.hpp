@@ -98,6 +98,11 @@ struct RunConfig {
 /// Checks ranges and combinations; throws InputError naming the flag at fault.
 void validate(const RunConfig& config);
 
+/// What PyTorch's own implementation of a row (torch-*) has no equivalent for, as
+/// "--flag: why; what to do"; nullopt when it can run `config` as given. The run command refuses such a
+/// PyTorch row; the sweep skips such a twin.
+std::optional<std::string> pytorch_lacks(const RunConfig& config);
+
 /// --profile-steps A:B as a pair; nullopt when unset. Throws InputError when malformed.
 std::optional<std::pair<int64_t, int64_t>> profile_step_range(const RunConfig& config);
 

@@ -370,10 +370,8 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         if (!twin) continue;
         row.info = plan.info.rows.back();
         row.config = *twin;
-        // PyTorch's DDP always overlaps: a row measuring the lack of it has no twin to run.
-        if (!twin->overlap && !row.skip_reason) {
-          row.skip_reason = "PyTorch's DistributedDataParallel has no --no-overlap (it always overlaps): no twin for "
-                            "this row";
+        if (const auto lacking = pytorch_lacks(*twin); lacking && !row.skip_reason) {
+          row.skip_reason = "no PyTorch twin for this row: " + *lacking;
         }
         row.result_file = std::filesystem::path(command.out_dir) / "rows" / mode / (twin->name + suffix + ".json");
         row.config.out = row.result_file.string();

@@ -1,13 +1,10 @@
 #include "harness/distributed/communicator.hpp"
 
-#include <arpa/inet.h>
 #include <ifaddrs.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>

@@ -124,9 +124,8 @@ RowMeasurements measurements_from(const json& records, const c10::Device& device
 }  // namespace
 
 void check_pytorch_inputs(const RunConfig& config) {
-  if (config.strategy == "torch-ddp" && !config.overlap) {
-    throw InputError("--no-overlap: PyTorch's DistributedDataParallel has no such switch (it always overlaps); "
-                     "--strategy torch-ddp runs with --overlap");
+  if (const auto lacking = pytorch_lacks(config)) {
+    throw InputError(*lacking);
   }
   const std::string python = python_executable();
   const bool resnet = config.model != "tiny";
@@ -209,7 +208,9 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
     return unfinished_result(config, RunStatus::failed,
                              "the PyTorch rank left no readable records: " + std::string(e.what()), env.world_size);
   }
-  RunResult result = assemble_result(config, env.world_size, measurements_from(records, device, data));
+  RowMeasurements measurements = measurements_from(records, device, data);
+  if (env.rank == 0) measurements.train_flops_per_image = model_train_flops(config);
+  RunResult result = assemble_result(config, env.world_size, std::move(measurements));
   result.strategy_details = records.at("details");
   if (records.value("interrupted", false)) {
     result.status = RunStatus::interrupted;

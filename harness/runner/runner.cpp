@@ -180,6 +180,15 @@ RunResult unfinished_result(const RunConfig& config, RunStatus status, std::stri
   return result;
 }
 
+// Counted on the model's shapes, whoever trained it: a fresh CPU copy, one forward pass.
+double model_train_flops(const RunConfig& config) {
+  try {
+    return train_flops_per_image(ModelOptions{config.model, config.num_classes, "", false}, kImageSide);
+  } catch (const std::exception&) {
+    return kNotMeasured;
+  }
+}
+
 RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasurements m) {
   RunResult result;
   result.name = config.row_name();
@@ -213,14 +222,8 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
     result.step_time_s = quantiles(steady_times);
     result.mean_phase_s = phase_sum / static_cast<double>(steady_times.size());
   }
-  // Counted on the model's shapes, whoever trained it; a model the count cannot run is left
-  // unmeasured rather than failing the row.
-  try {
-    result.train_flops_per_image =
-        train_flops_per_image(ModelOptions{config.model, config.num_classes, "", false}, kImageSide);
-    result.achieved_flops_per_s = result.train_flops_per_image * result.steady_images_per_s;
-  } catch (const std::exception&) {
-  }
+  result.train_flops_per_image = m.train_flops_per_image;
+  result.achieved_flops_per_s = m.train_flops_per_image * result.steady_images_per_s;
   // The epoch ends when the last rank's does: the row's train time is the slowest rank's.
   double slowest = -1, fastest = std::numeric_limits<double>::infinity();
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
@@ -377,6 +380,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   m.device = dist.device.str();
   m.dataset = data.kind;
   m.dataset_origin = data.origin;
+  if (dist.is_main()) m.train_flops_per_image = model_train_flops(config);
   if (!interrupted.empty()) {
     // No evaluation and no collective: the other ranks may be gone.
     result = assemble_result(config, dist.world_size, std::move(m));

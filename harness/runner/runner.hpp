@@ -42,10 +42,16 @@ struct RowMeasurements {
   std::string dataset;
   std::string dataset_origin;
   std::vector<RankSteps> ranks;  // every rank's, for a row with ranks
+  double train_flops_per_image = kNotMeasured;  // rank 0 counts it (model_train_flops); the others need not
 };
 
+/// The row's model's training FLOPs per image (models/flop_count.hpp), or kNotMeasured when
+/// the count cannot run: a figure for the report, never a reason to fail the row.
+double model_train_flops(const RunConfig& config);
+
 /// The row's result from its measurements over `world_size` ranks: steady-state figures
-/// after --warmup-steps, quantiles, mean phases, and the train time of the slowest rank.
+/// after --warmup-steps, quantiles, mean phases, achieved FLOP/s, and the train time of the
+/// slowest rank.
 RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasurements measurements);
 
 /// A row that did not run to the end: skipped or failed, with the reason, over

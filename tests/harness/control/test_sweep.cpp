@@ -262,8 +262,26 @@ TEST(Sweep, ReferenceTwinsFollowTheirRowsAndANoOverlapRowsTwinIsSkipped) {
   EXPECT_FALSE(plan.rows[1].skip_reason.has_value());
   EXPECT_EQ(plan.rows[3].info.name, "held.torch");
   ASSERT_TRUE(plan.rows[3].skip_reason.has_value());
-  EXPECT_NE(plan.rows[3].skip_reason->find("no --no-overlap"), std::string::npos);
+  EXPECT_NE(plan.rows[3].skip_reason->find("--no-overlap: PyTorch's DistributedDataParallel has no such switch"),
+            std::string::npos)
+      << *plan.rows[3].skip_reason;
   EXPECT_FALSE(plan.rows[2].skip_reason.has_value()) << "the row itself runs";
+}
+
+// Only an option the twin's own strategy lacks skips it: overlap means nothing to
+// torch-single, so a single row without overlap keeps its twin.
+TEST(Sweep, AnOptionTheTwinDoesNotUseLeavesTheTwinToRun) {
+  testing::TempDir dir;
+  testing::write_text(dir / "s.json", R"({"defaults": {"model": "tiny"},
+    "rows": [{"name": "base", "options": {"strategy": "single", "overlap": false}}]})");
+  SweepCommand cmd;
+  cmd.file = (dir / "s.json").string();
+  cmd.mode = "faithful";
+  cmd.reference = true;
+  const SweepPlan plan = plan_sweep(cmd, machine(2));
+  ASSERT_EQ(plan.rows.size(), 2u);
+  EXPECT_EQ(plan.rows[1].config.strategy, "torch-single");
+  EXPECT_FALSE(plan.rows[1].skip_reason.has_value()) << *plan.rows[1].skip_reason;
 }
 
 // scripts/ci-bench compares against a committed baseline: it must hold every row that

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <iostream>
@@ -31,19 +32,21 @@ nlohmann::json first_run(const std::filesystem::path& file) {
   return nlohmann::json::parse(testing::read_text(file))["runs"][0];
 }
 
-// Processes whose command line holds `marker`.
-int processes_with(const std::string& marker) {
-  int count = 0;
+// The processes whose command line holds `marker`.
+std::vector<pid_t> pids_with(const std::string& marker) {
+  std::vector<pid_t> pids;
   DIR* proc = ::opendir("/proc");
   while (dirent* entry = ::readdir(proc)) {
-    const std::string cmdline = testing::read_text(std::string("/proc/") + entry->d_name + "/cmdline");
-    std::string flat = cmdline;
-    std::replace(flat.begin(), flat.end(), '\0', ' ');
-    if (flat.find(marker) != std::string::npos) ++count;
+    if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
+    std::string cmdline = testing::read_text(std::string("/proc/") + entry->d_name + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) != std::string::npos) pids.push_back(static_cast<pid_t>(std::stol(entry->d_name)));
   }
   ::closedir(proc);
-  return count;
+  return pids;
 }
+
+int processes_with(const std::string& marker) { return static_cast<int>(pids_with(marker).size()); }
 
 void expect_consistent_ddp_row(const nlohmann::json& run, int64_t world) {
   EXPECT_EQ(run["status"], "ok") << run.dump();
@@ -105,20 +108,15 @@ TEST(Launcher, ARankThatDiesFailsTheRunWithinSecondsAndLeavesNoProcess) {
 
 // The pid of the rank process (RANK=`rank` in its environment) whose command line holds `marker`.
 pid_t rank_process(const std::string& marker, int64_t rank) {
-  DIR* proc = ::opendir("/proc");
   pid_t found = 0;
-  while (dirent* entry = ::readdir(proc)) {
-    std::string cmdline = testing::read_text(std::string("/proc/") + entry->d_name + "/cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(marker) == std::string::npos) continue;
-    std::string environ = testing::read_text(std::string("/proc/") + entry->d_name + "/environ");
+  for (const pid_t pid : pids_with(marker)) {
+    std::string environ = testing::read_text("/proc/" + std::to_string(pid) + "/environ");
     environ.insert(0, 1, '\0');
     if (environ.find(std::string("\0RANK=", 6) + std::to_string(rank) + '\0') != std::string::npos &&
         environ.find(std::string("\0DDPBENCH_LAUNCHED=1", 20)) != std::string::npos) {
-      found = static_cast<pid_t>(std::stol(entry->d_name));
+      found = pid;
     }
   }
-  ::closedir(proc);
   return found;
 }
 

@@ -4,6 +4,7 @@
 
 #include "data/synthetic.hpp"
 #include "harness/runner/runner.hpp"
+#include "models/flop_count.hpp"
 #include "support/temp_dir.hpp"
 
 namespace ddpbench {
@@ -47,6 +48,15 @@ TEST(Runner, FullEpochCountsEveryImageAndEvaluatesTheWholeTestSet) {
   EXPECT_EQ(r.peak_memory_source, "host-rss");
   EXPECT_NEAR(r.images_per_s, 1050 / r.train_time_s, 1e-6 * r.images_per_s);
   EXPECT_GE(r.total_time_s, r.train_time_s);
+}
+
+// The main rank counts the model's FLOPs once and reports them at its steady throughput.
+TEST(Runner, TheMainRankReportsTheModelsFlopsAtItsSteadyThroughput) {
+  const RunConfig config = tiny_config();
+  const RunResult r = run_row(config, DistContext{}, tiny_data(), std::chrono::steady_clock::now());
+  const double per_image = train_flops_per_image(ModelOptions{"tiny", 10, "", false}, kImageSide);
+  EXPECT_DOUBLE_EQ(r.train_flops_per_image, per_image);
+  EXPECT_DOUBLE_EQ(r.achieved_flops_per_s, per_image * r.steady_images_per_s);
 }
 
 TEST(Runner, SteadyStateLeavesTheWarmupOut) {
