@@ -244,18 +244,23 @@ TEST(Sweep, SweepFilesDefineTheirOwnRows) {
   expect_error(R"({"baseline": "y", "rows": [{"name": "x"}]})", "'baseline' names no row ('y')");
 }
 
-// With --reference every row is followed by its PyTorch twin, except where PyTorch has no
-// such configuration: a row without overlap gets a twin skipped with the reason.
-TEST(Sweep, ReferenceTwinsFollowTheirRowsAndANoOverlapRowsTwinIsSkipped) {
+// The faithful plan of the sweep file `text` with --reference, on a machine with 2 GPUs.
+SweepPlan faithful_plan_with_twins(const std::string& text) {
   testing::TempDir dir;
-  testing::write_text(dir / "s.json", R"({"baseline": "base", "defaults": {"model": "tiny"},
-    "rows": [{"name": "base", "options": {"strategy": "single"}},
-             {"name": "held", "options": {"strategy": "ddp", "nproc": 2, "overlap": false}}]})");
+  testing::write_text(dir / "s.json", text);
   SweepCommand cmd;
   cmd.file = (dir / "s.json").string();
   cmd.mode = "faithful";
   cmd.reference = true;
-  const SweepPlan plan = plan_sweep(cmd, machine(2));
+  return plan_sweep(cmd, machine(2));
+}
+
+// With --reference every row is followed by its PyTorch twin, except where PyTorch has no
+// such configuration: a row without overlap gets a twin skipped with the reason.
+TEST(Sweep, ReferenceTwinsFollowTheirRowsAndANoOverlapRowsTwinIsSkipped) {
+  const SweepPlan plan = faithful_plan_with_twins(R"({"baseline": "base", "defaults": {"model": "tiny"},
+    "rows": [{"name": "base", "options": {"strategy": "single"}},
+             {"name": "held", "options": {"strategy": "ddp", "nproc": 2, "overlap": false}}]})");
   ASSERT_EQ(plan.rows.size(), 4u);
   EXPECT_EQ(plan.rows[1].info.name, "base.torch");
   EXPECT_EQ(plan.rows[1].config.strategy, "torch-single");
@@ -271,14 +276,8 @@ TEST(Sweep, ReferenceTwinsFollowTheirRowsAndANoOverlapRowsTwinIsSkipped) {
 // Only an option the twin's own strategy lacks skips it: overlap means nothing to
 // torch-single, so a single row without overlap keeps its twin.
 TEST(Sweep, AnOptionTheTwinDoesNotUseLeavesTheTwinToRun) {
-  testing::TempDir dir;
-  testing::write_text(dir / "s.json", R"({"defaults": {"model": "tiny"},
+  const SweepPlan plan = faithful_plan_with_twins(R"({"defaults": {"model": "tiny"},
     "rows": [{"name": "base", "options": {"strategy": "single", "overlap": false}}]})");
-  SweepCommand cmd;
-  cmd.file = (dir / "s.json").string();
-  cmd.mode = "faithful";
-  cmd.reference = true;
-  const SweepPlan plan = plan_sweep(cmd, machine(2));
   ASSERT_EQ(plan.rows.size(), 2u);
   EXPECT_EQ(plan.rows[1].config.strategy, "torch-single");
   EXPECT_FALSE(plan.rows[1].skip_reason.has_value()) << *plan.rows[1].skip_reason;
