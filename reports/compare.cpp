@@ -4,12 +4,14 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "harness/base/enum_names.hpp"
 #include "harness/base/input_error.hpp"
 #include "harness/base/statistics.hpp"
 #include "harness/base/units.hpp"
+#include "reports/environment_fingerprint.hpp"
 #include "reports/sweep_summary.hpp"
 
 namespace ddpbench {
@@ -17,8 +19,10 @@ namespace {
 
 using nlohmann::json;
 
-// Keys of a row's config that do not change what is measured.
-const char* const kIgnoredConfigKeys[] = {"out", "save-checkpoint", "log-interval-steps", "data-dir", "cache-dir", "name"};
+// Keys of a row's config that do not change what is measured. The injected slowdown is the
+// gate's own test: it plays a slower build of the same row, so the gate must match it.
+const char* const kIgnoredConfigKeys[] = {"out",  "save-checkpoint", "log-interval-steps",  "data-dir", "cache-dir",
+                                          "name", "inject-slowdown", "inject-slowdown-rank"};
 
 }  // namespace
 
@@ -46,26 +50,169 @@ double metric_of(const RunResult& r, const std::string& metric) {
 }
 
 using RowKey = std::pair<std::string, std::string>;  // name, mode
+using Rows = std::map<RowKey, std::vector<const RunResult*>>;
 
-std::map<RowKey, std::vector<const RunResult*>> rows_of(const ResultDocument& doc) {
-  std::map<RowKey, std::vector<const RunResult*>> rows;
+Rows rows_of(const ResultDocument& doc) {
+  Rows rows;
   for (const auto& r : doc.runs) rows[{r.name, r.mode}].push_back(&r);
   return rows;
 }
 
+bool any_ok(const std::vector<const RunResult*>& runs) {
+  return std::any_of(runs.begin(), runs.end(), [](const RunResult* r) { return r->status == RunStatus::ok; });
+}
+
+// The finite values of a metric over the repetitions that ran, each divided by `divisor`.
 std::vector<double> values(const std::vector<const RunResult*>& runs, const std::string& metric, double divisor) {
   std::vector<double> out;
   for (const RunResult* r : runs) {
-    const double v = metric_of(*r, metric);
-    if (r->status == RunStatus::ok && std::isfinite(v)) out.push_back(v / divisor);
+    const double v = metric_of(*r, metric) / divisor;
+    if (r->status == RunStatus::ok && std::isfinite(v)) out.push_back(v);
   }
   return out;
 }
 
-std::string gpu_of(const Environment& e) { return e.gpus.empty() ? "no GPU" : e.gpus.front().name; }
-
 std::string label(const std::string& name, const std::string& mode) {
   return mode.empty() ? name : name + " (" + mode + ")";
+}
+
+// The smallest two-sided p the U test can give for samples of these sizes: below alpha, the
+// test can decide; otherwise the samples are too few and the whole spread must be cleared.
+double smallest_u_test_p(std::size_t m, std::size_t n) {
+  std::vector<double> low(m), high(n);
+  std::iota(low.begin(), low.end(), 0.0);
+  std::iota(high.begin(), high.end(), static_cast<double>(m));
+  return mann_whitney_p(high, low);
+}
+
+// Per mode, the normalising row's median of each metric, checked on both sides first: a gate
+// on ratios to a row that did not run has nothing to divide by (bad input, not a verdict).
+class Normaliser {
+ public:
+  Normaliser(const CompareOptions& options, const ResultDocument& baseline_doc, const Rows& baseline,
+             const Rows& current, const std::vector<std::string>& metrics) {
+    if (!options.normalize_by) return;
+    const std::string& name = *options.normalize_by;
+    std::vector<std::string> modes;  // the baseline's, in the order its rows ran
+    for (const auto& r : baseline_doc.runs) {
+      if (std::find(modes.begin(), modes.end(), r.mode) == modes.end()) modes.push_back(r.mode);
+    }
+    for (const auto& mode : modes) {
+      for (const bool in_baseline : {true, false}) {
+        const Rows& rows = in_baseline ? baseline : current;
+        const std::string side = in_baseline ? "the baseline" : "the current file";
+        const std::string row = label(name, mode);
+        const auto it = rows.find({name, mode});
+        if (it == rows.end()) throw InputError("--normalize-by " + name + ": " + side + " has no row " + row);
+        if (!any_ok(it->second)) {
+          const RunResult& first = *it->second.front();
+          throw InputError("--normalize-by " + name + ": " + row + " did not run in " + side + " (" +
+                           std::string(status_name(first.status)) + ": " + first.reason + ")");
+        }
+        for (const auto& metric : metrics) {
+          const double m = median(values(it->second, metric, 1.0));
+          if (!(m > 0) || !std::isfinite(m)) {
+            throw InputError("--normalize-by " + name + ": " + row + " has no " + metric + " to divide by in " + side);
+          }
+          divisors_[{in_baseline, mode + "/" + metric}] = m;
+        }
+      }
+    }
+  }
+  [[nodiscard]] double divisor(bool baseline, const std::string& mode, const std::string& metric) const {
+    const auto it = divisors_.find({baseline, mode + "/" + metric});
+    return it == divisors_.end() ? 1.0 : it->second;
+  }
+
+ private:
+  std::map<std::pair<bool, std::string>, double> divisors_;
+};
+
+// One metric of one row, both sides measured: ratio, noise and verdict.
+MetricComparison compare_metric(const RowKey& key, const MetricInfo& info, std::vector<double> base,
+                                std::vector<double> cur, const CompareOptions& options) {
+  MetricComparison c;
+  c.row = key.first;
+  c.mode = key.second;
+  c.metric = info.name;
+  c.baseline = std::move(base);
+  c.current = std::move(cur);
+  c.baseline_median = median(c.baseline);
+  c.current_median = median(c.current);
+  c.ratio = c.current_median / c.baseline_median;
+  // > 0: worse. One threshold, the same both ways: beyond 1 + t or 1 - t in ratio.
+  const double change = info.higher_is_better ? 1.0 - c.ratio : c.ratio - 1.0;
+  const bool repeated = c.baseline.size() > 1 && c.current.size() > 1;
+  if (repeated) c.p_value = mann_whitney_p(c.current, c.baseline);
+  if (std::fabs(change) <= options.threshold) {
+    c.verdict = Verdict::unchanged;
+    c.detail = "within the threshold";
+  } else if (!repeated) {
+    c.verdict = change > 0 ? Verdict::regression : Verdict::improved;
+    c.detail = "beyond the threshold; no repetitions, so the noise is unknown";
+  } else {
+    // Small samples cannot reach alpha; then the change must clear the whole spread instead.
+    const bool testable = smallest_u_test_p(c.baseline.size(), c.current.size()) < options.alpha;
+    const auto [bmin, bmax] = std::minmax_element(c.baseline.begin(), c.baseline.end());
+    const auto [cmin, cmax] = std::minmax_element(c.current.begin(), c.current.end());
+    const bool separated = *cmin > *bmax || *cmax < *bmin;
+    const bool beyond_noise = testable ? c.p_value < options.alpha : separated;
+    if (beyond_noise) {
+      c.verdict = change > 0 ? Verdict::regression : Verdict::improved;
+      c.detail = testable ? "U test p < alpha" : "beyond the threshold and every repetition";
+    } else {
+      c.verdict = Verdict::within_noise;
+      c.detail = testable ? "U test p >= alpha" : "the repetitions overlap";
+    }
+  }
+  return c;
+}
+
+// ddpbench's speed against `floor` x PyTorch's over back-to-back pairs: below the floor only
+// beyond the noise (the U test where the pairs are enough for it, else every pair below).
+TwinComparison compare_with_twin(const RowSummary& row, const ResultDocument& doc, const std::string& metric,
+                                 double floor, double alpha) {
+  TwinComparison t;
+  t.row = row.name;
+  t.mode = row.mode;
+  t.metric = metric;
+  t.floor = floor;
+  std::vector<double> ours, floored_theirs;
+  for (const auto& a : doc.runs) {
+    if (a.name != row.name || a.mode != row.mode || a.status != RunStatus::ok) continue;
+    for (const auto& b : doc.runs) {
+      if (b.name != row.pytorch->name || b.mode != row.mode || b.repetition != a.repetition || b.status != RunStatus::ok) {
+        continue;
+      }
+      const bool epoch = metric == "train_time_s";
+      const double our_speed = epoch ? 1.0 / a.train_time_s : a.steady_images_per_s;
+      const double their_speed = epoch ? 1.0 / b.train_time_s : b.steady_images_per_s;
+      if (!std::isfinite(our_speed) || !std::isfinite(their_speed) || !(their_speed > 0)) continue;
+      ours.push_back(our_speed);
+      floored_theirs.push_back(floor * their_speed);
+      t.ratios.push_back(our_speed / their_speed);
+    }
+  }
+  if (t.ratios.empty()) {
+    t.verdict = Verdict::regression;
+    t.detail = "no back-to-back pair measured " + metric + " on both sides";
+    return t;
+  }
+  t.median_ratio = median(t.ratios);
+  if (ours.size() > 1) t.p_value = mann_whitney_p(ours, floored_theirs);
+  const bool testable = ours.size() > 1 && smallest_u_test_p(ours.size(), ours.size()) < alpha;
+  const bool every_pair_below = std::all_of(t.ratios.begin(), t.ratios.end(), [&](double r) { return r < floor; });
+  if (t.median_ratio >= floor) {
+    t.verdict = Verdict::unchanged;
+    t.detail = "at or above the floor";
+  } else if (testable ? t.p_value < alpha : every_pair_below) {
+    t.verdict = Verdict::regression;
+    t.detail = testable ? "below the floor, U test p < alpha" : "every pair below the floor";
+  } else {
+    t.verdict = Verdict::within_noise;
+    t.detail = testable ? "below the floor within the noise (U test p >= alpha)" : "pairs on both sides of the floor";
+  }
+  return t;
 }
 
 }  // namespace
@@ -96,67 +243,77 @@ std::string_view verdict_name(Verdict verdict) {
 }
 
 bool Comparison::regression() const {
-  return !failed_rows.empty() || !below_pytorch.empty() ||
-         std::any_of(metrics.begin(), metrics.end(), [](const MetricComparison& m) { return m.verdict == Verdict::regression; });
+  const auto regressed = [](const auto& c) { return c.verdict == Verdict::regression; };
+  return !failed_rows.empty() || !missing_rows.empty() || std::any_of(metrics.begin(), metrics.end(), regressed) ||
+         std::any_of(pytorch.begin(), pytorch.end(), regressed);
 }
 
 Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options) {
   std::vector<const MetricInfo*> metrics;
+  std::vector<std::string> metric_names;
   for (const auto& m : options.metrics) {
     metrics.push_back(&find_named(std::span<const MetricInfo>(comparable_metrics()), m, "--metric", "metric"));
+    metric_names.push_back(metrics.back()->name);
   }
   Comparison result;
-  std::vector<std::string> env;
-  if (gpu_of(baseline.environment) != gpu_of(current.environment)) {
-    env.push_back("GPU: " + gpu_of(baseline.environment) + " vs " + gpu_of(current.environment));
-  }
-  if (baseline.environment.libtorch_version != current.environment.libtorch_version) {
-    env.push_back("LibTorch: " + baseline.environment.libtorch_version + " vs " + current.environment.libtorch_version);
-  }
+  std::vector<std::string> env = environment_differences(baseline.environment, current.environment);
 
-  const auto base_rows = rows_of(baseline);
-  const auto cur_rows = rows_of(current);
-  // Per file and mode, the divisor of every metric: 1, or the normalising row's median.
-  auto divisor = [&](const std::map<RowKey, std::vector<const RunResult*>>& rows, const std::string& mode,
-                     const std::string& metric) -> double {
-    if (!options.normalize_by) return 1.0;
-    auto it = rows.find({*options.normalize_by, mode});
-    if (it == rows.end()) return kNotMeasured;
-    return median(values(it->second, metric, 1.0));
+  const Rows base_rows = rows_of(baseline);
+  const Rows cur_rows = rows_of(current);
+  for (const auto& name : options.allow_missing) {
+    const bool known = std::any_of(base_rows.begin(), base_rows.end(), [&](const auto& row) { return row.first.first == name; });
+    if (!known) throw InputError("--allow-missing: the baseline has no row '" + name + "'");
+  }
+  const Normaliser normaliser(options, baseline, base_rows, cur_rows, metric_names);
+  // PyTorch's twins (sweep --reference) are the reference, not the code under test: they must
+  // run as in the baseline, and their speed gates through --min-vs-pytorch, not here.
+  std::set<RowKey> twins;
+  for (const ResultDocument* doc : {&baseline, &current}) {
+    if (!doc->sweep) continue;
+    for (const auto& info : doc->sweep->rows) {
+      if (!info.reference_of.empty()) twins.insert({info.name, info.mode});
+    }
+  }
+  const auto allowed = [&](const std::string& name) {
+    return std::find(options.allow_missing.begin(), options.allow_missing.end(), name) != options.allow_missing.end();
   };
 
   int64_t matched = 0;
   for (const auto& [key, base_runs] : base_rows) {
     const std::string row = label(key.first, key.second);
+    // Fail closed: what ran in the baseline and cannot be measured now is a regression,
+    // unless the user said it may be missing.
+    const auto missing = [&](const std::string& why) {
+      (allowed(key.first) ? result.allowed_missing : result.missing_rows).push_back(row + ": " + why);
+    };
+    if (!any_ok(base_runs)) {
+      result.not_compared.push_back(row + ": did not run in the baseline (" +
+                                    std::string(status_name(base_runs.front()->status)) + ")");
+      continue;
+    }
     auto it = cur_rows.find(key);
     if (it == cur_rows.end()) {
-      result.not_compared.push_back(row + ": only in the baseline");
+      missing("ran in the baseline, absent now");
       continue;
     }
     const auto& cur_runs = it->second;
     const std::string difference = config_difference(comparable_config(base_runs.front()->config), comparable_config(cur_runs.front()->config));
     if (!difference.empty()) {
-      result.not_compared.push_back(row + ": configuration differs (" + difference + ")");
+      missing("configured differently now, so not the same measurement (" + difference + ")");
       continue;
     }
     if (base_runs.front()->dataset != cur_runs.front()->dataset && !base_runs.front()->dataset.empty() &&
         !cur_runs.front()->dataset.empty()) {
       env.push_back("dataset of " + row + ": " + base_runs.front()->dataset + " vs " + cur_runs.front()->dataset);
     }
-    const bool base_ok = std::any_of(base_runs.begin(), base_runs.end(), [](auto* r) { return r->status == RunStatus::ok; });
-    const bool cur_ok = std::any_of(cur_runs.begin(), cur_runs.end(), [](auto* r) { return r->status == RunStatus::ok; });
     ++matched;
-    if (base_ok && !cur_ok) {
-      if (cur_runs.front()->status == RunStatus::failed) {
-        result.failed_rows.push_back(row + ": failed: " + cur_runs.front()->reason);
+    if (!any_ok(cur_runs)) {
+      const auto failed = std::find_if(cur_runs.begin(), cur_runs.end(), [](auto* r) { return r->status == RunStatus::failed; });
+      if (failed != cur_runs.end()) {
+        result.failed_rows.push_back(row + ": failed: " + (*failed)->reason);
       } else {
-        result.not_compared.push_back(row + ": " + std::string(status_name(cur_runs.front()->status)) + " now: " +
-                                      cur_runs.front()->reason);
+        missing(std::string(status_name(cur_runs.front()->status)) + " now: " + cur_runs.front()->reason);
       }
-      continue;
-    }
-    if (!base_ok || !cur_ok) {
-      result.not_compared.push_back(row + ": did not run in the baseline");
       continue;
     }
     // A repetition that fails now, where none did in the baseline, is a regression however
@@ -170,52 +327,21 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
                                    std::to_string(cur_runs.size()) + " repetitions failed (none in the baseline): " +
                                    (*first)->reason);
     }
+    if (twins.count(key) != 0) {
+      result.not_compared.push_back(row + ": PyTorch's twin: checked to have run; its speed is judged against its "
+                                          "row's (--min-vs-pytorch)");
+      continue;
+    }
     for (const MetricInfo* info : metrics) {
-      const std::string& metric = info->name;
-      const bool higher_better = info->higher_is_better;
-      MetricComparison c;
-      c.row = key.first;
-      c.mode = key.second;
-      c.metric = metric;
-      c.baseline = values(base_runs, metric, divisor(base_rows, key.second, metric));
-      c.current = values(cur_runs, metric, divisor(cur_rows, key.second, metric));
-      if (c.baseline.empty() || c.current.empty()) {
-        result.not_compared.push_back(row + ": " + metric + " not measured");
-        continue;
-      }
-      c.baseline_median = median(c.baseline);
-      c.current_median = median(c.current);
-      c.ratio = c.current_median / c.baseline_median;
-      // > 0: worse. One threshold, the same both ways: beyond 1 + t or 1 - t in ratio.
-      const double change = higher_better ? 1.0 - c.ratio : c.ratio - 1.0;
-      const bool repeated = c.baseline.size() > 1 && c.current.size() > 1;
-      if (repeated) c.p_value = mann_whitney_p(c.current, c.baseline);
-      if (std::fabs(change) <= options.threshold) {
-        c.verdict = Verdict::unchanged;
-        c.detail = "within the threshold";
-      } else if (!repeated) {
-        c.verdict = change > 0 ? Verdict::regression : Verdict::improved;
-        c.detail = "beyond the threshold; no repetitions, so the noise is unknown";
+      std::vector<double> base = values(base_runs, info->name, normaliser.divisor(true, key.second, info->name));
+      std::vector<double> cur = values(cur_runs, info->name, normaliser.divisor(false, key.second, info->name));
+      if (base.empty()) {
+        result.not_compared.push_back(row + ": " + info->name + " not measured in the baseline");
+      } else if (cur.empty()) {
+        missing(info->name + " measured in the baseline, not now");
       } else {
-        // Small samples cannot reach alpha: the smallest p the U test can give is reported;
-        // then the change must clear the whole spread instead.
-        std::vector<double> low(c.baseline.size()), high(c.current.size());  // separated, untied
-        std::iota(low.begin(), low.end(), 0.0);
-        std::iota(high.begin(), high.end(), static_cast<double>(low.size()));
-        const double smallest_p = mann_whitney_p(high, low);
-        const auto [bmin, bmax] = std::minmax_element(c.baseline.begin(), c.baseline.end());
-        const auto [cmin, cmax] = std::minmax_element(c.current.begin(), c.current.end());
-        const bool separated = *cmin > *bmax || *cmax < *bmin;
-        const bool beyond_noise = smallest_p < options.alpha ? c.p_value < options.alpha : separated;
-        if (beyond_noise) {
-          c.verdict = change > 0 ? Verdict::regression : Verdict::improved;
-          c.detail = smallest_p < options.alpha ? "U test p < alpha" : "beyond the threshold and every repetition";
-        } else {
-          c.verdict = Verdict::within_noise;
-          c.detail = smallest_p < options.alpha ? "U test p >= alpha" : "the repetitions overlap";
-        }
+        result.metrics.push_back(compare_metric(key, *info, std::move(base), std::move(cur), options));
       }
-      result.metrics.push_back(std::move(c));
     }
   }
   for (const auto& [key, runs] : cur_rows) {
@@ -228,16 +354,22 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
   }
   result.environment_differences = env;
   if (options.min_vs_pytorch) {
+    bool any_twin = false;
     for (const RowSummary& r : summarize_sweep(current)) {
-      if (!r.pytorch || r.pytorch->status != RunStatus::ok || r.status != RunStatus::ok) continue;
-      const std::string row = label(r.name, r.mode);
-      const std::string ratios = format_fixed(r.vs_pytorch_train_time, 2) + "x in epoch time, " +
-                                 format_fixed(r.vs_pytorch_steady, 2) + "x in steady images/s";
-      result.pytorch_ratios.push_back(row + ": " + ratios);
-      if (!(r.vs_pytorch_train_time >= *options.min_vs_pytorch) || !(r.vs_pytorch_steady >= *options.min_vs_pytorch)) {
-        result.below_pytorch.push_back(row + ": " + ratios + " of PyTorch's, below " +
-                                       format_fixed(*options.min_vs_pytorch, 2) + "x");
+      if (!r.pytorch) continue;
+      any_twin = true;
+      if (r.status != RunStatus::ok) continue;  // the row's own failure is the row's verdict
+      if (r.pytorch->status != RunStatus::ok) {
+        result.without_twin.push_back(label(r.name, r.mode) + ": its PyTorch twin " + r.pytorch->name + " is " +
+                                      std::string(status_name(r.pytorch->status)) + " (" + r.pytorch->reason + ")");
+        continue;
       }
+      for (const char* metric : {"train_time_s", "steady_images_per_s"}) {
+        result.pytorch.push_back(compare_with_twin(r, current, metric, *options.min_vs_pytorch, options.alpha));
+      }
+    }
+    if (!any_twin) {
+      throw InputError("--min-vs-pytorch: the current file has no PyTorch twin rows (run the sweep with --reference)");
     }
   }
   if (matched == 0) throw InputError("the two result files have no row in common (by name, mode and configuration)");
@@ -255,14 +387,31 @@ std::string markdown_comparison(const Comparison& c, const CompareOptions& optio
     if (std::isfinite(m.p_value)) md << "; p = " << format_fixed(m.p_value, 3);
     md << "; n = " << m.baseline.size() << " vs " << m.current.size() << ") |\n";
   }
+  if (!c.pytorch.empty()) {
+    md << "\nddpbench against its PyTorch twin (current file; speed ratio, above 1.00x ddpbench is faster; floor "
+       << format_fixed(*options.min_vs_pytorch, 2) << "x):\n\n"
+       << "| row | metric | median ratio | range | pairs | verdict |\n| --- | --- | ---: | --- | ---: | --- |\n";
+    for (const auto& t : c.pytorch) {
+      md << "| " << label(t.row, t.mode) << " | " << (t.metric == "train_time_s" ? "epoch speed" : "steady images/s")
+         << " | " << format_fixed(t.median_ratio, 2) << "x | ";
+      if (!t.ratios.empty()) {
+        const auto [low, high] = std::minmax_element(t.ratios.begin(), t.ratios.end());
+        md << format_fixed(*low, 2) << "x–" << format_fixed(*high, 2) << "x";
+      }
+      md << " | " << t.ratios.size() << " | " << verdict_name(t.verdict) << " (" << t.detail;
+      if (std::isfinite(t.p_value)) md << "; p = " << format_fixed(t.p_value, 3);
+      md << ") |\n";
+    }
+  }
   for (const auto& f : c.failed_rows) md << "\n- REGRESSION: " << f;
-  for (const auto& f : c.below_pytorch) md << "\n- REGRESSION: " << f;
-  for (const auto& p : c.pytorch_ratios) md << "\n- against PyTorch: " << p;
+  for (const auto& f : c.missing_rows) md << "\n- REGRESSION (missing now; --allow-missing ROW allows it): " << f;
+  for (const auto& f : c.allowed_missing) md << "\n- missing now, allowed by --allow-missing: " << f;
+  for (const auto& w : c.without_twin) md << "\n- not checked against PyTorch: " << w;
   for (const auto& n : c.not_compared) md << "\n- not compared: " << n;
   for (const auto& e : c.environment_differences) md << "\n- environment differs (allowed): " << e;
-  md << (c.failed_rows.empty() && c.not_compared.empty() && c.environment_differences.empty() && c.pytorch_ratios.empty()
-             ? ""
-             : "\n");
+  const bool listed = !c.failed_rows.empty() || !c.missing_rows.empty() || !c.allowed_missing.empty() ||
+                      !c.without_twin.empty() || !c.not_compared.empty() || !c.environment_differences.empty();
+  md << (listed ? "\n" : "");
   md << "\n" << (c.regression() ? "Regression" : "No regression") << " (threshold " << format_percent(options.threshold)
      << ", alpha " << format_fixed(options.alpha, 2) << ").\n";
   return md.str();

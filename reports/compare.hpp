@@ -4,7 +4,10 @@
 // repetitions. A change is a regression only when it is beyond the threshold and beyond
 // the noise: with repetitions, a Mann-Whitney U test (as Google Benchmark's compare.py
 // runs) below alpha, or, where the samples are too few for that test ever to reach alpha,
-// two sets of values that do not overlap. No LibTorch.
+// two sets of values that do not overlap. The gate fails closed: a row that ran in the
+// baseline and is absent, skipped, interrupted, reconfigured or unmeasured now is a
+// regression unless named as allowed; a file it cannot judge (another environment, a
+// normalising row that did not run) is bad input. No LibTorch.
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,9 +22,11 @@ struct CompareOptions {
   bool allow_env_mismatch = false;
   std::optional<std::string> normalize_by;  // divide each row's metric by this row's, per file and mode
   double alpha = 0.05;
-  // Where the current file has PyTorch twins (sweep --reference): a row whose epoch time or
-  // steady images/s is below this many times its twin's fails the gate.
+  // Where the current file has PyTorch twins (sweep --reference): a row whose epoch speed or
+  // steady images/s is below this many times its twin's, beyond the noise, fails the gate.
   std::optional<double> min_vs_pytorch;
+  // Rows (by name, any mode) that may be absent, skipped or interrupted now without failing.
+  std::vector<std::string> allow_missing;
 };
 
 /// The metrics compare knows, and whether a larger value is better.
@@ -47,27 +52,46 @@ struct MetricComparison {
   std::string detail;             // why, in words
 };
 
+/// A row of the current file against its PyTorch twin (--min-vs-pytorch), in one metric:
+/// epoch speed (1 / train_time_s) or steady images/s.
+struct TwinComparison {
+  std::string row;
+  std::string mode;
+  std::string metric;          // train_time_s | steady_images_per_s
+  std::vector<double> ratios;  // per back-to-back pair: ddpbench's speed over PyTorch's (above 1: faster)
+  double median_ratio = kNotMeasured;
+  double floor = kNotMeasured;
+  double p_value = kNotMeasured;  // U test of ddpbench's speeds against floor x PyTorch's
+  Verdict verdict = Verdict::unchanged;  // regression: below the floor beyond the noise
+  std::string detail;
+};
+
 struct Comparison {
   std::vector<MetricComparison> metrics;
-  std::vector<std::string> failed_rows;       // ran in the baseline, failed now: regressions too
-  std::vector<std::string> not_compared;      // only on one side, other config, skipped...
+  std::vector<std::string> failed_rows;       // ran in the baseline, failed now: regressions
+  std::vector<std::string> missing_rows;      // ran in the baseline; absent, skipped, interrupted, reconfigured
+                                              // or unmeasured now: regressions
+  std::vector<std::string> allowed_missing;   // the same, for rows --allow-missing names: reported only
+  std::vector<std::string> not_compared;      // only in the current file, or did not run in the baseline
   std::vector<std::string> environment_differences;  // listed when allowed
-  std::vector<std::string> pytorch_ratios;           // each row against its PyTorch twin (current file)
-  std::vector<std::string> below_pytorch;            // rows under --min-vs-pytorch: regressions too
+  std::vector<TwinComparison> pytorch;        // --min-vs-pytorch: each row against its twin
+  std::vector<std::string> without_twin;      // --min-vs-pytorch: rows whose twin did not run now, and why
   [[nodiscard]] bool regression() const;
 };
 
 /// "The same configuration", for compare and for the sweep's --resume alike: a row's config
 /// (by option name) without the keys that do not change what is measured (output paths,
-/// the row's name, logging, where the data lies). Two rows are the same measurement only
-/// where these are equal.
+/// the row's name, logging, where the data lies) and the test-only slowdown, which stands in
+/// for a code change and must leave the row the same row. Two rows are the same measurement
+/// only where these are equal.
 nlohmann::json comparable_config(const nlohmann::json& config);
 
 /// How two configs differ, option by option ("amp \"bf16\" vs \"off\", ..."); empty when equal.
 std::string config_difference(const nlohmann::json& a, const nlohmann::json& b);
 
-/// Throws InputError when the environments differ (unless allowed, naming what differs),
-/// a metric is unknown, or no row is in both files.
+/// Throws InputError when the environments differ (unless allowed, naming each difference), a
+/// metric is unknown, the normalising row did not run on either side, --allow-missing names
+/// no row of the baseline, --min-vs-pytorch finds no twin, or no row is in both files.
 Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options);
 
 /// The comparison as a Markdown table with a verdict line.

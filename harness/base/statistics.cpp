@@ -23,22 +23,33 @@ double sorted_quantile(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - static_cast<double>(lo));
 }
 
-// Number of ways (m choose from m+n) to reach each U, by the classic recursion.
-std::vector<double> u_distribution(std::size_t m, std::size_t n) {
-  std::vector<std::vector<double>> prev(n + 1), cur(n + 1);
-  for (std::size_t j = 0; j <= n; ++j) prev[j] = {1.0};  // m = 0: U = 0 in one way
-  for (std::size_t i = 1; i <= m; ++i) {
-    cur[0] = {1.0};
-    for (std::size_t j = 1; j <= n; ++j) {
-      // f(i, j, u) = f(i - 1, j, u - j) + f(i, j - 1, u)
-      std::vector<double> f(i * j + 1, 0.0);
-      for (std::size_t u = 0; u < prev[j].size(); ++u) f[u + j] += prev[j][u];
-      for (std::size_t u = 0; u < cur[j - 1].size(); ++u) f[u] += cur[j - 1][u];
-      cur[j] = std::move(f);
+// How many of the C(m + n, m) arrangements of two samples give each U from 0 to `up_to`: the
+// low coefficients of the Gaussian binomial [m + n choose m]_q, the product over i = 1..s of
+// (1 - q^(l+i)) / (1 - q^i) (s, l: the smaller and larger size). Each factor changes a
+// coefficient only from lower ones, so the series cut at `up_to` is exact; O(s up_to) time
+// and O(up_to) memory, so a lopsided pair (8 values against thousands) stays cheap. (The
+// upper half would come out of cancellations between huge numbers: U is symmetric, so it is
+// never needed.)
+std::vector<double> u_distribution(std::size_t m, std::size_t n, std::size_t up_to) {
+  const std::size_t s = std::min(m, n), l = std::max(m, n);
+  std::vector<double> c(up_to + 1, 0.0);
+  c[0] = 1.0;
+  for (std::size_t i = 1; i <= s; ++i) {
+    const std::size_t shift = l + i;
+    if (shift <= up_to) {
+      for (std::size_t k = up_to; k >= shift; --k) c[k] -= c[k - shift];  // x (1 - q^(l+i))
     }
-    std::swap(prev, cur);
+    for (std::size_t k = i; k <= up_to; ++k) c[k] += c[k - i];  // / (1 - q^i)
   }
-  return prev[n];
+  return c;
+}
+
+// C(m + n, m) as a double, by the multiplicative formula.
+double arrangements(std::size_t m, std::size_t n) {
+  const std::size_t s = std::min(m, n);
+  double total = 1.0;
+  for (std::size_t i = 1; i <= s; ++i) total = total * static_cast<double>(m + n - s + i) / static_cast<double>(i);
+  return total;
 }
 
 }  // namespace
@@ -53,38 +64,40 @@ Quantiles quantiles(std::vector<double> values) {
   return {sorted_quantile(sorted, 0.5), sorted_quantile(sorted, 0.9), sorted.back()};
 }
 
-double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b) {
+double mann_whitney_p(const std::vector<double>& a_in, const std::vector<double>& b_in) {
+  // Not measured is not a sample (and a NaN has no place in an order).
+  const std::vector<double> a = finite_sorted(a_in), b = finite_sorted(b_in);
   const std::size_t m = a.size(), n = b.size();
   if (m == 0 || n == 0) return kNaN;
-  // U of a: pairs where a wins, ties counting half.
-  double u = 0;
-  for (double x : a) {
-    for (double y : b) u += x > y ? 1.0 : (x == y ? 0.5 : 0.0);
-  }
-  const double mean = static_cast<double>(m * n) / 2;
-  std::vector<double> all(a);
-  all.insert(all.end(), b.begin(), b.end());
+  // U of a from its rank sum (tied values share their mean rank): O((m + n) log(m + n)), so a
+  // file with thousands of repetitions a side is still judged in milliseconds.
+  std::vector<std::pair<double, bool>> all;  // value, from a
+  for (double x : a) all.emplace_back(x, true);
+  for (double y : b) all.emplace_back(y, false);
   std::sort(all.begin(), all.end());
+  double rank_sum = 0;
   double ties = 0;  // sum of t^3 - t over groups of t equal values
   for (std::size_t i = 0; i < all.size();) {
-    std::size_t j = i;
-    while (j < all.size() && all[j] == all[i]) ++j;
+    std::size_t j = i + 1;
+    while (j < all.size() && all[j].first == all[i].first) ++j;
     const double t = static_cast<double>(j - i);
+    const double mean_rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2;
+    for (std::size_t k = i; k < j; ++k) rank_sum += all[k].second ? mean_rank : 0.0;
     ties += t * t * t - t;
     i = j;
   }
+  const double u = rank_sum - static_cast<double>(m) * static_cast<double>(m + 1) / 2;
+  const double mean = static_cast<double>(m) * static_cast<double>(n) / 2;
   // As scipy.stats.mannwhitneyu(method="auto"): the exact distribution when a sample has at
   // most 8 values and nothing is tied (with ties it is not U's distribution); otherwise the
   // normal approximation with the tie correction and the continuity correction.
   if (ties == 0 && std::min(m, n) <= 8) {
-    const auto counts = u_distribution(m, n);
-    const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
+    // Two-sided: twice the lower tail up to mean - |U - mean| (U's distribution is symmetric).
     const double distance = std::fabs(u - mean);
-    double tail = 0;
-    for (std::size_t k = 0; k < counts.size(); ++k) {
-      if (std::fabs(static_cast<double>(k) - mean) >= distance - 1e-9) tail += counts[k];
-    }
-    return std::min(1.0, tail / total);
+    const double lowest = mean - distance;
+    const auto counts = u_distribution(m, n, static_cast<std::size_t>(std::floor(lowest + 1e-9)));
+    const double tail = std::accumulate(counts.begin(), counts.end(), 0.0);
+    return std::min(1.0, 2.0 * tail / arrangements(m, n));
   }
   const double N = static_cast<double>(m + n);
   const double variance = static_cast<double>(m * n) / 12.0 * ((N + 1) - ties / (N * (N - 1)));

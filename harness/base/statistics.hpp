@@ -24,7 +24,7 @@ Quantiles quantiles(std::vector<double> values);
 
 /// Two-sided p-value of the Mann-Whitney U test, as scipy.stats.mannwhitneyu's default: exact
 /// when a side has at most 8 values and none are tied, else the normal approximation with tie
-/// and continuity corrections; NaN when a side is empty.
+/// and continuity corrections; NaN when a side has no finite value (non-finite ones are left out).
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
 
 }  // namespace ddpbench

@@ -83,14 +83,19 @@ Command parse_command_line(int argc, const char* const* argv) {
                       "metrics that gate: train_time_s, images_per_s, steady_images_per_s, step_time_s, test_accuracy")
       ->delimiter(',');
   compare->add_flag("--allow-env-mismatch", compare_command.allow_env_mismatch,
-                    "compare results from different GPUs, LibTorch versions or datasets");
+                    "compare results from different machines or software (GPUs, CPU, LibTorch, CUDA, cuDNN, NCCL, "
+                    "driver, dataset)");
   compare->add_option("--normalize-by", compare_command.normalize_by,
                       "divide each row's metric by this row's in the same file (e.g. single), to gate on ratios");
   compare->add_option("--alpha", compare_command.alpha, "significance level of the rank test (default 0.05)");
   compare->add_option("--out", compare_command.out, "also write the Markdown table to this file");
   compare->add_option("--min-vs-pytorch", compare_command.min_vs_pytorch,
                       "fail where a row of the current file is below this many times its PyTorch twin "
-                      "(sweep --reference) in epoch time or steady images/s, e.g. 1.0");
+                      "(sweep --reference) in epoch speed or steady images/s beyond the noise, e.g. 0.9");
+  compare->add_option("--allow-missing", compare_command.allow_missing,
+                      "rows (by name) of the baseline that may be absent, skipped or interrupted now; any other "
+                      "such row is a regression")
+      ->delimiter(',');
 
   try {
     app.parse(argc, argv);

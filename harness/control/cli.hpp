@@ -27,6 +27,7 @@ struct CompareCommand {
   double alpha = 0.05;
   std::string out;           // also write the Markdown table here
   double min_vs_pytorch = 0;  // 0: no floor against the PyTorch twins
+  std::vector<std::string> allow_missing;  // rows that may be absent, skipped or interrupted now
 };
 
 struct SweepCommand {

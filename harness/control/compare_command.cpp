@@ -16,6 +16,7 @@ int compare_command(const CompareCommand& command) {
   options.alpha = command.alpha;
   if (!command.normalize_by.empty()) options.normalize_by = command.normalize_by;
   if (command.min_vs_pytorch > 0) options.min_vs_pytorch = command.min_vs_pytorch;
+  options.allow_missing = command.allow_missing;
   if (!command.out.empty()) require_writable(command.out, "--out");
   const ResultDocument baseline = read_result_file(command.baseline);
   const ResultDocument current = read_result_file(command.current);

@@ -72,6 +72,10 @@ std::optional<std::string> pytorch_lacks(const RunConfig& config) {
     return "--no-overlap: PyTorch's DistributedDataParallel has no such switch (it always overlaps); "
            "--strategy torch-ddp runs with --overlap";
   }
+  if (config.inject_slowdown > 0) {
+    return "--inject-slowdown: it plays a slower ddpbench against PyTorch's rows, which run as they are; leave it "
+           "out of a torch-* row";
+  }
   return std::nullopt;
 }
 
@@ -105,6 +109,12 @@ void validate(const RunConfig& c) {
   if (c.inject_fault_rank) {
     require_non_negative(*c.inject_fault_rank, "--inject-fault-rank");
     require_non_negative(*c.inject_fault_step, "--inject-fault-step");
+  }
+  require(std::isfinite(c.inject_slowdown) && c.inject_slowdown >= 0 && c.inject_slowdown <= 10,
+          "--inject-slowdown must be a fraction in [0, 10] (got " + std::to_string(c.inject_slowdown) + ")");
+  if (c.inject_slowdown_rank) {
+    require_non_negative(*c.inject_slowdown_rank, "--inject-slowdown-rank");
+    require(c.inject_slowdown > 0, "--inject-slowdown-rank needs --inject-slowdown");
   }
   profile_step_range(c);
   device_list(c);

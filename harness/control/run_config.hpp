@@ -19,6 +19,9 @@ namespace ddpbench {
 enum class TestTransform { train, plain };
 enum class NvtxMode { off, on, ops };
 enum class Preset { none, fast };
+// Test only: what --inject-fault-rank does at --inject-fault-step. kill: SIGKILL itself (a
+// crash); hang: stop before the step's first collective and wait there, alive and beating.
+enum class InjectedFault { kill, hang };
 
 // `train`: the tutorial's quirk of applying the random train transforms to the test set.
 inline constexpr EnumName<TestTransform> kTestTransformNames[] = {
@@ -27,6 +30,8 @@ inline constexpr EnumName<TestTransform> kTestTransformNames[] = {
 };
 inline constexpr EnumName<NvtxMode> kNvtxModeNames[] = {{NvtxMode::off, "off"}, {NvtxMode::on, "on"}, {NvtxMode::ops, "ops"}};
 inline constexpr EnumName<Preset> kPresetNames[] = {{Preset::none, "none"}, {Preset::fast, "fast"}};
+inline constexpr EnumName<InjectedFault> kInjectedFaultNames[] = {{InjectedFault::kill, "kill"},
+                                                                 {InjectedFault::hang, "hang"}};
 
 struct RunConfig {
   std::string name;  // the row's name in reports; empty means the strategy's name
@@ -66,8 +71,13 @@ struct RunConfig {
   bool find_unused_parameters = false;   // DDP's find_unused_parameters
   bool gradient_as_bucket_view = false;  // DDP's gradient_as_bucket_view
   int64_t timeout_s = 300;      // a collective or the rendezvous waiting longer fails the row
-  std::optional<int64_t> inject_fault_rank;  // test only: this rank kills itself...
+  std::optional<int64_t> inject_fault_rank;  // test only: this rank kills itself (or hangs)...
   std::optional<int64_t> inject_fault_step;  // ...at this step
+  InjectedFault inject_fault_kind = InjectedFault::kill;
+  // Test only: each step's training (as the host saw it) stretched by this fraction of busy
+  // work, on every rank or on one: a slower build, or a straggler, that does real extra work.
+  double inject_slowdown = 0;
+  std::optional<int64_t> inject_slowdown_rank;
 
   // DataParallel (dp): one process, the batch scattered over devices.
   std::string devices = "all";  // all visible CUDA devices, or a list: 0,1,2,3 (CUDA) or cpu,cpu

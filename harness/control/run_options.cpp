@@ -155,8 +155,16 @@ std::vector<RunOption> make_run_options() {
   o.push_back(option("timeout-s", &RunConfig::timeout_s, "N",
                      "seconds a collective or the rendezvous may wait before the row fails"));
   o.push_back(option("inject-fault-rank", &RunConfig::inject_fault_rank, "N",
-                     "test only: this rank kills itself (SIGKILL) at --inject-fault-step"));
+                     "test only: this rank kills itself (SIGKILL) or hangs (--inject-fault-kind) at --inject-fault-step"));
   o.push_back(option("inject-fault-step", &RunConfig::inject_fault_step, "N", "test only: see --inject-fault-rank"));
+  o.push_back(enum_option("inject-fault-kind", &RunConfig::inject_fault_kind, kInjectedFaultNames,
+                          "test only: kill (SIGKILL) or hang (stop before the step's first collective, alive and "
+                          "beating, until signalled)"));
+  o.push_back(option("inject-slowdown", &RunConfig::inject_slowdown, "X",
+                     "test only: stretch each step's training by this fraction of busy work (0.1: 10 % slower), as "
+                     "a slower build would; ignored when results are matched, so the gate sees the same row"));
+  o.push_back(option("inject-slowdown-rank", &RunConfig::inject_slowdown_rank, "N",
+                     "test only: slow this rank only (a straggler); unset: every rank"));
   o.push_back(option("devices", &RunConfig::devices, "LIST",
                      "dp: devices to scatter the batch over: all visible GPUs, or 0,1,2,3, or cpu,cpu"));
   o.push_back(enum_option("dp-impl", &RunConfig::dp_impl, kDpImplNames,

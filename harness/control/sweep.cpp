@@ -352,6 +352,9 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         }
         twin = c;
         twin->strategy = it->second;
+        // PyTorch's row is the reference: a slowdown plays a slower ddpbench, never a slower PyTorch.
+        twin->inject_slowdown = 0;
+        twin->inject_slowdown_rank.reset();
         twin->name = spec.name + kPyTorchTwinSuffix;
         plan.info.rows.push_back({twin->name, mode, kNotMeasured, spec.devices, spec.name});
       }

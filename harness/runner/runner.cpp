@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <csignal>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -27,6 +25,7 @@
 #include "harness/control/run_options.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "harness/runner/device.hpp"
+#include "harness/runner/fault_injection.hpp"
 #include "harness/timing/nvtx.hpp"
 #include "harness/timing/phase_timer.hpp"
 #include "models/checkpoint.hpp"
@@ -287,6 +286,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   result.train_time_s = 0;
   Progress progress(config.row_name(), steps_per_epoch * config.epochs, config.log_interval_steps, dist.is_main());
   ProfilerRange profiler(config, dist.device);
+  const FaultInjection faults(config, dist.rank);
   // --nvtx ops: LibTorch's own range per op, as Python's torch.autograd.profiler.emit_nvtx.
   std::optional<torch::autograd::profiler::TLSLegacyProfilerGuard> op_ranges;
   if (config.nvtx == NvtxMode::ops) {
@@ -322,15 +322,10 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
         train_shard_indices(data.train.size(), config.seed, epoch, shard),
         random_augmentation(config.seed, epoch, AugmentationStream::train, data.train.size(), config.crop_padding)});
     for (int64_t step = 0;; ++step, ++global_step) {
+      faults.before_step(global_step);
       if (interruption_signal() != 0) {
         interrupted = std::string(::strsignal(interruption_signal())) + " after " + std::to_string(global_step) + " steps";
         break;
-      }
-      if (config.inject_fault_rank == dist.rank && config.inject_fault_step == global_step) {
-        std::fprintf(stderr, "ddpbench: rank %lld: --inject-fault-step %lld: killing this rank\n",
-                     static_cast<long long>(dist.rank), static_cast<long long>(global_step));
-        std::fflush(stderr);
-        std::raise(SIGKILL);
       }
       nvtx::ScopedRange step_range("step", global_step);
       timer->set_step(global_step);
@@ -344,7 +339,13 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
       profiler.before_step(global_step);
       PendingStep p;
       try {
+        const auto training_start = Clock::now();
         p.loss = strategy->train_step(*batch);
+        if (faults.slows_steps()) {
+          PhaseScope slowed(*timer, Phase::optimizer);
+          nvtx::ScopedRange range("injected slowdown", global_step);
+          (void)faults.stretch(seconds_since(training_start));
+        }
       } catch (const std::exception& e) {
         if (interruption_signal() == 0) throw;
         interrupted = std::string(::strsignal(interruption_signal())) + " in step " + std::to_string(global_step) +

@@ -161,7 +161,11 @@ class Trainer:
                         out.interrupted_by = signal.Signals(StopRequest.signal).name
                         break
                     if row["inject-fault-rank"] == row.rank and row["inject-fault-step"] == global_step:
-                        os.kill(os.getpid(), signal.SIGKILL)
+                        if row["inject-fault-kind"] == "kill":
+                            os.kill(os.getpid(), signal.SIGKILL)
+                        while not StopRequest.signal:  # hang: alive, before the step's collectives
+                            time.sleep(0.05)
+                        continue
                     with self.clock.range("step"):
                         with self.clock.phase("data"):
                             images, labels = self.to_device(*next(batches))

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "harness/base/input_error.hpp"
 #include "reports/compare.hpp"
@@ -90,7 +92,7 @@ TEST(Compare, DifferentEnvironmentsAreRefusedUnlessAllowed) {
     FAIL();
   } catch (const InputError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("GPU: NVIDIA H200 vs NVIDIA A100-SXM4-40GB"), std::string::npos) << what;
+    EXPECT_NE(what.find("GPU 0: NVIDIA H200 vs NVIDIA A100-SXM4-40GB"), std::string::npos) << what;
     EXPECT_NE(what.find("dataset of single (faithful): cifar10 vs synthetic"), std::string::npos) << what;
   }
   CompareOptions allow;
@@ -195,19 +197,235 @@ TEST(Compare, NoRowInCommonIsBadInput) {
   }
 }
 
-// --min-vs-pytorch: a row under the floor against its PyTorch twin is a regression.
+// --min-vs-pytorch: a row whose every pair is under the floor is a regression.
 TEST(Compare, ARowBelowItsPyTorchTwinFailsTheFloor) {
   const ResultDocument slower = testing::twin_document({95, 96, 94}, {100, 100, 100});
   CompareOptions options;
   options.min_vs_pytorch = 1.0;
   const Comparison below = compare_results(slower, slower, options);
   EXPECT_TRUE(below.regression());
-  ASSERT_EQ(below.below_pytorch.size(), 1u);
-  EXPECT_NE(below.below_pytorch[0].find("below 1.00x"), std::string::npos) << below.below_pytorch[0];
+  ASSERT_EQ(below.pytorch.size(), 2u);  // epoch speed and steady images/s
+  for (const auto& t : below.pytorch) {
+    EXPECT_EQ(t.verdict, Verdict::regression) << t.metric;
+    EXPECT_EQ(t.detail, "every pair below the floor");
+    EXPECT_NEAR(t.median_ratio, 0.95, 1e-12);
+  }
+  EXPECT_NE(markdown_comparison(below, options).find("| ddp (faithful) | steady images/s | 0.95x | 0.94x–0.96x | 3 | "
+                                                     "REGRESSION (every pair below the floor"),
+            std::string::npos)
+      << markdown_comparison(below, options);
   options.min_vs_pytorch = 0.9;
   EXPECT_FALSE(compare_results(slower, slower, options).regression());
   options.min_vs_pytorch.reset();
   EXPECT_FALSE(compare_results(slower, slower, options).regression()) << "no floor unless asked";
+}
+
+// At parity the pairs fall on both sides of 1.0: a median below the floor is not a verdict.
+// With enough pairs for the U test, the test decides.
+TEST(Compare, ThePyTorchFloorFailsOnlyBeyondTheNoise) {
+  CompareOptions options;
+  options.min_vs_pytorch = 1.0;
+  const ResultDocument parity = testing::twin_document({97, 104, 98}, {100, 100, 100});
+  const Comparison c = compare_results(parity, parity, options);
+  EXPECT_FALSE(c.regression());
+  EXPECT_EQ(c.pytorch[1].verdict, Verdict::within_noise);
+  EXPECT_EQ(c.pytorch[1].detail, "pairs on both sides of the floor");
+  // Six pairs each about 5 % below: the U test (p = 0.002) finds them below the floor.
+  const ResultDocument six_below = testing::twin_document({95, 94, 96, 95.5, 94.5, 95}, {100, 101, 99, 100, 100.5, 99.5});
+  const Comparison u = compare_results(six_below, six_below, options);
+  EXPECT_TRUE(u.regression());
+  EXPECT_EQ(u.pytorch[1].detail, "below the floor, U test p < alpha");
+  EXPECT_LT(u.pytorch[1].p_value, 0.01);
+  // Six pairs below in the median but overlapping: within the noise.
+  const ResultDocument six_mixed = testing::twin_document({95, 104, 96, 101, 94, 99}, {100, 100, 100, 100, 100, 100});
+  const Comparison mixed = compare_results(six_mixed, six_mixed, options);
+  EXPECT_FALSE(mixed.regression());
+  EXPECT_EQ(mixed.pytorch[1].verdict, Verdict::within_noise);
+  EXPECT_GE(mixed.pytorch[1].p_value, 0.05);
+}
+
+// PyTorch's twins are the reference, not the code under test: a twin that got slower is no
+// regression of ddpbench's (its speed gates only through --min-vs-pytorch), while ddpbench's
+// own rows still gate.
+TEST(Compare, TwinRowsAreCheckedToRunButNotTimedAgainstTheBaseline) {
+  const Comparison c =
+      compare_results(testing::twin_document({100, 101}, {100, 101}), testing::twin_document({100, 101}, {50, 51}), {});
+  EXPECT_FALSE(c.regression());
+  for (const auto& m : c.metrics) EXPECT_EQ(m.row, "ddp") << "a twin was timed";
+  EXPECT_NE(std::find(c.not_compared.begin(), c.not_compared.end(),
+                      "ddp.torch (faithful): PyTorch's twin: checked to have run; its speed is judged against its row's "
+                      "(--min-vs-pytorch)"),
+            c.not_compared.end());
+  EXPECT_TRUE(compare_results(testing::twin_document({100, 101}, {100, 101}), testing::twin_document({50, 51}, {100, 101}), {})
+                  .regression());
+}
+
+// A twin that did not run is reported by name and reason, never passed over in silence; a
+// floor with no twin at all to check against is bad input.
+TEST(Compare, AMissingTwinIsReportedAndNoTwinsAtAllIsBadInput) {
+  ResultDocument doc = testing::twin_document({100, 100}, {100, 100});
+  for (auto& r : doc.runs) {
+    if (r.name == "ddp.torch") {
+      r.status = RunStatus::skipped;
+      r.reason = "PyTorch's SyncBatchNorm is CUDA-only";
+    }
+  }
+  CompareOptions options;
+  options.min_vs_pytorch = 0.9;
+  const Comparison c = compare_results(doc, doc, options);
+  EXPECT_FALSE(c.regression()) << "skipped in the baseline too: reported, not failed";
+  ASSERT_EQ(c.without_twin.size(), 1u);
+  EXPECT_EQ(c.without_twin[0], "ddp (faithful): its PyTorch twin ddp.torch is skipped (PyTorch's SyncBatchNorm is CUDA-only)");
+  EXPECT_NE(markdown_comparison(c, options).find("- not checked against PyTorch: ddp (faithful)"), std::string::npos);
+  // The twin ran in the baseline and not now: a regression, naming it.
+  const Comparison lost = compare_results(testing::twin_document({100, 100}, {100, 100}), doc, options);
+  EXPECT_TRUE(lost.regression());
+  ASSERT_EQ(lost.missing_rows.size(), 1u);
+  EXPECT_EQ(lost.missing_rows[0], "ddp.torch (faithful): skipped now: PyTorch's SyncBatchNorm is CUDA-only");
+  // No twin rows at all.
+  const auto plain = document_with(repetitions("single", {10.0, 10.1}));
+  try {
+    compare_results(plain, plain, options);
+    FAIL() << "a floor against PyTorch with no twin passed";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--min-vs-pytorch: the current file has no PyTorch twin rows"), std::string::npos);
+  }
+}
+
+// Fail closed: a row that ran in the baseline and is absent, skipped, interrupted or
+// reconfigured now is a regression that names it, unless --allow-missing names it.
+TEST(Compare, ARowThatRanInTheBaselineAndNotNowIsARegression) {
+  auto base = document_with(repetitions("single", {10.0}));
+  base.runs.push_back(repetitions("ddp-2gpu", {6.0})[0]);
+  base.runs.push_back(repetitions("dp-2gpu", {8.0})[0]);
+  auto cur = document_with(repetitions("single", {10.0}));
+  const Comparison absent = compare_results(base, cur, {});
+  EXPECT_TRUE(absent.regression());
+  EXPECT_EQ(absent.missing_rows, (std::vector<std::string>{"ddp-2gpu (faithful): ran in the baseline, absent now",
+                                                            "dp-2gpu (faithful): ran in the baseline, absent now"}));
+  EXPECT_NE(markdown_comparison(absent, {}).find("REGRESSION (missing now; --allow-missing ROW allows it): ddp-2gpu"),
+            std::string::npos);
+  EXPECT_NE(markdown_comparison(absent, {}).find("\nRegression (threshold"), std::string::npos);
+
+  CompareOptions allow;
+  allow.allow_missing = {"ddp-2gpu", "dp-2gpu"};
+  const Comparison allowed = compare_results(base, cur, allow);
+  EXPECT_FALSE(allowed.regression());
+  EXPECT_EQ(allowed.allowed_missing.size(), 2u);
+  allow.allow_missing = {"ddp-2gpu"};
+  EXPECT_TRUE(compare_results(base, cur, allow).regression()) << "dp-2gpu is still missing";
+  allow.allow_missing = {"ddp-2gpux"};
+  EXPECT_THROW(compare_results(base, cur, allow), InputError) << "a typo in --allow-missing is bad input";
+
+  for (const RunStatus status : {RunStatus::skipped, RunStatus::interrupted}) {
+    auto now = base;
+    now.runs[1].status = status;
+    now.runs[1].reason = "needs 2 GPUs, 0 visible";
+    const Comparison c = compare_results(base, now, {});
+    EXPECT_TRUE(c.regression()) << status_name(status);
+    ASSERT_EQ(c.missing_rows.size(), 1u);
+    EXPECT_EQ(c.missing_rows[0], "ddp-2gpu (faithful): " + std::string(status_name(status)) + " now: needs 2 GPUs, 0 visible");
+  }
+  auto reconfigured = base;
+  reconfigured.runs[1].config["bucket-mb"] = 50;
+  const Comparison r = compare_results(base, reconfigured, {});
+  ASSERT_EQ(r.missing_rows.size(), 1u);
+  EXPECT_NE(r.missing_rows[0].find("configured differently now"), std::string::npos) << r.missing_rows[0];
+  // A row that never ran in the baseline is news, not a regression.
+  auto skipped_before = base;
+  skipped_before.runs[1].status = RunStatus::skipped;
+  EXPECT_FALSE(compare_results(skipped_before, skipped_before, {}).regression());
+}
+
+// A metric that was measured in the baseline and is NaN or infinite now is missing, not
+// "not compared"; non-finite values never reach a ratio or a verdict.
+TEST(Compare, NonFiniteValuesNeverReachAVerdict) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  auto base = document_with(repetitions("single", {10.0, 10.1, 9.9}));
+  auto cur = base;
+  cur.runs[1].train_time_s = inf;
+  cur.runs[2].train_time_s = nan;
+  CompareOptions options;
+  options.metrics = {"train_time_s"};
+  const Comparison partly = compare_results(base, cur, options);
+  ASSERT_EQ(partly.metrics.size(), 1u);
+  EXPECT_EQ(partly.metrics[0].current.size(), 1u) << "only the finite repetition";
+  EXPECT_TRUE(std::isfinite(partly.metrics[0].ratio));
+  for (auto& r : cur.runs) r.train_time_s = nan;
+  const Comparison none = compare_results(base, cur, options);
+  EXPECT_TRUE(none.regression());
+  EXPECT_TRUE(none.metrics.empty());
+  ASSERT_EQ(none.missing_rows.size(), 1u);
+  EXPECT_EQ(none.missing_rows[0], "single (faithful): train_time_s measured in the baseline, not now");
+}
+
+// --normalize-by a row that is absent, or did not run, on either side is bad input naming the
+// row and the side: the gate has nothing to divide by. (It once looped forever.)
+TEST(Compare, AMissingOrFailedNormalisingRowIsBadInput) {
+  auto with_ddp = [](std::vector<RunResult> runs) {
+    auto doc = document_with(std::move(runs));
+    doc.runs.push_back(repetitions("ddp-2gpu", {6.0, 6.1})[0]);
+    doc.runs.push_back(repetitions("ddp-2gpu", {6.0, 6.1})[1]);
+    return doc;
+  };
+  const auto base = with_ddp(repetitions("single", {10.0, 10.2}));
+  CompareOptions options;
+  options.normalize_by = "single";
+  const auto expect_bad = [&](const ResultDocument& b, const ResultDocument& c, const std::string& message) {
+    try {
+      compare_results(b, c, options);
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  expect_bad(base, with_ddp({}), "--normalize-by single: the current file has no row single (faithful)");
+  expect_bad(with_ddp({}), base, "--normalize-by single: the baseline has no row single (faithful)");
+  auto failed = base;
+  failed.runs[0].status = failed.runs[1].status = RunStatus::failed;
+  failed.runs[0].reason = failed.runs[1].reason = "out of memory";
+  expect_bad(base, failed, "--normalize-by single: single (faithful) did not run in the current file (failed: out of memory)");
+  expect_bad(failed, base, "did not run in the baseline");
+  auto unmeasured = base;
+  unmeasured.runs[0].steady_images_per_s = unmeasured.runs[1].steady_images_per_s = kNotMeasured;
+  expect_bad(base, unmeasured, "single (faithful) has no steady_images_per_s to divide by in the current file");
+  EXPECT_FALSE(compare_results(base, base, options).regression());
+}
+
+// Every part of the fingerprint that differs is named; a match on the first GPU alone is not a match.
+TEST(Compare, EveryDifferenceOfTheEnvironmentIsNamed) {
+  auto base = document_with(repetitions("single", {10.0}));
+  base.environment = testing::sample_sweep_document().environment;
+  auto cur = base;
+  cur.environment.gpus.push_back({"NVIDIA A100-SXM4-40GB", 40LL << 30, "8.0"});
+  cur.environment.cpu_model = "Intel Xeon";
+  cur.environment.cpu_cores = 32;
+  cur.environment.cuda_runtime_version = "12.8";
+  cur.environment.cudnn_version = "9.8.0";
+  cur.environment.nccl_version = "2.26.2";
+  cur.environment.driver_version = "560.35.03";
+  cur.environment.libtorch_version = "2.10.0";
+  cur.environment.host = "another-host";  // not part of the fingerprint
+  cur.environment.git_revision = "fedcba";
+  try {
+    compare_results(base, cur, {});
+    FAIL() << "another machine was compared";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    for (const char* part : {"GPU count: 1 vs 2", "CPU model: AMD EPYC vs Intel Xeon", "CPU cores: 64 vs 32",
+                             "LibTorch: 2.11.0 vs 2.10.0", "CUDA: 13.0 vs 12.8", "cuDNN: 9.19.0 vs 9.8.0",
+                             "NCCL: 2.28.9 vs 2.26.2", "driver: 570.86.10 vs 560.35.03"}) {
+      EXPECT_NE(what.find(part), std::string::npos) << part << " in " << what;
+    }
+    EXPECT_EQ(what.find("host"), std::string::npos) << what;
+  }
+  CompareOptions allow;
+  allow.allow_env_mismatch = true;
+  EXPECT_EQ(compare_results(base, cur, allow).environment_differences.size(), 8u);
+  auto renamed = base;
+  renamed.environment.gpus = {{"NVIDIA A100-SXM4-80GB", 80LL << 30, "8.0"}};
+  EXPECT_THROW(compare_results(base, renamed, {}), InputError);
 }
 
 }  // namespace

@@ -17,13 +17,25 @@ std::filesystem::path golden(const std::string& name) {
   return std::filesystem::path(source != nullptr ? source : ".") / "tests/reports/golden" / name;
 }
 
-// Compares with the golden file; DDPBENCH_UPDATE_GOLDEN=1 rewrites it instead.
+// Compares with the golden file. DDPBENCH_UPDATE_GOLDEN=1 rewrites a file that differs and
+// still fails, so an update is always a reviewed second run; under CI (CI set) it refuses to
+// rewrite anything.
 void expect_golden(const std::string& text, const std::string& name) {
   if (std::getenv("DDPBENCH_SOURCE_DIR") == nullptr) GTEST_SKIP() << "DDPBENCH_SOURCE_DIR not set";
-  if (const char* update = std::getenv("DDPBENCH_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
-    testing::write_text(golden(name), text);
+  const std::string expected = testing::read_text(golden(name));
+  const char* update = std::getenv("DDPBENCH_UPDATE_GOLDEN");
+  if (update != nullptr && std::string(update) == "1") {
+    const char* ci = std::getenv("CI");
+    ASSERT_TRUE(ci == nullptr || *ci == '\0') << "DDPBENCH_UPDATE_GOLDEN is set under CI: golden files are never "
+                                                  "rewritten there";
+    if (text != expected) {
+      testing::write_text(golden(name), text);
+      ADD_FAILURE() << "rewrote tests/reports/golden/" << name << ": review the change and run again without "
+                    << "DDPBENCH_UPDATE_GOLDEN";
+    }
+    return;
   }
-  EXPECT_EQ(text, testing::read_text(golden(name))) << "rendered output differs from tests/reports/golden/" << name;
+  EXPECT_EQ(text, expected) << "rendered output differs from tests/reports/golden/" << name;
 }
 
 TEST(Reporters, MarkdownMatchesItsGoldenFile) {

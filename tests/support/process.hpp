@@ -5,10 +5,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness/launch/process_supervisor.hpp"
@@ -20,6 +23,8 @@ struct ProcessResult {
   int exit_code = -1;  // 128 + signal when killed by one
   std::string out;
   std::string err;
+  double elapsed_s = 0;    // from start to exit (or to the kill, when it ran out of time)
+  bool timed_out = false;  // wait() was given a limit and the process outlived it (then killed)
 };
 
 /// A started process; wait() collects it. `extra_env` entries (NAME=VALUE) are added to,
@@ -51,14 +56,29 @@ class SpawnedProcess {
 
   [[nodiscard]] pid_t pid() const { return pid_; }
 
-  ProcessResult wait() {
+  /// Waits for the process; with a limit, one still running then is killed (SIGKILL) and
+  /// reported as timed out.
+  ProcessResult wait(std::optional<std::chrono::milliseconds> limit = std::nullopt) {
     ProcessResult result;
     if (pid_ > 0) {
       int status = 0;
-      waitpid(pid_, &status, 0);
+      if (limit) {
+        while (waitpid(pid_, &status, WNOHANG) == 0) {
+          if (std::chrono::steady_clock::now() - started_ > *limit) {
+            result.timed_out = true;
+            ::kill(pid_, SIGKILL);
+            waitpid(pid_, &status, 0);
+            break;
+          }
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      } else {
+        waitpid(pid_, &status, 0);
+      }
       pid_ = -1;
       result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
+    result.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     result.out = read_text(dir_ / "out");
     result.err = read_text(dir_ / "err");
     return result;
@@ -67,6 +87,7 @@ class SpawnedProcess {
  private:
   TempDir dir_;
   pid_t pid_ = -1;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
 };
 
 inline ProcessResult run_process(const std::vector<std::string>& args, const std::vector<std::string>& extra_env = {}) {

@@ -1,6 +1,9 @@
 // `ddpbench compare` through the binary: its table and its exit codes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "reports/result_file.hpp"
 #include "support/process.hpp"
 #include "support/sample_results.hpp"
@@ -50,7 +53,7 @@ TEST(CompareCommand, ExitCodesForEachOutcome) {
 
   const auto mismatch = compare({(dir / "base.json").string(), (dir / "h200.json").string()});
   EXPECT_EQ(mismatch.exit_code, 2);
-  EXPECT_NE(mismatch.err.find("different environments (GPU: NVIDIA A100-SXM4-40GB vs NVIDIA H200)"), std::string::npos)
+  EXPECT_NE(mismatch.err.find("different environments (GPU 0: NVIDIA A100-SXM4-40GB vs NVIDIA H200)"), std::string::npos)
       << mismatch.err;
   EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch"}).exit_code, 0);
 
@@ -60,6 +63,70 @@ TEST(CompareCommand, ExitCodesForEachOutcome) {
   EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "absent.json").string()}).exit_code, 2);
   EXPECT_EQ(compare({(dir / "base.json").string()}).exit_code, 2);
   EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "base.json").string(), "--metric", "speed"}).exit_code, 2);
+}
+
+// Every way a user can hand the gate something it cannot judge returns within seconds, with
+// the exit code and a line naming the problem: never a hang (a missing normalising row once
+// looped at full speed for the 51 minutes before it was killed), never exit 0.
+TEST(CompareCommand, EveryBadInputReturnsWithinFiveSecondsNamingIt) {
+  TempDir dir;
+  const auto base = testing::sample_sweep_document();
+  auto without_single = base;
+  std::erase_if(without_single.runs, [](const RunResult& r) { return r.name == "single"; });
+  auto single_failed = base;
+  for (auto& r : single_failed.runs) {
+    if (r.name == "single") r.status = RunStatus::failed;
+  }
+  auto not_measured = base;
+  for (auto& r : not_measured.runs) r.train_time_s = r.steady_images_per_s = kNotMeasured;
+  auto ddp_lost = base;
+  std::erase_if(ddp_lost.runs, [](const RunResult& r) { return r.name == "ddp-2gpu"; });
+  // 2,000 repetitions against 2: the rank test's exact path must stay cheap.
+  auto many = base;
+  for (int i = 0; i < 2000; ++i) {
+    many.runs.push_back(testing::sample_run("ddp-2gpu", "faithful", 2, 9.8 + 1e-5 * i, 5100.0, 2 + i));
+  }
+  const std::vector<std::pair<std::string, const ResultDocument*>> files = {
+      {"base", &base},         {"without-single", &without_single}, {"single-failed", &single_failed},
+      {"not-measured", &not_measured}, {"ddp-lost", &ddp_lost},     {"many", &many}};
+  for (const auto& [name, doc] : files) write_result_file(dir / (name + ".json"), *doc);
+  testing::write_text(dir / "nan.json", "{\"schema\": NaN}");
+  const auto file = [&](const char* name) { return (dir / (std::string(name) + ".json")).string(); };
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{file("base"), file("without-single"), "--normalize-by", "single"}, 2,
+       "--normalize-by single: the current file has no row single (faithful)"},
+      {{file("without-single"), file("base"), "--normalize-by", "single"}, 2,
+       "--normalize-by single: the baseline has no row single (faithful)"},
+      {{file("base"), file("single-failed"), "--normalize-by", "single"}, 2, "did not run in the current file"},
+      {{file("base"), file("not-measured"), "--normalize-by", "single"}, 2, "has no train_time_s to divide by"},
+      {{file("base"), file("not-measured")}, 1, "train_time_s measured in the baseline, not now"},
+      {{file("base"), file("ddp-lost")}, 1, "ddp-2gpu (faithful): ran in the baseline, absent now"},
+      {{file("base"), file("ddp-lost"), "--allow-missing", "nope"}, 2, "--allow-missing: the baseline has no row 'nope'"},
+      {{file("base"), file("base"), "--min-vs-pytorch", "0.9"}, 2, "has no PyTorch twin rows"},
+      {{file("base"), file("nan")}, 2, "nan.json' is not valid JSON"},
+      {{file("base"), file("base"), "--alpha", "nan"}, 2, "--alpha"},
+      {{file("base"), file("base"), "--threshold", "inf"}, 2, "--threshold"},
+      {{file("base"), file("many")}, 0, "No regression"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args{testing::ddpbench_binary(), "compare"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = testing::SpawnedProcess(args).wait(std::chrono::seconds(5));
+    std::string shown;
+    for (const auto& a : c.args) shown += " " + a.substr(a.find_last_of('/') + 1);
+    EXPECT_FALSE(r.timed_out) << "compare" << shown << " ran past 5 s";
+    EXPECT_LT(r.elapsed_s, 5.0) << shown;
+    EXPECT_EQ(r.exit_code, c.exit_code) << shown << "\n" << r.err << r.out;
+    EXPECT_NE((r.err + r.out).find(c.says), std::string::npos) << shown << ": " << r.err << r.out;
+    if (c.exit_code == 2) {
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+    }
+  }
 }
 
 }  // namespace

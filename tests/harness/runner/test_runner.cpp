@@ -109,5 +109,30 @@ TEST(Runner, WarmupLongerThanTheRunLeavesSteadyFiguresUnmeasured) {
   EXPECT_TRUE(std::isfinite(r.images_per_s));
 }
 
+// --inject-slowdown X: after each step's training, busy work for X times the time the host
+// spent training it, inside the step (the optimizer phase), so the step is really longer.
+// Lower bounds only: the busy wait cannot end before its deadline, however busy the machine.
+TEST(Runner, AnInjectedSlowdownStretchesEveryStepByItsFraction) {
+  RunConfig config = tiny_config();
+  config.max_steps = 5;
+  config.inject_slowdown = 0.5;
+  const RunResult r = run_row(config, DistContext{}, tiny_data(), std::chrono::steady_clock::now());
+  ASSERT_EQ(r.step_records.size(), 5u);
+  for (const auto& step : r.step_records) {
+    const PhaseSeconds& p = step.phases;
+    EXPECT_GE(p.optimizer_s, 0.5 * (p.forward_s + p.backward_s + p.comm_s)) << "step " << step.step;
+    EXPECT_GE(step.time_s, 1.5 * (p.forward_s + p.backward_s + p.comm_s)) << "step " << step.step;
+  }
+  // The slowdown is another rank's business.
+  config.inject_slowdown_rank = 1;
+  const RunResult other = run_row(config, DistContext{}, tiny_data(), std::chrono::steady_clock::now());
+  double training = 0, optimizer = 0;
+  for (const auto& step : other.step_records) {
+    training += step.phases.forward_s + step.phases.backward_s;
+    optimizer += step.phases.optimizer_s;
+  }
+  EXPECT_LT(optimizer, 0.5 * training) << "rank 0 was slowed for rank 1";
+}
+
 }  // namespace
 }  // namespace ddpbench

@@ -1,0 +1,42 @@
+#include "harness/runner/fault_injection.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "harness/base/clock.hpp"
+#include "harness/launch/interruption.hpp"
+
+namespace ddpbench {
+
+FaultInjection::FaultInjection(const RunConfig& config, int64_t rank)
+    : rank_(rank),
+      fault_rank_(config.inject_fault_rank),
+      fault_step_(config.inject_fault_step),
+      fault_kind_(config.inject_fault_kind),
+      slowdown_(!config.inject_slowdown_rank || *config.inject_slowdown_rank == rank ? config.inject_slowdown : 0) {}
+
+void FaultInjection::before_step(int64_t global_step) const {
+  if (fault_rank_ != rank_ || fault_step_ != global_step) return;
+  std::fprintf(stderr, "ddpbench: rank %lld: --inject-fault-step %lld: %s\n", static_cast<long long>(rank_),
+               static_cast<long long>(global_step),
+               fault_kind_ == InjectedFault::kill ? "killing this rank" : "hanging here, alive, until signalled");
+  std::fflush(stderr);
+  if (fault_kind_ == InjectedFault::kill) std::raise(SIGKILL);
+  // Alive, as a rank stuck in its own code is: the heartbeat thread keeps beating, and only a
+  // signal (the launcher stopping the row) ends the wait.
+  while (interruption_signal() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
+double FaultInjection::stretch(double step_s) const {
+  if (slowdown_ <= 0 || !(step_s > 0)) return 0;
+  // Busy, not asleep: the rank does the extra work a slower build would, holding its core.
+  const auto start = Clock::now();
+  const auto until = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slowdown_ * step_s));
+  volatile uint64_t spins = 0;
+  while (Clock::now() < until) spins = spins + 1;
+  return seconds_since(start);
+}
+
+}  // namespace ddpbench

@@ -1,0 +1,35 @@
+#pragma once
+// The test-only faults a row plays when asked (--inject-*), so that the diagnosis and the CI
+// gate can be tried against a known cause: a rank that dies (SIGKILL) or hangs alive before a
+// step's collectives, and steps stretched by real busy work, on every rank (a slower build)
+// or on one (a straggler). The runner calls it around each step.
+#include <cstdint>
+#include <optional>
+
+#include "harness/control/run_config.hpp"
+
+namespace ddpbench {
+
+class FaultInjection {
+ public:
+  FaultInjection(const RunConfig& config, int64_t rank);
+
+  /// Before `global_step`'s first collective: this rank kills itself, or hangs (alive, its
+  /// heartbeat beating) until SIGINT or SIGTERM asks it to stop, where asked to.
+  void before_step(int64_t global_step) const;
+
+  /// Whether this rank's steps are stretched.
+  [[nodiscard]] bool slows_steps() const { return slowdown_ > 0; }
+
+  /// Busy work for the slowdown's fraction of `step_s`, the host time this step's training
+  /// took; returns the seconds spent.
+  [[nodiscard]] double stretch(double step_s) const;
+
+ private:
+  int64_t rank_;
+  std::optional<int64_t> fault_rank_, fault_step_;
+  InjectedFault fault_kind_;
+  double slowdown_ = 0;
+};
+
+}  // namespace ddpbench

@@ -1,0 +1,126 @@
+"""scripts/ci-bench's exit codes, and `git bisect run` driving it: 0 no regression, 1 a
+regression, 2 bad input; under --bisect, 125 (skip this commit) wherever the gate cannot
+judge (bad input, a build that fails), so bisect finds the first regressing commit across
+commits it cannot measure.
+
+Run: python3 -m unittest -v test_ci_bench (from tests/scripts), with DDPBENCH_BINARY set.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+CI_BENCH = SOURCE / "scripts" / "ci-bench"
+BASELINE = json.loads((SOURCE / "scripts" / "ci-bench.baseline.json").read_text())
+# Loose on purpose: these tests are about exit codes, not about the committed numbers.
+LOOSE = ["--threshold", "0.5", "--min-vs-pytorch", "0.5"]
+
+
+def without_row(doc: dict, row: str) -> dict:
+    out = copy.deepcopy(doc)
+    out["runs"] = [r for r in out["runs"] if r["name"] != row]
+    out.pop("summary", None)
+    return out
+
+
+def on_another_machine(doc: dict) -> dict:
+    out = copy.deepcopy(doc)
+    out["environment"]["cpu_cores"] = out["environment"]["cpu_cores"] + 62
+    return out
+
+
+class CiBenchTest(unittest.TestCase):
+    def setUp(self) -> None:
+        if not os.environ.get("DDPBENCH_BINARY"):
+            self.skipTest("DDPBENCH_BINARY is not set")
+        self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-ci-bench-"))
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.base = self.write("base.json", BASELINE)
+
+    def write(self, name: str, doc: dict | str) -> Path:
+        path = self.dir / name
+        path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    def gate(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(CI_BENCH), *args], capture_output=True, text=True, check=False, timeout=300,
+                              env=env or dict(os.environ))
+
+    def test_exit_codes(self) -> None:
+        same = self.gate("--baseline", str(self.base), "--current", str(self.base), *LOOSE)
+        self.assertEqual(same.returncode, 0, same.stdout + same.stderr)
+        self.assertIn("No regression", same.stdout)
+        lost = self.write("lost.json", without_row(BASELINE, "ddp-2"))
+        regression = self.gate("--baseline", str(self.base), "--current", str(lost), *LOOSE)
+        self.assertEqual(regression.returncode, 1, regression.stdout + regression.stderr)
+        self.assertIn("ddp-2 (faithful): ran in the baseline, absent now", regression.stdout)
+        allowed = self.gate("--baseline", str(self.base), "--current", str(lost), "--allow-missing", "ddp-2,ddp-2.torch",
+                            *LOOSE)
+        self.assertEqual(allowed.returncode, 0, allowed.stdout + allowed.stderr)
+        other = self.write("other.json", on_another_machine(BASELINE))
+        for bisect, code in ((False, 2), (True, 125)):
+            flags = ["--bisect"] if bisect else []
+            mismatch = self.gate(*flags, "--baseline", str(self.base), "--current", str(other), *LOOSE)
+            self.assertEqual(mismatch.returncode, code, mismatch.stderr)
+            self.assertIn("CPU cores", mismatch.stderr)
+            absent = self.gate(*flags, "--baseline", str(self.base), "--current", str(self.dir / "none.json"))
+            self.assertEqual(absent.returncode, code, absent.stderr)
+            self.assertIn("--current: cannot read", absent.stderr)
+            typo = self.gate(*flags, "--repat", "3")
+            self.assertEqual(typo.returncode, code, typo.stderr)
+            self.assertIn("unknown argument '--repat'", typo.stderr)
+        # A regression stays a regression under --bisect: only "cannot judge" becomes 125.
+        self.assertEqual(self.gate("--bisect", "--baseline", str(self.base), "--current", str(lost), *LOOSE).returncode, 1)
+
+    def test_a_commit_that_does_not_build_is_skipped(self) -> None:
+        env = dict(os.environ, DDPBENCH_TORCH_PREFIX=str(self.dir / "no-libtorch-here"),
+                   DDPBENCH_BUILD_DIR=str(self.dir / "build"))
+        env.pop("DDPBENCH_BINARY")
+        broken = self.gate("--bisect", "--baseline", str(self.base), "--current", str(self.base), env=env)
+        self.assertEqual(broken.returncode, 125, broken.stderr)
+        self.assertIn("the set-up or build failed", broken.stderr)
+        self.assertEqual(self.gate("--baseline", str(self.base), "--current", str(self.base), env=env).returncode, 2)
+
+    def test_git_bisect_run_finds_the_first_regression_past_commits_it_cannot_judge(self) -> None:
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        repo = self.dir / "repo"
+        repo.mkdir()
+        git_env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                       GIT_COMMITTER_EMAIL="t@t")
+
+        def git(*args: str) -> str:
+            return subprocess.run(["git", *args], cwd=repo, env=git_env, capture_output=True, text=True,
+                                  check=True).stdout
+
+        git("init", "-q")
+        good, broken, regressed = json.dumps(BASELINE), "{\"schema\": ", json.dumps(without_row(BASELINE, "ddp-2"))
+        # Commits 2-5 cannot be judged (their results are not JSON): bisect must skip them, not
+        # blame them, and still name commit 7.
+        history = [good, broken, broken, broken, broken, good, regressed, regressed]
+        commits = []
+        for number, text in enumerate(history, 1):
+            (repo / "current.json").write_text(text)
+            git("add", "current.json")
+            git("commit", "-q", "--allow-empty", "-m", f"commit {number}")
+            commits.append(git("rev-parse", "HEAD").strip())
+        git("bisect", "start", commits[-1], commits[0])
+        run = subprocess.run(["git", "bisect", "run", str(CI_BENCH), "--bisect", "--baseline", str(self.base), "--current",
+                              "current.json", *LOOSE], cwd=repo, env=git_env, capture_output=True, text=True,
+                             check=False, timeout=600)
+        log = git("bisect", "log")
+        git("bisect", "reset")
+        self.assertIn(f"{commits[6]} is the first bad commit", run.stdout, run.stdout + run.stderr)
+        self.assertIn("commit 7", run.stdout)
+        self.assertIn("# skip:", log, "no commit was skipped, so the test proved nothing about 125")
+
+
+if __name__ == "__main__":
+    unittest.main()
