@@ -64,6 +64,10 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
       notes << "- " << cell(r.name) << ": accuracy over the first " << r.eval_images
             << " test images only (--max-eval-batches)\n";
     }
+    if (r.rank_compute_spread > 1.0 + kStragglerSpread) {
+      notes << "- " << cell(r.name) << ": straggler: rank " << r.slowest_rank << " computes "
+            << format_fixed(r.rank_compute_spread, 2) << "x the fastest rank's per step; the others wait for it\n";
+    }
     for (const auto& note : strategy_notes(r)) notes << "- " << cell(r.name) << ": " << cell(note) << "\n";
   }
   if (!notes.str().empty()) md << "\n" << notes.str();
@@ -188,6 +192,24 @@ class MarkdownReporter final : public Reporter {
            << format_seconds(p.optimizer_s) << " | " << format_seconds(p.total_s()) << " | "
            << format_seconds(r.step_time_p50_s) << " | " << format_seconds(r.step_time_p90_s) << " | "
            << format_seconds(r.step_time_max_s) << " |\n";
+      }
+    }
+
+    if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.has_straggler(); })) {
+      md << "\n## stragglers\n\n"
+         << "A collective is a barrier: every rank's step takes as long as the slowest's, so the wall clock cannot "
+            "say who held the others back. Each rank's own work per step (compute: the step without its loader and "
+            "without waiting for the others) can: rows whose slowest rank computes more than "
+         << format_percent(kStragglerSpread) << " longer than the fastest.\n\n"
+         << "| row | mode | rank | compute | data | wait | step p50 |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n";
+      for (const auto& r : rows) {
+        if (!r.has_straggler()) continue;
+        for (const auto& rank : r.ranks) {
+          md << "| " << cell(r.name) << " | " << cell(r.mode) << " | " << rank.rank
+             << (rank.rank == r.slowest_rank ? " (slowest, " + format_fixed(r.rank_compute_spread, 2) + "x)" : "")
+             << " | " << format_seconds(rank.compute_s) << " | " << format_seconds(rank.data_s) << " | "
+             << format_seconds(rank.wait_s) << " | " << format_seconds(rank.step_time_s.p50) << " |\n";
+        }
       }
     }
 

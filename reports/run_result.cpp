@@ -27,10 +27,15 @@ Quantiles read_quantiles(const json& j) {
   return {read_number(j, "p50"), read_number(j, "p90"), read_number(j, "max")};
 }
 
+// A number that older files may lack.
+double read_optional_number(const json& j, const char* key, double absent) {
+  return j.contains(key) ? read_number(j, key) : absent;
+}
+
 PhaseSeconds read_phases(const json& j) {
-  return {read_number(j, "data_s"), read_number(j, "forward_s"), read_number(j, "backward_s"),
-          read_number(j, "comm_s"), read_number(j, "optimizer_s"),
-          j.contains("allreduce_s") ? read_number(j, "allreduce_s") : 0.0};
+  return {read_number(j, "data_s"),     read_number(j, "forward_s"),   read_number(j, "backward_s"),
+          read_number(j, "comm_s"),     read_number(j, "optimizer_s"), read_optional_number(j, "allreduce_s", 0.0),
+          read_optional_number(j, "collective_wait_s", 0.0)};
 }
 
 json ranks_json(const std::vector<RankTiming>& ranks) {
@@ -39,7 +44,10 @@ json ranks_json(const std::vector<RankTiming>& ranks) {
     out.push_back({{"rank", r.rank},
                    {"train_time_s", json_number(r.train_time_s)},
                    {"step_time_s", quantiles_json(r.step_time_s)},
-                   {"peak_memory_bytes", r.peak_memory_bytes}});
+                   {"peak_memory_bytes", r.peak_memory_bytes},
+                   {"compute_s", json_number(r.compute_s)},
+                   {"data_s", json_number(r.data_s)},
+                   {"wait_s", json_number(r.wait_s)}});
   }
   return out;
 }
@@ -49,28 +57,10 @@ json ranks_json(const std::vector<RankTiming>& ranks) {
 json json_number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
 json phases_json(const PhaseSeconds& p) {
-  return {{"data_s", json_number(p.data_s)},         {"forward_s", json_number(p.forward_s)},
-          {"backward_s", json_number(p.backward_s)}, {"comm_s", json_number(p.comm_s)},
-          {"optimizer_s", json_number(p.optimizer_s)}, {"allreduce_s", json_number(p.allreduce_s)}};
-}
-
-double PhaseSeconds::hidden_comm_s() const {
-  return std::clamp(allreduce_s - comm_s, 0.0, std::max(0.0, backward_s));
-}
-
-PhaseSeconds& PhaseSeconds::operator+=(const PhaseSeconds& other) {
-  data_s += other.data_s;
-  forward_s += other.forward_s;
-  backward_s += other.backward_s;
-  comm_s += other.comm_s;
-  optimizer_s += other.optimizer_s;
-  allreduce_s += other.allreduce_s;
-  return *this;
-}
-
-PhaseSeconds PhaseSeconds::operator/(double divisor) const {
-  return {data_s / divisor, forward_s / divisor, backward_s / divisor, comm_s / divisor, optimizer_s / divisor,
-          allreduce_s / divisor};
+  return {{"data_s", json_number(p.data_s)},           {"forward_s", json_number(p.forward_s)},
+          {"backward_s", json_number(p.backward_s)},   {"comm_s", json_number(p.comm_s)},
+          {"optimizer_s", json_number(p.optimizer_s)}, {"allreduce_s", json_number(p.allreduce_s)},
+          {"collective_wait_s", json_number(p.collective_wait_s)}};
 }
 
 std::string_view status_name(RunStatus status) {
@@ -131,7 +121,7 @@ void to_json(json& j, const RunResult& r) {
            {"peak_memory_source", r.peak_memory_source},
            {"ranks", ranks_json(r.ranks)},
            {"slowest_rank", r.slowest_rank},
-           {"rank_spread_s", json_number(r.rank_spread_s)},
+           {"rank_compute_spread", json_number(r.rank_compute_spread)},
            {"config", r.config},
            {"strategy_details", r.strategy_details},
            {"step_records", std::move(steps)}};
@@ -172,10 +162,13 @@ void from_json(const json& j, RunResult& r) {
   r.ranks.clear();
   for (const auto& rank : j.value("ranks", json::array())) {
     r.ranks.push_back({rank.at("rank").get<int64_t>(), read_number(rank, "train_time_s"),
-                       read_quantiles(rank.at("step_time_s")), rank.value("peak_memory_bytes", int64_t{0})});
+                       read_quantiles(rank.at("step_time_s")), rank.value("peak_memory_bytes", int64_t{0}),
+                       read_optional_number(rank, "compute_s", kNotMeasured),
+                       read_optional_number(rank, "data_s", kNotMeasured),
+                       read_optional_number(rank, "wait_s", kNotMeasured)});
   }
   r.slowest_rank = j.value("slowest_rank", int64_t{0});
-  r.rank_spread_s = j.contains("rank_spread_s") ? read_number(j, "rank_spread_s") : kNotMeasured;
+  r.rank_compute_spread = read_optional_number(j, "rank_compute_spread", kNotMeasured);
   r.config = j.value("config", json::object());
   r.strategy_details = j.value("strategy_details", json::object());
   r.step_records.clear();

@@ -3,7 +3,6 @@
 // second, accuracy as a fraction). Nothing here formats; reporters do that when they print.
 // A number that was not measured is NaN (null in JSON).
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,49 +10,25 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/base/statistics.hpp"
+#include "harness/base/step_record.hpp"
 
 namespace ddpbench {
 
 inline constexpr const char* kResultSchema = "ddpbench/result/v1";
-inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
 
 // interrupted: SIGINT or SIGTERM stopped the row; its finished steps are kept.
 enum class RunStatus { ok, skipped, failed, interrupted };
 
-/// Seconds one step spent in each phase, as measured on the step's device.
-struct PhaseSeconds {
-  double data_s = 0;       // waiting for the loader and copying the batch in
-  double forward_s = 0;    // forward pass and loss
-  double backward_s = 0;   // backward pass (overlapped communication included)
-  double comm_s = 0;       // gradient communication left after backward
-  double optimizer_s = 0;  // optimizer step
-  double allreduce_s = 0;  // summed gradient allreduce durations; they overlap backward
-
-  /// The step: every phase but allreduce, which runs inside backward and comm.
-  [[nodiscard]] double total_s() const { return data_s + forward_s + backward_s + comm_s + optimizer_s; }
-  /// Allreduce time hidden under backward (it ran while backward did): the allreduce time
-  /// not left exposed after backward, at most backward's own time.
-  [[nodiscard]] double hidden_comm_s() const;
-
-  PhaseSeconds& operator+=(const PhaseSeconds& other);
-  [[nodiscard]] PhaseSeconds operator/(double divisor) const;
-};
-
-struct StepRecord {
-  int64_t epoch = 0;
-  int64_t step = 0;      // within the epoch
-  int64_t images = 0;    // images this process trained on in this step
-  double time_s = 0;     // wall time from the end of the previous step, device-synchronised
-  double loss = kNotMeasured;
-  PhaseSeconds phases;
-};
-
-/// One rank's view of a distributed row.
+/// One rank's view of a distributed row: its epoch, its steps after warm-up, and where its
+/// steps' time went (means per step), so the rank that holds the others back can be named.
 struct RankTiming {
   int64_t rank = 0;
   double train_time_s = kNotMeasured;
   Quantiles step_time_s;  // steps after warm-up
   int64_t peak_memory_bytes = 0;  // this rank's, over its devices
+  double compute_s = kNotMeasured;  // its own work: the step without data and without waiting
+  double data_s = kNotMeasured;     // waiting for its loader
+  double wait_s = kNotMeasured;     // waiting for the other ranks (StepRecord::compute_s)
 };
 
 struct RunResult {
@@ -93,9 +68,12 @@ struct RunResult {
   int64_t peak_memory_bytes = 0;
   std::string peak_memory_source;  // cuda-allocator | host-rss
 
-  std::vector<RankTiming> ranks;  // one per rank of a distributed row
-  int64_t slowest_rank = 0;       // by steady step time
-  double rank_spread_s = kNotMeasured;  // slowest minus fastest rank's p50 step time
+  // One per rank of a distributed row. A collective is a barrier, so every rank's step takes
+  // as long as the slowest's: the straggler is the rank with the most compute (and the least
+  // waiting), and the spread is its compute over the fastest rank's.
+  std::vector<RankTiming> ranks;
+  int64_t slowest_rank = 0;
+  double rank_compute_spread = kNotMeasured;  // slowest rank's compute / fastest's (1: even)
 
   nlohmann::json config = nlohmann::json::object();  // the row's full RunConfig, by option name
   nlohmann::json strategy_details = nlohmann::json::object();  // what only the strategy knows

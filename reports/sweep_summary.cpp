@@ -88,6 +88,18 @@ RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunRe
       s.warmup_step_s.push_back(record.time_s);
     }
     s.test_accuracy = median(accuracy);
+    // The repetition whose rank spread is the median one speaks for the row's ranks.
+    std::vector<const RunResult*> spread;
+    for (const RunResult* r : runs) {
+      if (r->status == RunStatus::ok && std::isfinite(r->rank_compute_spread)) spread.push_back(r);
+    }
+    if (!spread.empty()) {
+      std::sort(spread.begin(), spread.end(), [](auto* a, auto* b) { return a->rank_compute_spread < b->rank_compute_spread; });
+      const RunResult& middle = *spread[(spread.size() - 1) / 2];
+      s.ranks = middle.ranks;
+      s.slowest_rank = middle.slowest_rank;
+      s.rank_compute_spread = middle.rank_compute_spread;
+    }
     s.train_time_min_s = *std::min_element(train.begin(), train.end());
     s.train_time_max_s = *std::max_element(train.begin(), train.end());
     s.unstable = s.repetitions > 1 && (s.train_time_max_s - s.train_time_min_s) > kUnstableRelativeSpread * s.train_time_s;

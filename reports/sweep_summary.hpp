@@ -14,6 +14,9 @@ namespace ddpbench {
 
 /// A row whose repetitions spread wider than this fraction of their median is flagged.
 inline constexpr double kUnstableRelativeSpread = 0.10;
+/// A distributed row whose slowest rank computes this much longer than its fastest (slowest
+/// over fastest, minus one) has its ranks shown: a straggler held the others back.
+inline constexpr double kStragglerSpread = 0.10;
 
 struct RowSummary {
   std::string name;
@@ -49,6 +52,12 @@ struct RowSummary {
   std::string precision;
   double peak_flops_per_s = kNotMeasured;  // per device
   double flops_utilisation = kNotMeasured;  // achieved / (peak x devices)
+  // The ranks of a distributed row, from its repetition with the median spread: each rank's
+  // compute, data and wait per step, the slowest rank by compute, and slowest over fastest.
+  std::vector<RankTiming> ranks;
+  int64_t slowest_rank = 0;
+  double rank_compute_spread = kNotMeasured;
+  [[nodiscard]] bool has_straggler() const { return rank_compute_spread > 1.0 + kStragglerSpread; }
   double train_time_min_s = kNotMeasured;
   double train_time_max_s = kNotMeasured;
   bool unstable = false;

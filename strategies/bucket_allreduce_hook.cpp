@@ -1,6 +1,7 @@
 #include "strategies/bucket_allreduce_hook.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include <ATen/ATen.h>
@@ -70,6 +71,10 @@ struct BucketTimeline::Step {
   std::mutex mutex;
   std::vector<Interval> intervals;
   Mark last_gradient;
+  std::optional<BucketCommFigures> figures;  // once resolved
+
+  // Under the mutex, after the device has finished the step.
+  BucketCommFigures resolve();
 };
 
 BucketTimeline::BucketTimeline(c10::Device device) : device_(device), step_(std::make_shared<Step>()) {}
@@ -124,46 +129,68 @@ void BucketTimeline::completed(const Token& token) {
   nvtx::end_range(interval.range);
 }
 
+BucketCommFigures BucketTimeline::Step::resolve() {
+  if (figures) return *figures;
+  figures.emplace();
+  BucketCommFigures& f = *figures;
+  f.buckets = static_cast<int64_t>(intervals.size());
+  if (intervals.empty()) return f;
+  // Every mark as seconds after the first launch, which comes first on the stream too.
+  const Mark& origin = intervals.front().start;
+  std::vector<std::pair<double, double>> spans;
+  double last_end = 0;
+  for (const Interval& i : intervals) {
+    if (!i.end.set) continue;  // failed: the step fails with it
+    spans.emplace_back(seconds_from(origin, i.start), seconds_from(origin, i.end));
+    last_end = std::max(last_end, spans.back().second);
+  }
+  // Overlapping allreduces (Gloo runs several at once) count once: the union of the spans.
+  std::sort(spans.begin(), spans.end());
+  double covered_until = -1;
+  for (const auto& [start, end] : spans) {
+    const double from = std::max(start, covered_until);
+    if (end > from) f.allreduce_s += end - from;
+    covered_until = std::max(covered_until, end);
+  }
+  if (last_gradient.set) {
+    const double last_gradient_s = seconds_from(origin, last_gradient);
+    f.exposed_s = std::max(0.0, last_end - last_gradient_s);
+    for (const auto& [start, end] : spans) f.launched_before_last_gradient += start < last_gradient_s ? 1 : 0;
+  }
+  return f;
+}
+
 std::function<BucketCommFigures()> BucketTimeline::finish_step() {
   std::shared_ptr<Step> step;
   {
     std::lock_guard lock(mutex_);
     step = std::exchange(step_, std::make_shared<Step>());
+    last_finished_ = step;
   }
   return [step] {
     std::lock_guard step_lock(step->mutex);
-    BucketCommFigures figures;
-    figures.buckets = static_cast<int64_t>(step->intervals.size());
-    if (step->intervals.empty()) return figures;
-    // Every mark as seconds after the first launch, which comes first on the stream too.
-    const Mark& origin = step->intervals.front().start;
-    std::vector<std::pair<double, double>> spans;
-    double last_end = 0;
-    for (const Interval& i : step->intervals) {
-      if (!i.end.set) continue;  // failed: the step fails with it
-      spans.emplace_back(seconds_from(origin, i.start), seconds_from(origin, i.end));
-      last_end = std::max(last_end, spans.back().second);
-    }
-    // Overlapping allreduces (Gloo runs several at once) count once: the union of the spans.
-    std::sort(spans.begin(), spans.end());
-    double covered_until = -1;
-    for (const auto& [start, end] : spans) {
-      const double from = std::max(start, covered_until);
-      if (end > from) figures.allreduce_s += end - from;
-      covered_until = std::max(covered_until, end);
-    }
-    if (step->last_gradient.set) {
-      const double last_gradient = seconds_from(origin, step->last_gradient);
-      figures.exposed_s = std::max(0.0, last_end - last_gradient);
-      for (const auto& [start, end] : spans) figures.launched_before_last_gradient += start < last_gradient ? 1 : 0;
-    }
-    return figures;
+    return step->resolve();
   };
 }
 
-BucketAllreduceHook::BucketAllreduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group, c10::Device device,
-                                         bool overlap, std::shared_ptr<BucketTimeline> timeline)
-    : group_(std::move(group)), device_(device), overlap_(overlap), timeline_(std::move(timeline)) {}
+BucketCommFigures BucketTimeline::last_step_figures() {
+  std::shared_ptr<Step> step;
+  {
+    std::lock_guard lock(mutex_);
+    step = last_finished_;
+  }
+  if (!step) return {};
+  std::lock_guard step_lock(step->mutex);
+  return step->resolve();
+}
+
+BucketAllreduceHook::BucketAllreduceHook(const Communicator& comm, c10::Device device, bool overlap,
+                                         std::shared_ptr<BucketTimeline> timeline)
+    : marks_(comm.marks()),
+      group_(comm.process_group()),
+      device_(device),
+      overlap_(overlap),
+      timeline_(std::move(timeline)) {}
 
 c10::intrusive_ptr<c10::ivalue::Future> BucketAllreduceHook::runHook(c10d::GradBucket& bucket) {
   // The Reducer hands buckets over in order; the last one is ready when backward's last
@@ -195,13 +222,20 @@ c10::intrusive_ptr<c10::ivalue::Future> BucketAllreduceHook::launch(at::Tensor b
   // bucket (at::mul_out with a wrapped scalar); this is the same product, elementwise.
   buffer.mul_(1.0 / static_cast<double>(group_->getSize()));
   const BucketTimeline::Token token = timeline_->launched(index);
+  const int64_t sequence = marks_->enter("allreduce of bucket " + std::to_string(index));
   std::vector<at::Tensor> tensors{std::move(buffer)};
   auto work = group_->allreduce(tensors);
-  // then(), not a side callback: the Reducer waits on the returned future, so the
-  // completion is recorded before backward returns.
+  // then(), not a side callback: the Reducer waits on the returned future, so the callback
+  // has run before backward returns. On Gloo it runs when the allreduce is done; on NCCL the
+  // future completes at enqueue, so it runs then, and the marks it records are events on the
+  // current stream, which the device reaches when the allreduce is done. A failed allreduce
+  // is never left: the rank stays inside it in its progress record.
   return work->getFuture()->then(
-      [timeline = timeline_, token](c10::ivalue::Future& done) {
-        if (!done.hasError()) timeline->completed(token);
+      [timeline = timeline_, token, marks = marks_, sequence](c10::ivalue::Future& done) {
+        if (!done.hasError()) {
+          timeline->completed(token);
+          marks->leave(sequence);
+        }
         return done.value();
       },
       c10::ListType::ofTensors());

@@ -1,7 +1,8 @@
 #pragma once
 // DDP's communication hook: PyTorch's default allreduce of a gradient bucket (sum, scaled by
 // 1 / world size as the Reducer's built-in path scales it), with a clock around each
-// bucket from its launch to its completion, and an NVTX range that ends at completion.
+// bucket from its launch to its completion, an NVTX range that ends at completion, and the
+// bucket entered and left in the rank's progress record (harness/distributed/communicator.hpp).
 // With overlap off, buckets are held until the last one is ready (the last gradient of
 // backward) and then launched in order: the same buckets and arithmetic, no overlap.
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <torch/csrc/distributed/c10d/comm.hpp>
 
 #include "harness/base/clock.hpp"
+#include "harness/distributed/communicator.hpp"
 #include "harness/timing/nvtx.hpp"
 
 namespace ddpbench {
@@ -38,8 +40,10 @@ class BucketTimeline {
 
   void start_step(int64_t step);
   /// Hands over this step's record; the function reads it (waiting on nothing: call it
-  /// after the device has finished the step) and may be called more than once.
+  /// after the device has finished the step), computing its figures once.
   std::function<BucketCommFigures()> finish_step();
+  /// The figures of the last step handed over (after the device has finished it).
+  [[nodiscard]] BucketCommFigures last_step_figures();
 
   struct Step;
   /// A launched allreduce, for completed().
@@ -62,11 +66,12 @@ class BucketTimeline {
   c10::Device device_;
   std::mutex mutex_;
   std::shared_ptr<Step> step_;
+  std::shared_ptr<Step> last_finished_;
 };
 
 class BucketAllreduceHook final : public c10d::CommHookInterface {
  public:
-  BucketAllreduceHook(c10::intrusive_ptr<c10d::ProcessGroup> group, c10::Device device, bool overlap,
+  BucketAllreduceHook(const Communicator& comm, c10::Device device, bool overlap,
                       std::shared_ptr<BucketTimeline> timeline);
   c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override;
   at::Tensor parseHookResult(const c10::IValue& result) override;
@@ -79,6 +84,8 @@ class BucketAllreduceHook final : public c10d::CommHookInterface {
   };
   c10::intrusive_ptr<c10::ivalue::Future> launch(at::Tensor buffer, std::size_t index);
 
+  std::shared_ptr<CollectiveMarks> marks_;  // never the communicator: the last owner would end
+                                           // the group on the backend's own thread
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   c10::Device device_;
   bool overlap_;

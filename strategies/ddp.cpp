@@ -83,6 +83,9 @@ class DdpStrategy final : public Strategy {
         {"gloo_interface", comm_->network_interface().empty() ? nlohmann::json(nullptr)
                                                               : nlohmann::json(comm_->network_interface())},
         {"nccl_socket_ifname", nccl_socket_ifname()},
+        {"nccl_flight_recorder", comm_->flight_recorder_prefix().empty()
+                                     ? nlohmann::json(nullptr)
+                                     : nlohmann::json(comm_->flight_recorder_prefix() + "<rank>, on a timeout")},
         {"overlap", o.overlap},
         {"comm_hook", "ddpbench timed allreduce (sum scaled by 1/world, as the built-in one)"},
         {"sync_bn_layers", sync_bn_layers_},
@@ -95,7 +98,7 @@ class DdpStrategy final : public Strategy {
         {"bucket_bytes", logger_->get_bucket_sizes()},
         {"buckets_rebuilt", rebuilt_},
         {"buckets", logger_->get_bucket_sizes().size()},
-        {"buckets_overlapping_backward_last_step", last_overlapping_buckets_},
+        {"buckets_overlapping_backward_last_step", timeline_->last_step_figures().launched_before_last_gradient},
     };
     int64_t gradient_bytes = 0;
     for (int64_t b : logger_->get_bucket_sizes()) gradient_bytes += b;
@@ -149,7 +152,7 @@ class DdpStrategy final : public Strategy {
                    : std::vector<std::size_t>{static_cast<std::size_t>(bucket_cap_bytes_)};
     }
     const std::vector<bool> expect_sparse(params.size(), false);
-    auto [bucket_indices, per_bucket_limits] = c10d::compute_bucket_assignment_by_size(params, limits, expect_sparse);
+    auto bucket_indices = std::get<0>(c10d::compute_bucket_assignment_by_size(params, limits, expect_sparse));
     std::reverse(bucket_indices.begin(), bucket_indices.end());
     reducer_ = std::make_shared<c10d::Reducer>(params, bucket_indices, group_, expect_sparse, bucket_cap_bytes_,
                                                o.find_unused_parameters, o.gradient_as_bucket_view,
@@ -163,7 +166,7 @@ class DdpStrategy final : public Strategy {
     logger_->set_construction_data_and_log(o.model, device_ids, cuda ? s.dist.device.index() : -1,
                                            /*broadcast_buffers=*/true, sync_bn_layers_ > 0, /*static_graph=*/false);
     timeline_ = std::make_shared<BucketTimeline>(s.dist.device);
-    reducer_->register_comm_hook(std::make_unique<BucketAllreduceHook>(group_, s.dist.device, o.overlap, timeline_));
+    reducer_->register_comm_hook(std::make_unique<BucketAllreduceHook>(*comm_, s.dist.device, o.overlap, timeline_));
     logger_->set_comm_hook("ddpbench timed allreduce");
     initial_bucket_bytes_ = parse_sizes(logger_->get_ddp_logging_data().strs_map["bucket_sizes"]);
     buffers_ = module.buffers(/*recurse=*/true);
@@ -173,7 +176,8 @@ class DdpStrategy final : public Strategy {
   at::Tensor ddp_forward(const at::Tensor& images) {
     logger_->set_runtime_stats_and_log();
     reducer_->prepare_for_forward();
-    if (reducer_->rebuild_buckets()) rebuilt_ = true;
+    // The rebuild broadcasts rank 0's bucket order (once, at iteration 2): a collective.
+    comm_->guarded("DDP bucket rebuild", [&] { rebuilt_ = reducer_->rebuild_buckets() || rebuilt_; });
     sync_buffers();
     at::Tensor output = setup().model.forward<at::Tensor>(images);
     reducer_->prepare_for_backward(setup().options.find_unused_parameters ? std::vector<at::Tensor>{output}
@@ -192,16 +196,13 @@ class DdpStrategy final : public Strategy {
 
   // backward() returned once the Reducer had every bucket reduced (the wait after the last
   // gradient is inside it): that wait moves from backward to comm, and the time any
-  // allreduce was in flight goes to allreduce.
+  // allreduce was in flight goes to allreduce. Read when the step's timing is resolved.
   void account_communication() {
-    TrainingSetup& s = setup();
-    auto figures = std::make_shared<std::function<BucketCommFigures()>>(timeline_->finish_step());
-    s.timer.add(Phase::allreduce, [figures] { return (*figures)().allreduce_s; });
-    s.timer.add(Phase::comm, [figures] { return (*figures)().exposed_s; });
-    s.timer.add(Phase::backward, [figures, this] {
-      const BucketCommFigures f = (*figures)();
-      last_overlapping_buckets_ = f.launched_before_last_gradient;
-      return -f.exposed_s;
+    setup().timer.add([figures = timeline_->finish_step()](PhaseSeconds& phases) {
+      const BucketCommFigures f = figures();
+      phases.allreduce_s += f.allreduce_s;
+      phases.comm_s += f.exposed_s;
+      phases.backward_s -= f.exposed_s;
     });
   }
 
@@ -216,7 +217,6 @@ class DdpStrategy final : public Strategy {
   int64_t first_bucket_cap_bytes_ = 0;
   std::vector<int64_t> initial_bucket_bytes_;
   bool rebuilt_ = false;
-  int64_t last_overlapping_buckets_ = 0;
 };
 
 }  // namespace

@@ -5,11 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -18,7 +20,7 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #ifdef USE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
@@ -27,7 +29,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "harness/base/clock.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/distributed/run_store.hpp"
+#include "harness/launch/rank_progress.hpp"
 
 namespace ddpbench {
 namespace {
@@ -74,41 +79,6 @@ std::string interface_with_address(const sockaddr* local) {
   return name;
 }
 
-// The store listens on MASTER_ADDR alone, as torchrun's does, not on every interface:
-// c10d's traffic is unauthenticated.
-int listen_on(const std::string& address, int64_t port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (const int rc = ::getaddrinfo(address.c_str(), service.c_str(), &hints, &found); rc != 0) {
-    throw std::runtime_error("MASTER_ADDR " + address + " does not resolve: " + ::gai_strerror(rc));
-  }
-  std::string why = "no address";
-  int fd = -1;
-  for (const addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
-      why = std::strerror(errno);
-      continue;
-    }
-    const int on = 1;
-    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
-      why = std::strerror(errno);
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  if (fd < 0) {
-    throw std::runtime_error("rank 0 cannot listen on MASTER_ADDR " + address + ":" + service + " (" + why +
-                             "; MASTER_ADDR must be an address of rank 0's host)");
-  }
-  return fd;
-}
-
 }  // namespace
 
 std::string interface_towards(const std::string& address) {
@@ -149,14 +119,58 @@ std::optional<T> within(std::chrono::milliseconds limit, std::function<T()> quer
   }
 }
 
-// What the heartbeat thread shares with its owner; the thread keeps it alive when it has to
-// be left behind, blocked on a store that stopped answering.
-struct Heartbeat {
+// This rank's way through the collectives, which the heartbeat publishes: the thread keeps it
+// alive when it has to be left behind, blocked on a store that stopped answering.
+struct Heartbeat final : CollectiveMarks {
   std::mutex mutex;
   std::condition_variable wake;
   bool stopping = false;
-  std::string phase;  // the collective this rank entered last
+  int64_t beats = 0;
+  int64_t entered = 0;
+  std::map<int64_t, std::pair<std::string, Clock::time_point>> in_flight;  // by sequence number
+  int64_t last_left = 0;
+  std::string last_left_phase;
+  Clock::time_point left_at = Clock::now();
   std::promise<void> ended;
+
+  int64_t enter(std::string_view phase) override {
+    const std::lock_guard lock(mutex);
+    const int64_t sequence = ++entered;
+    in_flight.emplace(sequence, std::make_pair(std::string(phase), Clock::now()));
+    return sequence;
+  }
+
+  void leave(int64_t sequence) override {
+    const std::lock_guard lock(mutex);
+    const auto it = in_flight.find(sequence);
+    if (it == in_flight.end()) return;
+    if (sequence >= last_left) {
+      last_left = sequence;
+      last_left_phase = it->second.first;
+      left_at = Clock::now();
+    }
+    in_flight.erase(it);
+  }
+
+  // Under the mutex: the collective it is in (the oldest in flight, where it is held), or the
+  // one it left last.
+  RankProgress progress(Clock::time_point now) const {
+    RankProgress p;
+    p.beats = beats;
+    p.entered = entered;
+    if (!in_flight.empty()) {
+      const auto& [sequence, entry] = *in_flight.begin();
+      p.at = sequence;
+      p.inside = true;
+      p.phase = entry.first;
+      p.for_s = seconds_between(entry.second, now);
+    } else {
+      p.at = last_left;
+      p.phase = last_left_phase;
+      p.for_s = seconds_between(left_at, now);
+    }
+    return p;
+  }
 };
 
 struct Communicator::Impl {
@@ -167,8 +181,10 @@ struct Communicator::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   std::string interface;
+  std::string flight_recorder_prefix;
   std::shared_ptr<Heartbeat> heartbeat = std::make_shared<Heartbeat>();
   std::future<void> heartbeat_ended;
+  std::atomic<int64_t> blocked_ns{0};
 
   ~Impl() { stop_heartbeat(); }
 
@@ -182,21 +198,15 @@ struct Communicator::Impl {
 
   void start_heartbeat() {
     heartbeat_ended = heartbeat->ended.get_future();
-    std::thread([state = heartbeat, connect = client_factory(), self = rank.rank] {
-      const std::string count_key = "heartbeat/" + std::to_string(self);
-      const std::string phase_key = "phase/" + std::to_string(self);
+    std::thread([state = heartbeat, connect = client_factory(), key = progress_key(rank.rank)] {
       try {
         const auto beat = connect();
-        std::string published;
         std::unique_lock lock(state->mutex);
         while (!state->stopping) {
-          const std::string current = state->phase;
+          ++state->beats;
+          const std::string record = format_progress(state->progress(Clock::now()));
           lock.unlock();
-          beat->add(count_key, 1);
-          if (current != published) {
-            beat->set(phase_key, std::vector<uint8_t>(current.begin(), current.end()));
-            published = current;
-          }
+          beat->set(key, std::vector<uint8_t>(record.begin(), record.end()));
           lock.lock();
           state->wake.wait_for(lock, kHeartbeatPeriod, [&] { return state->stopping; });
         }
@@ -218,30 +228,19 @@ struct Communicator::Impl {
     heartbeat_ended.wait_for(kHeartbeatPeriod);
   }
 
-  void entered(std::string_view phase) const {
-    const std::lock_guard lock(heartbeat->mutex);
-    if (heartbeat->phase != phase) heartbeat->phase = phase;
-  }
-
   std::string store_address() const { return rank.master_addr + ":" + std::to_string(rank.master_port); }
 
-  // Every rank's heartbeat count and last phase, or nullopt when the store did not answer.
-  std::optional<std::vector<std::pair<int64_t, std::string>>> read_heartbeats() const {
+  // Every rank's progress record, or nullopt when the store did not answer. This rank's own
+  // comes from memory: its heartbeat may be a beat behind.
+  std::optional<std::vector<std::optional<RankProgress>>> read_progress_records() const {
     if (!raw_store) return std::nullopt;
-    return within<std::vector<std::pair<int64_t, std::string>>>(kProbeTimeout, [connect = client_factory(), world = rank.world_size] {
-      const auto probe = connect();
-      std::vector<std::pair<int64_t, std::string>> beats;
-      for (int64_t r = 0; r < world; ++r) {
-        const int64_t count = probe->add("heartbeat/" + std::to_string(r), 0);
-        std::string phase;
-        if (const std::string key = "phase/" + std::to_string(r); probe->check({key})) {
-          const auto bytes = probe->get(key);
-          phase.assign(bytes.begin(), bytes.end());
-        }
-        beats.emplace_back(count, std::move(phase));
-      }
-      return beats;
-    });
+    auto records = within<std::vector<std::optional<RankProgress>>>(
+        kProbeTimeout, [connect = client_factory(), world = rank.world_size] { return read_progress(*connect(), world); });
+    if (records) {
+      const std::lock_guard lock(heartbeat->mutex);
+      (*records)[static_cast<std::size_t>(rank.rank)] = heartbeat->progress(Clock::now());
+    }
+    return records;
   }
 };
 
@@ -263,20 +262,11 @@ CommBackend resolve_backend(CommBackend requested, const c10::Device& device) {
 Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->rank = options.rank;
   impl_->backend = resolve_backend(options.backend, options.device);
-  impl_->prefix = "ddpbench/attempt_" + std::to_string(options.rank.restart_count);
+  impl_->prefix = run_store_prefix(options.rank.restart_count);
   const RankEnvironment& r = options.rank;
-
-  c10d::TCPStoreOptions store_options;
-  store_options.port = static_cast<std::uint16_t>(r.master_port);
-  store_options.isServer = r.rank == 0 && !r.store_served_by_launcher;
-  store_options.numWorkers = static_cast<std::size_t>(r.world_size);
-  // The group's own rendezvous waits for every rank (and names the missing ones below).
-  store_options.waitWorkers = false;
-  store_options.timeout = options.timeout;
   c10::intrusive_ptr<c10d::Store> raw;
   try {
-    if (store_options.isServer) store_options.masterListenFd = listen_on(r.master_addr, r.master_port);
-    raw = c10::make_intrusive<c10d::TCPStore>(r.master_addr, store_options);
+    raw = open_run_store(r, options.timeout);
   } catch (const std::exception& e) {
     throw CollectiveError("rendezvous failed on rank " + std::to_string(r.rank) + ": cannot join the store at " +
                           impl_->store_address() + ": " + first_line(e.what()));
@@ -317,12 +307,34 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
     } else {
 #ifdef USE_C10D_NCCL
       c10::cuda::set_device(options.device.index());
+      if (!options.flight_recorder_prefix.empty()) {
+        // PyTorch's flight recorder: each rank's last collectives, dumped when one times out.
+        // The user's own settings win.
+        ::setenv("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", 0);
+        ::setenv("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", 0);
+        ::setenv("TORCH_NCCL_ENABLE_MONITORING", "1", 0);
+        ::setenv("TORCH_FR_DUMP_TEMP_FILE", options.flight_recorder_prefix.c_str(), 0);
+        impl_->flight_recorder_prefix = std::getenv("TORCH_FR_DUMP_TEMP_FILE");
+      }
       auto nccl = c10d::ProcessGroupNCCL::Options::create();
       nccl->timeout = options.timeout;
       auto backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, static_cast<int>(r.rank),
                                                                  static_cast<int>(r.world_size), nccl);
+      // As init_process_group(device_id=...): the group is bound to the rank's device, and
+      // NCCL's communicator is formed now, not at the first collective. ncclCommInitRank
+      // blocks until every rank has called it, so it runs within the row's timeout: a peer
+      // that never starts is named, never waited for.
+      impl_->group->setBoundDeviceId(options.device);
       impl_->group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
       impl_->group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
+      const bool connected = within<bool>(options.timeout, [backend, device = options.device] {
+        backend->eagerConnectSingleDevice(device);
+        return true;
+      }).value_or(false);
+      if (!connected) {
+        throw std::runtime_error("NCCL's communicator did not form within " +
+                                 std::to_string(options.timeout.count() / 1000) + " s (ncclCommInitRank)");
+      }
 #endif
     }
     // Every rank leaves the constructor with the group formed, or with an error.
@@ -333,7 +345,8 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
 Communicator::~Communicator() = default;
 
 void Communicator::guarded(std::string_view phase, const std::function<void()>& collectives) {
-  impl_->entered(phase);
+  const int64_t sequence = impl_->heartbeat->enter(phase);
+  const auto start = Clock::now();
   try {
     collectives();
   } catch (const CollectiveError&) {
@@ -341,15 +354,22 @@ void Communicator::guarded(std::string_view phase, const std::function<void()>& 
   } catch (const std::exception& e) {
     throw CollectiveError(describe_failure(phase, e));
   }
+  impl_->blocked_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  impl_->heartbeat->leave(sequence);
 }
+
+std::shared_ptr<CollectiveMarks> Communicator::marks() const { return impl_->heartbeat; }
+
+double Communicator::blocked_s() const { return static_cast<double>(impl_->blocked_ns.load()) / 1e9; }
 
 std::string Communicator::describe_failure(std::string_view phase, const std::exception& failure) const {
   const RankEnvironment& r = impl_->rank;
   std::ostringstream out;
   out << phase << " failed on rank " << r.rank << ": ";
-  const auto before = impl_->read_heartbeats();
+  // Read twice, a silence window apart: a heartbeat that did not move is a rank that stopped.
+  const auto before = impl_->read_progress_records();
   if (before) std::this_thread::sleep_for(kSilenceWindow);
-  const auto after = before ? impl_->read_heartbeats() : std::nullopt;
+  const auto after = before ? impl_->read_progress_records() : std::nullopt;
   if (!after) {
     if (r.store_served_by_launcher) {
       out << "the launcher's store at " << impl_->store_address()
@@ -361,24 +381,7 @@ std::string Communicator::describe_failure(std::string_view phase, const std::ex
           << " did not answer: rank 0 stopped, or the link to it is cut)";
     }
   } else {
-    const char* separator = "";
-    for (int64_t other = 0; other < r.world_size; ++other) {
-      const auto& [count, last_phase] = (*after)[static_cast<std::size_t>(other)];
-      if (other == r.rank || count != (*before)[static_cast<std::size_t>(other)].first) continue;
-      out << separator << "rank " << other;
-      if (count == 0) {
-        out << " never joined";
-      } else {
-        out << " stopped answering (no heartbeat for " << kSilenceWindow.count() / 1000.0 << " s";
-        if (!last_phase.empty()) out << "; last seen in " << last_phase;
-        out << ")";
-      }
-      separator = ", ";
-    }
-    if (*separator == '\0') {
-      out << "every other rank's heartbeat is alive, so none stopped answering: one is late or waits in another "
-             "collective";
-    }
+    out << blame(*before, *after, std::chrono::duration<double>(kSilenceWindow).count(), r.rank).text;
   }
   out << "; c10d said: " << first_line(failure.what());
   return out.str();
@@ -403,11 +406,9 @@ void Communicator::broadcast(at::Tensor& tensor, int64_t root) {
   });
 }
 
-void Communicator::barrier() {
-  guarded("barrier", [&] { impl_->group->barrier()->wait(); });
-}
-
 c10::intrusive_ptr<c10d::ProcessGroup> Communicator::process_group() const { return impl_->group; }
+
+std::string Communicator::flight_recorder_prefix() const { return impl_->flight_recorder_prefix; }
 
 int64_t Communicator::rank() const { return impl_->rank.rank; }
 int64_t Communicator::world_size() const { return impl_->rank.world_size; }

@@ -1,11 +1,12 @@
 #pragma once
 // Collectives among the ranks of a run, over one c10d::ProcessGroup (the object PyTorch's
 // DDP and SyncBatchNorm use): ProcessGroupNCCL for CUDA devices, ProcessGroupGloo for CPUs
-// (and for CUDA tensors when asked), joined through a TCPStore at MASTER_ADDR:MASTER_PORT.
-// Waits order streams, never the host: on NCCL a wait makes the current CUDA stream wait;
-// a dead or frozen peer becomes an error through the group's timeout (Gloo's own, or
-// NCCL's watchdog), not through host-blocking waits. Every rank beats a heartbeat into the
-// store, so a collective that fails names its phase and the ranks that stopped answering.
+// (and for CUDA tensors when asked), joined through the run's TCP store
+// (harness/distributed/run_store.hpp). Waits order streams, never the host: on NCCL a wait
+// makes the current CUDA stream wait; a dead or frozen peer becomes an error through the
+// group's timeout (Gloo's own, or NCCL's watchdog), not through host-blocking waits. Every
+// rank publishes its progress through the collectives with each heartbeat, so a collective
+// that fails names the ranks that are behind or stopped, and where each is.
 // The c10d headers stay in the .cpp.
 #include <chrono>
 #include <functional>
@@ -33,6 +34,9 @@ struct CommunicatorOptions {
   CommBackend backend = CommBackend::auto_select;  // auto: NCCL on CUDA, Gloo on CPU
   c10::Device device = c10::Device(c10::kCPU);
   std::chrono::milliseconds timeout = std::chrono::seconds(300);
+  // NCCL: where PyTorch's flight recorder dumps each rank's last collectives when one times
+  // out (the file prefix, the rank appended); empty: no dump.
+  std::string flight_recorder_prefix = {};
 };
 
 /// A collective, the rendezvous or a barrier that did not complete. Its message names the
@@ -41,6 +45,18 @@ struct CommunicatorOptions {
 class CollectiveError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+/// This rank's marks of the collectives it enters and leaves, which its heartbeat publishes
+/// as its progress record. Shared with code that launches collectives completed elsewhere
+/// (DDP's bucket allreduces), and safe to hold from the backend's threads: it owns no group.
+class CollectiveMarks {
+ public:
+  virtual ~CollectiveMarks() = default;
+  /// A collective named `phase` is entered; returns its sequence number. Thread-safe.
+  virtual int64_t enter(std::string_view phase) = 0;
+  /// The collective with this number has completed on this rank. Thread-safe.
+  virtual void leave(int64_t sequence) = 0;
 };
 
 class Communicator final : public CrossProcessSum {
@@ -54,12 +70,18 @@ class Communicator final : public CrossProcessSum {
   /// In place; Gloo returns when the sum is done, NCCL once the current stream waits for it.
   void sum(at::Tensor& tensor, std::string_view phase) override;
   void broadcast(at::Tensor& tensor, int64_t root);
-  void barrier();
 
-  /// Runs `collectives` (waits on this group) as `phase`: a failure becomes a CollectiveError
-  /// naming the phase and the ranks that stopped answering. A CollectiveError passes as is.
+  /// Runs `collectives` (waits on this group) as one collective named `phase`: entered and
+  /// left in the progress record, its host time counted as blocked, a failure turned into a
+  /// CollectiveError naming the ranks to blame. A CollectiveError passes as is.
   void guarded(std::string_view phase, const std::function<void()>& collectives);
-  /// Why `failure` happened in `phase`, as CollectiveError's message says it.
+  /// The marks of collectives launched here and completed elsewhere (a DDP bucket's
+  /// allreduce): enter() when launched, leave() when complete.
+  [[nodiscard]] std::shared_ptr<CollectiveMarks> marks() const;
+  /// Seconds this rank's host has spent blocked in guarded() collectives so far.
+  [[nodiscard]] double blocked_s() const;
+  /// Why `failure` happened in `phase`, as CollectiveError's message says it: the ranks that
+  /// stopped answering or are behind (progress, not liveness), each with its phase.
   [[nodiscard]] std::string describe_failure(std::string_view phase, const std::exception& failure) const;
 
   [[nodiscard]] int64_t rank() const override;
@@ -69,6 +91,8 @@ class Communicator final : public CrossProcessSum {
   [[nodiscard]] std::string network_interface() const;
   /// The process group itself, for c10d's own users (the DDP Reducer, broadcast_coalesced).
   [[nodiscard]] c10::intrusive_ptr<c10d::ProcessGroup> process_group() const;
+  /// NCCL: the prefix of the flight recorder's dump files; empty otherwise.
+  [[nodiscard]] std::string flight_recorder_prefix() const;
 
  private:
   struct Impl;

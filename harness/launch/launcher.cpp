@@ -50,18 +50,22 @@ LaunchOutcome launch_ranks(const LaunchOptions& o) {
     spec.label = "rank " + std::to_string(rank);
     spec.program = o.program;
     spec.args = o.args;
-    spec.env = environment_with({assignment("RANK", std::to_string(rank)),
-                                 assignment("WORLD_SIZE", std::to_string(o.nproc)),
-                                 assignment("LOCAL_RANK", std::to_string(rank)),
-                                 assignment("LOCAL_WORLD_SIZE", std::to_string(o.nproc)),
-                                 assignment("MASTER_ADDR", o.master_addr),
-                                 assignment("MASTER_PORT", std::to_string(outcome.master_port)),
-                                 assignment("DDPBENCH_LAUNCHED", "1")},
-                               [](std::string_view name) { return is_launcher_variable(name); });
+    std::vector<std::string> variables{assignment("RANK", std::to_string(rank)),
+                                       assignment("WORLD_SIZE", std::to_string(o.nproc)),
+                                       assignment("LOCAL_RANK", std::to_string(rank)),
+                                       assignment("LOCAL_WORLD_SIZE", std::to_string(o.nproc)),
+                                       assignment("MASTER_ADDR", o.master_addr),
+                                       assignment("MASTER_PORT", std::to_string(outcome.master_port)),
+                                       assignment("DDPBENCH_LAUNCHED", "1")};
+    variables.insert(variables.end(), o.env.begin(), o.env.end());
+    spec.env = environment_with(variables, [](std::string_view name) { return is_launcher_variable(name); });
     specs.push_back(std::move(spec));
   }
   SupervisedRun run = run_supervised(specs, o.supervise);
-  if (run.first_failure) outcome.failure = run.exits[*run.first_failure];
+  if (run.first_failure) {
+    outcome.failure = run.exits[*run.first_failure];
+    outcome.failed_rank = static_cast<int64_t>(*run.first_failure);  // the specs are in rank order
+  }
   outcome.interrupted = run.interrupted;
   return outcome;
 }

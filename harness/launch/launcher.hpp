@@ -18,11 +18,13 @@ struct LaunchOptions {
   int64_t nproc = 1;
   std::string master_addr = "127.0.0.1";
   int64_t master_port = 0;        // 0: a free port on this machine
+  std::vector<std::string> env;   // NAME=VALUE for every rank, beside torchrun's variables
   SuperviseOptions supervise;
 };
 
 struct LaunchOutcome {
   std::optional<ProcessExit> failure;  // the first rank to fail, if any
+  int64_t failed_rank = -1;            // its rank
   bool interrupted = false;            // SIGINT/SIGTERM reached the launcher
   int64_t master_port = 0;             // the port the ranks used
 };

@@ -188,6 +188,7 @@ SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const Superv
       if (c.stderr_fd >= 0) fds.push_back({c.stderr_fd, POLLIN, 0});
     }
     ::poll(fds.data(), fds.size(), 50);
+    if (o.on_poll && !stopping_since) o.on_poll();
     for (auto& c : children) {
       if (c.stderr_fd >= 0 && drain(c, o) == Read::end) {
         ::close(c.stderr_fd);
@@ -218,6 +219,7 @@ SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const Superv
       }
     }
     if (interruption_signal() != 0) run.interrupted = true;
+    if (run.first_failure && !stopping_since && o.on_first_failure) o.on_first_failure();
     if ((run.first_failure || run.interrupted) && !stopping_since) {
       stopping_since = Clock::now();
       signal_all(children, SIGTERM);

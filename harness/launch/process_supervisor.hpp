@@ -39,6 +39,11 @@ struct SuperviseOptions {
   std::size_t stderr_tail_lines = 20;
   bool prefix_relayed_lines = true;       // "[label] line"; off relays lines unchanged
   bool relay = true;                      // off: stderr is kept (the tail) but not shown
+  // Called every round of supervision (about every 50 ms) while children run, and once when
+  // the first child fails, before the others are stopped: what the caller watches of them
+  // (the ranks' progress) is then still as it was when the failure came.
+  std::function<void()> on_poll;
+  std::function<void()> on_first_failure;
 };
 
 struct SupervisedRun {

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "harness/base/clock.hpp"
 #include "harness/base/scratch_dir.hpp"
 #include "harness/distributed/communicator.hpp"
+#include "harness/distributed/run_store.hpp"
 #include "harness/launch/interruption.hpp"
 #include "harness/launch/launcher.hpp"
 #include "harness/launch/rank_environment.hpp"
@@ -22,6 +24,7 @@
 #include "harness/runner/commands.hpp"
 #include "harness/runner/device.hpp"
 #include "harness/runner/environment.hpp"
+#include "harness/runner/progress_watch.hpp"
 #include "harness/runner/pytorch_rank.hpp"
 #include "harness/runner/runner.hpp"
 #include "models/registry.hpp"
@@ -100,6 +103,20 @@ bool launched_by_ddpbench() {
   return launched != nullptr && std::string(launched) == "1";
 }
 
+// The folder the row's files go to: its --out's, or, for ranks that ddpbench launched (whose
+// --out is the launcher's scratch file), the one the launcher names.
+std::filesystem::path row_folder(const RunConfig& config) {
+  if (const char* dir = std::getenv("DDPBENCH_ROW_DIR"); dir != nullptr && *dir != '\0') return dir;
+  if (config.out.empty()) return {};
+  return std::filesystem::absolute(config.out).parent_path();
+}
+
+// Where NCCL's flight recorder dumps each rank's last collectives when one times out:
+// `<row folder>/<row>.nccl_trace_rank_<rank>`; empty without a row folder.
+std::string flight_recorder_prefix(const RunConfig& config, const std::filesystem::path& folder) {
+  return folder.empty() ? "" : (folder / (config.row_name() + ".nccl_trace_rank_")).string();
+}
+
 int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vector<std::string>& argv,
              Clock::time_point row_start) {
   DistContext dist;
@@ -118,8 +135,9 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
   const RunResult result = failed_row_on_error(config, env.world_size, [&] {
     // PyTorch's own rows form their process group in Python.
     if (find_strategy(config.strategy).pytorch) return run_pytorch_rank(config, env, dist.device, threads, row_start);
-    dist.comm = std::make_shared<Communicator>(
-        CommunicatorOptions{env, config.backend, dist.device, std::chrono::seconds(config.timeout_s)});
+    dist.comm = std::make_shared<Communicator>(CommunicatorOptions{
+        env, config.backend, dist.device, std::chrono::seconds(config.timeout_s),
+        flight_recorder_prefix(config, row_folder(config))});
     return run_guarded(config, dist, row_start);
   });
   if (env.rank != 0) {
@@ -130,13 +148,22 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
   return report(config, argv, result, !launched_by_ddpbench());
 }
 
-// Why a launched row failed: a rank killed by a signal; else in the words of the rank that
-// saw it, rank 0's failed result ("allreduce of bucket 2 failed on rank 0: rank 1 stopped
-// answering"), else the failing rank's own "ddpbench: rank N: " line; else how the process
-// ended and its stderr.
-std::string failure_reason(const ProcessExit& failure, const std::filesystem::path& rank0_result) {
-  // A rank killed by a signal is the cause; the others only saw it vanish.
-  if (failure.signal != 0) return failure.describe() + "; its stderr ended:\n" + failure.tail(10);
+// Why a launched row failed. A rank killed by a signal is the cause, unless the ranks'
+// progress records blame others: NCCL's watchdog aborts (SIGABRT) the healthy ranks of a
+// collective that a stuck rank never entered, and those are victims. Else the words of the
+// rank that saw the failure: rank 0's failed result ("allreduce of bucket 2 failed on rank
+// 0: rank 1 is behind, alive: ..."), else the failing rank's own "ddpbench: rank N: " line;
+// else the progress records as the launcher read them; else how the process ended.
+std::string failure_reason(const ProcessExit& failure, int64_t failed_rank, const std::filesystem::path& rank0_result,
+                           const std::optional<ProgressVerdict>& progress) {
+  const bool blames = progress && !progress->blamed.empty();
+  const std::string records = blames ? "the ranks' progress records: " + progress->text : "";
+  if (failure.signal != 0) {
+    const bool victim = blames && std::find(progress->blamed.begin(), progress->blamed.end(), failed_rank) ==
+                                      progress->blamed.end();
+    if (victim) return records + " (then " + failure.describe() + ")";
+    return failure.describe() + (blames ? "; " + records : "") + "; its stderr ended:\n" + failure.tail(10);
+  }
   try {
     const RunResult rank0 = read_result_file(rank0_result).runs.at(0);
     if (rank0.status == RunStatus::failed && !rank0.reason.empty()) return "rank 0: " + rank0.reason;
@@ -148,7 +175,22 @@ std::string failure_reason(const ProcessExit& failure, const std::filesystem::pa
       return line->substr(at + kPrefix.size());
     }
   }
+  if (blames) return records + " (then " + failure.describe() + ")";
   return failure.describe() + "; its stderr ended:\n" + failure.tail(10);
+}
+
+// The flight recorder's dumps, where NCCL wrote any.
+std::string flight_recorder_dumps(const std::string& prefix) {
+  if (prefix.empty()) return "";
+  const std::filesystem::path path(prefix);
+  std::string found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(path.parent_path(), ec)) {
+    if (entry.path().filename().string().rfind(path.filename().string(), 0) == 0) {
+      found += (found.empty() ? "" : ", ") + entry.path().string();
+    }
+  }
+  return found.empty() ? "" : "; NCCL's flight recorder dumped " + found;
 }
 
 int launch(const RunConfig& config, const std::vector<std::string>& argv) {
@@ -178,11 +220,27 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   options.args.assign(argv.begin() + 1, argv.end());
   options.args.insert(options.args.end(), {"--out", rank0_result.string()});
   options.nproc = config.nproc;
+  const std::filesystem::path folder = row_folder(config);
+  if (!folder.empty()) options.env.push_back("DDPBENCH_ROW_DIR=" + folder.string());
 
   const RunResult result = [&] {
     const auto failed = [&](const std::string& reason) {
       return unfinished_result(config, RunStatus::failed, reason, config.nproc);
     };
+    // The run's store is served here, as torchrun's agent serves it, so that the ranks'
+    // progress records outlive every rank.
+    std::optional<LauncherStore> store;
+    try {
+      store.emplace(options.master_addr, options.master_port, config.nproc);
+    } catch (const std::exception& e) {
+      return failed(std::string("cannot serve the run's store: ") + e.what());
+    }
+    options.master_port = store->port();
+    const auto store_variables = store->rank_variables();
+    options.env.insert(options.env.end(), store_variables.begin(), store_variables.end());
+    ProgressWatch watch(*store);
+    options.supervise.on_poll = [&] { watch.poll(); };
+    options.supervise.on_first_failure = [&] { watch.judge_now(); };
     LaunchOutcome outcome;
     try {
       outcome = launch_ranks(options);
@@ -200,7 +258,10 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
       return unfinished_result(config, RunStatus::interrupted,
                                "interrupted: the launcher was signalled and stopped every rank", config.nproc);
     }
-    if (outcome.failure) return failed(failure_reason(*outcome.failure, rank0_result));
+    if (outcome.failure) {
+      return failed(failure_reason(*outcome.failure, outcome.failed_rank, rank0_result, watch.verdict()) +
+                    flight_recorder_dumps(flight_recorder_prefix(config, folder)));
+    }
     try {
       RunResult ranks_result = read_result_file(rank0_result).runs.at(0);
       ranks_result.config["out"] = config.out;  // the ranks wrote to a scratch file

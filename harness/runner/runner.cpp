@@ -94,18 +94,21 @@ EvalCounts evaluate(const RunConfig& config, const DistContext& dist, const Imag
   return result;
 }
 
-// Every rank's epoch time and steady step times, so the report can name the slowest rank.
-std::vector<RankSteps> gather_rank_steps(double train_time_s, int64_t peak_memory, const std::vector<double>& steady_times,
+// Every rank's epoch time, steady step times and where its steps went, so the report can name
+// the rank that held the others back.
+std::vector<RankSteps> gather_rank_steps(double train_time_s, int64_t peak_memory, std::span<const StepRecord> steady,
                                          const DistContext& dist) {
-  std::vector<double> row{train_time_s, static_cast<double>(peak_memory)};
-  row.insert(row.end(), steady_times.begin(), steady_times.end());
+  const StepShares shares = mean_shares(steady);
+  std::vector<double> row{train_time_s, static_cast<double>(peak_memory), shares.compute_s, shares.data_s, shares.wait_s};
+  for (const auto& step : steady) row.push_back(step.time_s);
+  constexpr std::size_t kFixed = 5;
   const auto local = at::tensor(row, at::TensorOptions().dtype(at::kDouble)).to(dist.device);
   const auto all = all_gather_rows(*dist.comm, local, "the gather of rank timings").cpu().contiguous();
   std::vector<RankSteps> ranks;
   for (int64_t r = 0; r < dist.world_size; ++r) {
     const double* values = all[r].data_ptr<double>();
-    ranks.push_back(RankSteps{values[0], std::vector<double>(values + 2, values + all.size(1)),
-                              static_cast<int64_t>(values[1])});
+    ranks.push_back(RankSteps{values[0], std::vector<double>(values + kFixed, values + all.size(1)),
+                              static_cast<int64_t>(values[1]), StepShares{values[2], values[3], values[4]}});
   }
   return ranks;
 }
@@ -188,6 +191,23 @@ double model_train_flops(const RunConfig& config) {
   }
 }
 
+std::span<const StepRecord> steady_steps(const std::vector<StepRecord>& steps, int64_t warmup_steps) {
+  const std::size_t skip = std::min(steps.size(), static_cast<std::size_t>(std::max<int64_t>(0, warmup_steps)));
+  return std::span<const StepRecord>(steps).subspan(skip);
+}
+
+StepShares mean_shares(std::span<const StepRecord> steps) {
+  if (steps.empty()) return {};
+  StepShares sum{0, 0, 0};
+  for (const auto& step : steps) {
+    sum.compute_s += step.compute_s();
+    sum.data_s += step.phases.data_s;
+    sum.wait_s += step.phases.wait_s();
+  }
+  const auto n = static_cast<double>(steps.size());
+  return {sum.compute_s / n, sum.data_s / n, sum.wait_s / n};
+}
+
 RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasurements m) {
   RunResult result;
   result.name = config.row_name();
@@ -209,8 +229,7 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
   std::vector<double> steady_times;
   int64_t steady_images = 0;
   PhaseSeconds phase_sum;
-  for (std::size_t i = static_cast<std::size_t>(config.warmup_steps); i < m.steps.size(); ++i) {
-    const StepRecord& r = m.steps[i];
+  for (const StepRecord& r : steady_steps(m.steps, config.warmup_steps)) {
     steady_times.push_back(r.time_s);
     steady_images += r.images;
     phase_sum += r.phases;
@@ -223,22 +242,26 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
   }
   result.train_flops_per_image = m.train_flops_per_image;
   result.achieved_flops_per_s = m.train_flops_per_image * result.steady_images_per_s;
-  // The epoch ends when the last rank's does: the row's train time is the slowest rank's.
+  // The epoch ends when the last rank's does: the row's train time is the slowest rank's. A
+  // collective is a barrier, so every rank's steps take as long as the slowest's: the rank
+  // that held the others back is the one with the most compute of its own.
   double slowest = -1, fastest = std::numeric_limits<double>::infinity();
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
-    RankTiming timing{static_cast<int64_t>(r), m.ranks[r].train_time_s, quantiles(m.ranks[r].steady_step_times_s),
-                      m.ranks[r].peak_memory_bytes};
+    const RankSteps& rank = m.ranks[r];
+    RankTiming timing{static_cast<int64_t>(r), rank.train_time_s, quantiles(rank.steady_step_times_s),
+                      rank.peak_memory_bytes, rank.steady_shares.compute_s, rank.steady_shares.data_s,
+                      rank.steady_shares.wait_s};
     result.train_time_s = std::max(result.train_time_s, timing.train_time_s);
-    if (std::isfinite(timing.step_time_s.p50)) {
-      if (timing.step_time_s.p50 > slowest) {
-        slowest = timing.step_time_s.p50;
+    if (std::isfinite(timing.compute_s)) {
+      if (timing.compute_s > slowest) {
+        slowest = timing.compute_s;
         result.slowest_rank = timing.rank;
       }
-      fastest = std::min(fastest, timing.step_time_s.p50);
+      fastest = std::min(fastest, timing.compute_s);
     }
     result.ranks.push_back(timing);
   }
-  if (slowest >= 0) result.rank_spread_s = slowest - fastest;
+  if (slowest >= 0 && fastest > 0) result.rank_compute_spread = slowest / fastest;
   result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
   result.final_loss = m.steps.empty() ? kNotMeasured : m.steps.back().loss;
   result.eval_images = m.eval_seen;
@@ -340,7 +363,9 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
       PendingStep p;
       try {
         const auto training_start = Clock::now();
+        const double blocked_before = dist.comm ? dist.comm->blocked_s() : 0;
         p.loss = strategy->train_step(*batch);
+        if (dist.comm) timer->add(Phase::collective_wait, dist.comm->blocked_s() - blocked_before);
         if (faults.slows_steps()) {
           PhaseScope slowed(*timer, Phase::optimizer);
           nvtx::ScopedRange range("injected slowdown", global_step);
@@ -397,11 +422,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   m.eval_seen = eval.seen;
   m.eval_cut = eval.cut;
   if (dist.comm) {
-    std::vector<double> steady_times;
-    for (std::size_t i = static_cast<std::size_t>(config.warmup_steps); i < m.steps.size(); ++i) {
-      steady_times.push_back(m.steps[i].time_s);
-    }
-    m.ranks = gather_rank_steps(m.train_time_s, m.peak_memory_bytes, steady_times, dist);
+    m.ranks = gather_rank_steps(m.train_time_s, m.peak_memory_bytes, steady_steps(m.steps, config.warmup_steps), dist);
   }
   result = assemble_result(config, dist.world_size, std::move(m));
   result.strategy_details = strategy->details();

@@ -1,6 +1,7 @@
 #pragma once
 // The runner: one row's epochs, timing and evaluation around any strategy.
 #include <chrono>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,11 +19,21 @@ namespace ddpbench {
 RunResult run_row(const RunConfig& config, const DistContext& dist, const DatasetSplits& data,
                   std::chrono::steady_clock::time_point row_start);
 
-/// One rank's epoch time and its step times after warm-up.
+/// Where a rank's steps went, in seconds per step: its own work, its loader, and waiting for
+/// the other ranks (StepRecord::compute_s, PhaseSeconds::wait_s).
+struct StepShares {
+  double compute_s = kNotMeasured;
+  double data_s = kNotMeasured;
+  double wait_s = kNotMeasured;
+};
+StepShares mean_shares(std::span<const StepRecord> steps);
+
+/// One rank's epoch time, its step times after warm-up, and where those steps' time went.
 struct RankSteps {
   double train_time_s = 0;
   std::vector<double> steady_step_times_s;
   int64_t peak_memory_bytes = 0;  // over the rank's devices
+  StepShares steady_shares;       // means per step after warm-up; not measured for PyTorch's rows
 };
 
 /// What rank 0 measured of a row, whichever implementation trained it (the runner's loop,
@@ -44,6 +55,9 @@ struct RowMeasurements {
   std::vector<RankSteps> ranks;  // every rank's, for a row with ranks
   double train_flops_per_image = kNotMeasured;  // rank 0 counts it (model_train_flops); the others need not
 };
+
+/// The steps after the first `warmup_steps`: the ones steady-state figures are made of.
+std::span<const StepRecord> steady_steps(const std::vector<StepRecord>& steps, int64_t warmup_steps);
 
 /// The row's model's training FLOPs per image (models/flop_count.hpp), or kNotMeasured when
 /// the count cannot run: a figure for the report, never a reason to fail the row.

@@ -16,9 +16,11 @@
 namespace ddpbench {
 namespace {
 
-constexpr std::size_t kPhases = 6;
+constexpr std::size_t kPhases = 7;
 
-double& slot(PhaseSeconds& s, Phase phase) {
+}  // namespace
+
+double& seconds_of(PhaseSeconds& s, Phase phase) {
   switch (phase) {
     case Phase::data: return s.data_s;
     case Phase::forward: return s.forward_s;
@@ -26,9 +28,12 @@ double& slot(PhaseSeconds& s, Phase phase) {
     case Phase::comm: return s.comm_s;
     case Phase::optimizer: return s.optimizer_s;
     case Phase::allreduce: return s.allreduce_s;
+    case Phase::collective_wait: return s.collective_wait_s;
   }
   return s.data_s;
 }
+
+namespace {
 
 // On the CPU the work is done when the call returns: the clock reads are the timings.
 class SteadyClockTimer final : public PhaseTimer {
@@ -36,13 +41,13 @@ class SteadyClockTimer final : public PhaseTimer {
   void begin(Phase phase) override { started_[static_cast<std::size_t>(phase)] = Clock::now(); }
   void end(Phase phase) override {
     const std::chrono::duration<double> d = Clock::now() - started_[static_cast<std::size_t>(phase)];
-    slot(totals_, phase) += d.count();
+    seconds_of(totals_, phase) += d.count();
   }
-  void add(Phase phase, std::function<double()> seconds) override { added_.emplace_back(phase, std::move(seconds)); }
+  void add(std::function<void(PhaseSeconds&)> adjust) override { added_.push_back(std::move(adjust)); }
   void mark_epoch_start() override { last_boundary_ = Clock::now(); }
   std::function<StepTiming()> finish_step() override {
     const auto now = Clock::now();
-    for (auto& [phase, seconds] : std::exchange(added_, {})) slot(totals_, phase) += seconds();
+    for (auto& adjust : std::exchange(added_, {})) adjust(totals_);
     StepTiming timing{seconds_between(last_boundary_, now), std::exchange(totals_, PhaseSeconds{})};
     last_boundary_ = now;
     return [timing] { return timing; };
@@ -52,7 +57,7 @@ class SteadyClockTimer final : public PhaseTimer {
   std::array<Clock::time_point, kPhases> started_{};
   Clock::time_point last_boundary_ = Clock::now();
   PhaseSeconds totals_;
-  std::vector<std::pair<Phase, std::function<double()>>> added_;
+  std::vector<std::function<void(PhaseSeconds&)>> added_;
 };
 
 #ifdef DDPBENCH_HAVE_CUDA
@@ -96,7 +101,7 @@ class CudaEventTimer final : public PhaseTimer {
     intervals_[index].stop->record();
   }
 
-  void add(Phase phase, std::function<double()> seconds) override { added_.emplace_back(phase, std::move(seconds)); }
+  void add(std::function<void(PhaseSeconds&)> adjust) override { added_.push_back(std::move(adjust)); }
 
   void mark_epoch_start() override {
     c10::cuda::CUDAGuard guard(device_);
@@ -114,13 +119,13 @@ class CudaEventTimer final : public PhaseTimer {
             boundary]() mutable {
       StepTiming timing;
       boundary->synchronize();
-      for (auto& [phase, seconds] : added) slot(timing.phases, phase) += seconds();
       timing.time_s = static_cast<double>(previous->elapsed_time(*boundary)) / 1e3;
       for (auto& i : intervals) {
-        slot(timing.phases, i.phase) += static_cast<double>(i.start->elapsed_time(*i.stop)) / 1e3;
+        seconds_of(timing.phases, i.phase) += static_cast<double>(i.start->elapsed_time(*i.stop)) / 1e3;
         pool->give_back(std::move(i.start));
         pool->give_back(std::move(i.stop));
       }
+      for (auto& adjust : added) adjust(timing.phases);
       // The step's end stays the next step's start; only the previous boundary is free.
       pool->give_back(std::move(previous));
       return timing;
@@ -136,8 +141,8 @@ class CudaEventTimer final : public PhaseTimer {
   c10::Device device_;
   std::shared_ptr<EventPool> pool_;
   std::vector<Interval> intervals_;
-  std::array<std::size_t, kPhases> open_ = {kNone, kNone, kNone, kNone, kNone, kNone};
-  std::vector<std::pair<Phase, std::function<double()>>> added_;
+  std::array<std::size_t, kPhases> open_ = {kNone, kNone, kNone, kNone, kNone, kNone, kNone};
+  std::vector<std::function<void(PhaseSeconds&)>> added_;
   std::shared_ptr<at::cuda::CUDAEvent> last_boundary_;
 };
 #endif
@@ -152,6 +157,7 @@ std::string_view phase_name(Phase phase) {
     case Phase::comm: return "comm";
     case Phase::optimizer: return "optimizer";
     case Phase::allreduce: return "allreduce";
+    case Phase::collective_wait: return "collective wait";
   }
   return "?";
 }

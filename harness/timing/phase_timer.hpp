@@ -12,14 +12,17 @@
 #include <c10/core/Device.h>
 
 #include "harness/timing/nvtx.hpp"
-#include "reports/run_result.hpp"
+#include "harness/base/step_record.hpp"
 
 namespace ddpbench {
 
 // allreduce is not a slice of the step but the time its gradient allreduces were in
-// flight, most of it hidden under backward; strategies report it through add().
-enum class Phase { data, forward, backward, comm, optimizer, allreduce };
+// flight, most of it hidden under backward; collective_wait is the time blocked in
+// collectives inside forward and backward. Both are reported through add().
+enum class Phase { data, forward, backward, comm, optimizer, allreduce, collective_wait };
 std::string_view phase_name(Phase phase);
+/// The field of `phases` that holds `phase`.
+double& seconds_of(PhaseSeconds& phases, Phase phase);
 
 struct StepTiming {
   double time_s = 0;
@@ -31,12 +34,13 @@ class PhaseTimer {
   virtual ~PhaseTimer() = default;
   virtual void begin(Phase phase) = 0;
   virtual void end(Phase phase) = 0;
-  /// Adds a duration measured elsewhere (negative: taken away; NaN: not measured) to this
-  /// step's `phase`. `seconds` is called when the step's timing is resolved, once the
-  /// device has finished the step, so it may read CUDA events recorded during it.
-  virtual void add(Phase phase, std::function<double()> seconds) = 0;
+  /// Adjusts this step's phases with figures measured elsewhere. `adjust` is called once,
+  /// when the step's timing is resolved (the device has finished the step), so it may read
+  /// CUDA events recorded during it.
+  virtual void add(std::function<void(PhaseSeconds&)> adjust) = 0;
+  /// Adds `seconds` (negative: taken away; NaN: not measured) to this step's `phase`.
   void add(Phase phase, double seconds) {
-    add(phase, std::function<double()>([seconds] { return seconds; }));
+    add([phase, seconds](PhaseSeconds& phases) { seconds_of(phases, phase) += seconds; });
   }
   /// The next step's duration starts here (the start of an epoch).
   virtual void mark_epoch_start() = 0;

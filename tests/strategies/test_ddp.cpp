@@ -333,7 +333,17 @@ TEST(Ddp, RunnerEvaluatesEachTestImageOnceAcrossRanks) {
     ASSERT_EQ(r.ranks.size(), 2u);
     EXPECT_EQ(r.ranks[1].rank, 1);
     EXPECT_TRUE(std::isfinite(r.ranks[1].step_time_s.p50));
-    EXPECT_GE(r.rank_spread_s, 0.0);
+    // Where each rank's steps went: its own work, its loader, waiting for the other.
+    for (const auto& timing : r.ranks) {
+      EXPECT_GT(timing.compute_s, 0.0) << timing.rank;
+      EXPECT_GE(timing.data_s, 0.0) << timing.rank;
+      EXPECT_GE(timing.wait_s, 0.0) << timing.rank;
+    }
+    double steady_s = 0;  // this rank's own steps after warm-up, which its figures divide up
+    for (std::size_t i = 1; i < r.step_records.size(); ++i) steady_s += r.step_records[i].time_s;
+    const RankTiming& own = r.ranks[static_cast<std::size_t>(rank)];
+    EXPECT_NEAR(own.compute_s + own.data_s + own.wait_s, steady_s / static_cast<double>(r.step_records.size() - 1), 1e-9);
+    EXPECT_GE(r.rank_compute_spread, 1.0);
     // Every step timed its allreduces; the part left after backward is part of them.
     for (const auto& step : r.step_records) {
       EXPECT_GT(step.phases.allreduce_s, 0.0);

@@ -55,6 +55,8 @@ class SpawnedProcess {
   }
 
   [[nodiscard]] pid_t pid() const { return pid_; }
+  /// Its stderr so far (the file it writes to), to watch it while it runs.
+  [[nodiscard]] std::string err_so_far() const { return read_text(dir_ / "err"); }
 
   /// Waits for the process; with a limit, one still running then is killed (SIGKILL) and
   /// reported as timed out.

@@ -5,6 +5,8 @@
 #include <thread>
 
 #include <ATen/ATen.h>
+#include <torch/cuda.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "harness/base/input_error.hpp"
 #include "harness/distributed/communicator.hpp"
@@ -74,25 +76,49 @@ TEST(Communicator, ARankThatNeverJoinsIsNamed) {
   EXPECT_EQ(message.find("rank 1 never joined"), std::string::npos) << message;
 }
 
-TEST(Communicator, ACollectiveALiveRankSkipsTimesOutNamingThePhaseAndNoCulprit) {
+// Progress, not liveness: a rank alive (beating) but stuck before a collective the other
+// waits in is named as behind, with where it is and where the other waits.
+TEST(Communicator, ARankAliveButStuckBeforeACollectiveIsNamedAsBehind) {
   std::string message;
   testing::run_ranks(
       2,
       [&](int64_t rank, std::shared_ptr<Communicator> comm) {
+        auto t = at::ones({4});
+        comm->sum(t, "SyncBN forward");  // both pass collective #2 (the rendezvous is #1)
         if (rank == 1) {
-          // Alive (its heartbeat goes on) but never enters the collective.
-          std::this_thread::sleep_for(std::chrono::seconds(6));
+          // Alive (its heartbeat goes on) but never enters the next collective.
+          std::this_thread::sleep_for(std::chrono::seconds(7));
           return;
         }
-        auto t = at::ones({4});
         const auto start = std::chrono::steady_clock::now();
         message = message_of([&] { comm->sum(t, "allreduce of bucket 7"); });
         EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2 + 5));
       },
       std::chrono::seconds(2));
   EXPECT_EQ(message.rfind("allreduce of bucket 7 failed on rank 0: ", 0), 0U) << message;
-  EXPECT_NE(message.find("heartbeat is alive"), std::string::npos) << message;
+  EXPECT_NE(message.find("rank 1 is behind, alive: "), std::string::npos) << message;
+  EXPECT_NE(message.find("past collective #2 (SyncBN forward)"), std::string::npos) << message;
+  EXPECT_NE(message.find("never reached collective #3, where rank 0 is in collective #3 (allreduce of bucket 7)"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("rank 0 is behind"), std::string::npos) << message;
   EXPECT_NE(message.find("c10d said: "), std::string::npos) << message;
+}
+
+// Phases are left when their collective completes: the record says where a rank is now.
+TEST(Communicator, CollectivesAreEnteredAndLeftInTheProgressRecord) {
+  testing::run_ranks(2, [](int64_t, std::shared_ptr<Communicator> comm) {
+    auto t = at::ones({2});
+    comm->sum(t, "SyncBN forward");
+    const auto marks = comm->marks();
+    const int64_t bucket = marks->enter("allreduce of bucket 0");
+    EXPECT_EQ(bucket, 3);  // the rendezvous, the sum, this one
+    marks->leave(bucket);
+    const double blocked = comm->blocked_s();
+    EXPECT_GT(blocked, 0.0);
+    comm->sum(t, "SyncBN backward");
+    EXPECT_GT(comm->blocked_s(), blocked);
+  });
 }
 
 // The local addresses ("0100007F" for 127.0.0.1, in /proc's byte order) listening on `port`.
@@ -126,6 +152,38 @@ TEST(Communicator, TheStoreListensOnMasterAddrOnly) {
 TEST(Communicator, TheInterfaceTowardsAnAddressIsTheOneThatRoutesThere) {
   EXPECT_EQ(interface_towards("127.0.0.1"), "lo");
   EXPECT_EQ(interface_towards("not-an-address.invalid"), "");
+}
+
+// NCCL as init_process_group(device_id=...): the group is bound to the rank's device and its
+// communicator formed at once, so a world of one sums through NCCL from the first call.
+TEST(GpuCommunicator, NcclBindsTheDeviceAndFormsTheCommunicatorAtOnce) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const c10::Device cuda(c10::kCUDA, 0);
+  testing::run_ranks(
+      1,
+      [&](int64_t, std::shared_ptr<Communicator> comm) {
+        EXPECT_EQ(comm->backend_name(), "nccl");
+        ASSERT_TRUE(comm->process_group()->getBoundDeviceId().has_value());
+        EXPECT_EQ(*comm->process_group()->getBoundDeviceId(), cuda);
+        auto t = at::full({4}, 3.0, at::TensorOptions().device(cuda));
+        comm->sum(t, "test");
+        EXPECT_TRUE(at::equal(t.cpu(), at::full({4}, 3.0)));
+      },
+      std::chrono::seconds(60), CommBackend::nccl, cuda);
+}
+
+// ncclCommInitRank waits for every rank: a peer that never starts is named within the
+// timeout, where it once held rank 0 forever.
+TEST(GpuCommunicator, AnNcclPeerThatNeverStartsIsNamedWithinTheTimeout) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const auto start = std::chrono::steady_clock::now();
+  const std::string message = message_of([&] {
+    Communicator(CommunicatorOptions{local_rank_environment(0, 2, free_port()), CommBackend::nccl,
+                                     c10::Device(c10::kCUDA, 0), std::chrono::seconds(10)});
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10 + 5));
+  EXPECT_NE(message.find("rendezvous failed on rank 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("rank 1 never joined"), std::string::npos) << message;
 }
 
 TEST(Communicator, BackendChoice) {

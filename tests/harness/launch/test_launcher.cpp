@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <iostream>
+#include <optional>
 #include <thread>
 #include <nlohmann/json.hpp>
 
@@ -158,6 +159,83 @@ TEST(Launcher, AFrozenRankIsNamedWithinTheTimeout) {
 
 TEST(Launcher, AFrozenRankZeroIsNamedByTheOthers) {
   freeze_a_rank_and_expect_it_named(0, "failed on rank 1: rank 0 stopped answering");
+}
+
+// Waits until the process's stderr holds `text`; the moment it first did.
+std::optional<std::chrono::steady_clock::time_point> when_said(const testing::SpawnedProcess& process,
+                                                                const std::string& text) {
+  for (int i = 0; i < 1200; ++i) {
+    if (process.err_so_far().find(text) != std::string::npos) return std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return std::nullopt;
+}
+
+// A rank alive and beating but stuck before a collective (--inject-fault-kind hang): named
+// by its progress, as behind, within --timeout-s + 5 s, with the phase the others wait in; no
+// process is left.
+TEST(Launcher, ARankStuckAliveIsNamedAsBehindWithinTheTimeout) {
+  TempDir dir;
+  const std::string marker = "hang-" + std::to_string(::getpid());
+  auto args = ddp_args({"--nproc", "2", "--name", marker, "--inject-fault-rank", "1", "--inject-fault-step", "3",
+                        "--inject-fault-kind", "hang", "--out", (dir / "r.json").string()});
+  *(std::find(args.begin(), args.end(), "--timeout-s") + 1) = "10";
+  testing::SpawnedProcess launcher(args);
+  const auto hung_at = when_said(launcher, "--inject-fault-step 3: hanging here");
+  ASSERT_TRUE(hung_at.has_value()) << launcher.err_so_far();
+  const auto r = launcher.wait();
+  const double detected_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - *hung_at).count();
+  std::cerr << "rank 1 hung: the row failed after " << detected_after << " s (timeout 10 s)\n";
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_LT(detected_after, 10 + 5);
+  const auto run = first_run(dir / "r.json");
+  EXPECT_EQ(run["status"], "failed");
+  const std::string reason = run["reason"];
+  std::cerr << "reason: " << reason << "\n";
+  EXPECT_EQ(reason.rfind("rank 0: ", 0), 0u) << reason;
+  EXPECT_NE(reason.find("failed on rank 0: rank 1 is behind, alive: "), std::string::npos) << reason;
+  EXPECT_NE(reason.find("where rank 0 is in collective #"), std::string::npos) << reason;
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+// As NCCL's watchdog does on a timeout, the healthy rank is aborted (SIGABRT) while the
+// stuck one lives on: the launcher names the stuck rank from the progress records, never
+// the aborted victim.
+TEST(Launcher, TheRankTheProgressRecordsBlameIsNamedNotTheAbortedVictim) {
+  TempDir dir;
+  const std::string marker = "victim-" + std::to_string(::getpid());
+  testing::SpawnedProcess launcher(ddp_args({"--nproc", "2", "--name", marker, "--inject-fault-rank", "1",
+                                             "--inject-fault-step", "3", "--inject-fault-kind", "hang", "--out",
+                                             (dir / "r.json").string()}));
+  ASSERT_TRUE(when_said(launcher, "--inject-fault-step 3: hanging here").has_value()) << launcher.err_so_far();
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // rank 0 waits in its collective
+  const pid_t rank0 = rank_process(marker, 0);
+  ASSERT_GT(rank0, 0);
+  ::kill(rank0, SIGABRT);
+  const auto r = launcher.wait();
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::string reason = first_run(dir / "r.json")["reason"];
+  std::cerr << "reason: " << reason << "\n";
+  EXPECT_EQ(reason.rfind("the ranks' progress records: rank 1 is behind, alive: ", 0), 0u) << reason;
+  EXPECT_NE(reason.find("(then rank 0 was killed by signal 6"), std::string::npos) << reason;
+  EXPECT_EQ(processes_with(marker), 0);
+}
+
+// A straggler in a row that succeeds: the rank slowed by --inject-slowdown-rank is the
+// slowest by its own compute, whichever rank it is, though every rank's steps take as long.
+TEST(Launcher, AStragglerIsNamedInARowThatSucceeds) {
+  for (const int64_t slowed : {1, 0}) {
+    TempDir dir;
+    const auto r = testing::run_process(ddp_args({"--nproc", "2", "--inject-slowdown", "1.0", "--inject-slowdown-rank",
+                                                  std::to_string(slowed), "--out", (dir / "r.json").string()}));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto run = first_run(dir / "r.json");
+    EXPECT_EQ(run["slowest_rank"], slowed) << run["ranks"].dump();
+    EXPECT_GT(run["rank_compute_spread"].get<double>(), 1.5) << run["ranks"].dump();
+    const auto& ranks = run["ranks"];
+    EXPECT_GT(ranks[1 - slowed]["wait_s"].get<double>(), ranks[slowed]["wait_s"].get<double>())
+        << "the others wait for the straggler: " << ranks.dump();
+  }
 }
 
 TEST(Launcher, InterruptStopsEveryRank) {

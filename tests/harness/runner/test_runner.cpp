@@ -109,6 +109,35 @@ TEST(Runner, WarmupLongerThanTheRunLeavesSteadyFiguresUnmeasured) {
   EXPECT_TRUE(std::isfinite(r.images_per_s));
 }
 
+// A row is as slow as its slowest rank (the epoch ends when the last rank's does), and the
+// rank that held the others back is the one with the most compute of its own, not the one
+// with the longest steps (every rank's step lasts as long under a barrier).
+TEST(Runner, TheRowIsAsSlowAsItsSlowestRankAndNamesTheStraggler) {
+  RowMeasurements m;
+  m.train_time_s = 1.0;  // rank 0's own
+  m.local_images = 100;
+  m.steps = {StepRecord{0, 0, 50, 0.5, 1.0, {}}, StepRecord{0, 1, 50, 0.5, 1.0, {}}};
+  m.ranks = {RankSteps{1.0, {0.50}, 10, StepShares{0.030, 0.010, 0.460}},
+             RankSteps{3.0, {0.50}, 30, StepShares{0.090, 0.010, 0.400}},
+             RankSteps{2.0, {0.50}, 20, StepShares{0.045, 0.010, 0.445}}};
+  RunConfig config = tiny_config();
+  config.warmup_steps = 0;
+  const RunResult r = assemble_result(config, 3, m);
+  EXPECT_DOUBLE_EQ(r.train_time_s, 3.0);
+  EXPECT_DOUBLE_EQ(r.images_per_s, 300 / 3.0);
+  EXPECT_EQ(r.slowest_rank, 1);
+  EXPECT_DOUBLE_EQ(r.rank_compute_spread, 3.0);
+  EXPECT_EQ(r.peak_memory_bytes, 30);
+  ASSERT_EQ(r.ranks.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.ranks[2].wait_s, 0.445);
+  // Where a step went, by the step's own record.
+  const StepShares shares = mean_shares(std::vector<StepRecord>{
+      StepRecord{0, 0, 1, 1.0, 0, PhaseSeconds{0.1, 0.3, 0.4, 0.05, 0.15, 0.2, 0.25}}});
+  EXPECT_DOUBLE_EQ(shares.data_s, 0.1);
+  EXPECT_DOUBLE_EQ(shares.wait_s, 0.05 + 0.25);
+  EXPECT_DOUBLE_EQ(shares.compute_s, 1.0 - 0.1 - 0.3);
+}
+
 // --inject-slowdown X: after each step's training, busy work for X times the time the host
 // spent training it, inside the step (the optimizer phase), so the step is really longer.
 // Lower bounds only: the busy wait cannot end before its deadline, however busy the machine.

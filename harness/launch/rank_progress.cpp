@@ -1,0 +1,107 @@
+#include "harness/launch/rank_progress.hpp"
+
+#include <charconv>
+#include <cstdio>
+
+namespace ddpbench {
+namespace {
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+std::string collective(int64_t at, const std::string& phase) {
+  return "collective #" + std::to_string(at) + (phase.empty() ? "" : " (" + phase + ")");
+}
+
+// Where a rank is, in words.
+std::string where(const RankProgress& p) {
+  if (p.entered == 0) return "before its first collective";
+  if (p.inside) return "in " + collective(p.at, p.phase) + " for " + seconds_text(p.for_s);
+  return seconds_text(p.for_s) + " past " + collective(p.at, p.phase);
+}
+
+template <class Number>
+bool read_field(std::string_view& rest, std::string_view name, Number& value) {
+  if (rest.substr(0, name.size()) != name || rest.substr(name.size(), 1) != "=") return false;
+  rest.remove_prefix(name.size() + 1);
+  const auto end = rest.find(';');
+  if (end == std::string_view::npos) return false;
+  const auto text = rest.substr(0, end);
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return false;
+  rest.remove_prefix(end + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string format_progress(const RankProgress& p) {
+  char head[160];
+  std::snprintf(head, sizeof head, "beats=%lld;entered=%lld;at=%lld;inside=%d;for_s=%.3f;phase=",
+                static_cast<long long>(p.beats), static_cast<long long>(p.entered), static_cast<long long>(p.at),
+                p.inside ? 1 : 0, p.for_s);
+  return head + p.phase;
+}
+
+std::optional<RankProgress> parse_progress(std::string_view text) {
+  RankProgress p;
+  int inside = 0;
+  if (!read_field(text, "beats", p.beats) || !read_field(text, "entered", p.entered) || !read_field(text, "at", p.at) ||
+      !read_field(text, "inside", inside) || !read_field(text, "for_s", p.for_s) || text.substr(0, 6) != "phase=") {
+    return std::nullopt;
+  }
+  p.inside = inside != 0;
+  p.phase = std::string(text.substr(6));
+  return p;
+}
+
+ProgressVerdict blame(const std::vector<std::optional<RankProgress>>& before,
+                      const std::vector<std::optional<RankProgress>>& after, double silence_s, int64_t observer) {
+  // The furthest rank, preferring one that waits inside its collective: the others are
+  // measured against it.
+  int64_t furthest = 0, leader = -1;
+  for (std::size_t r = 0; r < after.size(); ++r) {
+    const auto& p = after[r];
+    if (!p) continue;
+    const bool better = p->entered > furthest || (p->entered == furthest && p->inside && leader >= 0 &&
+                                                  !after[static_cast<std::size_t>(leader)]->inside);
+    if (leader < 0 || better) {
+      furthest = p->entered;
+      leader = static_cast<int64_t>(r);
+    }
+  }
+  ProgressVerdict verdict;
+  const auto name = [&](int64_t rank, const std::string& what) {
+    verdict.text += (verdict.text.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + " " + what);
+    verdict.blamed.push_back(rank);
+  };
+  for (std::size_t r = 0; r < after.size(); ++r) {
+    const auto rank = static_cast<int64_t>(r);
+    const auto& now = after[r];
+    if (!now) {
+      name(rank, "never joined");
+      continue;
+    }
+    const bool silent = rank != observer && r < before.size() && before[r] && before[r]->beats == now->beats;
+    if (silent) {
+      name(rank, "stopped answering (no heartbeat for " + seconds_text(silence_s) + "; at its last it was " +
+                     where(*now) + ")");
+    } else if (now->entered < furthest) {
+      const RankProgress& ahead = *after[static_cast<std::size_t>(leader)];
+      name(rank, "is behind, alive: " + where(*now) + ", and never reached " + collective(ahead.entered, "") +
+                     ", where rank " + std::to_string(leader) + " is " + where(ahead));
+    }
+  }
+  if (verdict.blamed.empty()) {
+    verdict.text = "every rank is alive and none is behind" +
+                   (leader >= 0 ? " (rank " + std::to_string(leader) + " is " + where(*after[static_cast<std::size_t>(leader)]) + ")"
+                                : std::string()) +
+                   ": the collective itself did not complete (the network, or the backend)";
+  }
+  return verdict;
+}
+
+}  // namespace ddpbench
