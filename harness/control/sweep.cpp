@@ -198,7 +198,8 @@ SweepDefinition parse_sweep_file(std::string_view text, const std::string& sourc
   for (const auto& r : field(j, "rows", json::value_t::array, "an array", where)) {
     const std::string row_where = where + ", row " + std::to_string(d.rows.size() + 1);
     if (!r.is_object()) throw InputError(row_where + ": expected an object, got " + std::string(r.type_name()));
-    expect_known_keys(r, {"name", "devices", "tutorial_seconds", "options", "faithful", "controlled"}, row_where);
+    expect_known_keys(r, {"name", "devices", "tutorial_seconds", "no_twin", "options", "faithful", "controlled"},
+                      row_where);
     if (!r.contains("name")) throw InputError(row_where + ": no 'name'");
     SweepRowSpec row;
     row.name = field(r, "name", json::value_t::string, "a string", row_where).get<std::string>();
@@ -218,6 +219,11 @@ SweepDefinition parse_sweep_file(std::string_view text, const std::string& sourc
     if (r.contains("devices")) {
       row.devices = field(r, "devices", json::value_t::number_integer, "an integer", named).get<int64_t>();
       if (row.devices <= 0) throw InputError(named + ": 'devices' must be positive");
+    }
+    if (r.contains("no_twin")) {
+      row.no_twin = field(r, "no_twin", json::value_t::string, "a string (why the row has no PyTorch twin)", named)
+                        .get<std::string>();
+      if (row.no_twin.empty()) throw InputError(named + ": 'no_twin' must say why");
     }
     if (r.contains("tutorial_seconds")) {
       row.tutorial_seconds = field(r, "tutorial_seconds", json::value_t::number_float, "a number", named).get<double>();
@@ -375,6 +381,8 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         row.config = *twin;
         if (const auto lacking = pytorch_lacks(*twin); lacking && !row.skip_reason) {
           row.skip_reason = "no PyTorch twin for this row: " + *lacking;
+        } else if (!spec.no_twin.empty() && !row.skip_reason) {
+          row.skip_reason = "no PyTorch twin for this row: " + spec.no_twin;
         }
         row.result_file = std::filesystem::path(command.out_dir) / "rows" / mode / (twin->name + suffix + ".json");
         row.config.out = row.result_file.string();

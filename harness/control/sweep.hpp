@@ -28,6 +28,7 @@ struct SweepRowSpec {
   double tutorial_seconds = kNotMeasured;  // the tutorial's published time, if it has the row
   nlohmann::json options = nlohmann::json::object();       // run options, every mode
   nlohmann::json mode_options = nlohmann::json::object();  // {"faithful": {...}, "controlled": {...}}
+  std::string no_twin = {};  // why --reference gives this row no PyTorch twin (its twin is skipped); empty: it has one
 };
 
 struct SweepDefinition {

@@ -12,14 +12,19 @@ namespace ddpbench::microbench {
 namespace {
 
 // Set by one thread only: Google Benchmark sums counters over threads, and every rank
-// takes part in the same collectives.
+// takes part in the same collectives. With one rank nothing crosses a link: the bus
+// bandwidth is not applicable (not 0), and the label says so.
 void set_bandwidth(benchmark::State& state, int64_t bytes, int64_t world) {
   if (state.thread_index() != 0) return;
   state.SetBytesProcessed(state.iterations() * bytes);
   const double algbw = static_cast<double>(bytes) * static_cast<double>(state.iterations());
   state.counters["algbw_GBps"] = benchmark::Counter(algbw / 1e9, benchmark::Counter::kIsRate);
-  state.counters["busbw_GBps"] = benchmark::Counter(
-      algbw / 1e9 * 2.0 * static_cast<double>(world - 1) / static_cast<double>(world), benchmark::Counter::kIsRate);
+  if (world > 1) {
+    state.counters["busbw_GBps"] = benchmark::Counter(
+        algbw / 1e9 * 2.0 * static_cast<double>(world - 1) / static_cast<double>(world), benchmark::Counter::kIsRate);
+  } else {
+    state.SetLabel("busbw n/a: one rank, no link crossed");
+  }
   state.counters["bytes"] = static_cast<double>(bytes);
 }
 
@@ -33,7 +38,22 @@ void BM_GlooAllreduce(benchmark::State& state) {
 }
 BENCHMARK(BM_GlooAllreduce)->RangeMultiplier(16)->Range(1 << 10, 64 << 20)->Threads(2)->UseRealTime()->Iterations(20);
 
-// NCCL with one rank where a GPU is: the cost of the collective's launch and a device copy.
+// Gloo with one rank: the collective's own overhead, and the "n/a" bus bandwidth of a world
+// with no link.
+void BM_GlooAllreduceOneRank(benchmark::State& state) {
+  static std::shared_ptr<Communicator> comm = [] {
+    return std::make_shared<Communicator>(CommunicatorOptions{local_rank_environment(0, 1, free_port()),
+                                                              CommBackend::gloo, c10::kCPU, std::chrono::seconds(60)});
+  }();
+  const int64_t bytes = state.range(0);
+  auto tensor = at::ones({bytes / 4}, at::kFloat);
+  for (auto _ : state) comm->sum(tensor, "allreduce");
+  set_bandwidth(state, bytes, 1);
+}
+BENCHMARK(BM_GlooAllreduceOneRank)->Arg(1 << 20)->UseRealTime()->Iterations(20);
+
+// NCCL with one rank where a GPU is (a world of one: the code path, not a network): the cost
+// of the collective's launch and a device copy.
 void BM_NcclAllreduceOneGpu(benchmark::State& state) {
   if (!torch::cuda::is_available()) {
     state.SkipWithError("no CUDA device");

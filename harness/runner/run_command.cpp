@@ -194,8 +194,20 @@ std::string flight_recorder_dumps(const std::string& prefix) {
 }
 
 int launch(const RunConfig& config, const std::vector<std::string>& argv) {
+  // --device cuda:N puts every rank on that one GPU: Gloo carries CUDA tensors between ranks
+  // that share it (the multi-rank paths, tested on a machine with one GPU); NCCL refuses two
+  // ranks on one GPU ("Duplicate GPU detected").
+  const bool shared_gpu = config.device.starts_with("cuda:");
+  if (shared_gpu) {
+    resolve_device(config.device);
+    if (config.backend != CommBackend::gloo) {
+      throw InputError("--device " + config.device + " with --nproc " + std::to_string(config.nproc) +
+                       ": every rank would share that GPU, which NCCL refuses; --backend gloo shares it, --device "
+                       "cuda gives each rank its own");
+    }
+  }
   const bool cuda_ranks = config.device.starts_with("cuda") || (config.device == "auto" && torch::cuda::is_available());
-  if (cuda_ranks) {
+  if (cuda_ranks && !shared_gpu) {
     const auto visible = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
     if (visible < config.nproc) {
       return report(config, argv,

@@ -224,6 +224,34 @@ TEST(GpuDp, ReplicasOnOneGpuMatchSingle) {
   }
 }
 
+// The multi-device path on one GPU: two replicas on cuda:0 (--devices 0,0) scatter, run on
+// their own threads, gather and reduce exactly as DataParallel's arithmetic says, step by
+// step, in both implementations (strict fp32, so the CUDA kernels agree with the reference).
+TEST(GpuDp, TwoReplicasOnOneGpuDoDataParallelsArithmeticStepByStep) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const c10::Device cuda(c10::kCUDA, 0);
+  at::globalContext().setAllowTF32CuDNN(false);
+  at::globalContext().setAllowTF32CuBLAS(false);
+  RunConfig config;
+  config.strategy = "dp";
+  config.devices = "0,0";
+  const std::vector<Batch> batches = {batch_of(32), batch_of(32, 32), batch_of(32, 16)};
+  const TrainedModel reference = chunked_reference(2, batches);
+  for (DpImpl impl : {DpImpl::replicas, DpImpl::libtorch}) {
+    SCOPED_TRACE(enum_name(kDpImplNames, impl));
+    config.dp_impl = impl;
+    const TrainedModel dp = train_dp(config, cuda, batches);
+    ASSERT_EQ(dp.losses.size(), reference.losses.size());
+    for (std::size_t i = 0; i < dp.losses.size(); ++i) EXPECT_NEAR(dp.losses[i], reference.losses[i], 1e-4);
+    for (std::size_t i = 0; i < dp.parameters.size(); ++i) {
+      EXPECT_TRUE(at::allclose(dp.parameters[i].to(at::kDouble), reference.parameters[i].to(at::kDouble), 1e-4, 1e-5))
+          << "parameter " << i;
+    }
+  }
+  at::globalContext().setAllowTF32CuDNN(true);
+  at::globalContext().setAllowTF32CuBLAS(true);
+}
+
 TEST(GpuChannelsLast, MatchesContiguousOnCuda) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   const c10::Device cuda(c10::kCUDA, 0);

@@ -276,6 +276,24 @@ TEST(Sweep, ReferenceTwinsFollowTheirRowsAndANoOverlapRowsTwinIsSkipped) {
   EXPECT_FALSE(plan.rows[2].skip_reason.has_value()) << "the row itself runs";
 }
 
+// A sweep row can say why it has no PyTorch twin (e.g. PyTorch is not given one GPU twice):
+// the twin is planned and skipped with that reason, the row itself runs; a slowdown never
+// reaches a twin.
+TEST(Sweep, ARowsNoTwinSkipsItsTwinWithTheReasonAndTwinsAreNeverSlowed) {
+  const SweepPlan plan = faithful_plan_with_twins(R"({"defaults": {"model": "tiny", "inject-slowdown": 0.2},
+    "rows": [{"name": "base", "options": {"strategy": "single"}},
+             {"name": "shared", "no_twin": "two replicas on one GPU", "options": {"strategy": "dp"}}]})");
+  ASSERT_EQ(plan.rows.size(), 4u);
+  EXPECT_EQ(plan.rows[1].config.inject_slowdown, 0.0) << "PyTorch's row is the reference";
+  EXPECT_EQ(plan.rows[0].config.inject_slowdown, 0.2);
+  EXPECT_FALSE(plan.rows[1].skip_reason.has_value());
+  ASSERT_TRUE(plan.rows[3].skip_reason.has_value());
+  EXPECT_EQ(*plan.rows[3].skip_reason, "no PyTorch twin for this row: two replicas on one GPU");
+  EXPECT_FALSE(plan.rows[2].skip_reason.has_value());
+  EXPECT_THROW(parse_sweep_file(R"({"rows": [{"name": "x", "no_twin": ""}]})", "f.json"), InputError);
+  EXPECT_THROW(parse_sweep_file(R"({"rows": [{"name": "x", "no_twin": 3}]})", "f.json"), InputError);
+}
+
 // Only an option the twin's own strategy lacks skips it: overlap means nothing to
 // torch-single, so a single row without overlap keeps its twin.
 TEST(Sweep, AnOptionTheTwinDoesNotUseLeavesTheTwinToRun) {

@@ -182,6 +182,28 @@ TEST(PyTorchReference, TorchDdpRunsUnderTorchrun) {
   EXPECT_EQ(run["ranks"].size(), 2u);
 }
 
+// The multi-rank path on one GPU: two ranks (processes) sharing cuda:0 over Gloo with CUDA
+// tensors, the Reducer on CUDA gradients and SyncBatchNorm's CUDA kernels across them, end
+// as one process on the concatenated batch does (strict fp32: the kernels then agree to
+// float rounding). NCCL would refuse two ranks on one GPU: that is bad input, said so.
+TEST(GpuSharedDevice, TwoGlooRanksOnOneGpuEqualOneProcessOnTheConcatenatedBatch) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  TempDir dir;
+  const Side ddp = run_side("ddp", dir, "ddp", {"--nproc", "2", "--backend", "gloo", "--device", "cuda:0",
+                                                "--batch-size", "16", "--no-tf32"});
+  const Side single = run_side("single", dir, "single", {"--device", "cuda:0", "--batch-size", "32", "--no-tf32"});
+  EXPECT_EQ(ddp.run["world_size"], 2);
+  EXPECT_EQ(ddp.run["strategy_details"]["backend"], "gloo");
+  ASSERT_EQ(ddp.state.size(), single.state.size());
+  for (std::size_t i = 0; i < ddp.state.size(); ++i) {
+    const auto a = ddp.state[i].to(at::kDouble), b = single.state[i].to(at::kDouble);
+    EXPECT_TRUE(at::allclose(a, b, 1e-4, 1e-5)) << "state tensor " << i << " differs by " << (a - b).abs().max().item<double>();
+  }
+  const auto refused = testing::run_process(row_args("ddp", dir, "nccl", {"--nproc", "2", "--device", "cuda:0"}));
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--backend gloo shares it"), std::string::npos) << refused.err;
+}
+
 TEST(GpuPyTorchReference, DpMatchesDataParallel) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   expect_equivalent("dp", "torch-dp", {"--devices", "0", "--allow-single-device", "--device", "cuda"});
