@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +34,32 @@ void expect_bad_input(const ProcessResult& r, const std::string& message) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find(message), std::string::npos) << "stderr: " << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+}
+
+// Nothing the binary offers is undocumented: every flag that `run --help`, `sweep --help` and
+// `compare --help` list (a switch's `--no-` form with it) is in docs/.
+TEST(Main, EveryOptionTheHelpListsIsInTheDocs) {
+  const char* source = DDPBENCH_TEST_SOURCE_DIR;  // compiled in: the binary's own tree
+  std::string docs;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(source) / "docs")) {
+    if (entry.path().extension() == ".md") docs += testing::read_text(entry.path());
+  }
+  ASSERT_FALSE(docs.empty());
+  int flags = 0;
+  for (const char* command : {"run", "sweep", "compare"}) {
+    const auto help = ddpbench({command, "--help"});
+    ASSERT_EQ(help.exit_code, 0) << help.err;
+    std::istringstream lines(help.out);
+    for (std::string line; std::getline(lines, line);) {
+      // An option line: two spaces, then its flags ("--overlap,--no-overlap{false}").
+      if (line.rfind("  --", 0) != 0) continue;
+      std::string flag = line.substr(2, line.find_first_of(" ,{", 2) - 2);
+      if (flag == "--help") continue;
+      ++flags;
+      EXPECT_NE(docs.find("`" + flag), std::string::npos) << command << " " << flag << " is not in docs/";
+    }
+  }
+  EXPECT_GT(flags, 60) << "the help was not read";
 }
 
 TEST(Main, RunWritesTheResultAndPrintsTheRow) {
