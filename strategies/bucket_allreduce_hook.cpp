@@ -185,12 +185,15 @@ BucketCommFigures BucketTimeline::last_step_figures() {
 }
 
 BucketAllreduceHook::BucketAllreduceHook(const Communicator& comm, c10::Device device, bool overlap,
-                                         std::shared_ptr<BucketTimeline> timeline)
+                                         CommHook compression, std::shared_ptr<BucketTimeline> timeline)
     : marks_(comm.marks()),
       group_(comm.process_group()),
       device_(device),
       overlap_(overlap),
-      timeline_(std::move(timeline)) {}
+      compression_(compression),
+      timeline_(std::move(timeline)) {
+  TORCH_CHECK(compression != CommHook::builtin_fp16, "the built-in FP16_COMPRESS hook is the Reducer's, not this one");
+}
 
 c10::intrusive_ptr<c10::ivalue::Future> BucketAllreduceHook::runHook(c10d::GradBucket& bucket) {
   // The Reducer hands buckets over in order; the last one is ready when backward's last
@@ -218,25 +221,37 @@ c10::intrusive_ptr<c10::ivalue::Future> BucketAllreduceHook::runHook(c10d::GradB
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> BucketAllreduceHook::launch(at::Tensor buffer, std::size_t index) {
-  // The Reducer's own path multiplies by 1 / world size while copying gradients into the
-  // bucket (at::mul_out with a wrapped scalar); this is the same product, elementwise.
-  buffer.mul_(1.0 / static_cast<double>(group_->getSize()));
+  const bool compressed = compression_ != CommHook::allreduce;
+  at::Tensor wire = buffer;
+  if (compressed) {
+    // As default_hooks.fp16_compress_hook / bf16_compress_hook: cast for the wire, divide
+    // there, and copy the result back into the bucket when it arrives.
+    wire = buffer.to(compression_ == CommHook::fp16 ? at::kHalf : at::kBFloat16).div_(group_->getSize());
+  } else {
+    // The Reducer's own path multiplies by 1 / world size while copying gradients into the
+    // bucket (at::mul_out with a wrapped scalar); this is the same product, elementwise.
+    buffer.mul_(1.0 / static_cast<double>(group_->getSize()));
+  }
   const BucketTimeline::Token token = timeline_->launched(index);
   const int64_t sequence = marks_->enter("allreduce of bucket " + std::to_string(index));
-  std::vector<at::Tensor> tensors{std::move(buffer)};
+  std::vector<at::Tensor> tensors{wire};
   auto work = group_->allreduce(tensors);
   // then(), not a side callback: the Reducer waits on the returned future, so the callback
   // has run before backward returns. On Gloo it runs when the allreduce is done; on NCCL the
-  // future completes at enqueue, so it runs then, and the marks it records are events on the
-  // current stream, which the device reaches when the allreduce is done. A failed allreduce
-  // is never left: the rank stays inside it in its progress record.
+  // future completes at enqueue, so it runs then, and the marks it records (and the copy back
+  // of a compressed bucket) are ordered on the current stream, which the device reaches when
+  // the allreduce is done. A failed allreduce is never left: the rank stays inside it in its
+  // progress record.
   return work->getFuture()->then(
-      [timeline = timeline_, token, marks = marks_, sequence](c10::ivalue::Future& done) {
+      [timeline = timeline_, token, marks = marks_, sequence, compressed, buffer](c10::ivalue::Future& done) {
         if (!done.hasError()) {
           timeline->completed(token);
           marks->leave(sequence);
         }
-        return done.value();
+        if (!compressed) return done.value();
+        at::Tensor bucket = buffer;
+        bucket.copy_(done.value().toTensorVector().at(0));
+        return c10::IValue(std::vector<at::Tensor>{bucket});
       },
       c10::ListType::ofTensors());
 }

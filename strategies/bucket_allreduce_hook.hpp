@@ -1,6 +1,7 @@
 #pragma once
 // DDP's communication hook: PyTorch's default allreduce of a gradient bucket (sum, scaled by
-// 1 / world size as the Reducer's built-in path scales it), with a clock around each
+// 1 / world size as the Reducer's built-in path scales it), or its fp16/bf16 compression
+// hooks (the bucket cast for the wire, divided, allreduced, cast back), with a clock around each
 // bucket from its launch to its completion, an NVTX range that ends at completion, and the
 // bucket entered and left in the rank's progress record (harness/distributed/communicator.hpp).
 // With overlap off, buckets are held until the last one is ready (the last gradient of
@@ -17,6 +18,7 @@
 
 #include "harness/base/clock.hpp"
 #include "harness/distributed/communicator.hpp"
+#include "strategies/strategy_options.hpp"
 #include "harness/timing/nvtx.hpp"
 
 namespace ddpbench {
@@ -71,7 +73,8 @@ class BucketTimeline {
 
 class BucketAllreduceHook final : public c10d::CommHookInterface {
  public:
-  BucketAllreduceHook(const Communicator& comm, c10::Device device, bool overlap,
+  /// `compression`: allreduce, fp16 or bf16 (the built-in hook is the Reducer's own).
+  BucketAllreduceHook(const Communicator& comm, c10::Device device, bool overlap, CommHook compression,
                       std::shared_ptr<BucketTimeline> timeline);
   c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override;
   at::Tensor parseHookResult(const c10::IValue& result) override;
@@ -89,6 +92,7 @@ class BucketAllreduceHook final : public c10d::CommHookInterface {
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   c10::Device device_;
   bool overlap_;
+  CommHook compression_;
   std::shared_ptr<BucketTimeline> timeline_;
   std::vector<Held> held_;  // overlap off: buckets waiting for the last one
 };

@@ -47,6 +47,16 @@ nlohmann::json nccl_socket_ifname() {
   return value != nullptr && *value != '\0' ? nlohmann::json(value) : nlohmann::json(nullptr);
 }
 
+std::string comm_hook_description(CommHook hook) {
+  switch (hook) {
+    case CommHook::allreduce: return "ddpbench timed allreduce (sum scaled by 1/world, as the built-in one)";
+    case CommHook::fp16: return "ddpbench timed fp16 compression (as default_hooks.fp16_compress_hook)";
+    case CommHook::bf16: return "ddpbench timed bf16 compression (as default_hooks.bf16_compress_hook)";
+    case CommHook::builtin_fp16: return "the Reducer's built-in FP16_COMPRESS (per-bucket times not measured)";
+  }
+  return "?";
+}
+
 class DdpStrategy final : public Strategy {
  public:
   at::Tensor train_step(const Batch& batch) override {
@@ -87,7 +97,7 @@ class DdpStrategy final : public Strategy {
                                      ? nlohmann::json(nullptr)
                                      : nlohmann::json(comm_->flight_recorder_prefix() + "<rank>, on a timeout")},
         {"overlap", o.overlap},
-        {"comm_hook", "ddpbench timed allreduce (sum scaled by 1/world, as the built-in one)"},
+        {"comm_hook", comm_hook_description(o.comm_hook)},
         {"sync_bn_layers", sync_bn_layers_},
         {"broadcast_buffers", true},
         {"find_unused_parameters", o.find_unused_parameters},
@@ -166,8 +176,13 @@ class DdpStrategy final : public Strategy {
     logger_->set_construction_data_and_log(o.model, device_ids, cuda ? s.dist.device.index() : -1,
                                            /*broadcast_buffers=*/true, sync_bn_layers_ > 0, /*static_graph=*/false);
     timeline_ = std::make_shared<BucketTimeline>(s.dist.device);
-    reducer_->register_comm_hook(std::make_unique<BucketAllreduceHook>(*comm_, s.dist.device, o.overlap, timeline_));
-    logger_->set_comm_hook("ddpbench timed allreduce");
+    if (o.comm_hook == CommHook::builtin_fp16) {
+      reducer_->register_builtin_comm_hook(c10d::BuiltinCommHookType::FP16_COMPRESS);
+    } else {
+      reducer_->register_comm_hook(
+          std::make_unique<BucketAllreduceHook>(*comm_, s.dist.device, o.overlap, o.comm_hook, timeline_));
+      logger_->set_comm_hook(std::string("ddpbench timed ") + std::string(enum_name(kCommHookNames, o.comm_hook)));
+    }
     initial_bucket_bytes_ = parse_sizes(logger_->get_ddp_logging_data().strs_map["bucket_sizes"]);
     buffers_ = module.buffers(/*recurse=*/true);
   }
@@ -198,6 +213,11 @@ class DdpStrategy final : public Strategy {
   // gradient is inside it): that wait moves from backward to comm, and the time any
   // allreduce was in flight goes to allreduce. Read when the step's timing is resolved.
   void account_communication() {
+    if (setup().options.comm_hook == CommHook::builtin_fp16) {
+      // The Reducer's own hook runs out of sight: its buckets' times are not measured.
+      setup().timer.add([](PhaseSeconds& phases) { phases.allreduce_s = phases.comm_s = kNotMeasured; });
+      return;
+    }
     setup().timer.add([figures = timeline_->finish_step()](PhaseSeconds& phases) {
       const BucketCommFigures f = figures();
       phases.allreduce_s += f.allreduce_s;

@@ -13,6 +13,11 @@ namespace ddpbench {
 enum class AmpMode { off, fp16, bf16 };
 enum class SgdImpl { loop, foreach, fused };
 enum class DpImpl { replicas, libtorch };
+// How DDP reduces a gradient bucket: ddpbench's timed allreduce; the same with the bucket
+// compressed to fp16 or bf16 for the wire (PyTorch's fp16_compress_hook and
+// bf16_compress_hook: cast, allreduce, divide, cast back); or the Reducer's own built-in
+// FP16_COMPRESS hook, which runs out of sight (no per-bucket times).
+enum class CommHook { allreduce, fp16, bf16, builtin_fp16 };
 
 inline constexpr EnumName<AmpMode> kAmpModeNames[] = {
     {AmpMode::off, "off"}, {AmpMode::fp16, "fp16"}, {AmpMode::bf16, "bf16"}};
@@ -20,6 +25,9 @@ inline constexpr EnumName<AmpMode> kAmpModeNames[] = {
 inline constexpr EnumName<SgdImpl> kSgdImplNames[] = {
     {SgdImpl::loop, "loop"}, {SgdImpl::foreach, "foreach"}, {SgdImpl::fused, "fused"}};
 inline constexpr EnumName<DpImpl> kDpImplNames[] = {{DpImpl::replicas, "replicas"}, {DpImpl::libtorch, "libtorch"}};
+inline constexpr EnumName<CommHook> kCommHookNames[] = {
+    {CommHook::allreduce, "allreduce"}, {CommHook::fp16, "fp16"}, {CommHook::bf16, "bf16"},
+    {CommHook::builtin_fp16, "builtin-fp16"}};
 
 struct StrategyOptions {
   std::string model;  // the model's registry name (LibTorch's data_parallel needs its type)
@@ -34,6 +42,7 @@ struct StrategyOptions {
   bool sync_bn = true;
   bool find_unused_parameters = false;
   bool gradient_as_bucket_view = false;
+  CommHook comm_hook = CommHook::allreduce;
 
   // dp
   std::string devices_flag = "all";   // as given, for messages

@@ -116,6 +116,9 @@ void validate(const RunConfig& c) {
     require_non_negative(*c.inject_slowdown_rank, "--inject-slowdown-rank");
     require(c.inject_slowdown > 0, "--inject-slowdown-rank needs --inject-slowdown");
   }
+  require(c.overlap || c.comm_hook != CommHook::builtin_fp16,
+          "--no-overlap holds buckets in ddpbench's own hook, which --comm-hook builtin-fp16 replaces with the "
+          "Reducer's; use --comm-hook fp16");
   profile_step_range(c);
   device_list(c);
 }
@@ -147,6 +150,7 @@ StrategyOptions strategy_options(const RunConfig& c) {
   o.sync_bn = c.sync_bn;
   o.find_unused_parameters = c.find_unused_parameters;
   o.gradient_as_bucket_view = c.gradient_as_bucket_view;
+  o.comm_hook = c.comm_hook;
   o.devices_flag = c.devices;
   o.devices = device_list(c);
   o.dp_impl = c.dp_impl;

@@ -70,6 +70,7 @@ struct RunConfig {
   bool sync_bn = true;          // SyncBatchNorm, as the tutorial converted the model
   bool find_unused_parameters = false;   // DDP's find_unused_parameters
   bool gradient_as_bucket_view = false;  // DDP's gradient_as_bucket_view
+  CommHook comm_hook = CommHook::allreduce;  // how a gradient bucket is reduced (compression)
   int64_t timeout_s = 300;      // a collective or the rendezvous waiting longer fails the row
   std::optional<int64_t> inject_fault_rank;  // test only: this rank kills itself (or hangs)...
   std::optional<int64_t> inject_fault_step;  // ...at this step

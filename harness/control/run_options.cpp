@@ -152,6 +152,10 @@ std::vector<RunOption> make_run_options() {
                             "ddp: DDP's find_unused_parameters (parameters unused in forward keep their gradient)"));
   o.push_back(switch_option("gradient-as-bucket-view", &RunConfig::gradient_as_bucket_view,
                             "ddp: DDP's gradient_as_bucket_view (gradients are views into the buckets, no copy)"));
+  o.push_back(enum_option("comm-hook", &RunConfig::comm_hook, kCommHookNames,
+                          "ddp: how a gradient bucket is reduced: allreduce (timed), fp16 or bf16 (compressed for the "
+                          "wire, as PyTorch's fp16_compress_hook/bf16_compress_hook), builtin-fp16 (the Reducer's own "
+                          "FP16_COMPRESS, no per-bucket times)"));
   o.push_back(option("timeout-s", &RunConfig::timeout_s, "N",
                      "seconds a collective or the rendezvous may wait before the row fails"));
   o.push_back(option("inject-fault-rank", &RunConfig::inject_fault_rank, "N",

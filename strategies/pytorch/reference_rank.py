@@ -23,6 +23,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -55,6 +56,18 @@ def dp_devices(row: Row) -> list[int]:
     return [int(d) for d in listed.split(",")]
 
 
+def register_comm_hook(hook: str, ddp: nn.parallel.DistributedDataParallel, details: dict[str, Any]) -> None:
+    """--comm-hook as a PyTorch user writes it: the default allreduce, the compression hooks of
+    torch.distributed.algorithms.ddp_comm_hooks.default_hooks, or the built-in C++ one."""
+    if hook == "fp16":
+        ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+    elif hook == "bf16":
+        ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    elif hook == "builtin-fp16":
+        ddp._register_builtin_comm_hook(dist.BuiltinCommHookType.FP16_COMPRESS)
+    details["comm_hook"] = hook
+
+
 def wrap(strategy: str, row: Row, model: nn.Module, details: dict[str, Any]) -> nn.Module:
     """The strategy as the tutorial writes it around the model."""
     if strategy == "torch-dp":
@@ -68,11 +81,13 @@ def wrap(strategy: str, row: Row, model: nn.Module, details: dict[str, Any]) -> 
             details["sync_bn"] = "nn.SyncBatchNorm.convert_sync_batchnorm"
         bucket = row["bucket-mb"]
         details["implementation_class"] = "torch.nn.parallel.DistributedDataParallel"
-        return nn.parallel.DistributedDataParallel(
+        ddp = nn.parallel.DistributedDataParallel(
             model, device_ids=[row.device.index] if row.device.type == "cuda" else None,
             bucket_cap_mb=None if bucket == DEFAULT_BUCKET_CAP_MB else bucket,
             find_unused_parameters=row["find-unused-parameters"],
             gradient_as_bucket_view=row["gradient-as-bucket-view"])
+        register_comm_hook(row["comm-hook"], ddp, details)
+        return ddp
     details["implementation_class"] = "plain module"
     return model
 

@@ -161,6 +161,27 @@ TEST(Ddp, BucketSizeOverlapAndBucketViewsDoNotChangeTheResult) {
   }
 }
 
+// Compressed buckets (fp16 or bf16 on the wire, as PyTorch's compression hooks, or the
+// Reducer's built-in FP16_COMPRESS) end where the uncompressed ones do, within the precision
+// of the compression, and not exactly there: the compression did happen.
+TEST(Ddp, CompressedBucketsMatchTheUncompressedWithinTheirPrecision) {
+  RunConfig plain;
+  plain.sync_bn = false;
+  plain.bucket_mb = 0.001;
+  const auto exact = train_ddp(2, plain, 3);
+  for (const auto& [hook, tolerance] : {std::pair{CommHook::fp16, 1e-3}, std::pair{CommHook::bf16, 1e-2},
+                                        std::pair{CommHook::builtin_fp16, 1e-3}}) {
+    SCOPED_TRACE(enum_name(kCommHookNames, hook));
+    RunConfig compressed = plain;
+    compressed.comm_hook = hook;
+    const auto got = train_ddp(2, compressed, 3);
+    expect_close(got, exact, tolerance);
+    double largest = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) largest = std::max(largest, (got[i] - exact[i]).abs().max().item<double>());
+    EXPECT_GT(largest, 0.0) << "no difference at all: the bucket was not compressed";
+  }
+}
+
 TEST(Ddp, WithoutSyncBnEachRankNormalisesItsOwnBatch) {
   RunConfig config;
   config.sync_bn = false;

@@ -102,6 +102,18 @@ TEST(PyTorchReference, DdpMatchesDistributedDataParallelOnTwoGlooRanks) {
   expect_equivalent("ddp", "torch-ddp", {"--nproc", "2", "--device", "cpu", "--no-sync-bn", "--batch-size", "16"});
 }
 
+// Gradient compression on both sides: ddpbench's timed fp16 hook against PyTorch's
+// fp16_compress_hook, the same casts in the same order.
+TEST(PyTorchReference, DdpFp16CompressionMatchesTheFp16CompressHook) {
+  expect_equivalent("ddp", "torch-ddp",
+                    {"--nproc", "2", "--device", "cpu", "--no-sync-bn", "--batch-size", "16", "--comm-hook", "fp16"});
+}
+
+TEST(PyTorchReference, DdpBf16CompressionMatchesTheBf16CompressHook) {
+  expect_equivalent("ddp", "torch-ddp",
+                    {"--nproc", "2", "--device", "cpu", "--no-sync-bn", "--batch-size", "16", "--comm-hook", "bf16"});
+}
+
 TEST(PyTorchReference, Bf16AutocastOnTheCpuMatches) { expect_equivalent("single", "torch-single", {"--amp", "bf16"}); }
 
 TEST(PyTorchReference, Fp16LossScalingMatchesGradScaler) {
