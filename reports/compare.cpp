@@ -85,13 +85,46 @@ double smallest_u_test_p(std::size_t m, std::size_t n) {
   return mann_whitney_p(high, low);
 }
 
-// Per mode, the normalising row's median of each metric, checked on both sides first: a gate
-// on ratios to a row that did not run has nothing to divide by (bad input, not a verdict).
+// The name of each row's PyTorch twin (sweep --reference), by row and mode.
+std::map<RowKey, std::string> twin_names(const ResultDocument& doc) {
+  std::map<RowKey, std::string> out;
+  if (!doc.sweep) return out;
+  for (const auto& info : doc.sweep->rows) {
+    if (!info.reference_of.empty()) out[{info.reference_of, info.mode}] = info.name;
+  }
+  return out;
+}
+
+// What each repetition is divided by. A named row: its median per mode, checked on both sides
+// first (a gate on ratios to a row that did not run has nothing to divide by: bad input, not a
+// verdict). `twin`: the row's PyTorch twin in the same repetition, run back to back with it,
+// so that the drift of a shared machine between two sweeps cancels; a repetition whose twin
+// did not run has no value, and a row without a twin is not timed.
 class Normaliser {
  public:
-  Normaliser(const CompareOptions& options, const ResultDocument& baseline_doc, const Rows& baseline,
-             const Rows& current, const std::vector<std::string>& metrics) {
+  static constexpr const char* kTwin = "twin";
+
+  Normaliser(const CompareOptions& options, const ResultDocument& baseline_doc, const ResultDocument& current_doc,
+             const Rows& baseline, const Rows& current, const std::vector<std::string>& metrics)
+      : twin_(options.normalize_by == kTwin) {
     if (!options.normalize_by) return;
+    if (twin_) {
+      for (const bool in_baseline : {true, false}) {
+        const ResultDocument& doc = in_baseline ? baseline_doc : current_doc;
+        twins_[in_baseline] = twin_names(doc);
+        for (const auto& [row, twin] : twins_[in_baseline]) {
+          const auto it = (in_baseline ? baseline : current).find({twin, row.second});
+          if (it == (in_baseline ? baseline : current).end()) continue;
+          for (const RunResult* r : it->second) {
+            if (r->status == RunStatus::ok) twin_runs_[{in_baseline, row.first + "\n" + row.second}][r->repetition] = r;
+          }
+        }
+      }
+      if (twins_[true].empty()) {
+        throw InputError("--normalize-by twin: the baseline has no PyTorch twin rows (run its sweep with --reference)");
+      }
+      return;
+    }
     const std::string& name = *options.normalize_by;
     std::vector<std::string> modes;  // the baseline's, in the order its rows ran
     for (const auto& r : baseline_doc.runs) {
@@ -119,13 +152,44 @@ class Normaliser {
       }
     }
   }
-  [[nodiscard]] double divisor(bool baseline, const std::string& mode, const std::string& metric) const {
-    const auto it = divisors_.find({baseline, mode + "/" + metric});
-    return it == divisors_.end() ? 1.0 : it->second;
+
+  // Why a row cannot be normalised (no twin ran with it in the baseline); empty when it can.
+  [[nodiscard]] std::string cannot_normalise(const RowKey& row) const {
+    if (!twin_) return {};
+    const auto twin = twins_.at(true).find(row);
+    if (twin == twins_.at(true).end()) return "no PyTorch twin in the baseline to normalise by (--normalize-by twin)";
+    if (twin_runs_.count({true, row.first + "\n" + row.second}) == 0) {
+      return "its PyTorch twin " + twin->second + " did not run in the baseline: nothing to normalise by "
+             "(--normalize-by twin)";
+    }
+    return {};
+  }
+
+  // The metric's values over the repetitions that ran, each divided as above.
+  [[nodiscard]] std::vector<double> values_of(bool baseline, const std::vector<const RunResult*>& runs,
+                                              const std::string& metric) const {
+    if (!twin_) {
+      const auto it = runs.empty() ? divisors_.end() : divisors_.find({baseline, runs.front()->mode + "/" + metric});
+      return values(runs, metric, it == divisors_.end() ? 1.0 : it->second);
+    }
+    std::vector<double> out;
+    if (runs.empty()) return out;
+    const auto pairs = twin_runs_.find({baseline, runs.front()->name + "\n" + runs.front()->mode});
+    if (pairs == twin_runs_.end()) return out;
+    for (const RunResult* r : runs) {
+      const auto twin = pairs->second.find(r->repetition);
+      if (r->status != RunStatus::ok || twin == pairs->second.end()) continue;
+      const double v = metric_of(*r, metric) / metric_of(*twin->second, metric);
+      if (std::isfinite(v) && v > 0) out.push_back(v);
+    }
+    return out;
   }
 
  private:
+  bool twin_ = false;
   std::map<std::pair<bool, std::string>, double> divisors_;
+  std::map<bool, std::map<RowKey, std::string>> twins_;  // per side: row -> its twin's name
+  std::map<std::pair<bool, std::string>, std::map<int64_t, const RunResult*>> twin_runs_;  // by repetition
 };
 
 // One metric of one row, both sides measured: ratio, noise and verdict.
@@ -264,7 +328,7 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
     const bool known = std::any_of(base_rows.begin(), base_rows.end(), [&](const auto& row) { return row.first.first == name; });
     if (!known) throw InputError("--allow-missing: the baseline has no row '" + name + "'");
   }
-  const Normaliser normaliser(options, baseline, base_rows, cur_rows, metric_names);
+  const Normaliser normaliser(options, baseline, current, base_rows, cur_rows, metric_names);
   // PyTorch's twins (sweep --reference) are the reference, not the code under test: they must
   // run as in the baseline, and their speed gates through --min-vs-pytorch, not here.
   std::set<RowKey> twins;
@@ -332,9 +396,13 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
                                           "row's (--min-vs-pytorch)");
       continue;
     }
+    if (const std::string why = normaliser.cannot_normalise(key); !why.empty()) {
+      result.not_compared.push_back(row + ": " + why);
+      continue;
+    }
     for (const MetricInfo* info : metrics) {
-      std::vector<double> base = values(base_runs, info->name, normaliser.divisor(true, key.second, info->name));
-      std::vector<double> cur = values(cur_runs, info->name, normaliser.divisor(false, key.second, info->name));
+      std::vector<double> base = normaliser.values_of(true, base_runs, info->name);
+      std::vector<double> cur = normaliser.values_of(false, cur_runs, info->name);
       if (base.empty()) {
         result.not_compared.push_back(row + ": " + info->name + " not measured in the baseline");
       } else if (cur.empty()) {
@@ -354,6 +422,12 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
   }
   result.environment_differences = env;
   if (options.min_vs_pytorch) {
+    // The floor checks the speeds among the metrics that gate (both where neither is asked).
+    std::vector<std::string> twin_metrics;
+    for (const char* metric : {"train_time_s", "steady_images_per_s"}) {
+      if (std::find(metric_names.begin(), metric_names.end(), metric) != metric_names.end()) twin_metrics.push_back(metric);
+    }
+    if (twin_metrics.empty()) twin_metrics = {"train_time_s", "steady_images_per_s"};
     bool any_twin = false;
     for (const RowSummary& r : summarize_sweep(current)) {
       if (!r.pytorch) continue;
@@ -364,7 +438,7 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
                                       std::string(status_name(r.pytorch->status)) + " (" + r.pytorch->reason + ")");
         continue;
       }
-      for (const char* metric : {"train_time_s", "steady_images_per_s"}) {
+      for (const auto& metric : twin_metrics) {
         result.pytorch.push_back(compare_with_twin(r, current, metric, *options.min_vs_pytorch, options.alpha));
       }
     }

@@ -20,10 +20,13 @@ struct CompareOptions {
   double threshold = 0.10;  // a relative change smaller than this is never a regression
   std::vector<std::string> metrics = {"train_time_s", "steady_images_per_s"};
   bool allow_env_mismatch = false;
-  std::optional<std::string> normalize_by;  // divide each row's metric by this row's, per file and mode
+  // Divide each row's metric by this row's median, per file and mode; or, with "twin", each
+  // repetition by its PyTorch twin's in the same repetition (rows without a twin: not timed).
+  std::optional<std::string> normalize_by;
   double alpha = 0.05;
   // Where the current file has PyTorch twins (sweep --reference): a row whose epoch speed or
-  // steady images/s is below this many times its twin's, beyond the noise, fails the gate.
+  // steady images/s (those of `metrics`; both when neither is there) is below this many times
+  // its twin's, beyond the noise, fails the gate.
   std::optional<double> min_vs_pytorch;
   // Rows (by name, any mode) that may be absent, skipped or interrupted now without failing.
   std::vector<std::string> allow_missing;

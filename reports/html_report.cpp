@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "harness/base/units.hpp"
+#include "reports/projection.hpp"
 #include "reports/reporter.hpp"
 
 namespace ddpbench {
@@ -462,6 +463,89 @@ std::string pytorch_chart(const std::vector<RowSummary>& rows) {
   return svg.str();
 }
 
+// Images/s against rank count, both on log axes: each DDP row's projection as a line (its own
+// dash pattern), and the rows measured here as points, so the curve can be read against them.
+std::string projection_chart(const std::vector<RowProjection>& projections, const std::vector<RowSummary>& rows) {
+  struct Measured {
+    double ranks, images_per_s;
+    std::string label;
+  };
+  std::vector<Measured> measured;
+  for (const auto& r : rows) {
+    if (r.world_size > 1 && std::isfinite(r.steady_images_per_s) && !r.ranks.empty()) {
+      measured.push_back({static_cast<double>(r.world_size), r.steady_images_per_s, row_label(r, true)});
+    }
+  }
+  double max_ranks = 2, lo = 0, hi = 0;
+  const auto extend = [&](double v) {
+    if (!(v > 0) || !std::isfinite(v)) return;
+    lo = lo == 0 ? v : std::min(lo, v);
+    hi = std::max(hi, v);
+  };
+  for (const auto& p : projections) {
+    for (const auto& q : p.points) {
+      max_ranks = std::max(max_ranks, static_cast<double>(q.ranks));
+      extend(q.images_per_s);
+    }
+  }
+  for (const auto& m : measured) extend(m.images_per_s);
+  if (hi <= 0) return "";
+  const double y_lo = std::pow(10.0, std::floor(std::log10(lo))), y_hi = std::pow(10.0, std::ceil(std::log10(hi)));
+  const double left = 90, top = 40, width = 560, height = 260;
+  const double x_top = std::ceil(std::log2(max_ranks));
+  const auto sx = [&](double ranks) { return left + width * std::log2(std::max(1.0, ranks)) / std::max(1.0, x_top); };
+  const auto sy = [&](double v) {
+    return top + height -
+           height * (std::log10(std::max(v, y_lo)) - std::log10(y_lo)) / std::max(1.0, std::log10(y_hi) - std::log10(y_lo));
+  };
+  std::size_t lines = 0;
+  for (const auto& p : projections) lines += p.not_projected.empty() && !p.points.empty() ? 1 : 0;
+  const double legend_y = top + height + 56;
+  std::ostringstream svg;
+  svg << svg_open(legend_y + 20.0 * static_cast<double>(lines + 1),
+                  "Projected images per second against rank count, beside the rows measured here");
+  for (double t = y_lo; t <= y_hi * 1.0001; t *= 10) {
+    svg << "<line x1=\"" << px(left) << "\" y1=\"" << px(sy(t)) << "\" x2=\"" << px(left + width) << "\" y2=\""
+        << px(sy(t)) << "\" stroke=\"#e0e0e0\"/><text x=\"" << px(left - 6) << "\" y=\"" << px(sy(t) + 4)
+        << "\" text-anchor=\"end\">" << escape(format_rate(t)) << "</text>\n";
+  }
+  svg << "<text x=\"" << px(left) << "\" y=\"" << px(top - 14) << "\">images/s, all ranks (log scale)</text>\n"
+      << "<line x1=\"" << px(left) << "\" y1=\"" << px(top + height) << "\" x2=\"" << px(left + width) << "\" y2=\""
+      << px(top + height) << "\" stroke=\"#444\"/>\n";
+  for (double n = 1; n <= std::pow(2.0, x_top) * 1.0001; n *= 2) {
+    svg << "<text x=\"" << px(sx(n)) << "\" y=\"" << px(top + height + 16) << "\" text-anchor=\"middle\">"
+        << static_cast<int64_t>(n) << "</text>\n";
+  }
+  svg << "<text x=\"" << px(left + width / 2) << "\" y=\"" << px(top + height + 34)
+      << "\" text-anchor=\"middle\">ranks (GPUs), log scale</text>\n";
+  static const char* const kDashes[] = {"", "8 4", "2 3", "10 3 2 3"};
+  std::size_t series = 0;
+  for (const auto& p : projections) {
+    if (!p.not_projected.empty() || p.points.empty()) continue;
+    const std::string dash = kDashes[series % 4];
+    const std::string dashed = dash.empty() ? "" : " stroke-dasharray=\"" + dash + "\"";
+    std::ostringstream points;
+    for (const auto& q : p.points) points << px(sx(static_cast<double>(q.ranks))) << "," << px(sy(q.images_per_s)) << " ";
+    const std::string label = (p.mode.empty() ? p.row : p.row + " (" + p.mode + ")") + " on " + p.fabric.name;
+    svg << "<polyline class=\"mark\" points=\"" << points.str() << "\" fill=\"none\" stroke=\"#1a73e8\" stroke-width=\"2\""
+        << dashed << "><title>" << escape(label) << "</title></polyline>\n";
+    const double y = legend_y + 20.0 * static_cast<double>(series);
+    svg << "<line x1=\"" << px(left) << "\" y1=\"" << px(y - 4) << "\" x2=\"" << px(left + 40) << "\" y2=\"" << px(y - 4)
+        << "\" stroke=\"#1a73e8\" stroke-width=\"2\"" << dashed << "/><text x=\"" << px(left + 48) << "\" y=\"" << px(y)
+        << "\">" << escape("projected: " + label) << "</text>\n";
+    ++series;
+  }
+  for (const auto& m : measured) {
+    svg << "<circle class=\"mark\" cx=\"" << px(sx(m.ranks)) << "\" cy=\"" << px(sy(m.images_per_s))
+        << "\" r=\"5\" fill=\"#e8710a\"><title>"
+        << escape(m.label + " measured: " + format_rate(m.images_per_s) + " images/s") << "</title></circle>\n";
+  }
+  const double y = legend_y + 20.0 * static_cast<double>(series);
+  svg << "<circle cx=\"" << px(left + 20) << "\" cy=\"" << px(y - 4) << "\" r=\"5\" fill=\"#e8710a\"/><text x=\""
+      << px(left + 48) << "\" y=\"" << px(y) << "\">measured here (filled circles)</text>\n</svg>\n";
+  return svg.str();
+}
+
 class HtmlReporter final : public Reporter {
   [[nodiscard]] std::string do_render(const ResultDocument& doc, const std::vector<RowSummary>& rows) const override {
     std::ostringstream html;
@@ -556,6 +640,17 @@ class HtmlReporter final : public Reporter {
            << "<h2>Step-time distribution</h2>\n" << step_chart(rows);
       if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.pytorch.has_value(); })) {
         html << "<h2>ddpbench against PyTorch, per row</h2>\n" << pytorch_chart(rows);
+      }
+      if (const auto projections = sweep_projections(doc)) {
+        html << "<h2>Projected scaling</h2>\n<p>Each DDP row projected past this machine to "
+             << escape(doc.sweep->projection.value("fabric", std::string("measured")))
+             << ": its buckets' allreduces costed by the ring model, one after another from when backward made each "
+                "ready, as measured here. Left out: compute slowed by communication, stragglers, topologies beyond "
+                "two levels.</p>\n"
+             << projection_chart(*projections, rows);
+        for (const auto& p : *projections) {
+          if (!p.not_projected.empty()) html << "<p>" << escape(p.row + ": not projected: " + p.not_projected) << "</p>\n";
+        }
       }
     }
     html << "</body>\n</html>\n";

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "harness/base/units.hpp"
+#include "reports/projection.hpp"
 #include "reports/reporter.hpp"
 
 namespace ddpbench {
@@ -211,6 +212,15 @@ class MarkdownReporter final : public Reporter {
              << format_seconds(rank.wait_s) << " | " << format_seconds(rank.step_time_s.p50) << " |\n";
         }
       }
+    }
+
+    if (const auto projections = sweep_projections(doc)) {
+      md << "\n## projected scaling (" << cell(doc.sweep->projection.value("fabric", std::string("measured"))) << ")\n\n"
+         << "Each DDP row projected past this machine: its buckets' allreduces costed by the ring model on the "
+            "fabric, one after another from when backward made each ready, as measured here "
+            "([docs/reports-and-gate.md](docs/reports-and-gate.md)). Left out: compute slowed by communication, "
+            "stragglers, topologies beyond two levels.\n"
+         << markdown_projection(*projections);
     }
 
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return std::isfinite(r.achieved_flops_per_s); })) {

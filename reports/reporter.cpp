@@ -1,6 +1,7 @@
 #include "reports/reporter.hpp"
 
 #include "harness/base/atomic_file.hpp"
+#include "reports/projection.hpp"
 
 namespace ddpbench {
 namespace {
@@ -12,6 +13,7 @@ class JsonReporter final : public Reporter {
       nlohmann::json summary = nlohmann::json::array();
       for (const auto& r : rows) summary.push_back(summary_json(r));
       j["summary"] = std::move(summary);
+      if (const auto projections = sweep_projections(document)) j["projection"] = projection_json(*projections);
     }
     return j.dump(2) + "\n";
   }

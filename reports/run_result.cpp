@@ -235,6 +235,7 @@ void to_json(json& j, const SweepInfo& s) {
   }
   j = json{{"preset", s.preset}, {"note", s.note}, {"baseline_row", s.baseline_row}, {"repeat", s.repeat},
            {"rows", std::move(rows)}};
+  if (!s.projection.is_null()) j["projection"] = s.projection;
 }
 
 void from_json(const json& j, SweepInfo& s) {
@@ -242,6 +243,7 @@ void from_json(const json& j, SweepInfo& s) {
   s.note = j.value("note", "");
   s.baseline_row = j.value("baseline_row", "");
   s.repeat = j.value("repeat", int64_t{1});
+  s.projection = j.value("projection", json(nullptr));
   s.rows.clear();
   for (const auto& r : j.value("rows", json::array())) {
     s.rows.push_back({r.at("name").get<std::string>(), r.value("mode", ""), read_number(r, "tutorial_seconds"),

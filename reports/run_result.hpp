@@ -118,6 +118,7 @@ struct SweepInfo {
   std::string baseline_row;
   int64_t repeat = 1;
   std::vector<SweepRowInfo> rows;
+  nlohmann::json projection = nullptr;  // sweep --project: the projection's options (reports/projection.hpp)
 };
 
 /// One result file: what ran, where, and its rows.

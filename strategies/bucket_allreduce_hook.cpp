@@ -1,6 +1,7 @@
 #include "strategies/bucket_allreduce_hook.hpp"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -70,6 +71,8 @@ struct BucketTimeline::Step {
   int64_t step = 0;
   std::mutex mutex;
   std::vector<Interval> intervals;
+  std::vector<std::pair<std::size_t, Mark>> ready;  // each bucket as the Reducer handed it over
+  Mark backward_start;
   Mark last_gradient;
   std::optional<BucketCommFigures> figures;  // once resolved
 
@@ -84,6 +87,18 @@ void BucketTimeline::start_step(int64_t step) {
   std::lock_guard lock(mutex_);
   step_ = std::make_shared<Step>();
   step_->step = step;
+}
+
+void BucketTimeline::backward_started() {
+  std::lock_guard lock(mutex_);
+  std::lock_guard step_lock(step_->mutex);
+  step_->backward_start = mark_now(device_);
+}
+
+void BucketTimeline::bucket_ready(std::size_t bucket_index) {
+  std::lock_guard lock(mutex_);
+  std::lock_guard step_lock(step_->mutex);
+  step_->ready.emplace_back(bucket_index, mark_now(device_));
 }
 
 void BucketTimeline::last_gradient_ready() {
@@ -135,14 +150,20 @@ BucketCommFigures BucketTimeline::Step::resolve() {
   BucketCommFigures& f = *figures;
   f.buckets = static_cast<int64_t>(intervals.size());
   if (intervals.empty()) return f;
-  // Every mark as seconds after the first launch, which comes first on the stream too.
-  const Mark& origin = intervals.front().start;
+  // Every mark as seconds after backward's start (else the first launch, which comes first
+  // on the stream too).
+  const Mark& origin = backward_start.set ? backward_start : intervals.front().start;
   std::vector<std::pair<double, double>> spans;
   double last_end = 0;
   for (const Interval& i : intervals) {
     if (!i.end.set) continue;  // failed: the step fails with it
     spans.emplace_back(seconds_from(origin, i.start), seconds_from(origin, i.end));
     last_end = std::max(last_end, spans.back().second);
+    BucketSpan span{i.bucket, kNotMeasured, spans.back().first, spans.back().second};
+    for (const auto& [bucket, mark] : ready) {
+      if (bucket == i.bucket) span.ready_s = seconds_from(origin, mark);
+    }
+    f.spans.push_back(span);
   }
   // Overlapping allreduces (Gloo runs several at once) count once: the union of the spans.
   std::sort(spans.begin(), spans.end());
@@ -156,16 +177,22 @@ BucketCommFigures BucketTimeline::Step::resolve() {
     const double last_gradient_s = seconds_from(origin, last_gradient);
     f.exposed_s = std::max(0.0, last_end - last_gradient_s);
     for (const auto& [start, end] : spans) f.launched_before_last_gradient += start < last_gradient_s ? 1 : 0;
+    if (backward_start.set) f.backward_compute_s = last_gradient_s;
   }
   return f;
 }
+
+namespace {
+constexpr std::size_t kKeptSteps = 256;
+}  // namespace
 
 std::function<BucketCommFigures()> BucketTimeline::finish_step() {
   std::shared_ptr<Step> step;
   {
     std::lock_guard lock(mutex_);
     step = std::exchange(step_, std::make_shared<Step>());
-    last_finished_ = step;
+    finished_.push_back(step);
+    while (finished_.size() > kKeptSteps) finished_.pop_front();
   }
   return [step] {
     std::lock_guard step_lock(step->mutex);
@@ -177,11 +204,45 @@ BucketCommFigures BucketTimeline::last_step_figures() {
   std::shared_ptr<Step> step;
   {
     std::lock_guard lock(mutex_);
-    step = last_finished_;
+    if (finished_.empty()) return {};
+    step = finished_.back();
   }
-  if (!step) return {};
   std::lock_guard step_lock(step->mutex);
   return step->resolve();
+}
+
+BucketTimelineSummary BucketTimeline::summary() {
+  std::vector<BucketCommFigures> steps;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& step : finished_) {
+      std::lock_guard step_lock(step->mutex);
+      steps.push_back(step->resolve());
+    }
+  }
+  BucketTimelineSummary s;
+  if (steps.empty()) return s;
+  // The final layout's steps, the first of them (the rebuild's) left out.
+  const std::size_t layout = steps.back().spans.size();
+  std::size_t first = steps.size();
+  while (first > 0 && steps[first - 1].spans.size() == layout) --first;
+  if (steps.size() - first > 1) ++first;
+  std::map<std::size_t, BucketSpan> sums;
+  double backward = 0;
+  for (std::size_t i = first; i < steps.size(); ++i) {
+    for (const BucketSpan& span : steps[i].spans) {
+      BucketSpan& sum = sums.try_emplace(span.bucket, BucketSpan{span.bucket, 0, 0, 0}).first->second;
+      sum.ready_s += span.ready_s;
+      sum.start_s += span.start_s;
+      sum.end_s += span.end_s;
+    }
+    backward += steps[i].backward_compute_s;
+  }
+  s.steps = static_cast<int64_t>(steps.size() - first);
+  const auto n = static_cast<double>(s.steps);
+  for (auto& [bucket, sum] : sums) s.buckets.push_back(BucketSpan{bucket, sum.ready_s / n, sum.start_s / n, sum.end_s / n});
+  s.backward_compute_s = backward / n;
+  return s;
 }
 
 BucketAllreduceHook::BucketAllreduceHook(const Communicator& comm, c10::Device device, bool overlap,
@@ -199,6 +260,7 @@ c10::intrusive_ptr<c10::ivalue::Future> BucketAllreduceHook::runHook(c10d::GradB
   // The Reducer hands buckets over in order; the last one is ready when backward's last
   // gradient is.
   const bool last = bucket.isLast();
+  timeline_->bucket_ready(bucket.getIndex());
   if (last) timeline_->last_gradient_ready();
   if (overlap_) return launch(bucket.getBufferRef(), bucket.getIndex());
   if (!last) {

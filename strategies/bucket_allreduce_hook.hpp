@@ -7,6 +7,7 @@
 // With overlap off, buckets are held until the last one is ready (the last gradient of
 // backward) and then launched in order: the same buckets and arithmetic, no overlap.
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -17,11 +18,20 @@
 #include <torch/csrc/distributed/c10d/comm.hpp>
 
 #include "harness/base/clock.hpp"
+#include "harness/base/step_record.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "strategies/strategy_options.hpp"
 #include "harness/timing/nvtx.hpp"
 
 namespace ddpbench {
+
+/// One bucket of one step, in seconds after backward started, on the step's device.
+struct BucketSpan {
+  std::size_t bucket = 0;
+  double ready_s = kNotMeasured;  // the Reducer handed it over: its last gradient was ready
+  double start_s = kNotMeasured;  // its allreduce launched
+  double end_s = kNotMeasured;    // ... and completed
+};
 
 /// One step's communication, resolved once the step has finished on the device.
 struct BucketCommFigures {
@@ -29,6 +39,17 @@ struct BucketCommFigures {
   double exposed_s = 0;    // from the last gradient's readiness to the last completion
   int64_t buckets = 0;
   int64_t launched_before_last_gradient = 0;  // buckets whose allreduce overlapped backward
+  double backward_compute_s = kNotMeasured;   // from backward's start to its last gradient
+  std::vector<BucketSpan> spans;              // in launch order
+};
+
+/// What a projection of this row needs (reports/projection.hpp): each bucket's ready time and
+/// allreduce time after backward's start, and backward's compute, as means over the steps
+/// since the buckets took their final layout (the first such step, the rebuild's, left out).
+struct BucketTimelineSummary {
+  std::vector<BucketSpan> buckets;  // by bucket index; start_s and end_s hold the mean launch and completion
+  double backward_compute_s = kNotMeasured;
+  int64_t steps = 0;
 };
 
 /// The launch and completion of every bucket allreduce of one step. Launches and
@@ -46,6 +67,8 @@ class BucketTimeline {
   std::function<BucketCommFigures()> finish_step();
   /// The figures of the last step handed over (after the device has finished it).
   [[nodiscard]] BucketCommFigures last_step_figures();
+  /// The steps handed over, summarised (after the device has finished them).
+  [[nodiscard]] BucketTimelineSummary summary();
 
   struct Step;
   /// A launched allreduce, for completed().
@@ -53,6 +76,10 @@ class BucketTimeline {
     std::shared_ptr<Step> step;
     std::size_t slot = 0;
   };
+  /// Backward starts (on a GPU: once the current stream reaches here).
+  void backward_started();
+  /// The Reducer hands a bucket over: its gradients are all ready.
+  void bucket_ready(std::size_t bucket_index);
   /// Backward's last gradient is ready (on a GPU: once the current stream reaches here).
   void last_gradient_ready();
   /// A bucket's allreduce launches, after what the current stream has queued so far.
@@ -68,7 +95,7 @@ class BucketTimeline {
   c10::Device device_;
   std::mutex mutex_;
   std::shared_ptr<Step> step_;
-  std::shared_ptr<Step> last_finished_;
+  std::deque<std::shared_ptr<Step>> finished_;  // the last kKeptSteps handed over
 };
 
 class BucketAllreduceHook final : public c10d::CommHookInterface {

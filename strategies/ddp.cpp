@@ -63,6 +63,7 @@ class DdpStrategy final : public Strategy {
     TrainingSetup& s = setup();
     timeline_->start_step(s.timer.step());
     const at::Tensor loss = forward_loss(batch, [&](const at::Tensor& images) { return ddp_forward(images); });
+    timeline_->backward_started();
     try {
       return backward_and_step(loss, [&] { account_communication(); });
     } catch (const CollectiveError&) {
@@ -113,6 +114,21 @@ class DdpStrategy final : public Strategy {
     int64_t gradient_bytes = 0;
     for (int64_t b : logger_->get_bucket_sizes()) gradient_bytes += b;
     d["gradient_bytes_per_step"] = gradient_bytes;
+    // What a projection to other clusters needs (ddpbench project): when backward makes each
+    // bucket ready, how long its allreduce took here, and backward's own compute.
+    const BucketTimelineSummary timeline = timeline_->summary();
+    nlohmann::json buckets = nlohmann::json::array();
+    const std::vector<int64_t> sizes = logger_->get_bucket_sizes();
+    for (const BucketSpan& b : timeline.buckets) {
+      buckets.push_back({{"bucket", b.bucket},
+                         {"bytes", b.bucket < sizes.size() ? nlohmann::json(sizes[b.bucket]) : nlohmann::json(nullptr)},
+                         {"ready_s", b.ready_s},
+                         {"start_s", b.start_s},
+                         {"allreduce_s", b.end_s - b.start_s}});
+    }
+    d["bucket_timeline"] = buckets;
+    d["bucket_timeline_steps"] = timeline.steps;
+    d["backward_compute_s"] = timeline.backward_compute_s;
     // The Reducer's own runtime statistics, sampled at its iterations 1-10 and every 100th.
     d["reducer_avg_forward_compute_s"] = nlohmann::json(nanoseconds_to_seconds(logged.ints_map, "avg_forward_compute_time"));
     d["reducer_avg_backward_compute_s"] = nanoseconds_to_seconds(logged.ints_map, "avg_backward_compute_time");

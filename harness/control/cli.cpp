@@ -1,5 +1,7 @@
 #include "harness/control/cli.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <set>
 #include <sstream>
@@ -7,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/control/run_options.hpp"
+#include "reports/projection.hpp"
 
 namespace ddpbench {
 namespace {
@@ -64,6 +67,9 @@ Command parse_command_line(int argc, const char* const* argv) {
   sweep->add_flag("--reference", sweep_command.reference,
                   "after each row, run PyTorch's own implementation of it (torch-single, torch-dp, torch-ddp) on the "
                   "same data, weights and clock, and report the two side by side");
+  sweep->add_option("--project", sweep_command.project,
+                    "project the DDP rows to this fabric (measured, hdr-ib, ndr-ib, ethernet-100g) in the reports: "
+                    "1 to 512 ranks, 8 to a node (ddpbench project gives every choice)");
   RunConfig sweep_scratch;  // overrides are checked as they are given
   add_run_options(*sweep, [&](const RunOption& opt, const std::string& value) {
     if (opt.key == "out" || opt.key == "name") {
@@ -86,7 +92,8 @@ Command parse_command_line(int argc, const char* const* argv) {
                     "compare results from different machines or software (GPUs, CPU, LibTorch, CUDA, cuDNN, NCCL, "
                     "driver, dataset)");
   compare->add_option("--normalize-by", compare_command.normalize_by,
-                      "divide each row's metric by this row's in the same file (e.g. single), to gate on ratios");
+                      "divide each row's metric by this row's in the same file (e.g. single), or with `twin` each "
+                      "repetition by its PyTorch twin's (sweep --reference), to gate on ratios");
   compare->add_option("--alpha", compare_command.alpha, "significance level of the rank test (default 0.05)");
   compare->add_option("--out", compare_command.out, "also write the Markdown table to this file");
   compare->add_option("--min-vs-pytorch", compare_command.min_vs_pytorch,
@@ -96,6 +103,23 @@ Command parse_command_line(int argc, const char* const* argv) {
                       "rows (by name) of the baseline that may be absent, skipped or interrupted now; any other "
                       "such row is a regression")
       ->delimiter(',');
+
+  ProjectCommand project_command;
+  auto* project = app.add_subcommand("project", "project a result file's DDP rows to another cluster (ring model "
+                                                "over the measured bucket timeline)");
+  project->add_option("results", project_command.results, "result JSON with DDP rows")->required();
+  project->add_option("--ranks", project_command.ranks, "rank counts to project to (default 1,2,4,...,512)")
+      ->delimiter(',');
+  project->add_option("--ranks-per-node", project_command.ranks_per_node, "ranks that share a node (default 8)");
+  project->add_option("--fabric", project_command.fabric,
+                      "measured (the link the row ran on), hdr-ib, ndr-ib or ethernet-100g (data-sheet figures)");
+  project->add_option("--intra-node-gbps", project_command.intra_node_gbps, "bandwidth between ranks of a node, Gbit/s");
+  project->add_option("--inter-node-gbps", project_command.inter_node_gbps, "bandwidth between nodes, Gbit/s");
+  project->add_option("--latency-us", project_command.latency_us, "latency of one ring step, microseconds");
+  project->add_option("--calibrate", project_command.calibrate,
+                      "ddpbench_microbench's JSON (--benchmark_format=json): the measured link's latency and bandwidth "
+                      "fitted to its allreduce times, instead of to the row's own buckets");
+  project->add_option("--out-dir", project_command.out_dir, "also write projection.json and projection.md here");
 
   try {
     app.parse(argc, argv);
@@ -117,6 +141,13 @@ Command parse_command_line(int argc, const char* const* argv) {
   if (sweep->parsed()) {
     if (sweep_command.repeat < 1) throw InputError("--repeat must be positive (got " + std::to_string(sweep_command.repeat) + ")");
     if (sweep_command.out_dir.empty()) throw InputError("--out-dir must not be empty");
+    if (!sweep_command.project.empty() && sweep_command.project != "measured") {
+      const auto& fabrics = named_fabrics();
+      std::string names = "measured";
+      for (const auto& f : fabrics) names += "|" + f.name;
+      const bool known = std::any_of(fabrics.begin(), fabrics.end(), [&](const Fabric& f) { return f.name == sweep_command.project; });
+      if (!known) throw InputError("--project " + sweep_command.project + ": expected " + names);
+    }
     return sweep_command;
   }
   if (compare->parsed()) {
@@ -130,6 +161,21 @@ Command parse_command_line(int argc, const char* const* argv) {
       throw InputError("--alpha must be in (0, 1) (got " + std::to_string(compare_command.alpha) + ")");
     }
     return compare_command;
+  }
+  if (project->parsed()) {
+    if (project_command.ranks.empty()) throw InputError("--ranks must list at least one rank count");
+    for (int64_t n : project_command.ranks) {
+      if (n < 1) throw InputError("--ranks: " + std::to_string(n) + " is not a rank count");
+    }
+    if (project_command.ranks_per_node < 1) {
+      throw InputError("--ranks-per-node must be positive (got " + std::to_string(project_command.ranks_per_node) + ")");
+    }
+    if (!(project_command.intra_node_gbps >= 0) || !(project_command.inter_node_gbps >= 0) ||
+        !std::isfinite(project_command.intra_node_gbps) || !std::isfinite(project_command.inter_node_gbps)) {
+      throw InputError("--intra-node-gbps and --inter-node-gbps must be positive numbers");
+    }
+    if (!std::isfinite(project_command.latency_us)) throw InputError("--latency-us must be a number");
+    return project_command;
   }
   throw InputError("no subcommand given (see --help)");
 }

@@ -30,6 +30,19 @@ struct CompareCommand {
   std::vector<std::string> allow_missing;  // rows that may be absent, skipped or interrupted now
 };
 
+/// `ddpbench project`: DDP rows of a result file projected to another cluster.
+struct ProjectCommand {
+  std::string results;
+  std::vector<int64_t> ranks = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+  int64_t ranks_per_node = 8;
+  std::string fabric = "measured";
+  double intra_node_gbps = 0;  // 0: the fabric's
+  double inter_node_gbps = 0;
+  double latency_us = -1;      // negative: the fabric's
+  std::string calibrate;       // ddpbench_microbench's JSON: the link measured
+  std::string out_dir;         // also write projection.json and projection.md there
+};
+
 struct SweepCommand {
   std::string table = "auto";    // auto (tutorial with GPUs, cpu without) | tutorial | cpu
   std::string file;              // a sweep file instead of a preset
@@ -41,10 +54,11 @@ struct SweepCommand {
   std::string gbench_json;       // also write Google Benchmark JSON here
   bool dry_run = false;          // print each row's command, run nothing
   bool reference = false;        // run each row's PyTorch twin right after it
+  std::string project;           // a fabric to project the DDP rows to in the reports; empty: none
   std::vector<std::pair<std::string, std::string>> overrides;  // run options given, in order
 };
 
-using Command = std::variant<HelpRequest, RunCommand, ListCommand, CompareCommand, SweepCommand>;
+using Command = std::variant<HelpRequest, RunCommand, ListCommand, CompareCommand, SweepCommand, ProjectCommand>;
 
 /// Parses argv (argv[0] included). Throws InputError on any bad flag or value; the
 /// returned RunConfig has passed validate().

@@ -16,6 +16,7 @@
 #include "harness/launch/interruption.hpp"
 #include "harness/launch/process_supervisor.hpp"
 #include "reports/compare.hpp"
+#include "reports/projection.hpp"
 #include "reports/reporter.hpp"
 #include "reports/result_file.hpp"
 
@@ -267,6 +268,11 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
   plan.info.preset = command.file.empty() ? (cpu ? "cpu" : "tutorial") : definition.name;
   plan.info.baseline_row = definition.baseline_row;
   plan.info.repeat = command.repeat;
+  if (!command.project.empty()) {
+    ProjectionOptions projection;
+    projection.fabric = command.project;
+    plan.info.projection = projection_options_json(projection);
+  }
   if (cpu) {
     plan.info.note = "No GPU on this machine: the CPU preset. The tutorial's rows run as Gloo ranks and CPU replicas "
                      "sharing " + std::to_string(env.machine.cpu_cores) + " cores, batches divided by " +

@@ -327,14 +327,16 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
       impl_->group->setBoundDeviceId(options.device);
       impl_->group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
       impl_->group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
-      const bool connected = within<bool>(options.timeout, [backend, device = options.device] {
-        backend->eagerConnectSingleDevice(device);
-        return true;
-      }).value_or(false);
-      if (!connected) {
+      // On a thread of its own: one left blocked in NCCL ends with the process.
+      auto connect = std::make_shared<std::packaged_task<void()>>(
+          [backend, device = options.device] { backend->eagerConnectSingleDevice(device); });
+      auto connected = connect->get_future();
+      std::thread([connect] { (*connect)(); }).detach();
+      if (connected.wait_for(options.timeout) != std::future_status::ready) {
         throw std::runtime_error("NCCL's communicator did not form within " +
                                  std::to_string(options.timeout.count() / 1000) + " s (ncclCommInitRank)");
       }
+      connected.get();  // NCCL's own error, if it failed
 #endif
     }
     // Every rank leaves the constructor with the group formed, or with an error.

@@ -6,6 +6,7 @@
 #include <torch/cuda.h>
 
 #include "harness/launch/launcher.hpp"
+#include "harness/launch/rank_environment.hpp"
 #include "harness/microbenchmarks/world.hpp"
 
 namespace ddpbench::microbench {
@@ -26,6 +27,7 @@ void set_bandwidth(benchmark::State& state, int64_t bytes, int64_t world) {
     state.SetLabel("busbw n/a: one rank, no link crossed");
   }
   state.counters["bytes"] = static_cast<double>(bytes);
+  state.counters["ranks"] = static_cast<double>(world);
 }
 
 // Two ranks on two benchmark threads: each iteration is one allreduce both take part in.
@@ -37,6 +39,29 @@ void BM_GlooAllreduce(benchmark::State& state) {
   set_bandwidth(state, bytes, 2);
 }
 BENCHMARK(BM_GlooAllreduce)->RangeMultiplier(16)->Range(1 << 10, 64 << 20)->Threads(2)->UseRealTime()->Iterations(20);
+
+// One rank of a world someone else started (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, as
+// torchrun sets them): the allreduce between those processes, over the link between them.
+// Every rank runs the same sizes and iterations in step; `ddpbench project --calibrate` fits
+// the ring model's latency and bandwidth to rank 0's JSON. Skipped outside such a world.
+void BM_RankAllreduce(benchmark::State& state) {
+  static const std::shared_ptr<Communicator> comm = []() -> std::shared_ptr<Communicator> {
+    const auto env = rank_environment_from_process();
+    if (!env || env->world_size < 2) return nullptr;
+    return std::make_shared<Communicator>(
+        CommunicatorOptions{*env, CommBackend::gloo, c10::kCPU, std::chrono::seconds(120)});
+  }();
+  if (!comm) {
+    state.SkipWithError("not a rank of a world of 2 or more (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT)");
+    return;
+  }
+  const int64_t bytes = state.range(0);
+  auto tensor = at::ones({bytes / 4}, at::kFloat);
+  comm->sum(tensor, "allreduce");  // every rank here before the clock starts
+  for (auto _ : state) comm->sum(tensor, "allreduce");
+  set_bandwidth(state, bytes, comm->world_size());
+}
+BENCHMARK(BM_RankAllreduce)->RangeMultiplier(4)->Range(64 << 10, 16 << 20)->UseRealTime()->Iterations(6);
 
 // Gloo with one rank: the collective's own overhead, and the "n/a" bus bandwidth of a world
 // with no link.

@@ -7,6 +7,7 @@
 
 #include "harness/base/input_error.hpp"
 #include "harness/control/compare_command.hpp"
+#include "harness/control/project_command.hpp"
 #include "harness/runner/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
     if (std::holds_alternative<ListCommand>(command)) return list_command();
     if (const auto* compare = std::get_if<CompareCommand>(&command)) return compare_command(*compare);
     if (const auto* sweep = std::get_if<SweepCommand>(&command)) return sweep_command(*sweep, args);
+    if (const auto* project = std::get_if<ProjectCommand>(&command)) return project_command(*project);
     std::cerr << "ddpbench: internal error: unhandled command\n";
     return 1;
   } catch (const InputError& e) {

@@ -181,6 +181,77 @@ TEST(Compare, NormalisingByARowGatesOnRatios) {
   for (const auto& m : c.metrics) EXPECT_NEAR(m.ratio, 1.0, 1e-12) << m.row;
 }
 
+// --normalize-by twin: each repetition over its PyTorch twin's, run back to back with it. A
+// machine 30 % slower in the current sweep slows both alike and is no regression; ddpbench 15 %
+// slower than its twin on the same machine is one, whatever the machine did.
+TEST(Compare, NormalisingByTheTwinCancelsTheMachinesDrift) {
+  const ResultDocument base = testing::twin_document({100, 102, 98, 101, 99}, {100, 100, 100, 100, 100});
+  const ResultDocument drifted = testing::twin_document({70, 71.4, 68.6, 70.7, 69.3}, {70, 70, 70, 70, 70});
+  const ResultDocument slowed = testing::twin_document({85, 86.7, 83.3, 85.9, 84.2}, {100, 100, 100, 100, 100});
+  CompareOptions options;
+  EXPECT_TRUE(compare_results(base, drifted, options).regression()) << "raw times see the machine";
+  options.normalize_by = "twin";
+  const Comparison held = compare_results(base, drifted, options);
+  EXPECT_FALSE(held.regression()) << markdown_comparison(held, options);
+  ASSERT_EQ(held.metrics.size(), 2u) << "the twin rows are not timed";
+  for (const auto& m : held.metrics) {
+    EXPECT_EQ(m.row, "ddp");
+    EXPECT_NEAR(m.ratio, 1.0, 1e-9) << m.metric;
+  }
+  const Comparison caught = compare_results(base, slowed, options);
+  EXPECT_TRUE(caught.regression());
+  EXPECT_NEAR(metric(caught, "steady_images_per_s").ratio, 0.85, 0.005);
+  EXPECT_NE(markdown_comparison(caught, options).find("| ddp (faithful) | train_time_s / twin | 1.000 | 1.176 |"),
+            std::string::npos)
+      << markdown_comparison(caught, options);
+}
+
+// Pairs are the same repetition: twins that swing from 60 to 140 images/s, tracked exactly by
+// ddpbench in each repetition, are ratios of exactly 1 (a median of the twin would scatter them).
+TEST(Compare, TheTwinDividesItsOwnRepetition) {
+  const ResultDocument base = testing::twin_document({60, 140, 80, 120, 100}, {60, 140, 80, 120, 100});
+  const ResultDocument cur = testing::twin_document({130, 70, 110, 90, 65}, {130, 70, 110, 90, 65});
+  CompareOptions options;
+  options.normalize_by = "twin";
+  const Comparison c = compare_results(base, cur, options);
+  for (const auto& m : c.metrics) {
+    for (const double v : m.baseline) EXPECT_NEAR(v, 1.0, 1e-12) << m.metric;
+    for (const double v : m.current) EXPECT_NEAR(v, 1.0, 1e-12) << m.metric;
+    EXPECT_EQ(m.verdict, Verdict::unchanged);
+  }
+  // A repetition whose twin failed now has no ratio; the others still gate.
+  ResultDocument one_lost = cur;
+  for (auto& r : one_lost.runs) {
+    if (r.name == "ddp.torch" && r.repetition == 1) r.status = RunStatus::failed;
+  }
+  const Comparison fewer = compare_results(base, one_lost, options);
+  EXPECT_EQ(metric(fewer, "train_time_s").current.size(), 4u);
+  EXPECT_EQ(metric(fewer, "train_time_s").baseline.size(), 5u);
+}
+
+// A row without a twin is named as not timed; a baseline without any twin is bad input.
+TEST(Compare, NormalisingByTheTwinNeedsTwins) {
+  ResultDocument base = testing::twin_document({100, 100}, {100, 100});
+  for (auto r : repetitions("dp", {10.0, 10.1})) {
+    r.mode = "faithful";
+    base.runs.push_back(r);
+  }
+  CompareOptions options;
+  options.normalize_by = "twin";
+  const Comparison c = compare_results(base, base, options);
+  EXPECT_NE(std::find(c.not_compared.begin(), c.not_compared.end(),
+                      "dp (faithful): no PyTorch twin in the baseline to normalise by (--normalize-by twin)"),
+            c.not_compared.end());
+  for (const auto& m : c.metrics) EXPECT_NE(m.row, "dp");
+  const auto plain = document_with(repetitions("single", {10.0, 10.1}));
+  try {
+    compare_results(plain, plain, options);
+    FAIL() << "normalised by twins that are not there";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--normalize-by twin: the baseline has no PyTorch twin rows"), std::string::npos);
+  }
+}
+
 TEST(Compare, UnknownMetricIsBadInput) {
   const auto doc = document_with(repetitions("single", {10.0}));
   CompareOptions options;
@@ -216,6 +287,13 @@ TEST(Compare, ARowBelowItsPyTorchTwinFailsTheFloor) {
       << markdown_comparison(below, options);
   options.min_vs_pytorch = 0.9;
   EXPECT_FALSE(compare_results(slower, slower, options).regression());
+  options.min_vs_pytorch = 1.0;
+  options.metrics = {"steady_images_per_s"};
+  const Comparison steady_only = compare_results(slower, slower, options);
+  ASSERT_EQ(steady_only.pytorch.size(), 1u) << "the floor checks the metrics that gate";
+  EXPECT_EQ(steady_only.pytorch[0].metric, "steady_images_per_s");
+  options.metrics = {"test_accuracy"};
+  EXPECT_EQ(compare_results(slower, slower, options).pytorch.size(), 2u) << "neither speed asked: both";
   options.min_vs_pytorch.reset();
   EXPECT_FALSE(compare_results(slower, slower, options).regression()) << "no floor unless asked";
 }

@@ -1,4 +1,5 @@
-"""results.html in a real browser: a small sweep (with PyTorch twins) rendered by headless
+"""results.html in a real browser: a small sweep (with PyTorch twins, and its DDP rows projected
+past this machine) rendered by headless
 Chromium through Selenium and chromium-driver (Debian's chromium, chromium-driver and
 python3-selenium, installed by the set-up). Every chart must have marks, a title and labelled
 axes, and nothing may overflow its chart or the page. The screenshot is kept at
@@ -80,7 +81,8 @@ class HtmlInBrowserTest(unittest.TestCase):
         out = self.scratch / "out"
         binary = os.environ.get("DDPBENCH_BINARY", "build/ddpbench")
         done = subprocess.run([binary, "sweep", "--file", str(sweep), "--out-dir", str(out), "--mode", "faithful",
-                               "--reference"], capture_output=True, text=True, timeout=600, check=False)
+                               "--reference", "--project", "measured"], capture_output=True, text=True, timeout=600,
+                              check=False)
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         return out / "results.html"
 
@@ -111,7 +113,7 @@ class HtmlInBrowserTest(unittest.TestCase):
 
         titles = [chart["title"] for chart in found["charts"]]
         expected = ["Epoch time", "Where a step's time goes", "Speed-up and scaling efficiency",
-                    "Step-time distribution", "ddpbench against PyTorch"]
+                    "Step-time distribution", "ddpbench against PyTorch", "Projected images per second"]
         self.assertEqual(len(titles), len(expected), titles)
         for title, start in zip(titles, expected):
             self.assertTrue(title.startswith(start), f"{title!r} is not the {start!r} chart")
@@ -119,8 +121,8 @@ class HtmlInBrowserTest(unittest.TestCase):
             with self.subTest(chart=chart["title"]):
                 self.assertGreater(chart["marks"], 0, "a chart without marks")
                 self.assertEqual(chart["outside"], [], "elements outside the chart's box")
-                # Axes say their units: seconds, milliseconds, percent or ratios.
-                units = [t for t in chart["texts"] if any(u in t for u in (", s", ", ms", "%", ", x", "(x"))]
+                # Axes say their units: seconds, milliseconds, percent, ratios or images/s.
+                units = [t for t in chart["texts"] if any(u in t for u in (", s", ", ms", "%", ", x", "(x", "images/s"))]
                 self.assertTrue(units, f"no axis label with units among {chart['texts'][:20]}")
         self.assertLessEqual(found["page_width"], found["window_width"], "the page is wider than the window")
 

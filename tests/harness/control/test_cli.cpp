@@ -70,5 +70,21 @@ TEST(Cli, HelpAndVersionAreRequestsNotErrors) {
 
 TEST(Cli, List) { EXPECT_TRUE(std::holds_alternative<ListCommand>(parse({"list"}))); }
 
+// sweep --project takes a fabric it knows; project takes rank counts and a fabric.
+TEST(Cli, ProjectionsAreAskedForByFabric) {
+  const auto sweep = std::get<SweepCommand>(parse({"sweep", "--project", "ndr-ib"}));
+  EXPECT_EQ(sweep.project, "ndr-ib");
+  EXPECT_THROW(parse({"sweep", "--project", "nowhere"}), InputError);
+  const auto project = std::get<ProjectCommand>(parse({"project", "r.json", "--ranks", "8,64", "--ranks-per-node", "4",
+                                                       "--inter-node-gbps", "200", "--latency-us", "5"}));
+  EXPECT_EQ(project.results, "r.json");
+  EXPECT_EQ(project.ranks, (std::vector<int64_t>{8, 64}));
+  EXPECT_EQ(project.ranks_per_node, 4);
+  EXPECT_DOUBLE_EQ(project.inter_node_gbps, 200);
+  EXPECT_DOUBLE_EQ(project.latency_us, 5);
+  EXPECT_THROW(parse({"project", "r.json", "--ranks", "-2"}), InputError);
+  EXPECT_THROW(parse({"project"}), InputError);
+}
+
 }  // namespace
 }  // namespace ddpbench

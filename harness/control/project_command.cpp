@@ -1,0 +1,56 @@
+#include "harness/control/project_command.hpp"
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
+#include "harness/base/atomic_file.hpp"
+#include "harness/base/input_error.hpp"
+#include "reports/result_file.hpp"
+
+namespace ddpbench {
+
+ProjectionOptions projection_options(const ProjectCommand& c) {
+  ProjectionOptions o;
+  o.ranks = c.ranks;
+  o.ranks_per_node = c.ranks_per_node;
+  o.fabric = c.fabric;
+  if (c.intra_node_gbps > 0) o.intra_node_gbps = c.intra_node_gbps;
+  if (c.inter_node_gbps > 0) o.inter_node_gbps = c.inter_node_gbps;
+  if (c.latency_us >= 0) o.latency_us = c.latency_us;
+  if (!c.calibrate.empty()) {
+    std::ifstream in(c.calibrate, std::ios::binary);
+    if (!in) throw InputError("--calibrate: cannot read '" + c.calibrate + "'");
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError("--calibrate: '" + c.calibrate + "' is not valid JSON: " + e.what());
+    }
+    o.calibration = link_from_microbenchmark(doc, c.calibrate);
+  }
+  return o;
+}
+
+int project_command(const ProjectCommand& command) {
+  const ProjectionOptions options = projection_options(command);
+  if (!command.out_dir.empty()) require_writable(std::filesystem::path(command.out_dir) / "projection.json", "--out-dir");
+  const ResultDocument doc = read_result_file(command.results);
+  const std::vector<RowProjection> projections = project_document(doc, options);
+  if (projections.empty()) throw InputError(command.results + " has no DDP row to project");
+  const std::string md = "# ddpbench projection of " + command.results + "\n" + markdown_projection(projections);
+  if (!command.out_dir.empty()) {
+    const std::filesystem::path dir(command.out_dir);
+    const nlohmann::json out = {{"source", command.results},
+                                {"options", projection_options_json(options)},
+                                {"calibration", options.calibration ? nlohmann::json(options.calibration->source)
+                                                                    : nlohmann::json(nullptr)},
+                                {"projections", projection_json(projections)}};
+    write_file_atomically(dir / "projection.json", out.dump(2) + "\n");
+    write_file_atomically(dir / "projection.md", md);
+  }
+  std::cout << md << std::flush;
+  return 0;
+}
+
+}  // namespace ddpbench

@@ -1,0 +1,16 @@
+#pragma once
+// `ddpbench project`: a result file's DDP rows projected to another cluster
+// (reports/projection.hpp). No LibTorch.
+#include "harness/control/cli.hpp"
+#include "reports/projection.hpp"
+
+namespace ddpbench {
+
+/// The command line's choices as the projection's options (the calibration file read).
+ProjectionOptions projection_options(const ProjectCommand& command);
+
+/// Prints the projection as Markdown (and writes projection.json and projection.md into
+/// --out-dir); 0, or InputError (2) for an unreadable file or one without DDP rows.
+int project_command(const ProjectCommand& command);
+
+}  // namespace ddpbench

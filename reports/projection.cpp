@@ -1,0 +1,360 @@
+#include "reports/projection.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "harness/base/input_error.hpp"
+#include "harness/base/units.hpp"
+
+namespace ddpbench {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kGbit = 1e9 / 8;  // bytes per second in a Gbit/s
+
+double number_or(const json& object, const char* key, double fallback) {
+  if (!object.is_object() || !object.contains(key) || !object.at(key).is_number()) return fallback;
+  return object.at(key).get<double>();
+}
+
+// What the hook puts on the wire per gradient byte: fp16 and bf16 compression halve it.
+double wire_fraction(const RunResult& r) {
+  const json hook = r.config.value("comm-hook", json("allreduce"));
+  return hook == "allreduce" ? 1.0 : 0.5;
+}
+
+struct MeasuredBucket {
+  double bytes = 0;
+  double ready_s = 0;
+  double allreduce_s = 0;
+};
+
+// Fabric `name` from the table, or the one fitted to what was measured.
+Fabric chosen_fabric(const ProjectionOptions& options, const Fabric& measured) {
+  Fabric f = measured;
+  if (options.fabric != "measured") {
+    const auto& named = named_fabrics();
+    const auto it = std::find_if(named.begin(), named.end(), [&](const Fabric& n) { return n.name == options.fabric; });
+    if (it == named.end()) {
+      std::string names = "measured";
+      for (const auto& n : named) names += "|" + n.name;
+      throw InputError("--fabric " + options.fabric + ": expected " + names);
+    }
+    f = *it;
+  }
+  if (options.intra_node_gbps) f.intra.bytes_per_s = *options.intra_node_gbps * kGbit;
+  if (options.inter_node_gbps) f.inter.bytes_per_s = *options.inter_node_gbps * kGbit;
+  if (options.latency_us) f.intra.latency_s = f.inter.latency_s = *options.latency_us * 1e-6;
+  if (options.intra_node_gbps || options.inter_node_gbps || options.latency_us) f.source += ", with the figures given";
+  return f;
+}
+
+// The step at `ranks` ranks: the buckets' allreduces one after another, each from when
+// backward made it ready; backward ends at its compute or at the last allreduce.
+ProjectedPoint step_at(int64_t ranks, int64_t per_node, const Fabric& fabric, const std::vector<MeasuredBucket>& buckets,
+                       double forward_s, double backward_compute_s, double optimizer_s, double data_s) {
+  ProjectedPoint p;
+  p.ranks = ranks;
+  double stream_free = 0, comm = 0;
+  if (ranks > 1) {
+    for (const MeasuredBucket& b : buckets) {
+      const double t = allreduce_seconds(b.bytes, ranks, per_node, fabric);
+      stream_free = std::max(stream_free, b.ready_s) + t;
+      comm += t;
+    }
+  }
+  p.comm_s = comm;
+  p.exposed_comm_s = std::max(0.0, stream_free - backward_compute_s);
+  p.step_s = data_s + forward_s + std::max(backward_compute_s, stream_free) + optimizer_s;
+  return p;
+}
+
+}  // namespace
+
+const std::vector<Fabric>& named_fabrics() {
+  // Per-direction link bandwidths and latencies as the vendors' data sheets give them.
+  static const std::vector<Fabric> fabrics = {
+      {"hdr-ib", {2e-6, 300e9}, {5e-6, 200 * kGbit},
+       "NVLink 3 within a node (A100: 600 GB/s both ways), HDR InfiniBand between nodes (200 Gbit/s)"},
+      {"ndr-ib", {2e-6, 450e9}, {5e-6, 400 * kGbit},
+       "NVLink 4 within a node (H100/H200: 900 GB/s both ways), NDR InfiniBand between nodes (400 Gbit/s)"},
+      {"ethernet-100g", {5e-6, 32e9}, {10e-6, 100 * kGbit},
+       "PCIe 4.0 x16 within a node (32 GB/s), 100 Gbit/s Ethernet between nodes"},
+  };
+  return fabrics;
+}
+
+double allreduce_seconds(double bytes, int64_t ranks, int64_t per_node, const Fabric& fabric) {
+  if (ranks <= 1 || bytes <= 0) return 0;
+  const int64_t k = std::clamp<int64_t>(per_node, 1, ranks);  // ranks in a node
+  const int64_t m = (ranks + k - 1) / k;                      // nodes
+  const auto ring = [](double s, double n, const Link& link) {
+    return n <= 1 ? 0.0 : 2 * (n - 1) * link.latency_s + 2 * (n - 1) / n * s / link.bytes_per_s;
+  };
+  if (m == 1) return ring(bytes, static_cast<double>(ranks), fabric.intra);
+  if (k == 1) return ring(bytes, static_cast<double>(ranks), fabric.inter);
+  // Reduce-scatter and all-gather within the node are each half of an intra-node ring; across
+  // nodes each rank reduces its 1/k share.
+  const double kd = static_cast<double>(k);
+  return ring(bytes, kd, fabric.intra) + ring(bytes / kd, static_cast<double>(m), fabric.inter);
+}
+
+Link fit_link(const std::vector<std::pair<double, double>>& samples, int64_t ranks) {
+  if (samples.empty() || ranks < 2) throw InputError("no allreduce times to fit a link to (at 2 ranks or more)");
+  // t = a + b S, with a = 2(n-1) latency and b = 2(n-1)/n / bandwidth.
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [s, t] : samples) {
+    sx += s;
+    sy += t;
+    sxx += s * s;
+    sxy += s * t;
+  }
+  const double n = static_cast<double>(samples.size());
+  const double denominator = n * sxx - sx * sx;
+  double a = 0, b = 0;
+  if (denominator > 0) {
+    // Times that fall as the bytes grow say nothing about a bandwidth.
+    b = (n * sxy - sx * sy) / denominator;
+    if (!(b > 0)) throw InputError("the allreduce times fit no bandwidth (they fall as the bytes grow)");
+    a = (sy - b * sx) / n;
+  }
+  if (denominator <= 0 || a < 0) {  // one size, or a latency below what the sizes can see: through the origin
+    a = 0;
+    b = sxx > 0 ? sxy / sxx : 0;
+  }
+  if (!(b > 0)) throw InputError("the allreduce times fit no bandwidth");
+  const double r = static_cast<double>(ranks);
+  return Link{a / (2 * (r - 1)), 2 * (r - 1) / r / b};
+}
+
+MeasuredLink link_from_microbenchmark(const json& doc, const std::string& source) {
+  if (!doc.is_object() || !doc.contains("benchmarks") || !doc.at("benchmarks").is_array()) {
+    throw InputError("--calibrate " + source + ": not Google Benchmark JSON (no \"benchmarks\")");
+  }
+  std::map<int64_t, std::vector<std::pair<double, double>>> by_ranks;
+  for (const json& b : doc.at("benchmarks")) {
+    const double bytes = number_or(b, "bytes", 0), ranks = number_or(b, "ranks", 0), time = number_or(b, "real_time", -1);
+    if (bytes <= 0 || ranks < 2 || time <= 0 || b.value("error_occurred", false)) continue;
+    if (b.value("run_type", std::string("iteration")) != "iteration") continue;
+    const std::string unit = b.value("time_unit", std::string("ns"));
+    const double scale = unit == "s" ? 1 : unit == "ms" ? 1e-3 : unit == "us" ? 1e-6 : 1e-9;
+    by_ranks[static_cast<int64_t>(ranks)].emplace_back(bytes, time * scale);
+  }
+  if (by_ranks.empty()) {
+    throw InputError("--calibrate " + source + ": no allreduce benchmark with `bytes` and `ranks` (2 or more) in it "
+                     "(ddpbench_microbench --benchmark_filter=Allreduce --benchmark_format=json)");
+  }
+  const auto& [ranks, samples] = *by_ranks.rbegin();
+  return MeasuredLink{fit_link(samples, ranks), ranks, source};
+}
+
+RowProjection project_row(const std::vector<const RunResult*>& repetitions, const ProjectionOptions& options) {
+  RowProjection p;
+  std::vector<const RunResult*> ok;
+  for (const RunResult* r : repetitions) {
+    if (r->status == RunStatus::ok && std::isfinite(r->steady_images_per_s)) ok.push_back(r);
+  }
+  if (repetitions.empty()) return p;
+  p.row = repetitions.front()->name;
+  p.mode = repetitions.front()->mode;
+  if (ok.empty()) {
+    p.not_projected = "no repetition ran to a steady state";
+    return p;
+  }
+  std::sort(ok.begin(), ok.end(), [](auto* a, auto* b) { return a->steady_images_per_s < b->steady_images_per_s; });
+  const RunResult& r = *ok[(ok.size() - 1) / 2];
+  p.repetition = r.repetition;
+  p.measured_ranks = r.world_size;
+  p.measured_images_per_s = r.steady_images_per_s;
+  p.measured_step_s = static_cast<double>(r.global_batch) / r.steady_images_per_s;
+  const json& details = r.strategy_details;
+  const double backward_compute_s = number_or(details, "backward_compute_s", kNotMeasured);
+  std::vector<MeasuredBucket> buckets;
+  if (details.is_object() && details.contains("bucket_timeline") && details.at("bucket_timeline").is_array()) {
+    for (const json& b : details.at("bucket_timeline")) {
+      buckets.push_back({number_or(b, "bytes", 0) * wire_fraction(r), number_or(b, "ready_s", kNotMeasured),
+                         number_or(b, "allreduce_s", kNotMeasured)});
+    }
+  }
+  const bool timed = !buckets.empty() && std::isfinite(backward_compute_s) &&
+                     std::all_of(buckets.begin(), buckets.end(), [](const MeasuredBucket& b) {
+                       return std::isfinite(b.ready_s) && b.bytes > 0;
+                     });
+  if (!timed) {
+    p.not_projected = "no bucket timeline (rows of ddpbench's own hook have one; --comm-hook builtin-fp16 runs out of "
+                      "sight)";
+    return p;
+  }
+  // Without overlap the row held every bucket until backward ended, and so does its projection.
+  const bool overlap = !r.config.is_object() || r.config.value("overlap", true);
+  if (!overlap) {
+    for (auto& b : buckets) b.ready_s = backward_compute_s;
+  }
+  std::sort(buckets.begin(), buckets.end(), [](const auto& a, const auto& b) { return a.ready_s < b.ready_s; });
+  // The link the row ran on: a microbenchmark's, else a fit to the row's own buckets.
+  if (options.calibration) {
+    p.measured_link = {"measured", options.calibration->link, options.calibration->link,
+                       "fitted to " + options.calibration->source + " (" + std::to_string(options.calibration->ranks) +
+                           " ranks)"};
+  } else if (r.world_size > 1) {
+    std::vector<std::pair<double, double>> samples;
+    for (const auto& b : buckets) {
+      if (std::isfinite(b.allreduce_s) && b.allreduce_s > 0) samples.emplace_back(b.bytes, b.allreduce_s);
+    }
+    try {
+      const Link link = fit_link(samples, r.world_size);
+      p.measured_link = {"measured", link, link,
+                         "fitted to this row's own " + std::to_string(samples.size()) + " bucket allreduces at " +
+                             std::to_string(r.world_size) + " ranks"};
+    } catch (const InputError& e) {
+      if (options.fabric == "measured") {
+        p.not_projected = std::string("no link to project with: ") + e.what();
+        return p;
+      }
+    }
+  } else if (options.fabric == "measured" && !options.intra_node_gbps && !options.inter_node_gbps) {
+    p.not_projected = "measured on one rank: no link was measured (give --calibrate, a --fabric or link figures)";
+    return p;
+  }
+  p.fabric = chosen_fabric(options, p.measured_link);
+  const bool intra_needed = options.ranks_per_node > 1 &&
+                            std::any_of(options.ranks.begin(), options.ranks.end(), [](int64_t n) { return n > 1; });
+  if ((intra_needed && !(p.fabric.intra.bytes_per_s > 0)) || !(p.fabric.inter.bytes_per_s > 0)) {
+    throw InputError("--fabric " + p.fabric.name + ": no bandwidth for " +
+                     (p.fabric.inter.bytes_per_s > 0 ? "the ranks within a node (--intra-node-gbps)"
+                                                      : "the links between nodes (--inter-node-gbps)"));
+  }
+  const PhaseSeconds& phases = r.mean_phase_s;
+  const auto at = [&](int64_t ranks, const Fabric& fabric) {
+    return step_at(ranks, options.ranks_per_node, fabric, buckets, phases.forward_s, backward_compute_s,
+                   phases.optimizer_s, phases.data_s);
+  };
+  // The measured run had one rank per node unless its ranks shared one machine: all of them.
+  if (p.measured_link.intra.bytes_per_s > 0) {
+    p.model_step_s = step_at(r.world_size, r.world_size, p.measured_link, buckets, phases.forward_s,
+                             backward_compute_s, phases.optimizer_s, phases.data_s)
+                         .step_s;
+  }
+  const double per_rank_batch = static_cast<double>(r.global_batch) / static_cast<double>(std::max<int64_t>(1, r.world_size));
+  const double one_rank_step = at(1, p.fabric).step_s;
+  for (int64_t ranks : options.ranks) {
+    ProjectedPoint point = at(ranks, p.fabric);
+    point.images_per_s = static_cast<double>(ranks) * per_rank_batch / point.step_s;
+    point.speedup = static_cast<double>(ranks) * one_rank_step / point.step_s;
+    point.scaling_efficiency = point.speedup / static_cast<double>(ranks);
+    p.points.push_back(point);
+  }
+  return p;
+}
+
+std::vector<RowProjection> project_document(const ResultDocument& doc, const ProjectionOptions& options) {
+  std::map<std::pair<std::string, std::string>, std::vector<const RunResult*>> rows;
+  std::vector<std::pair<std::string, std::string>> order;
+  for (const auto& r : doc.runs) {
+    if (r.strategy != "ddp") continue;
+    const auto key = std::make_pair(r.name, r.mode);
+    if (rows.count(key) == 0) order.push_back(key);
+    rows[key].push_back(&r);
+  }
+  std::vector<RowProjection> out;
+  for (const auto& key : order) out.push_back(project_row(rows.at(key), options));
+  return out;
+}
+
+std::optional<std::vector<RowProjection>> sweep_projections(const ResultDocument& doc) {
+  if (!doc.sweep || doc.sweep->projection.is_null()) return std::nullopt;
+  try {
+    return project_document(doc, projection_options_from_json(doc.sweep->projection));
+  } catch (const std::exception& e) {
+    RowProjection why;
+    why.row = "projection";
+    why.not_projected = e.what();
+    return std::vector<RowProjection>{why};
+  }
+}
+
+json projection_options_json(const ProjectionOptions& o) {
+  json j = {{"ranks", o.ranks}, {"ranks_per_node", o.ranks_per_node}, {"fabric", o.fabric}};
+  if (o.intra_node_gbps) j["intra_node_gbps"] = *o.intra_node_gbps;
+  if (o.inter_node_gbps) j["inter_node_gbps"] = *o.inter_node_gbps;
+  if (o.latency_us) j["latency_us"] = *o.latency_us;
+  return j;
+}
+
+ProjectionOptions projection_options_from_json(const json& j) {
+  ProjectionOptions o;
+  if (!j.is_object()) return o;
+  o.ranks = j.value("ranks", o.ranks);
+  o.ranks_per_node = j.value("ranks_per_node", o.ranks_per_node);
+  o.fabric = j.value("fabric", o.fabric);
+  if (j.contains("intra_node_gbps")) o.intra_node_gbps = j.at("intra_node_gbps").get<double>();
+  if (j.contains("inter_node_gbps")) o.inter_node_gbps = j.at("inter_node_gbps").get<double>();
+  if (j.contains("latency_us")) o.latency_us = j.at("latency_us").get<double>();
+  return o;
+}
+
+json projection_json(const std::vector<RowProjection>& projections) {
+  json out = json::array();
+  const auto link = [](const Link& l) {
+    return json{{"latency_s", json_number(l.latency_s)}, {"bytes_per_s", json_number(l.bytes_per_s)}};
+  };
+  for (const auto& p : projections) {
+    json points = json::array();
+    for (const auto& q : p.points) {
+      points.push_back({{"ranks", q.ranks},
+                        {"step_s", json_number(q.step_s)},
+                        {"images_per_s", json_number(q.images_per_s)},
+                        {"speedup", json_number(q.speedup)},
+                        {"scaling_efficiency", json_number(q.scaling_efficiency)},
+                        {"comm_s", json_number(q.comm_s)},
+                        {"exposed_comm_s", json_number(q.exposed_comm_s)}});
+    }
+    out.push_back({{"row", p.row},
+                   {"mode", p.mode},
+                   {"repetition", p.repetition},
+                   {"measured_ranks", p.measured_ranks},
+                   {"measured_step_s", json_number(p.measured_step_s)},
+                   {"measured_images_per_s", json_number(p.measured_images_per_s)},
+                   {"model_step_s", json_number(p.model_step_s)},
+                   {"measured_link", {{"intra", link(p.measured_link.intra)}, {"source", p.measured_link.source}}},
+                   {"fabric", {{"name", p.fabric.name}, {"intra", link(p.fabric.intra)}, {"inter", link(p.fabric.inter)},
+                               {"source", p.fabric.source}}},
+                   {"points", std::move(points)},
+                   {"not_projected", p.not_projected}});
+  }
+  return out;
+}
+
+std::string markdown_projection(const std::vector<RowProjection>& projections) {
+  std::ostringstream md;
+  for (const auto& p : projections) {
+    const std::string label = p.mode.empty() ? p.row : p.row + " (" + p.mode + ")";
+    if (!p.not_projected.empty()) {
+      md << "- " << label << ": not projected: " << p.not_projected << "\n";
+      continue;
+    }
+    md << "\n### " << label << " on " << p.fabric.name << "\n\n"
+       << "Measured at " << p.measured_ranks << " ranks: " << format_seconds(p.measured_step_s) << " per step; the model "
+       << "on the link measured there: " << format_seconds(p.model_step_s);
+    if (std::isfinite(p.model_step_s) && p.measured_step_s > 0) {
+      md << " (" << (p.model_step_s >= p.measured_step_s ? "+" : "")
+         << format_fixed(100 * (p.model_step_s / p.measured_step_s - 1), 1) << " %)";
+    }
+    md << ". Link measured: " << format_seconds(p.measured_link.intra.latency_s) << " latency, "
+       << format_si(p.measured_link.intra.bytes_per_s, "B/s") << " (" << p.measured_link.source << "). Projected to: "
+       << p.fabric.name << " (" << p.fabric.source << ").\n\n"
+       << "| ranks | step | images/s | speed-up | scaling efficiency | allreduce | exposed communication |\n"
+       << "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    for (const auto& q : p.points) {
+      md << "| " << q.ranks << " | " << format_seconds(q.step_s) << " | " << format_rate(q.images_per_s) << " | "
+         << format_fixed(q.speedup, 2) << "x | " << format_percent(q.scaling_efficiency) << " | "
+         << format_seconds(q.comm_s) << " | " << format_seconds(q.exposed_comm_s) << " |\n";
+    }
+  }
+  return md.str();
+}
+
+}  // namespace ddpbench

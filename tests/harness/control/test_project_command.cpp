@@ -1,0 +1,76 @@
+// `ddpbench project` through the binary: its table, its files and its exit codes.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/result_file.hpp"
+#include "support/process.hpp"
+#include "support/sample_results.hpp"
+
+namespace ddpbench {
+namespace {
+
+using testing::TempDir;
+
+testing::ProcessResult project(std::vector<std::string> args) {
+  args.insert(args.begin(), {testing::ddpbench_binary(), "project"});
+  return testing::run_process(args);
+}
+
+// A DDP row at 2 ranks with the timeline a projection reads (two buckets).
+ResultDocument ddp_document() {
+  ResultDocument doc = testing::sample_sweep_document();
+  for (auto& r : doc.runs) {
+    if (r.strategy != "ddp") continue;
+    r.config["comm-hook"] = "allreduce";
+    r.strategy_details = {
+        {"backward_compute_s", 0.030},
+        {"bucket_timeline", nlohmann::json::array({{{"bucket", 0}, {"bytes", 20e6}, {"ready_s", 0.010}, {"allreduce_s", 0.004}},
+                                                   {{"bucket", 1}, {"bytes", 80e6}, {"ready_s", 0.025}, {"allreduce_s", 0.016}}})}};
+  }
+  return doc;
+}
+
+TEST(ProjectCommand, PrintsTheProjectionAndWritesItsFiles) {
+  TempDir dir;
+  write_result_file(dir / "r.json", ddp_document());
+  const auto r = project({(dir / "r.json").string(), "--ranks", "2,64", "--fabric", "ethernet-100g", "--out-dir",
+                          (dir / "out").string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("### ddp-2gpu (faithful) on ethernet-100g"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| 64 | "), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(testing::read_text(dir / "out" / "projection.json"));
+  EXPECT_EQ(j["options"]["fabric"], "ethernet-100g");
+  ASSERT_FALSE(j["projections"].empty());
+  EXPECT_EQ(j["projections"][0]["points"].size(), 2u);
+  // 80 MB across 8 nodes at 100 Gbit/s outlasts the 5 ms of backward left after the bucket is ready.
+  EXPECT_GT(j["projections"][0]["points"][1]["step_s"].get<double>(), j["projections"][0]["points"][0]["step_s"].get<double>());
+  EXPECT_EQ(testing::read_text(dir / "out" / "projection.md"), r.out);
+}
+
+TEST(ProjectCommand, BadInputExitsTwoNamingIt) {
+  TempDir dir;
+  write_result_file(dir / "r.json", ddp_document());
+  auto single_only = testing::sample_sweep_document();
+  std::erase_if(single_only.runs, [](const RunResult& r) { return r.strategy == "ddp"; });
+  write_result_file(dir / "single.json", single_only);
+  testing::write_text(dir / "mb.json", "{\"benchmarks\": []}");
+  const std::string file = (dir / "r.json").string();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{(dir / "none.json").string()}, "none.json"},
+      {{(dir / "single.json").string()}, "has no DDP row to project"},
+      {{file, "--fabric", "carrier-pigeon"}, "--fabric carrier-pigeon: expected measured|hdr-ib|ndr-ib|ethernet-100g"},
+      {{file, "--ranks", "0"}, "--ranks: 0 is not a rank count"},
+      {{file, "--ranks-per-node", "0"}, "--ranks-per-node must be positive"},
+      {{file, "--calibrate", (dir / "mb.json").string()}, "no allreduce benchmark with `bytes` and `ranks`"},
+      {{file, "--calibrate", (dir / "absent.json").string()}, "--calibrate: cannot read"},
+  };
+  for (const auto& [args, says] : cases) {
+    const auto r = project(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err << r.out;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace ddpbench

@@ -1,0 +1,178 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/base/input_error.hpp"
+#include "reports/projection.hpp"
+
+namespace ddpbench {
+namespace {
+
+using nlohmann::json;
+
+Fabric fabric(double intra_latency, double intra_bw, double inter_latency, double inter_bw) {
+  return Fabric{"test", {intra_latency, intra_bw}, {inter_latency, inter_bw}, "by hand"};
+}
+
+// nccl-tests' ring: t = 2(n-1) a + 2(n-1)/n S/B; hierarchical: the node's ring on the whole
+// buffer (reduce-scatter and all-gather), the nodes' ring on each rank's 1/k share.
+TEST(Projection, AllreduceCostsFollowTheRingModelAtEachLevel) {
+  const Fabric f = fabric(1e-6, 100e9, 10e-6, 10e9);
+  const double s = 100e6;
+  EXPECT_DOUBLE_EQ(allreduce_seconds(s, 1, 8, f), 0.0);
+  EXPECT_DOUBLE_EQ(allreduce_seconds(s, 8, 8, f), 2 * 7 * 1e-6 + 2.0 * 7 / 8 * s / 100e9);   // one node
+  EXPECT_DOUBLE_EQ(allreduce_seconds(s, 4, 1, f), 2 * 3 * 10e-6 + 2.0 * 3 / 4 * s / 10e9);   // one rank a node
+  EXPECT_DOUBLE_EQ(allreduce_seconds(s, 64, 8, f),
+                   (2 * 7 * 1e-6 + 2.0 * 7 / 8 * s / 100e9) + (2 * 7 * 10e-6 + 2.0 * 7 / 8 * (s / 8) / 10e9));
+  // More ranks never make one bucket cheaper on one fabric.
+  double previous = 0;
+  for (int64_t n : {2, 4, 8, 16, 64, 512}) {
+    const double t = allreduce_seconds(s, n, 8, f);
+    EXPECT_GE(t, previous) << n;
+    previous = t;
+  }
+}
+
+TEST(Projection, TheLinkIsFittedBackFromItsOwnAllreduceTimes) {
+  const int64_t ranks = 4;
+  const Link truth{20e-6, 1.25e9};
+  std::vector<std::pair<double, double>> samples;
+  for (double s : {65536.0, 262144.0, 1048576.0, 4194304.0, 16777216.0}) {
+    samples.emplace_back(s, 2 * (ranks - 1) * truth.latency_s + 2.0 * (ranks - 1) / ranks * s / truth.bytes_per_s);
+  }
+  const Link fitted = fit_link(samples, ranks);
+  EXPECT_NEAR(fitted.latency_s, truth.latency_s, 1e-9);
+  EXPECT_NEAR(fitted.bytes_per_s / truth.bytes_per_s, 1.0, 1e-9);
+  EXPECT_THROW(fit_link({}, 2), InputError);
+  EXPECT_THROW(fit_link({{1e6, 0.01}}, 1), InputError);
+  EXPECT_THROW(fit_link({{1e6, 0.01}, {2e6, 0.005}}, 2), InputError) << "times that fall with the bytes fit nothing";
+  // One size: the bandwidth that carries it in its time, latency unseen.
+  const Link one_size = fit_link({{1e6, 0.01}}, 2);
+  EXPECT_EQ(one_size.latency_s, 0.0);
+  EXPECT_NEAR(one_size.bytes_per_s, 1e8, 1e-3);
+}
+
+TEST(Projection, TheLinkOfAMicrobenchmarksJsonIsItsLargestWorlds) {
+  json doc = {{"benchmarks", json::array()}};
+  for (double bytes : {1e6, 4e6}) {
+    // 2 ranks: 1 GB/s, no latency; 4 ranks: 0.5 GB/s.
+    doc["benchmarks"].push_back({{"name", "BM_GlooAllreduce"}, {"run_type", "iteration"}, {"real_time", bytes / 1e9 * 1e6},
+                                 {"time_unit", "us"}, {"bytes", bytes}, {"ranks", 2}});
+    doc["benchmarks"].push_back({{"name", "BM_RankAllreduce"}, {"run_type", "iteration"},
+                                 {"real_time", 1.5 * bytes / 0.5e9 * 1e3}, {"time_unit", "ms"}, {"bytes", bytes},
+                                 {"ranks", 4}});
+  }
+  doc["benchmarks"].push_back({{"name", "BM_GlooAllreduceOneRank"}, {"real_time", 5.0}, {"bytes", 1e6}, {"ranks", 1}});
+  const MeasuredLink m = link_from_microbenchmark(doc, "mb.json");
+  EXPECT_EQ(m.ranks, 4);
+  EXPECT_NEAR(m.link.bytes_per_s, 0.5e9, 1e3);
+  EXPECT_THROW(link_from_microbenchmark(json{{"benchmarks", json::array()}}, "empty.json"), InputError);
+  EXPECT_THROW(link_from_microbenchmark(json::array(), "not.json"), InputError);
+}
+
+// A DDP row measured at 2 ranks: two buckets made ready 0.1 s and 0.2 s into backward, whose
+// compute ends at 0.3 s; each allreduce took (bytes / 1 GB/s) at 2 ranks.
+RunResult measured_row(const std::string& hook = "allreduce") {
+  RunResult r;
+  r.name = "ddp";
+  r.mode = "faithful";
+  r.strategy = "ddp";
+  r.world_size = 2;
+  r.global_batch = 64;
+  r.steady_images_per_s = 64 / 0.5;
+  r.mean_phase_s = PhaseSeconds{0.01, 0.09, 0.30, 0.05, 0.05, 0.25, 0};
+  r.config = {{"comm-hook", hook}, {"batch-size", 32}};
+  r.strategy_details = {{"backward_compute_s", 0.3},
+                        {"bucket_timeline", json::array({{{"bucket", 0}, {"bytes", 150e6}, {"ready_s", 0.1}, {"allreduce_s", 0.15}},
+                                                         {{"bucket", 1}, {"bytes", 100e6}, {"ready_s", 0.2}, {"allreduce_s", 0.10}}})}};
+  return r;
+}
+
+TEST(Projection, BucketsRunOneAfterAnotherFromWhenBackwardMadeThemReady) {
+  const RunResult r = measured_row();
+  ProjectionOptions options;
+  options.ranks = {1, 2, 4};
+  options.ranks_per_node = 1;
+  const RowProjection p = project_row({&r}, options);
+  ASSERT_TRUE(p.not_projected.empty()) << p.not_projected;
+  // The link fitted to the row's own buckets: no latency, 2(n-1)/n S / t = 1 GB/s.
+  EXPECT_NEAR(p.measured_link.intra.bytes_per_s, 1e9, 1.0);
+  EXPECT_NEAR(p.measured_link.intra.latency_s, 0.0, 1e-12);
+  // At 2 ranks: bucket 0 from 0.1 to 0.25, bucket 1 from 0.25 (busy stream) to 0.35;
+  // backward's compute ends at 0.3, so 0.05 s is exposed: 0.01 + 0.09 + 0.35 + 0.05.
+  ASSERT_EQ(p.points.size(), 3u);
+  const ProjectedPoint& two = p.points[1];
+  EXPECT_NEAR(two.step_s, 0.50, 1e-12);
+  EXPECT_NEAR(two.exposed_comm_s, 0.05, 1e-12);
+  EXPECT_NEAR(two.comm_s, 0.25, 1e-12);
+  EXPECT_NEAR(p.model_step_s, 0.50, 1e-12) << "the model at the measured ranks and link";
+  EXPECT_NEAR(p.points[0].step_s, 0.45, 1e-12) << "one rank: no allreduce";
+  EXPECT_NEAR(p.points[0].speedup, 1.0, 1e-12);
+  EXPECT_NEAR(two.images_per_s, 2 * 32 / 0.50, 1e-9);
+  EXPECT_NEAR(two.speedup, 2 * 0.45 / 0.50, 1e-12);
+  EXPECT_NEAR(two.scaling_efficiency, 0.45 / 0.50, 1e-12);
+  // At 4 ranks each allreduce costs 1.5x: 0.225 and 0.15, the stream busy until 0.475.
+  EXPECT_NEAR(p.points[2].step_s, 0.01 + 0.09 + 0.1 + 0.225 + 0.15 + 0.05, 1e-12);
+  // A row without overlap held both buckets until backward ended (0.3): 0.3 to 0.45 to 0.55.
+  RunResult held = r;
+  held.config["overlap"] = false;
+  const RowProjection q = project_row({&held}, options);
+  ASSERT_TRUE(q.not_projected.empty()) << q.not_projected;
+  EXPECT_NEAR(q.points[1].step_s, 0.01 + 0.09 + 0.55 + 0.05, 1e-12);
+  EXPECT_NEAR(q.points[1].exposed_comm_s, 0.25, 1e-12);
+}
+
+TEST(Projection, CompressionHalvesTheBytesOnTheWire) {
+  const RunResult plain = measured_row();
+  RunResult fp16 = measured_row("fp16");
+  ProjectionOptions options;
+  options.ranks = {8};
+  options.fabric = "hdr-ib";
+  const RowProjection a = project_row({&plain}, options);
+  const RowProjection b = project_row({&fp16}, options);
+  ASSERT_TRUE(a.not_projected.empty() && b.not_projected.empty());
+  EXPECT_NEAR(b.points[0].comm_s / a.points[0].comm_s, 0.5, 0.05) << "latency aside, half the bytes";
+  EXPECT_EQ(b.fabric.name, "hdr-ib");
+}
+
+TEST(Projection, RowsWithoutATimelineOrALinkSayWhy) {
+  RunResult builtin = measured_row("builtin-fp16");
+  builtin.strategy_details = {{"comm_hook", "the Reducer's built-in FP16_COMPRESS"}};
+  EXPECT_NE(project_row({&builtin}, {}).not_projected.find("no bucket timeline"), std::string::npos);
+  RunResult one = measured_row();
+  one.world_size = 1;
+  EXPECT_NE(project_row({&one}, {}).not_projected.find("measured on one rank"), std::string::npos);
+  ProjectionOptions named;
+  named.fabric = "ndr-ib";
+  EXPECT_TRUE(project_row({&one}, named).not_projected.empty()) << "a fabric needs no measured link";
+  named.fabric = "carrier-pigeon";
+  EXPECT_THROW(project_row({&one}, named), InputError);
+}
+
+TEST(Projection, ASweepCarriesItsProjectionIntoTheReports) {
+  ResultDocument doc;
+  doc.runs = {measured_row()};
+  SweepInfo sweep;
+  ProjectionOptions options;
+  options.ranks = {2, 16};
+  options.fabric = "ndr-ib";
+  sweep.projection = projection_options_json(options);
+  doc.sweep = sweep;
+  const auto projections = sweep_projections(doc);
+  ASSERT_TRUE(projections.has_value());
+  ASSERT_EQ(projections->size(), 1u);
+  EXPECT_EQ(projections->front().points.size(), 2u);
+  EXPECT_EQ(projection_options_from_json(sweep.projection).ranks, (std::vector<int64_t>{2, 16}));
+  const std::string md = markdown_projection(*projections);
+  EXPECT_NE(md.find("### ddp (faithful) on ndr-ib"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 16 | "), std::string::npos) << md;
+  const json j = projection_json(*projections);
+  EXPECT_EQ(j[0]["points"][1]["ranks"], 16);
+  doc.sweep->projection["fabric"] = "nowhere";
+  const auto bad = sweep_projections(doc);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_NE(bad->front().not_projected.find("--fabric nowhere"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddpbench
