@@ -347,8 +347,9 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
     const std::string row = label(key.first, key.second);
     // Fail closed: what ran in the baseline and cannot be measured now is a regression,
     // unless the user said it may be missing.
+    const bool may_be_missing = allowed(key.first);  // a lambda may not capture a structured binding (clang)
     const auto missing = [&](const std::string& why) {
-      (allowed(key.first) ? result.allowed_missing : result.missing_rows).push_back(row + ": " + why);
+      (may_be_missing ? result.allowed_missing : result.missing_rows).push_back(row + ": " + why);
     };
     if (!any_ok(base_runs)) {
       result.not_compared.push_back(row + ": did not run in the baseline (" +
