@@ -72,10 +72,6 @@ std::vector<double> values(const std::vector<const RunResult*>& runs, const std:
   return out;
 }
 
-std::string label(const std::string& name, const std::string& mode) {
-  return mode.empty() ? name : name + " (" + mode + ")";
-}
-
 // The smallest two-sided p the U test can give for samples of these sizes: below alpha, the
 // test can decide; otherwise the samples are too few and the whole spread must be cleared.
 double smallest_u_test_p(std::size_t m, std::size_t n) {
@@ -134,7 +130,7 @@ class Normaliser {
       for (const bool in_baseline : {true, false}) {
         const Rows& rows = in_baseline ? baseline : current;
         const std::string side = in_baseline ? "the baseline" : "the current file";
-        const std::string row = label(name, mode);
+        const std::string row = row_label(name, mode);
         const auto it = rows.find({name, mode});
         if (it == rows.end()) throw InputError("--normalize-by " + name + ": " + side + " has no row " + row);
         if (!any_ok(it->second)) {
@@ -344,7 +340,7 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
 
   int64_t matched = 0;
   for (const auto& [key, base_runs] : base_rows) {
-    const std::string row = label(key.first, key.second);
+    const std::string row = row_label(key.first, key.second);
     // Fail closed: what ran in the baseline and cannot be measured now is a regression,
     // unless the user said it may be missing.
     const bool may_be_missing = allowed(key.first);  // a lambda may not capture a structured binding (clang)
@@ -414,7 +410,7 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
     }
   }
   for (const auto& [key, runs] : cur_rows) {
-    if (base_rows.count(key) == 0) result.not_compared.push_back(label(key.first, key.second) + ": only in the current file");
+    if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only in the current file");
   }
   if (!env.empty() && !options.allow_env_mismatch) {
     std::string text;
@@ -435,7 +431,7 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
       any_twin = true;
       if (r.status != RunStatus::ok) continue;  // the row's own failure is the row's verdict
       if (r.pytorch->status != RunStatus::ok) {
-        result.without_twin.push_back(label(r.name, r.mode) + ": its PyTorch twin " + r.pytorch->name + " is " +
+        result.without_twin.push_back(row_label(r.name, r.mode) + ": its PyTorch twin " + r.pytorch->name + " is " +
                                       std::string(status_name(r.pytorch->status)) + " (" + r.pytorch->reason + ")");
         continue;
       }
@@ -456,7 +452,7 @@ std::string markdown_comparison(const Comparison& c, const CompareOptions& optio
   md << "| row | metric | baseline | current | ratio | verdict |\n| --- | --- | ---: | ---: | ---: | --- |\n";
   for (const auto& m : c.metrics) {
     const int decimals = options.normalize_by ? 3 : (m.metric == "test_accuracy" ? 4 : 3);
-    md << "| " << label(m.row, m.mode) << " | " << m.metric << (options.normalize_by ? " / " + *options.normalize_by : "")
+    md << "| " << row_label(m.row, m.mode) << " | " << m.metric << (options.normalize_by ? " / " + *options.normalize_by : "")
        << " | " << format_fixed(m.baseline_median, decimals) << " | " << format_fixed(m.current_median, decimals) << " | "
        << format_fixed(m.ratio, 3) << " | " << verdict_name(m.verdict) << " (" << m.detail;
     if (std::isfinite(m.p_value)) md << "; p = " << format_fixed(m.p_value, 3);
@@ -467,7 +463,7 @@ std::string markdown_comparison(const Comparison& c, const CompareOptions& optio
        << format_fixed(*options.min_vs_pytorch, 2) << "x):\n\n"
        << "| row | metric | median ratio | range | pairs | verdict |\n| --- | --- | ---: | --- | ---: | --- |\n";
     for (const auto& t : c.pytorch) {
-      md << "| " << label(t.row, t.mode) << " | " << (t.metric == "train_time_s" ? "epoch speed" : "steady images/s")
+      md << "| " << row_label(t.row, t.mode) << " | " << (t.metric == "train_time_s" ? "epoch speed" : "steady images/s")
          << " | " << format_fixed(t.median_ratio, 2) << "x | ";
       if (!t.ratios.empty()) {
         const auto [low, high] = std::minmax_element(t.ratios.begin(), t.ratios.end());

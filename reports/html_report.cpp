@@ -116,7 +116,7 @@ std::string value_axis(const Axis& axis, double y, const std::string& label,
 }
 
 std::string row_label(const RowSummary& r, bool with_mode) {
-  return with_mode && !r.mode.empty() ? r.name + " (" + r.mode + ")" : r.name;
+  return with_mode ? ddpbench::row_label(r.name, r.mode) : r.name;
 }
 
 // Horizontal bars: per row, the tutorial's epoch time and this run's, one bar per mode; a
@@ -526,7 +526,7 @@ std::string projection_chart(const std::vector<RowProjection>& projections, cons
     const std::string dashed = dash.empty() ? "" : " stroke-dasharray=\"" + dash + "\"";
     std::ostringstream points;
     for (const auto& q : p.points) points << px(sx(static_cast<double>(q.ranks))) << "," << px(sy(q.images_per_s)) << " ";
-    const std::string label = (p.mode.empty() ? p.row : p.row + " (" + p.mode + ")") + " on " + p.fabric.name;
+    const std::string label = ddpbench::row_label(p.row, p.mode) + " on " + p.fabric.name;
     svg << "<polyline class=\"mark\" points=\"" << points.str() << "\" fill=\"none\" stroke=\"#1a73e8\" stroke-width=\"2\""
         << dashed << "><title>" << escape(label) << "</title></polyline>\n";
     const double y = legend_y + 20.0 * static_cast<double>(series);

@@ -331,7 +331,7 @@ json projection_json(const std::vector<RowProjection>& projections) {
 std::string markdown_projection(const std::vector<RowProjection>& projections) {
   std::ostringstream md;
   for (const auto& p : projections) {
-    const std::string label = p.mode.empty() ? p.row : p.row + " (" + p.mode + ")";
+    const std::string label = row_label(p.row, p.mode);
     if (!p.not_projected.empty()) {
       md << "- " << label << ": not projected: " << p.not_projected << "\n";
       continue;

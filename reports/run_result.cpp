@@ -63,6 +63,10 @@ json phases_json(const PhaseSeconds& p) {
           {"collective_wait_s", json_number(p.collective_wait_s)}};
 }
 
+std::string row_label(const std::string& name, const std::string& mode) {
+  return mode.empty() ? name : name + " (" + mode + ")";
+}
+
 std::string_view status_name(RunStatus status) {
   switch (status) {
     case RunStatus::ok: return "ok";

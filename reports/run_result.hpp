@@ -138,6 +138,8 @@ nlohmann::json json_number(double value);
 nlohmann::json phases_json(const PhaseSeconds& phases);
 
 std::string_view status_name(RunStatus status);
+/// A row as people read it across modes: "name (mode)", or the name where it has no mode.
+std::string row_label(const std::string& name, const std::string& mode);
 RunStatus parse_status(std::string_view name);  // throws std::invalid_argument
 
 void to_json(nlohmann::json& j, const RunResult& r);
