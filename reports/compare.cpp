@@ -112,7 +112,7 @@ class Normaliser {
           const auto it = (in_baseline ? baseline : current).find({twin, row.second});
           if (it == (in_baseline ? baseline : current).end()) continue;
           for (const RunResult* r : it->second) {
-            if (r->status == RunStatus::ok) twin_runs_[{in_baseline, row.first + "\n" + row.second}][r->repetition] = r;
+            if (r->status == RunStatus::ok) twin_runs_[{in_baseline, row}][r->repetition] = r;
           }
         }
       }
@@ -154,7 +154,7 @@ class Normaliser {
     if (!twin_) return {};
     const auto twin = twins_.at(true).find(row);
     if (twin == twins_.at(true).end()) return "no PyTorch twin in the baseline to normalise by (--normalize-by twin)";
-    if (twin_runs_.count({true, row.first + "\n" + row.second}) == 0) {
+    if (twin_runs_.count({true, row}) == 0) {
       return "its PyTorch twin " + twin->second + " did not run in the baseline: nothing to normalise by "
              "(--normalize-by twin)";
     }
@@ -170,7 +170,7 @@ class Normaliser {
     }
     std::vector<double> out;
     if (runs.empty()) return out;
-    const auto pairs = twin_runs_.find({baseline, runs.front()->name + "\n" + runs.front()->mode});
+    const auto pairs = twin_runs_.find({baseline, RowKey{runs.front()->name, runs.front()->mode}});
     if (pairs == twin_runs_.end()) return out;
     for (const RunResult* r : runs) {
       const auto twin = pairs->second.find(r->repetition);
@@ -185,7 +185,7 @@ class Normaliser {
   bool twin_ = false;
   std::map<std::pair<bool, std::string>, double> divisors_;
   std::map<bool, std::map<RowKey, std::string>> twins_;  // per side: row -> its twin's name
-  std::map<std::pair<bool, std::string>, std::map<int64_t, const RunResult*>> twin_runs_;  // by repetition
+  std::map<std::pair<bool, RowKey>, std::map<int64_t, const RunResult*>> twin_runs_;  // by repetition
 };
 
 // One metric of one row, both sides measured: ratio, noise and verdict.
