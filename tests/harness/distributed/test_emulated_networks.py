@@ -1,22 +1,28 @@
 """Emulated networks: DDP across 2, 3 and 4 hosts (network namespaces joined through a
 bridge), every link shaped with tc, and `ddpbench project` tried against them.
 
+Each host is capped (a cgroup's CPU quota) at an equal share of 90 % of the machine's cores, as
+if it were a machine of its own. Without the cap, 3 or 4 ranks sharing 2 cores computed faster
+when a slow link staggered them than when a fast link kept them in step, so the compute
+measured on one link was not the compute on the other, and one row was 62 % off in a CI run.
+
 For each host count, each row (overlap on, overlap off, fp16 compression) runs on two
 shapings of the links; each shaping's link is measured with the allreduce microbenchmark
 across the hosts (BM_RankAllreduce), as the notes advise (a shaped veth can be bursty, so the
 setting is not trusted). Then every row measured on one shaping is projected to the other's
-measured link and the projected step is set against the step measured there. The issue's goal was 15 % for every row; on this project's
-2-core machine the model holds the median row within 15 % (7 % at most in two runs) but not every
-row: the worst were 29 % and 42 % off, 4 ranks with overlap on 2 cores, whose compute measured
-while Gloo's threads shared the cores is not the compute on the other link (the model leaves
-that contention out). So the test asserts the direction of every projection, the median row
-within 15 %, and every row within 50 %. On the slow link the compressed row's measured communication is also set
-against the uncompressed row's. The table is printed with every figure.
+measured link and the projected step is set against the step measured there. The issue's
+goal, every row within 15 %, is reported as a rate (rows within it, the median, the worst);
+what is asserted is what the model must hold whatever the noise of a shared machine: every
+projection in the right direction, the median row within 15 %, every row within 30 %, and
+fp16's allreduce time against none's within 25 % of the ratio projected. The compute slowed by
+the allreduces beside it, which the model leaves out, is measured and printed (backward's
+compute with overlap against without).
 
 tbf shapes the rate; netem adds the delay where the kernel has it (this project's machines do
 not: then the links are shaped in rate only, and the test says so). Needs root, `ip` and `tc`
-(Debian's iproute2); skips with the reason where namespaces or tc cannot be had. Everything
-it makes is removed whatever happens.
+(Debian's iproute2) and a CPU controller; skips with the reason where namespaces, tc or
+cgroups cannot be had. Everything it makes is removed whatever happens (ctest's timeout
+included), and what a killed earlier run left is removed at the start.
 
 Run: DDPBENCH_BINARY=build/ddpbench DDPBENCH_MICROBENCH=build/ddpbench_microbench
      python3 -m unittest -v test_emulated_networks
@@ -28,6 +34,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -38,8 +45,10 @@ HOST_COUNTS = (2, 3, 4)
 # name: (rate, delay where netem exists, tbf burst)
 SHAPINGS = {"1gbit": ("1gbit", "1ms", "256kb"), "200mbit": ("200mbit", "5ms", "64kb")}
 SHAPINGS_FASTEST_FIRST = ["1gbit", "200mbit"]
-TOLERANCE_MEDIAN = 0.15  # of |predicted / measured - 1| over the rows
-TOLERANCE_EVERY = 0.50
+GOAL = 0.15              # of |predicted / measured - 1|: the issue's, reported as a rate
+TOLERANCE_MEDIAN = 0.15  # over the rows
+TOLERANCE_EVERY = 0.30
+TOLERANCE_COMPRESSION = 0.25  # the measured fp16 / none allreduce time against the projected ratio
 ROW = ["run", "--strategy", "ddp", "--model", "resnet18", "--num-classes", "10", "--dataset", "synthetic",
        "--synthetic-train-images", "1024", "--synthetic-test-images", "64", "--batch-size", "16", "--max-steps", "7",
        "--warmup-steps", "3", "--max-eval-batches", "1", "--workers", "0", "--threads", "1", "--device", "cpu",
@@ -57,6 +66,8 @@ def why_it_cannot_run() -> str | None:
     for program in ("ip", "tc"):
         if shutil.which(program) is None:
             return f"needs `{program}` from Debian's iproute2 (scripts/test installs it)"
+    if cpu_controller() is None:
+        return "needs a CPU controller (cgroup v1 cpu or v2 cpu.max) to give each host its own share of the cores"
     probe = f"ddpb-tc-{os.getpid()}"
     if run("ip", "netns", "add", probe).returncode != 0:
         return "`ip netns add` failed"
@@ -71,6 +82,17 @@ def why_it_cannot_run() -> str | None:
     return None
 
 
+def cpu_controller() -> tuple[Path, str] | None:
+    """Where to make a cgroup that caps its processes' CPU time, and how: cgroup v2's
+    cpu.max, or v1's cpu.cfs_quota_us."""
+    unified = Path("/sys/fs/cgroup")
+    if (unified / "cgroup.controllers").exists() and "cpu" in (unified / "cgroup.subtree_control").read_text().split():
+        return unified, "v2"
+    if (unified / "cpu" / "cpu.cfs_quota_us").exists():
+        return unified / "cpu", "v1"
+    return None
+
+
 def netem_available() -> bool:
     probe = f"ddpb-netem-{os.getpid()}"
     run("ip", "netns", "add", probe)
@@ -81,12 +103,30 @@ def netem_available() -> bool:
         run("ip", "netns", "del", probe)
 
 
+def remove_what_killed_runs_left() -> None:
+    """Namespaces and cgroups of an earlier run that was killed before its cleanup (named
+    ddpb-...-PID after a process that is gone)."""
+    def gone(name: str) -> bool:
+        pid = name.rsplit("-", 1)[-1]
+        return name.startswith("ddpb-") and pid.isdigit() and not Path(f"/proc/{pid}").exists()
+
+    for namespace in run("ip", "netns", "list").stdout.split():
+        if gone(namespace):
+            run("ip", "netns", "del", namespace)
+    controller = cpu_controller()
+    if controller:
+        for cgroup in controller[0].glob("ddpb-*"):
+            if gone(cgroup.name) and not (cgroup / "cgroup.procs").read_text().split():
+                cgroup.rmdir()
+
+
 @dataclass
 class Host:
     namespace: str
     interface: str  # in the host
     port: str       # its peer, on the bridge
     address: str
+    cgroup: Path  # caps the host's CPU time: its own share of the machine's cores
 
 
 class EmulatedNetworksTest(unittest.TestCase):
@@ -100,13 +140,19 @@ class EmulatedNetworksTest(unittest.TestCase):
         if not os.path.exists(cls.microbench):
             raise unittest.SkipTest(f"needs the microbenchmark ({cls.microbench}) to measure the links")
         cls.delay = netem_available()
+        remove_what_killed_runs_left()
+        # ctest's timeout terminates: leave through the cleanups, which remove the namespaces.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated"))
 
     def setUp(self) -> None:
         pid = os.getpid()
         self.switch = f"ddpb-sw-{pid}"
+        root, self.cgroup_version = cpu_controller()
         self.hosts = [Host(f"ddpb-h{i}-{pid}", f"dh{i}{pid % 100000}", f"ds{i}{pid % 100000}",
-                           f"10.214.{pid % 250}.{i + 1}") for i in range(max(HOST_COUNTS))]
+                           f"10.214.{pid % 250}.{i + 1}", root / f"ddpb-h{i}-{pid}") for i in range(max(HOST_COUNTS))]
         self.addCleanup(self.remove_namespaces)
+        for host in self.hosts:
+            host.cgroup.mkdir()
         self.checked("ip", "netns", "add", self.switch)
         self.checked("ip", "-n", self.switch, "link", "add", "br0", "type", "bridge")
         self.checked("ip", "-n", self.switch, "link", "set", "br0", "up")
@@ -135,6 +181,33 @@ class EmulatedNetworksTest(unittest.TestCase):
                 except ProcessLookupError:
                     pass
             run("ip", "netns", "del", namespace)
+        for host in self.hosts:
+            if host.cgroup.exists():
+                for pid in (host.cgroup / "cgroup.procs").read_text().split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                for _ in range(50):
+                    try:
+                        host.cgroup.rmdir()
+                        break
+                    except OSError:  # busy until its killed processes are reaped
+                        time.sleep(0.1)
+
+    def cap_cpu(self, hosts: int) -> None:
+        """Each of `hosts` hosts gets an equal share of 90 % of the cores (the rest for the
+        kernel's shaping), as if it were a machine of its own: without it, ranks that share the
+        cores compute faster when a slow link staggers them than when a fast one keeps them in
+        step, and the compute measured on one link is not the compute on another."""
+        period_us = 100_000
+        quota_us = int(0.9 * len(os.sched_getaffinity(0)) / hosts * period_us)
+        for host in self.hosts[:hosts]:
+            if self.cgroup_version == "v2":
+                (host.cgroup / "cpu.max").write_text(f"{quota_us} {period_us}")
+            else:
+                (host.cgroup / "cpu.cfs_period_us").write_text(str(period_us))
+                (host.cgroup / "cpu.cfs_quota_us").write_text(str(quota_us))
 
     def shape(self, name: str) -> None:
         """Every link, both ways: the host's side and the bridge's side of its veth."""
@@ -154,13 +227,17 @@ class EmulatedNetworksTest(unittest.TestCase):
     def world(self, hosts: int, command: list[str], timeout: int = 900) -> None:
         """`command` on the first `hosts` hosts, one rank each; every rank must succeed."""
         self.next_port += 1
+        self.cap_cpu(hosts)
         ranks = []
         for rank in range(hosts):
             env = {k: v for k, v in os.environ.items() if k not in ("GLOO_SOCKET_IFNAME",)}
             env.update({"RANK": str(rank), "WORLD_SIZE": str(hosts), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
                         "MASTER_ADDR": self.hosts[0].address, "MASTER_PORT": str(self.next_port)})
             per_rank = [part.replace("{rank}", str(rank)) for part in command]
-            ranks.append(subprocess.Popen(["ip", "netns", "exec", self.hosts[rank].namespace, *per_rank], env=env,
+            # Into the cgroup before `ip netns exec`, whose own /sys does not show it.
+            enter = f'echo $$ > {self.hosts[rank].cgroup / "cgroup.procs"} && exec "$@"'
+            ranks.append(subprocess.Popen(["sh", "-c", enter, "sh", "ip", "netns", "exec", self.hosts[rank].namespace,
+                                           *per_rank], env=env,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
         for process in ranks:
             _, err = process.communicate(timeout=timeout)
@@ -219,6 +296,7 @@ class EmulatedNetworksTest(unittest.TestCase):
         # On the slow link, compression halves the bytes: its measured communication beside the
         # uncompressed row's, and the projection's.
         comm = ["| hosts | allreduce per step, none | fp16 | ratio | projected ratio |", "| ---: | ---: | ---: | ---: | ---: |"]
+        compression_errors = []
         for hosts in HOST_COUNTS:
             plain = json.loads(rows[hosts, "200mbit", "overlap"].read_text())["runs"][0]["mean_phase_s"]["allreduce_s"]
             fp16 = json.loads(rows[hosts, "200mbit", "fp16"].read_text())["runs"][0]["mean_phase_s"]["allreduce_s"]
@@ -226,11 +304,28 @@ class EmulatedNetworksTest(unittest.TestCase):
             projected_fp16 = self.project(rows[hosts, "1gbit", "fp16"], hosts, links[hosts, "200mbit"])
             ratio = projected_fp16["points"][0]["comm_s"] / projected_plain["points"][0]["comm_s"]
             comm.append(f"| {hosts} | {plain:.3f} s | {fp16:.3f} s | {fp16 / plain:.2f} | {ratio:.2f} |")
-            self.assertLess(fp16, plain, f"{hosts} hosts: compression did not shorten the allreduces")
-        print("\n".join(["", f"links shaped in rate{' and delay' if self.delay else ' only (no netem here)'}; "
-                         f"{time.monotonic() - started:.0f} s", *table, "", *comm]))
-        self.assertEqual(wrong_way, [], "projected the wrong way")
+            compression_errors.append((fp16 / plain / ratio - 1, f"{hosts} hosts"))
+        # What the model leaves out, measured: backward's compute beside the allreduces against alone.
+        contention = ["| hosts | link | backward compute, overlap | fp16 | no overlap | overlap / no overlap |",
+                      "| ---: | --- | ---: | ---: | ---: | ---: |"]
+        for hosts in HOST_COUNTS:
+            for shaping in SHAPINGS:
+                compute = {variant: json.loads(rows[hosts, shaping, variant].read_text())["runs"][0]["strategy_details"]
+                           ["backward_compute_s"] for variant in VARIANTS}
+                contention.append(f"| {hosts} | {shaping} | {compute['overlap']:.3f} s | {compute['fp16']:.3f} s | "
+                                  f"{compute['no-overlap']:.3f} s | {compute['overlap'] / compute['no-overlap']:.2f} |")
+        within_goal = sum(abs(e) <= GOAL for e, _ in errors)
         median = sorted(abs(e) for e, _ in errors)[len(errors) // 2]
+        worst = max(abs(e) for e, _ in errors)
+        shaped = f"rate{' and delay' if self.delay else ' only (no netem here)'}"
+        print("\n".join(["", f"links shaped in {shaped}, each host capped at its share of "
+                         f"{len(os.sched_getaffinity(0))} cores; {time.monotonic() - started:.0f} s", *table, "",
+                         f"{within_goal} of {len(errors)} rows within {100 * GOAL:.0f} %, the median "
+                         f"{100 * median:.1f} %, the worst {100 * worst:.1f} %", "", *comm, "", *contention]))
+        self.assertEqual(wrong_way, [], "projected the wrong way")
+        for error, what in compression_errors:
+            self.assertLessEqual(abs(error), TOLERANCE_COMPRESSION,
+                                 f"{what}: fp16's allreduces are {100 * error:+.1f} % off the projected ratio")
         self.assertLessEqual(median, TOLERANCE_MEDIAN, f"the median row's projection is {100 * median:.1f} % off")
         for error, what in errors:
             self.assertLessEqual(abs(error), TOLERANCE_EVERY, f"{what}: the projection is {100 * error:+.1f} % off")
