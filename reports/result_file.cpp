@@ -1,11 +1,8 @@
 #include "reports/result_file.hpp"
 
-#include <fstream>
-#include <iterator>
-#include <sstream>
-
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/base/text_file.hpp"
 
 namespace ddpbench {
 
@@ -14,10 +11,7 @@ void write_result_file(const std::filesystem::path& path, const ResultDocument& 
 }
 
 ResultDocument read_result_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read result file '" + path.string() + "'");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_result_document(text, path.string());
+  return parse_result_document(read_text_file(path, "cannot read result file"), path.string());
 }
 
 ResultDocument parse_result_document(std::string_view text, const std::string& source) {

@@ -1,11 +1,10 @@
 #include "harness/control/project_command.hpp"
 
-#include <fstream>
 #include <iostream>
-#include <iterator>
 
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/base/text_file.hpp"
 #include "reports/result_file.hpp"
 
 namespace ddpbench {
@@ -19,11 +18,10 @@ ProjectionOptions projection_options(const ProjectCommand& c) {
   if (c.inter_node_gbps > 0) o.inter_node_gbps = c.inter_node_gbps;
   if (c.latency_us >= 0) o.latency_us = c.latency_us;
   if (!c.calibrate.empty()) {
-    std::ifstream in(c.calibrate, std::ios::binary);
-    if (!in) throw InputError("--calibrate: cannot read '" + c.calibrate + "'");
+    const std::string text = read_text_file(c.calibrate, "--calibrate: cannot read");
     nlohmann::json doc;
     try {
-      doc = nlohmann::json::parse(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
+      doc = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
       throw InputError("--calibrate: '" + c.calibrate + "' is not valid JSON: " + e.what());
     }

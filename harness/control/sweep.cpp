@@ -3,14 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <iterator>
 #include <iostream>
 #include <set>
 
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/closest_name.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/base/text_file.hpp"
 #include "harness/control/progress.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/launch/interruption.hpp"
@@ -169,10 +168,7 @@ void check_options(const json& options, const std::string& where) {
 }  // namespace
 
 SweepDefinition read_sweep_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("--file: cannot read sweep file '" + path.string() + "'");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_sweep_file(text, path.string());
+  return parse_sweep_file(read_text_file(path, "--file: cannot read sweep file"), path.string());
 }
 
 SweepDefinition parse_sweep_file(std::string_view text, const std::string& source) {
