@@ -103,6 +103,14 @@ def netem_available() -> bool:
         run("ip", "netns", "del", probe)
 
 
+def kill_all(pids: list[str]) -> None:
+    for pid in pids:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def remove_what_killed_runs_left() -> None:
     """Namespaces and cgroups of an earlier run that was killed before its cleanup (named
     ddpb-...-PID after a process that is gone)."""
@@ -150,7 +158,7 @@ class EmulatedNetworksTest(unittest.TestCase):
         root, self.cgroup_version = cpu_controller()
         self.hosts = [Host(f"ddpb-h{i}-{pid}", f"dh{i}{pid % 100000}", f"ds{i}{pid % 100000}",
                            f"10.214.{pid % 250}.{i + 1}", root / f"ddpb-h{i}-{pid}") for i in range(max(HOST_COUNTS))]
-        self.addCleanup(self.remove_namespaces)
+        self.addCleanup(self.remove_hosts)
         for host in self.hosts:
             host.cgroup.mkdir()
         self.checked("ip", "netns", "add", self.switch)
@@ -173,21 +181,14 @@ class EmulatedNetworksTest(unittest.TestCase):
         done = run(*args)
         self.assertEqual(done.returncode, 0, f"{' '.join(args)}: {done.stderr}")
 
-    def remove_namespaces(self) -> None:
+    def remove_hosts(self) -> None:
+        """Their namespaces and cgroups, and every process still in them."""
         for namespace in [host.namespace for host in self.hosts] + [self.switch]:
-            for pid in run("ip", "netns", "pids", namespace).stdout.split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            kill_all(run("ip", "netns", "pids", namespace).stdout.split())
             run("ip", "netns", "del", namespace)
         for host in self.hosts:
             if host.cgroup.exists():
-                for pid in (host.cgroup / "cgroup.procs").read_text().split():
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+                kill_all((host.cgroup / "cgroup.procs").read_text().split())
                 for _ in range(50):
                     try:
                         host.cgroup.rmdir()
