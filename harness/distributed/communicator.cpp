@@ -103,17 +103,24 @@ std::string interface_towards(const std::string& address) {
   return name;
 }
 
-// Runs `query` on a thread of its own and waits for it at most `limit`. A TCPStore client
-// has no receive timeout: a frozen or cut-off store would hold the caller forever, so it
-// holds only this thread (detached, it ends with the process).
+// Runs `query` on a thread of its own and waits for it at most `limit`: nullopt when it has
+// not finished, its exception when it threw. A TCPStore client has no receive timeout, and
+// ncclCommInitRank waits for every rank: either would hold the caller forever, so it holds
+// only this thread (detached, it ends with the process).
 template <typename T>
-std::optional<T> within(std::chrono::milliseconds limit, std::function<T()> query) {
+std::optional<T> finished_within(std::chrono::milliseconds limit, std::function<T()> query) {
   auto task = std::make_shared<std::packaged_task<T()>>(std::move(query));
   auto result = task->get_future();
   std::thread([task] { (*task)(); }).detach();
   if (result.wait_for(limit) != std::future_status::ready) return std::nullopt;
+  return result.get();
+}
+
+// The same, with an error taken as no answer.
+template <typename T>
+std::optional<T> within(std::chrono::milliseconds limit, std::function<T()> query) {
   try {
-    return result.get();
+    return finished_within<T>(limit, std::move(query));
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -327,16 +334,15 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
       impl_->group->setBoundDeviceId(options.device);
       impl_->group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
       impl_->group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
-      // On a thread of its own: one left blocked in NCCL ends with the process.
-      auto connect = std::make_shared<std::packaged_task<void()>>(
-          [backend, device = options.device] { backend->eagerConnectSingleDevice(device); });
-      auto connected = connect->get_future();
-      std::thread([connect] { (*connect)(); }).detach();
-      if (connected.wait_for(options.timeout) != std::future_status::ready) {
+      // NCCL's own error, if it fails, is thrown from here.
+      const auto connect = [backend, device = options.device] {
+        backend->eagerConnectSingleDevice(device);
+        return true;
+      };
+      if (!finished_within<bool>(options.timeout, connect)) {
         throw std::runtime_error("NCCL's communicator did not form within " +
                                  std::to_string(options.timeout.count() / 1000) + " s (ncclCommInitRank)");
       }
-      connected.get();  // NCCL's own error, if it failed
 #endif
     }
     // Every rank leaves the constructor with the group formed, or with an error.
