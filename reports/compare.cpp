@@ -329,10 +329,7 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
   // run as in the baseline, and their speed gates through --min-vs-pytorch, not here.
   std::set<RowKey> twins;
   for (const ResultDocument* doc : {&baseline, &current}) {
-    if (!doc->sweep) continue;
-    for (const auto& info : doc->sweep->rows) {
-      if (!info.reference_of.empty()) twins.insert({info.name, info.mode});
-    }
+    for (const auto& [row, twin] : twin_names(*doc)) twins.insert({twin, row.second});
   }
   const auto allowed = [&](const std::string& name) {
     return std::find(options.allow_missing.begin(), options.allow_missing.end(), name) != options.allow_missing.end();
