@@ -649,7 +649,8 @@ class HtmlReporter final : public Reporter {
                 "two levels.</p>\n"
              << projection_chart(*projections, rows);
         for (const auto& p : *projections) {
-          if (!p.not_projected.empty()) html << "<p>" << escape(p.row + ": not projected: " + p.not_projected) << "</p>\n";
+          if (p.not_projected.empty()) continue;
+          html << "<p>" << escape(ddpbench::row_label(p.row, p.mode) + ": not projected: " + p.not_projected) << "</p>\n";
         }
       }
     }
