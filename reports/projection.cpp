@@ -34,17 +34,7 @@ struct MeasuredBucket {
 
 // Fabric `name` from the table, or the one fitted to what was measured.
 Fabric chosen_fabric(const ProjectionOptions& options, const Fabric& measured) {
-  Fabric f = measured;
-  if (options.fabric != "measured") {
-    const auto& named = named_fabrics();
-    const auto it = std::find_if(named.begin(), named.end(), [&](const Fabric& n) { return n.name == options.fabric; });
-    if (it == named.end()) {
-      std::string names = "measured";
-      for (const auto& n : named) names += "|" + n.name;
-      throw InputError("--fabric " + options.fabric + ": expected " + names);
-    }
-    f = *it;
-  }
+  Fabric f = options.fabric == "measured" ? measured : named_fabric(options.fabric, "--fabric");
   if (options.intra_node_gbps) f.intra.bytes_per_s = *options.intra_node_gbps * kGbit;
   if (options.inter_node_gbps) f.inter.bytes_per_s = *options.inter_node_gbps * kGbit;
   if (options.latency_us) f.intra.latency_s = f.inter.latency_s = *options.latency_us * 1e-6;
@@ -85,6 +75,17 @@ const std::vector<Fabric>& named_fabrics() {
        "PCIe 4.0 x16 within a node (32 GB/s), 100 Gbit/s Ethernet between nodes"},
   };
   return fabrics;
+}
+
+const Fabric& named_fabric(const std::string& name, std::string_view flag) {
+  const auto& named = named_fabrics();
+  const auto it = std::find_if(named.begin(), named.end(), [&](const Fabric& n) { return n.name == name; });
+  if (it == named.end()) {
+    std::string names = "measured";
+    for (const auto& n : named) names += "|" + n.name;
+    throw InputError(std::string(flag) + " " + name + ": expected " + names);
+  }
+  return *it;
 }
 
 double allreduce_seconds(double bytes, int64_t ranks, int64_t per_node, const Fabric& fabric) {

@@ -37,6 +37,10 @@ struct Fabric {
 /// The fabrics ddpbench knows by name, from vendors' data sheets.
 const std::vector<Fabric>& named_fabrics();
 
+/// The one called `name`; throws InputError("<flag> <name>: expected measured|hdr-ib|...")
+/// when none is.
+const Fabric& named_fabric(const std::string& name, std::string_view flag);
+
 /// Seconds to allreduce `bytes` over `ranks` ranks, `per_node` of them to a node: a ring within
 /// the node when it holds them all, a ring across nodes when each holds one, else
 /// reduce-scatter within the node, a ring across nodes over each rank's share, and all-gather

@@ -1,6 +1,5 @@
 #include "harness/control/cli.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <set>
@@ -142,11 +141,7 @@ Command parse_command_line(int argc, const char* const* argv) {
     if (sweep_command.repeat < 1) throw InputError("--repeat must be positive (got " + std::to_string(sweep_command.repeat) + ")");
     if (sweep_command.out_dir.empty()) throw InputError("--out-dir must not be empty");
     if (!sweep_command.project.empty() && sweep_command.project != "measured") {
-      const auto& fabrics = named_fabrics();
-      std::string names = "measured";
-      for (const auto& f : fabrics) names += "|" + f.name;
-      const bool known = std::any_of(fabrics.begin(), fabrics.end(), [&](const Fabric& f) { return f.name == sweep_command.project; });
-      if (!known) throw InputError("--project " + sweep_command.project + ": expected " + names);
+      (void)named_fabric(sweep_command.project, "--project");
     }
     return sweep_command;
   }
