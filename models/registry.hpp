@@ -13,10 +13,15 @@
 namespace ddpbench {
 
 struct ModelInfo {
-  /// LibTorch's torch::nn::parallel::data_parallel over the model, which needs its
-  /// concrete type: forward of `input` scattered over `devices`, gathered on the first.
-  using DataParallelForward =
-      std::function<at::Tensor(torch::nn::AnyModule&, const at::Tensor&, const std::vector<c10::Device>&)>;
+  /// Runs its argument as one part of the caller's work (the caller times it).
+  using Section = std::function<void(const std::function<void()>&)>;
+  /// LibTorch's torch::nn::parallel::data_parallel over the model, which needs its concrete
+  /// type: forward of `input` scattered over `devices`, gathered on the first. Its replicate
+  /// (a clone of the whole module onto each device, made on every call) runs inside
+  /// `replicating`. On CPU devices chunk and cat stand in for Scatter and Gather, which are
+  /// CUDA-only; replicate and parallel_apply are LibTorch's own everywhere.
+  using DataParallelForward = std::function<at::Tensor(torch::nn::AnyModule&, const at::Tensor&,
+                                                       const std::vector<c10::Device>&, const Section& replicating)>;
 
   std::string name;
   std::string description;

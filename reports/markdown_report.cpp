@@ -26,9 +26,17 @@ std::string cell(const std::string& text) {
   return out;
 }
 
-// What the row's implementation says about how it ran (strategy_details.notes).
+// What the row's implementation says about how it ran (strategy_details.notes), and what its
+// phases say of it: a forward that re-made its replicas every step spent that on the host.
 std::vector<std::string> strategy_notes(const RunResult& r) {
   std::vector<std::string> notes;
+  const PhaseSeconds& p = r.mean_phase_s;
+  if (p.replicate_s > 0 && p.total_s() > 0) {
+    notes.push_back("forward re-made the replicas every step: " + format_seconds(p.replicate_s) + " of each " +
+                    format_seconds(p.total_s()) + " step (" + format_percent(p.replicate_s / p.total_s()) +
+                    ") cloned the module (LibTorch's data_parallel re-initialises every layer on the host, then "
+                    "copies the weights in): the stock C++ API's cost, not the devices' speed");
+  }
   if (!r.strategy_details.is_object() || !r.strategy_details.contains("notes")) return notes;
   for (const auto& note : r.strategy_details.at("notes")) {
     if (note.is_string()) notes.push_back(note.get<std::string>());
@@ -177,18 +185,24 @@ class MarkdownReporter final : public Reporter {
     }
 
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.phase_s.total_s() > 0; })) {
+      // A row that re-makes its replicas in forward (LibTorch's data_parallel) shows that part.
+      const bool replicating =
+          std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.phase_s.replicate_s > 0; });
       md << "\n## where a step's time goes\n\n"
          << "Mean time per step after warm-up, by phase; \"hidden\" is the allreduce time that ran under backward "
-            "(inside the backward column), \"exposed\" what backward left waiting. Then the step-time "
-            "distribution.\n\n"
-         << "| row | mode | data | forward | backward | comm hidden in backward | exposed comm | optimizer | step"
-            " | step p50 | step p90 | step max |\n"
-         << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+            "(inside the backward column), \"exposed\" what backward left waiting. "
+         << (replicating ? "\"replicate\" is the part of forward spent cloning the module onto its replicas. " : "")
+         << "Then the step-time distribution.\n\n"
+         << "| row | mode | data | forward | " << (replicating ? "replicate (in forward) | " : "")
+         << "backward | comm hidden in backward | exposed comm | optimizer | step | step p50 | step p90 | step max |\n"
+         << "| --- | --- | ---: | ---: | " << (replicating ? "---: | " : "")
+         << "---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
       for (const auto& r : rows) {
         if (r.phase_s.total_s() <= 0) continue;
         const PhaseSeconds& p = r.phase_s;
         md << "| " << cell(r.name) << " | " << cell(r.mode) << " | " << format_seconds(p.data_s) << " | "
-           << format_seconds(p.forward_s) << " | " << format_seconds(p.backward_s) << " | "
+           << format_seconds(p.forward_s) << " | " << (replicating ? format_seconds(p.replicate_s) + " | " : "")
+           << format_seconds(p.backward_s) << " | "
            << format_seconds(p.hidden_comm_s()) << " | " << format_seconds(p.comm_s) << " | "
            << format_seconds(p.optimizer_s) << " | " << format_seconds(p.total_s()) << " | "
            << format_seconds(r.step_time_p50_s) << " | " << format_seconds(r.step_time_p90_s) << " | "

@@ -35,7 +35,7 @@ double read_optional_number(const json& j, const char* key, double absent) {
 PhaseSeconds read_phases(const json& j) {
   return {read_number(j, "data_s"),     read_number(j, "forward_s"),   read_number(j, "backward_s"),
           read_number(j, "comm_s"),     read_number(j, "optimizer_s"), read_optional_number(j, "allreduce_s", 0.0),
-          read_optional_number(j, "collective_wait_s", 0.0)};
+          read_optional_number(j, "collective_wait_s", 0.0), read_optional_number(j, "replicate_s", 0.0)};
 }
 
 json ranks_json(const std::vector<RankTiming>& ranks) {
@@ -60,7 +60,7 @@ json phases_json(const PhaseSeconds& p) {
   return {{"data_s", json_number(p.data_s)},           {"forward_s", json_number(p.forward_s)},
           {"backward_s", json_number(p.backward_s)},   {"comm_s", json_number(p.comm_s)},
           {"optimizer_s", json_number(p.optimizer_s)}, {"allreduce_s", json_number(p.allreduce_s)},
-          {"collective_wait_s", json_number(p.collective_wait_s)}};
+          {"collective_wait_s", json_number(p.collective_wait_s)}, {"replicate_s", json_number(p.replicate_s)}};
 }
 
 std::string row_label(const std::string& name, const std::string& mode) {

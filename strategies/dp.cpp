@@ -125,16 +125,32 @@ class LibTorchDataParallel final : public Strategy {
   [[nodiscard]] std::vector<c10::Device> devices() const override { return devices_; }
 
   at::Tensor train_step(const Batch& batch) override {
-    const at::Tensor loss =
-        forward_loss(batch, [&](const at::Tensor& images) { return forward_(setup().model, images, devices_); });
+    // data_parallel re-makes its replicas on every call: that part of forward is timed apart.
+    const ModelInfo::Section replicating = [this](const std::function<void()>& replicate) {
+      PhaseScope scope(setup().timer, Phase::replicate);
+      replicate();
+    };
+    const at::Tensor loss = forward_loss(
+        batch, [&](const at::Tensor& images) { return forward_(setup().model, images, devices_, replicating); });
     // The replicas' gradients flow back into the module's through LibTorch's grad edges.
     return backward_and_step(loss);
   }
 
   [[nodiscard]] nlohmann::json details() const override {
-    return {{"implementation", "libtorch data_parallel"},
-            {"devices", device_names(devices_)},
-            {"note", "clones the module on every forward; replicas' batch-norm statistics are lost"}};
+    nlohmann::json details = {{"implementation", "libtorch data_parallel"},
+                              {"devices", device_names(devices_)},
+                              {"note", "clones the module on every forward (the replicate part of forward); replicas' "
+                                       "batch-norm statistics are lost"}};
+    if (devices_.size() > 1) {
+      details["notes"].push_back("LibTorch's parallel_apply runs the replicas' forwards one after another on one "
+                                 "thread (at::parallel_for, a header template, is serial in code built without "
+                                 "OpenMP, as TorchConfig leaves it): on GPUs only their kernels overlap");
+    }
+    if (devices_.size() > 1 && devices_.front().is_cpu()) {
+      details["notes"].push_back("on CPU devices chunk and cat stand in for data_parallel's Scatter and Gather, which "
+                                 "are CUDA-only; replicate and parallel_apply are LibTorch's own");
+    }
+    return details;
   }
 
  private:
@@ -181,9 +197,6 @@ std::optional<std::string> dp_preflight(const StrategyOptions& options) {
   if (options.batch_size % static_cast<int64_t>(devices.size()) != 0) {
     throw InputError("--batch-size " + std::to_string(options.batch_size) + " does not divide over " +
                      std::to_string(devices.size()) + " dp devices");
-  }
-  if (options.dp_impl == DpImpl::libtorch && devices.front().is_cpu() && devices.size() > 1) {
-    throw InputError("--dp-impl libtorch: LibTorch's data_parallel scatters over CUDA devices only");
   }
   return std::nullopt;
 }

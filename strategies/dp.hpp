@@ -6,8 +6,10 @@
 //    device each step and gradients reduced onto it, both coalesced into one flat buffer
 //    per dtype; replica threads inherit autocast and grad mode.
 //  - libtorch: torch::nn::parallel::data_parallel, the faithful LibTorch baseline, which
-//    clones (and so re-initialises) the module on every call and whose replicas' batch-norm
-//    statistics never reach the module.
+//    clones (and so re-initialises) the module on every call, timed as forward's replicate
+//    part, and whose replicas' batch-norm statistics never reach the module. Its
+//    parallel_apply runs the replicas one after another on the caller's thread (see
+//    models/registry.cpp), so autocast reaches every replica and none overlaps another.
 #include <memory>
 #include <optional>
 #include <string>

@@ -20,8 +20,11 @@ struct PhaseSeconds {
   // Time the host was blocked in collectives inside forward and backward (SyncBatchNorm's
   // sums, the buffer broadcasts): waiting for the other ranks, already part of those phases.
   double collective_wait_s = 0;
+  // Time forward spent cloning the module onto its replicas (LibTorch's data_parallel does it
+  // on every call): part of forward, host work rather than the device's.
+  double replicate_s = 0;
 
-  /// The step: every phase but allreduce and collective_wait, which lie inside the others.
+  /// The step: every phase but allreduce, collective_wait and replicate, which lie inside the others.
   [[nodiscard]] double total_s() const { return data_s + forward_s + backward_s + comm_s + optimizer_s; }
   /// Allreduce time hidden under backward (it ran while backward did): the allreduce time
   /// not left exposed after backward, at most backward's own time.

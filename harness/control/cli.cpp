@@ -60,6 +60,8 @@ Command parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::IsMember({"faithful", "controlled", "both"}));
   sweep->add_option("--repeat", sweep_command.repeat, "run each row N times; reports give the median and spread");
   sweep->add_option("--out-dir", sweep_command.out_dir, "where rows and reports go (default results/)");
+  sweep->add_option("--reports-dir", sweep_command.reports_dir,
+                    "write results.{json,md,html} here instead of --out-dir (rewritten as each row ends)");
   sweep->add_flag("--resume", sweep_command.resume, "skip rows already done with the same configuration");
   sweep->add_option("--gbench-json", sweep_command.gbench_json, "also write the results as Google Benchmark JSON");
   sweep->add_flag("--dry-run", sweep_command.dry_run, "print each planned row's ddpbench run command; run nothing");
@@ -140,6 +142,9 @@ Command parse_command_line(int argc, const char* const* argv) {
   if (sweep->parsed()) {
     if (sweep_command.repeat < 1) throw InputError("--repeat must be positive (got " + std::to_string(sweep_command.repeat) + ")");
     if (sweep_command.out_dir.empty()) throw InputError("--out-dir must not be empty");
+    if (sweep->count("--reports-dir") > 0 && sweep_command.reports_dir.empty()) {
+      throw InputError("--reports-dir must not be empty");
+    }
     if (!sweep_command.project.empty() && sweep_command.project != "measured") {
       (void)named_fabric(sweep_command.project, "--project");
     }

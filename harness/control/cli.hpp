@@ -50,6 +50,7 @@ struct SweepCommand {
   std::string mode = "both";     // faithful | controlled | both
   int64_t repeat = 1;
   std::string out_dir = "results";
+  std::string reports_dir;       // results.{json,md,html} here rather than in out_dir
   bool resume = false;
   std::string gbench_json;       // also write Google Benchmark JSON here
   bool dry_run = false;          // print each row's command, run nothing

@@ -412,6 +412,8 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
   }
   const std::filesystem::path out_dir = command.out_dir;
   require_writable(out_dir / "results.json", "--out-dir");
+  const std::filesystem::path reports_dir = command.reports_dir.empty() ? out_dir : std::filesystem::path(command.reports_dir);
+  if (!command.reports_dir.empty()) require_writable(reports_dir / "results.json", "--reports-dir");
   if (!command.gbench_json.empty()) require_writable(command.gbench_json, "--gbench-json");
 
   ResultDocument document;
@@ -422,7 +424,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
   document.sweep = plan.info;
   const auto reporters = default_reporters();
   auto write_reports = [&] {
-    for (const auto& reporter : reporters) reporter->write(document, out_dir / reporter->file_name());
+    for (const auto& reporter : reporters) reporter->write(document, reports_dir / reporter->file_name());
     if (!command.gbench_json.empty()) make_gbench_reporter()->write(document, command.gbench_json);
   };
 
@@ -474,7 +476,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
   }
   std::cout << make_markdown_reporter()->render(document) << std::flush;
   const int signal = interruption_signal();
-  std::cerr << "ddpbench sweep: " << (signal != 0 ? "interrupted; " : "") << "results in " << out_dir.string()
+  std::cerr << "ddpbench sweep: " << (signal != 0 ? "interrupted; " : "") << "results in " << reports_dir.string()
             << "/results.{json,md,html}\n";
   if (signal != 0) return interrupted_exit_code(signal);
   return failed ? 1 : 0;

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include <ATen/Context.h>
 #include <torch/cuda.h>
 
 #ifdef DDPBENCH_HAVE_CUDA
@@ -46,9 +47,26 @@ void synchronize(const c10::Device& device) {
 #endif
 }
 
+#ifdef DDPBENCH_HAVE_CUDA
+namespace {
+
+// The caching allocator knows a device only once CUDA is initialised, which the first CUDA
+// tensor does: asked before that (a row resets its peak before building its model), it throws
+// "Invalid device argument 0: did you call init?". Python's torch.cuda.set_device does both.
+void initialise_cuda(const c10::Device& device) {
+  at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
+  c10::cuda::set_device(device.index());
+}
+
+}  // namespace
+#endif
+
 void reset_peak_memory(const c10::Device& device) {
 #ifdef DDPBENCH_HAVE_CUDA
-  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+  if (device.is_cuda()) {
+    initialise_cuda(device);
+    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+  }
 #else
   (void)device;
 #endif
@@ -57,6 +75,7 @@ void reset_peak_memory(const c10::Device& device) {
 int64_t peak_memory_bytes(const c10::Device& device) {
 #ifdef DDPBENCH_HAVE_CUDA
   if (device.is_cuda()) {
+    initialise_cuda(device);
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
     return stats.allocated_bytes[static_cast<std::size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
   }

@@ -96,7 +96,7 @@ RowMeasurements measurements_from(const json& records, const c10::Device& device
     const json& p = s.at("phases");
     auto phase = [&](const char* key) { return p.at(key).is_null() ? kNotMeasured : p.at(key).get<double>(); };
     r.phases = PhaseSeconds{phase("data_s"),      phase("forward_s"),   phase("backward_s"), phase("comm_s"),
-                            phase("optimizer_s"), phase("allreduce_s"), kNotMeasured};
+                            phase("optimizer_s"), phase("allreduce_s"), kNotMeasured, 0.0};
     m.steps.push_back(r);
   }
   m.train_time_s = records.at("train_time_s").get<double>();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -140,12 +141,21 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
         flight_recorder_prefix(config, row_folder(config))});
     return run_guarded(config, dist, row_start);
   });
-  if (env.rank != 0) {
-    // Only rank 0 reports: the others say why they failed, so the launcher can relay it.
-    if (result.status == RunStatus::failed) std::cerr << "ddpbench: rank " << env.rank << ": " << result.reason << "\n";
-    return exit_code_of(result);
+  // Only rank 0 reports: the others say why they failed, so the launcher can relay it.
+  if (env.rank != 0 && result.status == RunStatus::failed) {
+    std::cerr << "ddpbench: rank " << env.rank << ": " << result.reason << "\n";
   }
-  return report(config, argv, result, !launched_by_ddpbench());
+  const int code = env.rank != 0 ? exit_code_of(result) : report(config, argv, result, !launched_by_ddpbench());
+  if (result.status == RunStatus::failed) {
+    // A failed collective can leave threads behind (one still inside ncclCommInitRank, NCCL's
+    // watchdog, a store client): the process leaves without static destructors, which could
+    // wait on them or crash into them. Everything the row had to say is written by now.
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return code;
 }
 
 // Why a launched row failed. A rank killed by a signal is the cause, unless the ranks'

@@ -16,7 +16,7 @@
 namespace ddpbench {
 namespace {
 
-constexpr std::size_t kPhases = 7;
+constexpr std::size_t kPhases = 8;
 
 }  // namespace
 
@@ -29,6 +29,7 @@ double& seconds_of(PhaseSeconds& s, Phase phase) {
     case Phase::optimizer: return s.optimizer_s;
     case Phase::allreduce: return s.allreduce_s;
     case Phase::collective_wait: return s.collective_wait_s;
+    case Phase::replicate: return s.replicate_s;
   }
   return s.data_s;
 }
@@ -141,7 +142,7 @@ class CudaEventTimer final : public PhaseTimer {
   c10::Device device_;
   std::shared_ptr<EventPool> pool_;
   std::vector<Interval> intervals_;
-  std::array<std::size_t, kPhases> open_ = {kNone, kNone, kNone, kNone, kNone, kNone, kNone};
+  std::array<std::size_t, kPhases> open_ = {kNone, kNone, kNone, kNone, kNone, kNone, kNone, kNone};
   std::vector<std::function<void(PhaseSeconds&)>> added_;
   std::shared_ptr<at::cuda::CUDAEvent> last_boundary_;
 };
@@ -158,6 +159,7 @@ std::string_view phase_name(Phase phase) {
     case Phase::optimizer: return "optimizer";
     case Phase::allreduce: return "allreduce";
     case Phase::collective_wait: return "collective wait";
+    case Phase::replicate: return "replicate";
   }
   return "?";
 }

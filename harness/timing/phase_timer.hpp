@@ -18,8 +18,9 @@ namespace ddpbench {
 
 // allreduce is not a slice of the step but the time its gradient allreduces were in
 // flight, most of it hidden under backward; collective_wait is the time blocked in
-// collectives inside forward and backward. Both are reported through add().
-enum class Phase { data, forward, backward, comm, optimizer, allreduce, collective_wait };
+// collectives inside forward and backward. Both are reported through add(). replicate is
+// timed inside forward (its own scope nested in forward's) and stays part of it.
+enum class Phase { data, forward, backward, comm, optimizer, allreduce, collective_wait, replicate };
 std::string_view phase_name(Phase phase);
 /// The field of `phases` that holds `phase`.
 double& seconds_of(PhaseSeconds& phases, Phase phase);

@@ -80,7 +80,7 @@ RunResult measured_row(const std::string& hook = "allreduce") {
   r.world_size = 2;
   r.global_batch = 64;
   r.steady_images_per_s = 64 / 0.5;
-  r.mean_phase_s = PhaseSeconds{0.01, 0.09, 0.30, 0.05, 0.05, 0.25, 0};
+  r.mean_phase_s = PhaseSeconds{0.01, 0.09, 0.30, 0.05, 0.05, 0.25, 0, 0};
   r.config = {{"comm-hook", hook}, {"batch-size", 32}};
   r.strategy_details = {{"backward_compute_s", 0.3},
                         {"bucket_timeline", json::array({{{"bucket", 0}, {"bytes", 150e6}, {"ready_s", 0.1}, {"allreduce_s", 0.15}},

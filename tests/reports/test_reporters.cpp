@@ -60,6 +60,26 @@ TEST(Reporters, MarkdownMatchesItsGoldenFile) {
   expect_golden(md, "sweep.md");
 }
 
+// A row whose forward re-made its replicas (LibTorch's data_parallel) shows that part of
+// forward in its own column and says in a note what it cost; rows without it show neither.
+TEST(Reporters, MarkdownShowsTheReplicatePartOfForward) {
+  ResultDocument doc = testing::sample_sweep_document();
+  for (auto& r : doc.runs) {
+    if (r.name == "single" && r.mode == "controlled") r.mean_phase_s.replicate_s = 0.012;
+  }
+  const std::string md = make_markdown_reporter()->render(doc);
+  EXPECT_NE(md.find("| row | mode | data | forward | replicate (in forward) | backward |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| single | controlled | 4.0 ms | 18.0 ms | 12.0 ms | 40.0 ms |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| single | faithful | 4.0 ms | 18.0 ms | 0.0 us | 40.0 ms |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- single (controlled): forward re-made the replicas every step: 12.0 ms of each 64.0 ms step "
+                    "(18.8 %)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("- single (faithful): forward re-made"), std::string::npos) << md;
+  const std::string plain = make_markdown_reporter()->render(testing::sample_sweep_document());
+  EXPECT_EQ(plain.find("replicate"), std::string::npos) << plain;
+}
+
 // A straggler is shown, rank by rank, where the slowest rank computes more than 10 % longer
 // than the fastest; an even row shows nothing.
 TEST(Reporters, MarkdownAndHtmlShowAStragglersRanks) {

@@ -1,16 +1,20 @@
 """scripts/device-check cannot rot: its --cpu-smoke form runs in the test suite, with one step
-broken on purpose, and must exit non-zero naming that step while the other steps pass, and
-bring back at most 8 files.
+broken or hung on purpose. A broken step fails the check and is named while the others pass; a
+hung step is cut at its deadline and the check still ends inside its budget, with its summary
+and the rows finished before the hang; no gpu test may outlive the gpu-tests step's deadline.
+At most 8 files come back.
 
 Run: python3 -m unittest -v test_device_check (from tests/scripts), with DDPBENCH_BUILD_DIR
-(a built tree) and DDPBENCH_PYTHON (a Python with torch) set.
+(a built tree), DDPBENCH_PYTHON (a Python with torch) and DDPBENCH_CTEST (ctest) set.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -18,19 +22,45 @@ SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().par
 CHECK = SOURCE / "scripts" / "device-check"
 
 
+def built_tree(test: unittest.TestCase) -> str:
+    build = os.environ.get("DDPBENCH_BUILD_DIR")
+    if not build or not (Path(build) / "ddpbench").exists():
+        test.skipTest("DDPBENCH_BUILD_DIR holds no built ddpbench")
+    return build
+
+
+def verdicts(summary: str) -> dict[str, str]:
+    """Each step's summary line, by step name."""
+    return {line.split()[0]: line for line in summary.splitlines() if line.split()}
+
+
+def plan() -> dict[str, tuple[int, int]]:
+    """Each step's cap and floor in seconds, as the script plans them."""
+    out = subprocess.run([str(CHECK), "--print-plan"], capture_output=True, text=True, check=True).stdout
+    return {name: (int(cap), int(floor)) for name, cap, floor in (line.split() for line in out.splitlines())}
+
+
 class DeviceCheckTest(unittest.TestCase):
-    def test_a_broken_step_fails_the_check_and_is_named(self) -> None:
-        build = os.environ.get("DDPBENCH_BUILD_DIR")
-        if not build or not (Path(build) / "ddpbench").exists():
-            self.skipTest("DDPBENCH_BUILD_DIR holds no built ddpbench")
+    def run_check(self, env_extra: dict[str, str], *args: str) -> tuple[subprocess.CompletedProcess[str], Path, float]:
+        build = built_tree(self)
         out = Path(tempfile.mkdtemp(prefix="ddpbench-device-check-"))
         self.addCleanup(shutil.rmtree, out)
-        env = dict(os.environ, DDPBENCH_DEVICE_CHECK_BREAK="gpu-tests")
-        run = subprocess.run([str(CHECK), str(out), "--cpu-smoke", "--prebuilt", build], env=env, capture_output=True,
-                             text=True, check=False, timeout=900)
+        began = time.monotonic()
+        run = subprocess.run([str(CHECK), str(out), "--cpu-smoke", "--prebuilt", build, *args],
+                             env=dict(os.environ, **env_extra), capture_output=True, text=True, check=False,
+                             timeout=900)
+        return run, out, time.monotonic() - began
+
+    def assert_outputs_come_back(self, out: Path) -> None:
+        files = [p for p in out.rglob("*") if p.is_file()]
+        self.assertLessEqual(len(files), 8, [p.name for p in files])
+        self.assertTrue(all(p.stat().st_size < 16 << 20 for p in files))
+
+    def test_a_broken_step_fails_the_check_and_is_named(self) -> None:
+        run, out, _ = self.run_check({"DDPBENCH_DEVICE_CHECK_BREAK": "gpu-tests"})
         summary = (out / "summary.txt").read_text()
         self.assertEqual(run.returncode, 1, summary + run.stderr[-3000:])
-        lines = {line.split()[0]: line for line in summary.splitlines() if line.split()}
+        lines = verdicts(summary)
         self.assertIn("FAIL", lines["gpu-tests"])
         self.assertIn("SKIP (prebuilt", lines["build"])
         self.assertIn("PASS", lines["rows"], summary)
@@ -39,10 +69,48 @@ class DeviceCheckTest(unittest.TestCase):
         # The rows it ran, each named in the summary with its PyTorch ratio where PyTorch ran it.
         self.assertIn("single-fp16", summary)
         self.assertIn("dp-2replicas-1gpu-replicas", summary)
-        files = [p for p in out.rglob("*") if p.is_file()]
-        self.assertLessEqual(len(files), 8, [p.name for p in files])
-        self.assertTrue(all(p.stat().st_size < 16 << 20 for p in files))
+        self.assert_outputs_come_back(out)
         self.assertTrue((out / "results.json").exists())
+
+    def test_a_hung_step_ends_inside_the_budget(self) -> None:
+        # The rows step hangs at its second row (alive, beating) after the first and its twin
+        # finished: its deadline must end it, keep those rows, and leave the later steps time.
+        budget_s = 150  # the least the floors allow: every step but the hung one gets its floor
+        run, out, elapsed_s = self.run_check({"DDPBENCH_DEVICE_CHECK_HANG": "rows"}, "--budget-s", str(budget_s))
+        summary = (out / "summary.txt").read_text()
+        self.assertEqual(run.returncode, 1, summary + run.stderr[-3000:])
+        self.assertLess(elapsed_s, budget_s + 5, summary)
+        lines = verdicts(summary)
+        self.assertIn("FAIL (its deadline of", lines["rows"], summary)
+        self.assertIn("cut short", lines["rows"], summary)
+        self.assertIn("PASS", lines["gpu-tests"], summary)
+        self.assertIn("PASS", lines["microbench"], summary)
+        self.assertIn("PASS", lines["outputs"], summary)
+        self.assertIn("1 step(s) failed: rows", summary)
+        self.assertIn(f"of a {budget_s} s budget", summary)
+        runs = json.loads((out / "results.json").read_text())["runs"]
+        finished = {r["name"]: r["status"] for r in runs}
+        self.assertEqual(finished.get("single-tf32"), "ok", finished)
+        self.assertEqual(finished.get("single-fp32"), "interrupted", finished)
+        self.assertNotEqual(finished.get("single-fp16"), "ok", "a row after the hung one ran")
+        self.assertIn("single-tf32", lines, summary)  # the row table in the summary names it
+        self.assert_outputs_come_back(out)
+
+    def test_no_gpu_test_may_outlive_the_step_deadline(self) -> None:
+        build = built_tree(self)
+        ctest = os.environ.get("DDPBENCH_CTEST") or shutil.which("ctest")
+        if not ctest:
+            self.skipTest("no ctest (DDPBENCH_CTEST)")
+        cap_s, _ = plan()["gpu-tests"]
+        shown = subprocess.run([ctest, "--show-only=json-v1", "-L", "gpu"], cwd=build, capture_output=True, text=True,
+                               check=True).stdout
+        tests = json.loads(shown)["tests"]
+        self.assertGreaterEqual(len(tests), 10, "the gpu tests were not found")
+        for test in tests:
+            props = {p["name"]: p["value"] for p in test.get("properties", [])}
+            self.assertIn("TIMEOUT", props, f"{test['name']} has no TIMEOUT: ctest's default is 1500 s")
+            # The step's ctest stops every test 5 s before the step's deadline.
+            self.assertLessEqual(float(props["TIMEOUT"]), cap_s - 5, test["name"])
 
 
 if __name__ == "__main__":

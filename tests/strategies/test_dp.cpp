@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <thread>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/nn/parallel/data_parallel.h>
 #include <torch/cuda.h>
 
 #include "data/synthetic.hpp"
@@ -27,6 +30,7 @@ struct TrainedModel {
   std::vector<at::Tensor> parameters, buffers;
   std::vector<double> losses;  // per step
   std::vector<at::ScalarType> output_dtypes;  // of the forward, per step
+  PhaseSeconds phases;                         // summed over the steps
 };
 
 Batch on(const Batch& b, const c10::Device& device) { return Batch{b.images.to(device), b.labels.to(device)}; }
@@ -70,7 +74,10 @@ TrainedModel train_dp(RunConfig config, c10::Device primary, const std::vector<B
     std::lock_guard lock(g_outputs_mutex);
     g_output_dtypes.clear();
   }
-  for (const auto& batch : batches) run.losses.push_back(strategy->train_step(on(batch, primary)).item<double>());
+  for (const auto& batch : batches) {
+    run.losses.push_back(strategy->train_step(on(batch, primary)).item<double>());
+    run.phases += timer->collect();
+  }
   {
     std::lock_guard lock(g_outputs_mutex);
     run.output_dtypes = g_output_dtypes;
@@ -153,6 +160,83 @@ TEST(Dp, ASmallLastBatchScattersOverFewerReplicas) {
   config.batch_size = 8;
   const std::vector<Batch> batches = {batch_of(8), batch_of(3, 8), batch_of(8, 16)};
   expect_same_steps(train_dp(config, c10::kCPU, batches), chunked_reference(4, batches));
+}
+
+// LibTorch's data_parallel on CPU replicas (chunk and cat for its CUDA-only Scatter and
+// Gather): the same steps as DataParallel's arithmetic, its replicas' running statistics lost,
+// and the clone it makes every step timed as forward's replicate part.
+TEST(Dp, LibTorchsDataParallelOnCpuReplicasDoesDataParallelsArithmetic) {
+  RunConfig config;
+  config.strategy = "dp";
+  config.devices = "cpu,cpu";
+  config.dp_impl = DpImpl::libtorch;
+  const std::vector<Batch> batches = {batch_of(32), batch_of(32, 32), batch_of(32, 16), batch_of(16, 48)};
+  const TrainedModel dp = train_dp(config, c10::kCPU, batches);
+  const TrainedModel reference = chunked_reference(2, batches);
+  ASSERT_EQ(dp.losses.size(), reference.losses.size());
+  for (std::size_t i = 0; i < dp.losses.size(); ++i) EXPECT_NEAR(dp.losses[i], reference.losses[i], 1e-6) << "step " << i;
+  expect_close(dp.parameters, reference.parameters, "parameter");
+  torch::manual_seed(9);
+  const auto untouched = find_model("tiny").make(10).ptr()->buffers();
+  ASSERT_EQ(dp.buffers.size(), untouched.size());
+  for (std::size_t i = 0; i < dp.buffers.size(); ++i) EXPECT_TRUE(at::equal(dp.buffers[i], untouched[i])) << i;
+  EXPECT_GT(dp.phases.replicate_s, 0.0);
+  EXPECT_LT(dp.phases.replicate_s, dp.phases.forward_s);
+  EXPECT_DOUBLE_EQ(dp.phases.total_s(), dp.phases.data_s + dp.phases.forward_s + dp.phases.backward_s +
+                                            dp.phases.comm_s + dp.phases.optimizer_s);
+  config.dp_impl = DpImpl::replicas;  // the control: replicas kept across steps are never re-made
+  EXPECT_EQ(train_dp(config, c10::kCPU, batches).phases.replicate_s, 0.0);
+}
+
+// LibTorch's parallel_apply is at::parallel_for, a header template: compiled without OpenMP
+// (as ddpbench is, and as TorchConfig leaves a LibTorch user), it runs every replica on the
+// caller's thread, one after another. So autocast reaches every replica (with OpenMP the
+// workers would start without it and compute in fp32), and the replicas never overlap.
+TEST(Dp, LibTorchsParallelApplyRunsTheReplicasOnTheCallersThreadHere) {
+  struct ThreadRecordingImpl : torch::nn::Cloneable<ThreadRecordingImpl> {
+    ThreadRecordingImpl() { reset(); }
+    void reset() override { inner = register_module("inner", TinyCnn(10)); }
+    at::Tensor forward(const at::Tensor& x) {
+      threads.push_back(std::this_thread::get_id());
+      return inner->forward(x);
+    }
+    TinyCnn inner{nullptr};
+    std::vector<std::thread::id> threads;
+  };
+  torch::manual_seed(9);
+  std::vector<std::shared_ptr<ThreadRecordingImpl>> replicas = {std::make_shared<ThreadRecordingImpl>(),
+                                                                std::make_shared<ThreadRecordingImpl>()};
+  const auto inputs = batch_of(16).images.chunk(2, 0);
+  MixedPrecision precision(AmpMode::bf16, c10::kCPU);
+  std::vector<at::Tensor> outputs;
+  {
+    const auto autocast = precision.autocast();
+    outputs = torch::nn::parallel::parallel_apply(replicas, inputs, std::vector<c10::Device>{c10::kCPU, c10::kCPU});
+  }
+  ASSERT_EQ(outputs.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(replicas[i]->threads.size(), 1u);
+    EXPECT_EQ(replicas[i]->threads[0], std::this_thread::get_id()) << "replica " << i << " ran on another thread";
+    EXPECT_EQ(outputs[i].scalar_type(), at::kBFloat16) << "replica " << i;
+  }
+}
+
+// Through the registry's data_parallel, as the libtorch row runs it: under bf16 autocast both
+// replicas' outputs are bf16 (a replica in fp32 would promote the gathered output to fp32).
+TEST(Dp, AutocastReachesEveryReplicaOfLibTorchsDataParallel) {
+  torch::manual_seed(9);
+  auto model = find_model("tiny").make(10);
+  MixedPrecision precision(AmpMode::bf16, c10::kCPU);
+  int replicated = 0;
+  const ModelInfo::Section replicating = [&](const std::function<void()>& replicate) {
+    ++replicated;
+    replicate();
+  };
+  const auto autocast = precision.autocast();
+  const auto out = find_model("tiny").data_parallel(model, batch_of(16).images, {c10::kCPU, c10::kCPU}, replicating);
+  EXPECT_EQ(out.scalar_type(), at::kBFloat16);
+  EXPECT_EQ(out.size(0), 16);
+  EXPECT_EQ(replicated, 1);
 }
 
 TEST(Dp, OneDeviceIsTheSingleStrategy) {

@@ -1,11 +1,17 @@
 #pragma once
 // Runs `body(rank, communicator)` on `world` threads of this process, each joined to the
 // others through its own process group (Gloo on CPUs by default) over loopback; rethrows
-// the first failure.
+// the first failure. Ranks that share a CUDA device are refused as threads: autograd keeps one
+// worker thread per CUDA device for every graph in the process (engine.cpp: "CUDA device ready
+// queues are shared across all graph tasks"), so one rank's backward blocked in a collective
+// (SyncBatchNorm's allreduce, the Reducer's wait) holds the worker the other rank's backward
+// needs, and both wait out the timeout. Such ranks must be processes.
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,6 +23,11 @@ namespace ddpbench::testing {
 inline void run_ranks(int64_t world, const std::function<void(int64_t, std::shared_ptr<Communicator>)>& body,
                       std::chrono::seconds timeout = std::chrono::seconds(60), CommBackend backend = CommBackend::gloo,
                       c10::Device device = c10::kCPU) {
+  if (device.is_cuda() && world > 1) {
+    throw std::invalid_argument("run_ranks: " + std::to_string(world) + " rank threads sharing " + device.str() +
+                                " would deadlock in backward (autograd runs every graph's CUDA work on one thread per "
+                                "device): start the ranks as processes (ddpbench run --nproc)");
+  }
   const int64_t port = free_port();
   std::mutex mutex;
   std::exception_ptr failure;

@@ -133,6 +133,36 @@ TEST(SweepCommand, ASignalKeepsEveryFinishedRowAndTheStepsOfTheRowInFlight) {
   }
 }
 
+// --reports-dir: the reports (and nothing else) go there, rewritten as each row ends, so a
+// sweep killed outright (SIGKILL: no handler runs) still leaves the rows it finished there.
+TEST(SweepCommand, ReportsDirHoldsTheReportsOfEachFinishedRow) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  const auto reports = dir / "reports";
+  auto reported = [&] {
+    try {
+      return nlohmann::json::parse(testing::read_text(reports / "results.json"))["runs"].size();
+    } catch (const std::exception&) {
+      return std::size_t{0};
+    }
+  };
+  {
+    testing::SpawnedProcess sweep(sweep_args(dir, {"--rows", "quick,endless", "--reports-dir", reports.string()}));
+    for (int i = 0; i < 600 && reported() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ASSERT_EQ(reported(), 1u) << "the first row never reached --reports-dir";
+    ::kill(sweep.pid(), SIGKILL);
+    sweep.wait();
+  }
+  EXPECT_NE(testing::read_text(reports / "results.md").find("| quick |"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(reports / "results.html"));
+  EXPECT_FALSE(std::filesystem::exists(reports / "rows"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/rows/faithful/quick.json"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "out/results.json"));
+  const auto empty = testing::run_process(sweep_args(dir, {"--rows", "quick", "--reports-dir", ""}));
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--reports-dir must not be empty"), std::string::npos) << empty.err;
+}
+
 // A second SIGINT does not wait for anything.
 TEST(SweepCommand, ASecondInterruptEndsEverythingAtOnce) {
   TempDir dir;

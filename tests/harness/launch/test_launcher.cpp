@@ -49,6 +49,16 @@ std::vector<pid_t> pids_with(const std::string& marker) {
 
 int processes_with(const std::string& marker) { return static_cast<int>(pids_with(marker).size()); }
 
+// Whether a CUDA device is visible, asked of the build's Python and its torch (this test
+// binary does not link LibTorch).
+bool cuda_available() {
+  static const bool available =
+      testing::run_process({DDPBENCH_TEST_PYTHON, "-c",
+                            "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"})
+          .exit_code == 0;
+  return available;
+}
+
 void expect_consistent_ddp_row(const nlohmann::json& run, int64_t world) {
   EXPECT_EQ(run["status"], "ok") << run.dump();
   EXPECT_EQ(run["world_size"], world);
@@ -385,6 +395,30 @@ TEST(Launcher, DistributedInputErrorsExitTwo) {
   EXPECT_EQ(bad_port.exit_code, 2);
   EXPECT_NE(bad_port.err.find("environment variable MASTER_PORT='29x' is not an integer"), std::string::npos)
       << bad_port.err;
+}
+
+// ncclCommInitRank waits for every rank: a peer that never starts is named within the timeout,
+// where it once held rank 0 forever, and the rank's process ends though a thread is still
+// inside ncclCommInitRank and NCCL's watchdog is alive (a failed rank leaves without static
+// destructors, which could wait on them or crash into them).
+TEST(GpuLauncher, AnNcclPeerThatNeverStartsIsNamedAndItsRankExits) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  TempDir dir;
+  const std::vector<std::string> rank0_of_two = {"RANK=0", "WORLD_SIZE=2", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1",
+                                                 "MASTER_ADDR=127.0.0.1",
+                                                 "MASTER_PORT=" + std::to_string(29000 + (::getpid() + 1500) % 3000)};
+  testing::SpawnedProcess rank0(
+      ddp_args({"--device", "cuda:0", "--backend", "nccl", "--timeout-s", "10", "--out", (dir / "r.json").string()}),
+      rank0_of_two);
+  const auto r = rank0.wait(std::chrono::seconds(60));
+  ASSERT_FALSE(r.timed_out) << "rank 0 never ended: " << r.err;
+  EXPECT_LT(r.elapsed_s, 10 + 20) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto run = first_run(dir / "r.json");
+  EXPECT_EQ(run["status"], "failed");
+  const std::string reason = run["reason"];
+  EXPECT_NE(reason.find("rendezvous failed on rank 0"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("rank 1 never joined"), std::string::npos) << reason;
 }
 
 TEST(Launcher, CudaRanksBeyondTheVisibleGpusAreSkipped) {

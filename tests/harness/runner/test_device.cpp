@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <ATen/ATen.h>
 #include <torch/cuda.h>
 
 #include "harness/base/input_error.hpp"
@@ -39,6 +40,17 @@ TEST(GpuDevice, CudaIndexBeyondTheDevicesIsBadInput) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
   EXPECT_EQ(resolve_device("cuda"), c10::Device(c10::kCUDA, 0));
   EXPECT_THROW(resolve_device("cuda:" + std::to_string(torch::cuda::device_count())), InputError);
+}
+
+// A row resets the device's peak memory before any CUDA tensor exists: the allocator must be
+// initialised first. ctest runs each test in a process of its own, so this one starts with
+// CUDA untouched, as a row does.
+TEST(GpuDevice, PeakMemoryCanBeResetBeforeTheFirstCudaTensor) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const c10::Device cuda(c10::kCUDA, 0);
+  ASSERT_NO_THROW(reset_peak_memory(cuda));
+  const auto t = at::ones({1 << 20}, at::TensorOptions().device(cuda));
+  EXPECT_GE(peak_memory_bytes(cuda), static_cast<int64_t>(t.nbytes()));
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ TEST(Runner, TheRowIsAsSlowAsItsSlowestRankAndNamesTheStraggler) {
   EXPECT_DOUBLE_EQ(r.ranks[2].wait_s, 0.445);
   // Where a step went, by the step's own record.
   const StepShares shares = mean_shares(std::vector<StepRecord>{
-      StepRecord{0, 0, 1, 1.0, 0, PhaseSeconds{0.1, 0.3, 0.4, 0.05, 0.15, 0.2, 0.25}}});
+      StepRecord{0, 0, 1, 1.0, 0, PhaseSeconds{0.1, 0.3, 0.4, 0.05, 0.15, 0.2, 0.25, 0}}});
   EXPECT_DOUBLE_EQ(shares.data_s, 0.1);
   EXPECT_DOUBLE_EQ(shares.wait_s, 0.05 + 0.25);
   EXPECT_DOUBLE_EQ(shares.compute_s, 1.0 - 0.1 - 0.3);
