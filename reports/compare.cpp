@@ -58,6 +58,41 @@ Rows rows_of(const ResultDocument& doc) {
   return rows;
 }
 
+// A file the gate can judge: each repetition of a row once, every repetition of a row run
+// with one configuration, and no time or rate of a run that ran that is zero or negative
+// (NaN is "not measured" and stays so). Anything else is bad input naming the row: merged
+// files or hand edits would otherwise inflate n, hide a changed setting or read as a speed-up.
+void check_rows(const ResultDocument& doc, const std::string& side) {
+  std::map<std::pair<RowKey, int64_t>, int> seen;
+  std::map<RowKey, const RunResult*> first_of;
+  for (const auto& r : doc.runs) {
+    const std::string row = "row '" + row_label(r.name, r.mode) + "'";
+    if (++seen[{{r.name, r.mode}, r.repetition}] == 2) {
+      throw InputError(side + ": " + row + " holds repetition " + std::to_string(r.repetition) +
+                       " more than once; a result file holds each repetition of a row once (a sweep's --repeat numbers "
+                       "them)");
+    }
+    const auto [first, inserted] = first_of.emplace(RowKey{r.name, r.mode}, &r);
+    if (!inserted) {
+      const std::string difference =
+          config_difference(comparable_config(first->second->config), comparable_config(r.config));
+      if (!difference.empty()) {
+        throw InputError(side + ": the repetitions of " + row + " were run with different configurations (" +
+                         difference + "); a row's repetitions measure one configuration");
+      }
+    }
+    if (r.status != RunStatus::ok) continue;
+    for (const auto& metric : comparable_metrics()) {
+      if (metric.name == "test_accuracy") continue;
+      const double v = metric_of(r, metric.name);
+      if (std::isfinite(v) && v <= 0) {
+        throw InputError(side + ": " + row + " repetition " + std::to_string(r.repetition) + " has " + metric.name +
+                         " " + format_fixed(v, 6) + ": not a time or a rate (a damaged or edited file)");
+      }
+    }
+  }
+}
+
 bool any_ok(const std::vector<const RunResult*>& runs) {
   return std::any_of(runs.begin(), runs.end(), [](const RunResult* r) { return r->status == RunStatus::ok; });
 }
@@ -95,7 +130,10 @@ std::map<RowKey, std::string> twin_names(const ResultDocument& doc) {
 // first (a gate on ratios to a row that did not run has nothing to divide by: bad input, not a
 // verdict). `twin`: the row's PyTorch twin in the same repetition, run back to back with it,
 // so that the drift of a shared machine between two sweeps cancels; a repetition whose twin
-// did not run has no value, and a row without a twin is not timed.
+// did not run has no value. A row whose own twin did not run in the baseline (dp-2 on CPUs:
+// PyTorch's DataParallel needs CUDA) is divided by the PyTorch twin that ran nearest it in the
+// baseline's repetitions, the same one on both sides: a measurement of the machine at that
+// moment, if not of the same work. Every row is timed; the output says how.
 class Normaliser {
  public:
   static constexpr const char* kTwin = "twin";
@@ -119,6 +157,7 @@ class Normaliser {
       if (twins_[true].empty()) {
         throw InputError("--normalize-by twin: the baseline has no PyTorch twin rows (run its sweep with --reference)");
       }
+      substitute_twins(baseline_doc, baseline, current);
       return;
     }
     const std::string& name = *options.normalize_by;
@@ -149,16 +188,13 @@ class Normaliser {
     }
   }
 
-  // Why a row cannot be normalised (no twin ran with it in the baseline); empty when it can.
-  [[nodiscard]] std::string cannot_normalise(const RowKey& row) const {
+  // How a row is normalised where not by its own twin, for the output; empty otherwise.
+  [[nodiscard]] std::string note(const RowKey& row) const {
     if (!twin_) return {};
-    const auto twin = twins_.at(true).find(row);
-    if (twin == twins_.at(true).end()) return "no PyTorch twin in the baseline to normalise by (--normalize-by twin)";
-    if (twin_runs_.count({true, row}) == 0) {
-      return "its PyTorch twin " + twin->second + " did not run in the baseline: nothing to normalise by "
-             "(--normalize-by twin)";
-    }
-    return {};
+    if (const auto it = substitutes_.find(row); it != substitutes_.end()) return it->second;
+    if (twin_runs_.count({true, row}) != 0) return {};
+    return "gated on its raw values: no PyTorch twin ran in its mode in the baseline, so the machine's drift "
+           "between the two files falls on it too";
   }
 
   // The metric's values over the repetitions that ran, each divided as above.
@@ -170,7 +206,9 @@ class Normaliser {
     }
     std::vector<double> out;
     if (runs.empty()) return out;
-    const auto pairs = twin_runs_.find({baseline, RowKey{runs.front()->name, runs.front()->mode}});
+    const RowKey row{runs.front()->name, runs.front()->mode};
+    if (twin_runs_.count({true, row}) == 0) return values(runs, metric, 1.0);  // no twin ran beside it: raw
+    const auto pairs = twin_runs_.find({baseline, row});
     if (pairs == twin_runs_.end()) return out;
     for (const RunResult* r : runs) {
       const auto twin = pairs->second.find(r->repetition);
@@ -182,7 +220,49 @@ class Normaliser {
   }
 
  private:
+  // Rows whose own twin did not run in the baseline take the twin that ran nearest them there
+  // (by position in the file, over their repetitions), on both sides.
+  void substitute_twins(const ResultDocument& baseline_doc, const Rows& baseline, const Rows& current) {
+    std::set<std::string> twin_rows;
+    for (const auto& [row, twin] : twins_[true]) twin_rows.insert(twin);
+    const auto position = [&](const RunResult* r) { return r - baseline_doc.runs.data(); };
+    for (const auto& [key, runs] : baseline) {
+      if (twin_runs_.count({true, key}) != 0 || twin_rows.count(key.first) != 0) continue;
+      std::map<std::string, int> nearest;  // twin name -> repetitions it was nearest in
+      for (const RunResult* r : runs) {
+        const RunResult* best = nullptr;
+        for (const auto& candidate : baseline_doc.runs) {
+          if (twin_rows.count(candidate.name) == 0 || candidate.mode != key.second ||
+              candidate.repetition != r->repetition || candidate.status != RunStatus::ok) {
+            continue;
+          }
+          if (best == nullptr || std::abs(position(&candidate) - position(r)) < std::abs(position(best) - position(r))) {
+            best = &candidate;
+          }
+        }
+        if (best != nullptr) ++nearest[best->name];
+      }
+      if (nearest.empty()) continue;
+      const std::string twin =
+          std::max_element(nearest.begin(), nearest.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
+              ->first;
+      for (const bool in_baseline : {true, false}) {
+        const auto it = (in_baseline ? baseline : current).find({twin, key.second});
+        if (it == (in_baseline ? baseline : current).end()) continue;
+        for (const RunResult* r : it->second) {
+          if (r->status == RunStatus::ok) twin_runs_[{in_baseline, key}][r->repetition] = r;
+        }
+      }
+      const auto own = twins_[true].find(key);
+      substitutes_[key] = "normalised by " + twin + ", the PyTorch twin that ran nearest it in each repetition (" +
+                          (own == twins_[true].end() ? std::string("it has no twin of its own")
+                                                     : "its own, " + own->second + ", did not run in the baseline") +
+                          ")";
+    }
+  }
+
   bool twin_ = false;
+  std::map<RowKey, std::string> substitutes_;  // row -> how it is normalised, for the output
   std::map<std::pair<bool, std::string>, double> divisors_;
   std::map<bool, std::map<RowKey, std::string>> twins_;  // per side: row -> its twin's name
   std::map<std::pair<bool, RowKey>, std::map<int64_t, const RunResult*>> twin_runs_;  // by repetition
@@ -283,6 +363,15 @@ json comparable_config(const json& config) {
   return c;
 }
 
+bool runs_the_same(const json& a, const json& b) {
+  if (comparable_config(a) != comparable_config(b)) return false;
+  for (const char* key : {"inject-slowdown", "inject-slowdown-rank"}) {
+    const json none = nullptr;
+    if ((a.contains(key) ? a.at(key) : none) != (b.contains(key) ? b.at(key) : none)) return false;
+  }
+  return true;
+}
+
 const std::vector<MetricInfo>& comparable_metrics() {
   static const std::vector<MetricInfo> metrics = {{"train_time_s", false},
                                                   {"images_per_s", true},
@@ -316,6 +405,8 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
     metric_names.push_back(metrics.back()->name);
   }
   Comparison result;
+  check_rows(baseline, "the baseline");
+  check_rows(current, "the current file");
   std::vector<std::string> env = environment_differences(baseline.environment, current.environment);
 
   const Rows base_rows = rows_of(baseline);
@@ -390,9 +481,19 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
                                           "row's (--min-vs-pytorch)");
       continue;
     }
-    if (const std::string why = normaliser.cannot_normalise(key); !why.empty()) {
-      result.not_compared.push_back(row + ": " + why);
-      continue;
+    if (const std::string how = normaliser.note(key); !how.empty()) result.notes.push_back(row + ": " + how);
+    // Repetitions that did not run are left out of the comparison, and said so.
+    for (const bool in_baseline : {true, false}) {
+      const auto& runs = in_baseline ? base_runs : cur_runs;
+      std::vector<const RunResult*> unrun;
+      for (const RunResult* r : runs) {
+        if (r->status == RunStatus::skipped || r->status == RunStatus::interrupted) unrun.push_back(r);
+      }
+      if (unrun.empty()) continue;
+      result.partial_rows.push_back(row + ": " + std::to_string(unrun.size()) + " of " + std::to_string(runs.size()) +
+                                    " repetitions did not run in " + (in_baseline ? "the baseline" : "the current file") +
+                                    " (" + std::string(status_name(unrun.front()->status)) + ": " +
+                                    unrun.front()->reason + "); compared over the others");
     }
     for (const MetricInfo* info : metrics) {
       std::vector<double> base = normaliser.values_of(true, base_runs, info->name);
@@ -474,11 +575,14 @@ std::string markdown_comparison(const Comparison& c, const CompareOptions& optio
   for (const auto& f : c.failed_rows) md << "\n- REGRESSION: " << f;
   for (const auto& f : c.missing_rows) md << "\n- REGRESSION (missing now; --allow-missing ROW allows it): " << f;
   for (const auto& f : c.allowed_missing) md << "\n- missing now, allowed by --allow-missing: " << f;
+  for (const auto& p : c.partial_rows) md << "\n- compared over part of its repetitions: " << p;
+  for (const auto& n : c.notes) md << "\n- " << n;
   for (const auto& w : c.without_twin) md << "\n- not checked against PyTorch: " << w;
   for (const auto& n : c.not_compared) md << "\n- not compared: " << n;
   for (const auto& e : c.environment_differences) md << "\n- environment differs (allowed): " << e;
   const bool listed = !c.failed_rows.empty() || !c.missing_rows.empty() || !c.allowed_missing.empty() ||
-                      !c.without_twin.empty() || !c.not_compared.empty() || !c.environment_differences.empty();
+                      !c.partial_rows.empty() || !c.notes.empty() || !c.without_twin.empty() ||
+                      !c.not_compared.empty() || !c.environment_differences.empty();
   md << (listed ? "\n" : "");
   md << "\n" << (c.regression() ? "Regression" : "No regression") << " (threshold " << format_percent(options.threshold)
      << ", alpha " << format_fixed(options.alpha, 2) << ").\n";

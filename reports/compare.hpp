@@ -21,7 +21,8 @@ struct CompareOptions {
   std::vector<std::string> metrics = {"train_time_s", "steady_images_per_s"};
   bool allow_env_mismatch = false;
   // Divide each row's metric by this row's median, per file and mode; or, with "twin", each
-  // repetition by its PyTorch twin's in the same repetition (rows without a twin: not timed).
+  // repetition by its PyTorch twin's in the same repetition (a row whose twin did not run in
+  // the baseline: by the twin that ran nearest it, said so in `notes`).
   std::optional<std::string> normalize_by;
   double alpha = 0.05;
   // Where the current file has PyTorch twins (sweep --reference): a row whose epoch speed or
@@ -76,6 +77,8 @@ struct Comparison {
                                               // or unmeasured now: regressions
   std::vector<std::string> allowed_missing;   // the same, for rows --allow-missing names: reported only
   std::vector<std::string> not_compared;      // only in the current file, or did not run in the baseline
+  std::vector<std::string> partial_rows;      // compared over some repetitions: the others skipped or interrupted
+  std::vector<std::string> notes;             // how a row was normalised where not by its own twin
   std::vector<std::string> environment_differences;  // listed when allowed
   std::vector<TwinComparison> pytorch;        // --min-vs-pytorch: each row against its twin
   std::vector<std::string> without_twin;      // --min-vs-pytorch: rows whose twin did not run now, and why
@@ -89,12 +92,18 @@ struct Comparison {
 /// only where these are equal.
 nlohmann::json comparable_config(const nlohmann::json& config);
 
+/// Whether two configs run the same row, as --resume asks: the same configuration and the
+/// same injected slowdown (a row run slowed must not stand in for the row run as it is).
+bool runs_the_same(const nlohmann::json& a, const nlohmann::json& b);
+
 /// How two configs differ, option by option ("amp \"bf16\" vs \"off\", ..."); empty when equal.
 std::string config_difference(const nlohmann::json& a, const nlohmann::json& b);
 
 /// Throws InputError when the environments differ (unless allowed, naming each difference), a
 /// metric is unknown, the normalising row did not run on either side, --allow-missing names
-/// no row of the baseline, --min-vs-pytorch finds no twin, or no row is in both files.
+/// no row of the baseline, --min-vs-pytorch finds no twin, no row is in both files, or a file
+/// holds a repetition twice, a row's repetitions in two configurations, or a time or rate of
+/// zero or less.
 Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options);
 
 /// The comparison as a Markdown table with a verdict line.

@@ -57,7 +57,7 @@ nlohmann::json summary_json(const RowSummary& r) {
           {"speedup", json_number(r.speedup)},
           {"scaling_efficiency", json_number(r.scaling_efficiency)},
           {"differences", r.differences},
-          {"slowest_rank", r.ranks.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.slowest_rank)},
+          {"slowest_rank", r.slowest_rank < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.slowest_rank)},
           {"rank_compute_spread", json_number(r.rank_compute_spread)},
           {"straggler", r.has_straggler()},
           {"pytorch", r.pytorch ? nlohmann::json{{"name", r.pytorch->name},

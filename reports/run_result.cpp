@@ -124,7 +124,7 @@ void to_json(json& j, const RunResult& r) {
            {"peak_memory_bytes", r.peak_memory_bytes},
            {"peak_memory_source", r.peak_memory_source},
            {"ranks", ranks_json(r.ranks)},
-           {"slowest_rank", r.slowest_rank},
+           {"slowest_rank", r.slowest_rank >= 0 ? json(r.slowest_rank) : json(nullptr)},
            {"rank_compute_spread", json_number(r.rank_compute_spread)},
            {"config", r.config},
            {"strategy_details", r.strategy_details},
@@ -171,7 +171,10 @@ void from_json(const json& j, RunResult& r) {
                        read_optional_number(rank, "data_s", kNotMeasured),
                        read_optional_number(rank, "wait_s", kNotMeasured)});
   }
-  r.slowest_rank = j.value("slowest_rank", int64_t{0});
+  // Absent or null: no rank's compute was measured (older files wrote 0 then).
+  r.slowest_rank = j.contains("slowest_rank") && !j.at("slowest_rank").is_null() && !r.ranks.empty()
+                       ? j.at("slowest_rank").get<int64_t>()
+                       : -1;
   r.rank_compute_spread = read_optional_number(j, "rank_compute_spread", kNotMeasured);
   r.config = j.value("config", json::object());
   r.strategy_details = j.value("strategy_details", json::object());

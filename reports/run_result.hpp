@@ -72,7 +72,7 @@ struct RunResult {
   // as long as the slowest's: the straggler is the rank with the most compute (and the least
   // waiting), and the spread is its compute over the fastest rank's.
   std::vector<RankTiming> ranks;
-  int64_t slowest_rank = 0;
+  int64_t slowest_rank = -1;                  // -1: no rank's compute was measured
   double rank_compute_spread = kNotMeasured;  // slowest rank's compute / fastest's (1: even)
 
   nlohmann::json config = nlohmann::json::object();  // the row's full RunConfig, by option name

@@ -55,7 +55,7 @@ struct RowSummary {
   // The ranks of a distributed row, from its repetition with the median spread: each rank's
   // compute, data and wait per step, the slowest rank by compute, and slowest over fastest.
   std::vector<RankTiming> ranks;
-  int64_t slowest_rank = 0;
+  int64_t slowest_rank = -1;  // -1: not measured
   double rank_compute_spread = kNotMeasured;
   [[nodiscard]] bool has_straggler() const { return rank_compute_spread > 1.0 + kStragglerSpread; }
   double train_time_min_s = kNotMeasured;

@@ -110,6 +110,9 @@ void validate(const RunConfig& c) {
     require_non_negative(*c.inject_fault_rank, "--inject-fault-rank");
     require_non_negative(*c.inject_fault_step, "--inject-fault-step");
   }
+  require(c.inject_fault_kind != InjectedFault::kill_in_collective || c.strategy == "ddp",
+          "--inject-fault-kind kill-in-collective needs the ranks' collectives of --strategy ddp (got --strategy " +
+              c.strategy + ")");
   require(std::isfinite(c.inject_slowdown) && c.inject_slowdown >= 0 && c.inject_slowdown <= 10,
           "--inject-slowdown must be a fraction in [0, 10] (got " + std::to_string(c.inject_slowdown) + ")");
   if (c.inject_slowdown_rank) {

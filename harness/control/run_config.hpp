@@ -21,7 +21,7 @@ enum class NvtxMode { off, on, ops };
 enum class Preset { none, fast };
 // Test only: what --inject-fault-rank does at --inject-fault-step. kill: SIGKILL itself (a
 // crash); hang: stop before the step's first collective and wait there, alive and beating.
-enum class InjectedFault { kill, hang };
+enum class InjectedFault { kill, hang, kill_in_collective };
 
 // `train`: the tutorial's quirk of applying the random train transforms to the test set.
 inline constexpr EnumName<TestTransform> kTestTransformNames[] = {
@@ -30,8 +30,8 @@ inline constexpr EnumName<TestTransform> kTestTransformNames[] = {
 };
 inline constexpr EnumName<NvtxMode> kNvtxModeNames[] = {{NvtxMode::off, "off"}, {NvtxMode::on, "on"}, {NvtxMode::ops, "ops"}};
 inline constexpr EnumName<Preset> kPresetNames[] = {{Preset::none, "none"}, {Preset::fast, "fast"}};
-inline constexpr EnumName<InjectedFault> kInjectedFaultNames[] = {{InjectedFault::kill, "kill"},
-                                                                 {InjectedFault::hang, "hang"}};
+inline constexpr EnumName<InjectedFault> kInjectedFaultNames[] = {
+    {InjectedFault::kill, "kill"}, {InjectedFault::hang, "hang"}, {InjectedFault::kill_in_collective, "kill-in-collective"}};
 
 struct RunConfig {
   std::string name;  // the row's name in reports; empty means the strategy's name

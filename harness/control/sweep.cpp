@@ -442,7 +442,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
       try {
         RunResult previous = read_result_file(row.result_file).runs.at(0);
         const bool finished = previous.status == RunStatus::ok || previous.status == RunStatus::skipped;
-        if (finished && comparable_config(previous.config) == comparable_config(run_config_to_json(row.config))) {
+        if (finished && runs_the_same(previous.config, run_config_to_json(row.config))) {
           result = std::move(previous);
           resumed = true;
         }

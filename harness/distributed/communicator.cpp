@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -139,11 +140,18 @@ struct Heartbeat final : CollectiveMarks {
   std::string last_left_phase;
   Clock::time_point left_at = Clock::now();
   std::promise<void> ended;
+  std::function<void()> on_next_enter;  // test only: Communicator::on_next_collective
 
   int64_t enter(std::string_view phase) override {
-    const std::lock_guard lock(mutex);
-    const int64_t sequence = ++entered;
-    in_flight.emplace(sequence, std::make_pair(std::string(phase), Clock::now()));
+    int64_t sequence = 0;
+    std::function<void()> action;
+    {
+      const std::lock_guard lock(mutex);
+      sequence = ++entered;
+      in_flight.emplace(sequence, std::make_pair(std::string(phase), Clock::now()));
+      action = std::exchange(on_next_enter, nullptr);
+    }
+    if (action) action();
     return sequence;
   }
 
@@ -367,6 +375,13 @@ void Communicator::guarded(std::string_view phase, const std::function<void()>& 
 }
 
 std::shared_ptr<CollectiveMarks> Communicator::marks() const { return impl_->heartbeat; }
+
+void Communicator::on_next_collective(std::function<void()> action) {
+  const std::lock_guard lock(impl_->heartbeat->mutex);
+  impl_->heartbeat->on_next_enter = std::move(action);
+}
+
+std::chrono::milliseconds Communicator::heartbeat_period() { return kHeartbeatPeriod; }
 
 double Communicator::blocked_s() const { return static_cast<double>(impl_->blocked_ns.load()) / 1e9; }
 

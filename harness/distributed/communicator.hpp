@@ -80,6 +80,11 @@ class Communicator final : public CrossProcessSum {
   [[nodiscard]] std::shared_ptr<CollectiveMarks> marks() const;
   /// Seconds this rank's host has spent blocked in guarded() collectives so far.
   [[nodiscard]] double blocked_s() const;
+  /// Test only (fault injection): `action` runs once, inside the next collective this rank
+  /// enters, once its progress record holds it as entered, on the thread that enters it.
+  void on_next_collective(std::function<void()> action);
+  /// How often each rank publishes its progress record.
+  [[nodiscard]] static std::chrono::milliseconds heartbeat_period();
   /// Why `failure` happened in `phase`, as CollectiveError's message says it: the ranks that
   /// stopped answering or are behind (progress, not liveness), each with its phase.
   [[nodiscard]] std::string describe_failure(std::string_view phase, const std::exception& failure) const;

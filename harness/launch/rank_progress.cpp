@@ -1,5 +1,6 @@
 #include "harness/launch/rank_progress.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -74,6 +75,7 @@ ProgressVerdict blame(const std::vector<std::optional<RankProgress>>& before,
     }
   }
   ProgressVerdict verdict;
+  verdict.records = after;
   const auto name = [&](int64_t rank, const std::string& what) {
     verdict.text += (verdict.text.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + " " + what);
     verdict.blamed.push_back(rank);
@@ -102,6 +104,15 @@ ProgressVerdict blame(const std::vector<std::optional<RankProgress>>& before,
                    ": the collective itself did not complete (the network, or the backend)";
   }
   return verdict;
+}
+
+bool died_waiting_for_another(const ProgressVerdict& verdict, int64_t rank, double timeout_s) {
+  const bool others_blamed =
+      std::any_of(verdict.blamed.begin(), verdict.blamed.end(), [&](int64_t blamed) { return blamed != rank; });
+  const bool self_blamed = std::find(verdict.blamed.begin(), verdict.blamed.end(), rank) != verdict.blamed.end();
+  if (!others_blamed || self_blamed || rank < 0 || static_cast<std::size_t>(rank) >= verdict.records.size()) return false;
+  const auto& own = verdict.records[static_cast<std::size_t>(rank)];
+  return own && own->inside && own->for_s >= 0.5 * timeout_s;
 }
 
 }  // namespace ddpbench

@@ -36,7 +36,15 @@ std::optional<RankProgress> parse_progress(std::string_view text);
 struct ProgressVerdict {
   std::string text;
   std::vector<int64_t> blamed;
+  std::vector<std::optional<RankProgress>> records;  // each rank's, as read last
 };
+
+/// Whether `rank`, which died by a signal, is the victim of another's stall rather than the
+/// cause: the records blame another rank, and `rank` had been waiting inside its collective for
+/// at least half of `timeout_s` (a backend's watchdog aborts the ranks it left waiting only
+/// after the timeout). A rank that dies as it enters a collective the others have not reached
+/// yet is ahead, not waiting: it is the cause.
+bool died_waiting_for_another(const ProgressVerdict& verdict, int64_t rank, double timeout_s);
 ProgressVerdict blame(const std::vector<std::optional<RankProgress>>& before,
                       const std::vector<std::optional<RankProgress>>& after, double silence_s, int64_t observer);
 

@@ -10,8 +10,9 @@
 
 namespace ddpbench {
 
-FaultInjection::FaultInjection(const RunConfig& config, int64_t rank)
+FaultInjection::FaultInjection(const RunConfig& config, int64_t rank, Communicator* comm)
     : rank_(rank),
+      comm_(comm),
       fault_rank_(config.inject_fault_rank),
       fault_step_(config.inject_fault_step),
       fault_kind_(config.inject_fault_kind),
@@ -21,9 +22,20 @@ void FaultInjection::before_step(int64_t global_step) const {
   if (fault_rank_ != rank_ || fault_step_ != global_step) return;
   std::fprintf(stderr, "ddpbench: rank %lld: --inject-fault-step %lld: %s\n", static_cast<long long>(rank_),
                static_cast<long long>(global_step),
-               fault_kind_ == InjectedFault::kill ? "killing this rank" : "hanging here, alive, until signalled");
+               fault_kind_ == InjectedFault::kill   ? "killing this rank"
+               : fault_kind_ == InjectedFault::hang ? "hanging here, alive, until signalled"
+                                                    : "killing this rank inside the step's first collective");
   std::fflush(stderr);
   if (fault_kind_ == InjectedFault::kill) std::raise(SIGKILL);
+  if (fault_kind_ == InjectedFault::kill_in_collective) {
+    if (comm_ == nullptr) std::raise(SIGKILL);  // validate() admits it for ddp only
+    // Dead a little after entering: two heartbeats, so the others read it as inside, ahead.
+    comm_->on_next_collective([] {
+      std::this_thread::sleep_for(2 * Communicator::heartbeat_period() + std::chrono::milliseconds(100));
+      std::raise(SIGKILL);
+    });
+    return;
+  }
   // Alive, as a rank stuck in its own code is: the heartbeat thread keeps beating, and only a
   // signal (the launcher stopping the row) ends the wait.
   while (interruption_signal() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -1,21 +1,26 @@
 #pragma once
 // The test-only faults a row plays when asked (--inject-*), so that the diagnosis and the CI
 // gate can be tried against a known cause: a rank that dies (SIGKILL) or hangs alive before a
-// step's collectives, and steps stretched by real busy work, on every rank (a slower build)
-// or on one (a straggler). The runner calls it around each step.
+// step's collectives, or dies inside the step's first collective once its progress record
+// says it entered it (ahead of the others, as a rank the OOM killer takes mid-allreduce), and
+// steps stretched by real busy work, on every rank (a slower build) or on one (a straggler).
+// The runner calls it around each step.
 #include <cstdint>
 #include <optional>
 
 #include "harness/control/run_config.hpp"
+#include "harness/distributed/communicator.hpp"
 
 namespace ddpbench {
 
 class FaultInjection {
  public:
-  FaultInjection(const RunConfig& config, int64_t rank);
+  /// `comm`: the rank's communicator (null in a row without one).
+  FaultInjection(const RunConfig& config, int64_t rank, Communicator* comm);
 
-  /// Before `global_step`'s first collective: this rank kills itself, or hangs (alive, its
-  /// heartbeat beating) until SIGINT or SIGTERM asks it to stop, where asked to.
+  /// Before `global_step`'s first collective: this rank kills itself, hangs (alive, its
+  /// heartbeat beating) until SIGINT or SIGTERM asks it to stop, or arms its death inside the
+  /// step's first collective, where asked to.
   void before_step(int64_t global_step) const;
 
   /// Whether this rank's steps are stretched.
@@ -27,6 +32,7 @@ class FaultInjection {
 
  private:
   int64_t rank_;
+  Communicator* comm_;
   std::optional<int64_t> fault_rank_, fault_step_;
   InjectedFault fault_kind_;
   double slowdown_ = 0;

@@ -158,21 +158,25 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
   return code;
 }
 
-// Why a launched row failed. A rank killed by a signal is the cause, unless the ranks'
-// progress records blame others: NCCL's watchdog aborts (SIGABRT) the healthy ranks of a
-// collective that a stuck rank never entered, and those are victims. Else the words of the
+// Why a launched row failed. A rank killed by a signal is the cause, unless it died waiting
+// inside a collective that the ranks' progress records blame another for: NCCL's watchdog
+// aborts (SIGABRT) the healthy ranks of a collective that a stuck rank never entered, after
+// the timeout, and those are victims. A rank that dies just after entering a collective is
+// ahead of the others, not their victim (died_waiting_for_another). Else the words of the
 // rank that saw the failure: rank 0's failed result ("allreduce of bucket 2 failed on rank
 // 0: rank 1 is behind, alive: ..."), else the failing rank's own "ddpbench: rank N: " line;
 // else the progress records as the launcher read them; else how the process ended.
 std::string failure_reason(const ProcessExit& failure, int64_t failed_rank, const std::filesystem::path& rank0_result,
-                           const std::optional<ProgressVerdict>& progress) {
+                           const std::optional<ProgressVerdict>& progress, double timeout_s) {
   const bool blames = progress && !progress->blamed.empty();
   const std::string records = blames ? "the ranks' progress records: " + progress->text : "";
   if (failure.signal != 0) {
-    const bool victim = blames && std::find(progress->blamed.begin(), progress->blamed.end(), failed_rank) ==
-                                      progress->blamed.end();
-    if (victim) return records + " (then " + failure.describe() + ")";
-    return failure.describe() + (blames ? "; " + records : "") + "; its stderr ended:\n" + failure.tail(10);
+    if (blames && died_waiting_for_another(*progress, failed_rank, timeout_s)) {
+      return records + " (then " + failure.describe() + ")";
+    }
+    return failure.describe() +
+           (blames ? "; the progress records as it died: " + progress->text : "") +
+           "; its stderr ended:\n" + failure.tail(10);
   }
   try {
     const RunResult rank0 = read_result_file(rank0_result).runs.at(0);
@@ -281,7 +285,8 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
                                "interrupted: the launcher was signalled and stopped every rank", config.nproc);
     }
     if (outcome.failure) {
-      return failed(failure_reason(*outcome.failure, outcome.failed_rank, rank0_result, watch.verdict()) +
+      return failed(failure_reason(*outcome.failure, outcome.failed_rank, rank0_result, watch.verdict(),
+                                   static_cast<double>(config.timeout_s)) +
                     flight_recorder_dumps(flight_recorder_prefix(config, folder)));
     }
     try {

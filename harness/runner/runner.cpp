@@ -309,7 +309,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   result.train_time_s = 0;
   Progress progress(config.row_name(), steps_per_epoch * config.epochs, config.log_interval_steps, dist.is_main());
   ProfilerRange profiler(config, dist.device);
-  const FaultInjection faults(config, dist.rank);
+  const FaultInjection faults(config, dist.rank, dist.comm.get());
   // --nvtx ops: LibTorch's own range per op, as Python's torch.autograd.profiler.emit_nvtx.
   std::optional<torch::autograd::profiler::TLSLegacyProfilerGuard> op_ranges;
   if (config.nvtx == NvtxMode::ops) {

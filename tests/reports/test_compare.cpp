@@ -229,20 +229,59 @@ TEST(Compare, TheTwinDividesItsOwnRepetition) {
   EXPECT_EQ(metric(fewer, "train_time_s").baseline.size(), 5u);
 }
 
-// A row without a twin is named as not timed; a baseline without any twin is bad input.
-TEST(Compare, NormalisingByTheTwinNeedsTwins) {
-  ResultDocument base = testing::twin_document({100, 100}, {100, 100});
-  for (auto r : repetitions("dp", {10.0, 10.1})) {
-    r.mode = "faithful";
-    base.runs.push_back(r);
-  }
+// Every row the gate runs is timed. A row whose own twin did not run (dp-2 on CPUs: PyTorch's
+// DataParallel needs CUDA) is divided by the twin that ran nearest it in the same repetition,
+// on both sides, and the output says so: the machine's drift still cancels, a slowdown of the
+// row alone does not. A baseline without any twin is bad input.
+TEST(Compare, ARowWithoutATwinIsTimedAgainstTheNearestTwin) {
+  // ddp, ddp.torch, dp, dp.torch (skipped: it cannot run here), repetition by repetition.
+  auto sweep_with_dp = [](const std::vector<double>& ddp_images, const std::vector<double>& twin_images,
+                          const std::vector<double>& dp_images) {
+    const ResultDocument pairs = testing::twin_document(ddp_images, twin_images);
+    ResultDocument doc = pairs;
+    doc.runs.clear();
+    doc.sweep->rows.push_back({"dp", "faithful", kNotMeasured, 2, ""});
+    doc.sweep->rows.push_back({"dp.torch", "faithful", kNotMeasured, 2, "dp"});
+    for (std::size_t i = 0; i < dp_images.size(); ++i) {
+      doc.runs.push_back(pairs.runs[2 * i]);
+      doc.runs.push_back(pairs.runs[2 * i + 1]);
+      RunResult dp = pairs.runs[2 * i];
+      dp.name = "dp";
+      dp.steady_images_per_s = dp.images_per_s = dp_images[i];
+      dp.train_time_s = 1000 / dp_images[i];
+      doc.runs.push_back(dp);
+      RunResult dp_twin = dp;
+      dp_twin.name = "dp.torch";
+      dp_twin.status = RunStatus::skipped;
+      dp_twin.reason = "torch.nn.DataParallel scatters over CUDA devices only";
+      doc.runs.push_back(dp_twin);
+    }
+    return doc;
+  };
+  const auto base = sweep_with_dp({100, 101, 99, 100, 100}, {100, 100, 100, 100, 100}, {50, 51, 49, 50, 50});
+  const auto drifted = sweep_with_dp({70, 70.7, 69.3, 70, 70}, {70, 70, 70, 70, 70}, {35, 35.7, 34.3, 35, 35});
+  const auto dp_slowed = sweep_with_dp({100, 101, 99, 100, 100}, {100, 100, 100, 100, 100}, {17, 17, 16.5, 16.7, 17});
   CompareOptions options;
   options.normalize_by = "twin";
-  const Comparison c = compare_results(base, base, options);
-  EXPECT_NE(std::find(c.not_compared.begin(), c.not_compared.end(),
-                      "dp (faithful): no PyTorch twin in the baseline to normalise by (--normalize-by twin)"),
-            c.not_compared.end());
-  for (const auto& m : c.metrics) EXPECT_NE(m.row, "dp");
+  options.alpha = 0.10;
+  options.threshold = 0.05;
+  const Comparison held = compare_results(base, drifted, options);
+  EXPECT_FALSE(held.regression()) << markdown_comparison(held, options);
+  const Comparison caught = compare_results(base, dp_slowed, options);
+  EXPECT_TRUE(caught.regression()) << markdown_comparison(caught, options);
+  bool dp_timed = false;
+  for (const auto& m : caught.metrics) {
+    if (m.row != "dp") continue;
+    dp_timed = true;
+    EXPECT_EQ(m.verdict, Verdict::regression) << m.metric;
+  }
+  EXPECT_TRUE(dp_timed) << "dp was not timed";
+  const std::string md = markdown_comparison(caught, options);
+  EXPECT_NE(md.find("- dp (faithful): normalised by ddp.torch, the PyTorch twin that ran nearest it in each "
+                    "repetition (its own, dp.torch, did not run in the baseline)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("dp (faithful): no PyTorch twin"), std::string::npos) << md;
   const auto plain = document_with(repetitions("single", {10.0, 10.1}));
   try {
     compare_results(plain, plain, options);
@@ -250,6 +289,85 @@ TEST(Compare, NormalisingByTheTwinNeedsTwins) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("--normalize-by twin: the baseline has no PyTorch twin rows"), std::string::npos);
   }
+}
+
+// A file the gate cannot judge is bad input naming the row: a repetition listed twice (a
+// faster copy would inflate n and outvote the slow one), a row's repetitions run in two
+// configurations (only the first was checked), a time or rate of zero or less (read as an
+// improvement).
+TEST(Compare, DuplicatedMixedOrZeroRowsAreBadInput) {
+  const auto base = document_with(repetitions("ddp", {10.0, 10.1, 9.9}));
+  auto slower = document_with(repetitions("ddp", {12.5, 12.6, 12.4}));
+  ASSERT_TRUE(compare_results(base, slower, {}).regression());
+  auto expect_refused = [&](const ResultDocument& cur, const std::string& words) {
+    try {
+      compare_results(base, cur, {});
+      ADD_FAILURE() << "not refused: " << words;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  auto copies = slower;
+  for (auto r : repetitions("ddp", {10.0, 10.0, 10.0})) {
+    r.config["batch-size"] = 64;
+    copies.runs.push_back(r);
+  }
+  expect_refused(copies, "the current file: row 'ddp (faithful)' holds repetition 0 more than once");
+  auto renumbered = copies;
+  for (std::size_t i = 3; i < renumbered.runs.size(); ++i) renumbered.runs[i].repetition = static_cast<int64_t>(i);
+  expect_refused(renumbered, "the current file: the repetitions of row 'ddp (faithful)' were run with different "
+                             "configurations (batch-size 256 vs 64)");
+  for (const double zero : {0.0, -1.0}) {
+    auto zeroed = base;
+    zeroed.runs[1].train_time_s = zero;
+    expect_refused(zeroed, "row 'ddp (faithful)' repetition 1 has train_time_s");
+  }
+  auto no_rate = base;
+  no_rate.runs[2].steady_images_per_s = 0;
+  expect_refused(no_rate, "repetition 2 has steady_images_per_s 0.000000: not a time or a rate");
+  // The baseline is held to the same.
+  try {
+    compare_results(copies, base, {});
+    ADD_FAILURE() << "a duplicated baseline was not refused";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the baseline: row 'ddp (faithful)'"), std::string::npos) << e.what();
+  }
+}
+
+// sweep --resume keeps a row only where it would run the same: a row run under an injected
+// slowdown (which compare matches to the row, as a slower build of it) is not the row.
+TEST(Compare, ARowRunSlowedDoesNotRunTheSameForResume) {
+  const nlohmann::json plain = {{"strategy", "ddp"}, {"batch-size", 32}, {"out", "a.json"}};
+  nlohmann::json slowed = plain;
+  slowed["inject-slowdown"] = 0.5;
+  slowed["out"] = "b.json";
+  EXPECT_EQ(comparable_config(plain), comparable_config(slowed)) << "compare matches them";
+  EXPECT_FALSE(runs_the_same(plain, slowed));
+  EXPECT_FALSE(runs_the_same(slowed, plain));
+  nlohmann::json one_rank = slowed;
+  one_rank["inject-slowdown-rank"] = 1;
+  EXPECT_FALSE(runs_the_same(slowed, one_rank));
+  nlohmann::json elsewhere = plain;
+  elsewhere["out"] = "c.json";
+  EXPECT_TRUE(runs_the_same(plain, elsewhere));
+  EXPECT_TRUE(runs_the_same(slowed, slowed));
+}
+
+// Repetitions skipped or interrupted inside a row that otherwise ran are named, with how many
+// the comparison was left with.
+TEST(Compare, APartlyRunRowIsNamed) {
+  const auto base = document_with(repetitions("single", {10.0, 10.1, 9.9, 10.0}));
+  auto cur = base;
+  cur.runs[1].status = RunStatus::interrupted;
+  cur.runs[1].reason = "interrupted by Terminated after 3 steps";
+  cur.runs[3].status = RunStatus::interrupted;
+  const Comparison c = compare_results(base, cur, {});
+  ASSERT_EQ(c.partial_rows.size(), 1u);
+  EXPECT_EQ(c.partial_rows[0], "single (faithful): 2 of 4 repetitions did not run in the current file (interrupted: "
+                               "interrupted by Terminated after 3 steps); compared over the others");
+  EXPECT_EQ(metric(c, "train_time_s").current.size(), 2u);
+  EXPECT_NE(markdown_comparison(c, {}).find("- compared over part of its repetitions: single (faithful): 2 of 4"),
+            std::string::npos);
 }
 
 TEST(Compare, UnknownMetricIsBadInput) {

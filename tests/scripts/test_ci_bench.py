@@ -30,6 +30,27 @@ def without_row(doc: dict, row: str) -> dict:
     return out
 
 
+def slowed(doc: dict, row: str, factor: float) -> dict:
+    """`row` `factor` times slower in every repetition, the rest as it was."""
+    out = copy.deepcopy(doc)
+    for r in out["runs"]:
+        if r["name"] == row and r["status"] == "ok":
+            r["train_time_s"] *= factor
+            for rate in ("images_per_s", "steady_images_per_s"):
+                r[rate] /= factor
+    out.pop("summary", None)
+    return out
+
+
+def with_status(doc: dict, row: str, repetition: int, status: str) -> dict:
+    out = copy.deepcopy(doc)
+    for r in out["runs"]:
+        if r["name"] == row and r["repetition"] == repetition:
+            r["status"], r["reason"] = status, f"{status} on purpose (test)"
+    out.pop("summary", None)
+    return out
+
+
 def on_another_machine(doc: dict) -> dict:
     out = copy.deepcopy(doc)
     out["environment"]["cpu_cores"] = out["environment"]["cpu_cores"] + 62
@@ -78,6 +99,44 @@ class CiBenchTest(unittest.TestCase):
             self.assertIn("unknown argument '--repat'", typo.stderr)
         # A regression stays a regression under --bisect: only "cannot judge" becomes 125.
         self.assertEqual(self.gate("--bisect", "--baseline", str(self.base), "--current", str(lost), *LOOSE).returncode, 1)
+
+    def test_the_default_gate_times_every_row(self) -> None:
+        # dp-2's own twin cannot run on CPUs: it is timed against the twin that ran nearest it,
+        # so with ci-bench's own settings it cannot be three times slower unseen.
+        same = self.gate("--baseline", str(self.base), "--current", str(self.base))
+        self.assertEqual(same.returncode, 0, same.stdout + same.stderr)
+        self.assertIn("dp-2 (faithful): normalised by ddp-2.torch", same.stdout)
+        self.assertNotIn("not compared: dp-2 (faithful)", same.stdout)
+        slow = self.write("slow.json", slowed(BASELINE, "dp-2", 3.0))
+        caught = self.gate("--baseline", str(self.base), "--current", str(slow))
+        self.assertEqual(caught.returncode, 1, caught.stdout + caught.stderr)
+        self.assertRegex(caught.stdout, r"\| dp-2 \(faithful\) \| train_time_s / twin \| [0-9.]+ \| [0-9.]+ \| 3\.000 \| REGRESSION")
+
+    def test_update_baseline_refuses_rows_that_did_not_run(self) -> None:
+        target = self.dir / "new-baseline.json"
+        for status in ("failed", "skipped", "interrupted"):
+            broken = self.write(f"{status}.json", with_status(BASELINE, "ddp-2", 3, status))
+            refused = self.gate("--update-baseline", "--current", str(broken), "--baseline", str(target))
+            self.assertEqual(refused.returncode, 2, refused.stdout + refused.stderr)
+            self.assertIn(f"ddp-2 (faithful) repetition 3: {status}: {status} on purpose", refused.stderr)
+            self.assertIn("--expected-not-ok", refused.stderr)
+            self.assertFalse(target.exists(), "a refused baseline was written")
+        expected = self.gate("--update-baseline", "--current", str(broken), "--baseline", str(target),
+                             "--expected-not-ok", "ddp-2,dp-2.torch")
+        self.assertEqual(expected.returncode, 0, expected.stdout + expected.stderr)
+        self.assertTrue(target.exists())
+        target.unlink()
+        # The committed baseline itself: only dp-2.torch did not run, which ci-bench.env expects here.
+        plain = self.gate("--update-baseline", "--current", str(self.base), "--baseline", str(target))
+        self.assertEqual(plain.returncode, 0, plain.stdout + plain.stderr)
+        nothing_expected = self.gate("--update-baseline", "--current", str(self.base), "--baseline",
+                                     str(self.dir / "x.json"), "--expected-not-ok", "")
+        self.assertEqual(nothing_expected.returncode, 2, nothing_expected.stderr)
+        self.assertIn("dp-2.torch (faithful) repetition 0: skipped", nothing_expected.stderr)
+        unknown = self.gate("--update-baseline", "--current", str(self.base), "--baseline", str(self.dir / "y.json"),
+                            "--expected-not-ok", "dp-3.torch")
+        self.assertEqual(unknown.returncode, 2, unknown.stderr)
+        self.assertIn("names rows the sweep does not have: dp-3.torch", unknown.stderr)
 
     def test_a_commit_that_does_not_build_is_skipped(self) -> None:
         env = dict(os.environ, DDPBENCH_TORCH_PREFIX=str(self.dir / "no-libtorch-here"),

@@ -104,6 +104,14 @@ TEST(SweepCommand, AKilledSweepResumesWithoutLosingOrRepeatingARow) {
   const auto changed = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume", "--seed", "5"}));
   EXPECT_EQ(changed.exit_code, 0);
   EXPECT_EQ(changed.err.find("done before"), std::string::npos) << changed.err;
+  // Nor is a row run under an injected slowdown the row run as it is, either way round.
+  for (const bool slowed : {true, false}) {
+    std::vector<std::string> args = {"--rows", "quick", "--resume", "--seed", "5"};
+    if (slowed) args.insert(args.end(), {"--inject-slowdown", "0.5"});
+    const auto r = testing::run_process(sweep_args(dir, args));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.find("done before"), std::string::npos) << (slowed ? "slowed: " : "unslowed: ") << r.err;
+  }
 }
 
 // SIGINT or SIGTERM: the finished rows stay, the row in flight is `interrupted` with its

@@ -214,11 +214,14 @@ TEST(Launcher, ARankStuckAliveIsNamedAsBehindWithinTheTimeout) {
 TEST(Launcher, TheRankTheProgressRecordsBlameIsNamedNotTheAbortedVictim) {
   TempDir dir;
   const std::string marker = "victim-" + std::to_string(::getpid());
-  testing::SpawnedProcess launcher(ddp_args({"--nproc", "2", "--name", marker, "--inject-fault-rank", "1",
-                                             "--inject-fault-step", "3", "--inject-fault-kind", "hang", "--out",
-                                             (dir / "r.json").string()}));
+  auto args = ddp_args({"--nproc", "2", "--name", marker, "--inject-fault-rank", "1", "--inject-fault-step", "3",
+                        "--inject-fault-kind", "hang", "--out", (dir / "r.json").string()});
+  *(std::find(args.begin(), args.end(), "--timeout-s") + 1) = "10";
+  testing::SpawnedProcess launcher(args);
   ASSERT_TRUE(when_said(launcher, "--inject-fault-step 3: hanging here").has_value()) << launcher.err_so_far();
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // rank 0 waits in its collective
+  // Rank 0 waits in its collective past half the timeout (a watchdog aborts only after it),
+  // and is aborted before Gloo's own timeout would end the wait.
+  std::this_thread::sleep_for(std::chrono::seconds(7));
   const pid_t rank0 = rank_process(marker, 0);
   ASSERT_GT(rank0, 0);
   ::kill(rank0, SIGABRT);
@@ -229,6 +232,30 @@ TEST(Launcher, TheRankTheProgressRecordsBlameIsNamedNotTheAbortedVictim) {
   EXPECT_EQ(reason.rfind("the ranks' progress records: rank 1 is behind, alive: ", 0), 0u) << reason;
   EXPECT_NE(reason.find("(then rank 0 was killed by signal 6"), std::string::npos) << reason;
   EXPECT_EQ(processes_with(marker), 0);
+}
+
+// A rank killed just after it entered a collective (the OOM killer mid-allreduce) is ahead of
+// the others, which are behind it only because it went first: it is the cause, whichever rank.
+TEST(Launcher, ARankKilledInsideACollectiveIsBlamedNotTheRankBehindIt) {
+  for (const int64_t killed : {1, 0}) {
+    TempDir dir;
+    const auto r = testing::run_process(ddp_args({"--nproc", "2", "--inject-fault-rank", std::to_string(killed),
+                                                  "--inject-fault-step", "3", "--inject-fault-kind",
+                                                  "kill-in-collective", "--out", (dir / "r.json").string()}));
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    const std::string reason = first_run(dir / "r.json")["reason"];
+    std::cerr << "rank " << killed << " killed in a collective: " << reason << "\n";
+    EXPECT_EQ(reason.rfind("rank " + std::to_string(killed) + " was killed by signal 9", 0), 0u) << reason;
+    EXPECT_EQ(reason.find("(then rank " + std::to_string(killed)), std::string::npos) << reason;
+  }
+  // Only where a row has collectives.
+  auto single = ddp_args({"--inject-fault-rank", "0", "--inject-fault-step", "1", "--inject-fault-kind",
+                          "kill-in-collective"});
+  *std::find(single.begin(), single.end(), "ddp") = "single";
+  const auto refused = testing::run_process(single);
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("kill-in-collective needs the ranks' collectives of --strategy ddp"), std::string::npos)
+      << refused.err;
 }
 
 // A straggler in a row that succeeds: the rank slowed by --inject-slowdown-rank is the

@@ -39,6 +39,31 @@ TEST(RankProgress, TheRankBehindIsBlamedNotTheOneWaiting) {
                     "#58, where rank 0 is in collective #58 (SyncBN forward) for 9.5 s");
 }
 
+// A rank that died by a signal is the victim of another's stall only if it had been waiting
+// inside its collective for half the timeout (a watchdog aborts after the timeout); one that
+// died just after entering a collective the others had not reached yet is ahead: the cause.
+TEST(RankProgress, ARankThatDiedIsAVictimOnlyAfterWaitingHalfTheTimeout) {
+  auto verdict_with = [](double dead_inside_s, bool dead_inside) {
+    // Rank 1 died; rank 0 is behind it, alive, between collectives.
+    const std::vector<std::optional<RankProgress>> before = {at(10, 57, false, "broadcast", 0.2),
+                                                             at(10, 58, dead_inside, "broadcast", dead_inside_s - 1.5)};
+    const std::vector<std::optional<RankProgress>> after = {at(13, 57, false, "broadcast", 1.7),
+                                                            at(13, 58, dead_inside, "broadcast", dead_inside_s)};
+    return blame(before, after, 1.5, -1);
+  };
+  const ProgressVerdict just_entered = verdict_with(1.6, true);
+  ASSERT_EQ(just_entered.blamed, std::vector<int64_t>{0}) << just_entered.text;
+  EXPECT_FALSE(died_waiting_for_another(just_entered, 1, 60)) << "it died ahead of rank 0, not waiting for it";
+  EXPECT_TRUE(died_waiting_for_another(verdict_with(31, true), 1, 60)) << "waited half the timeout: a victim";
+  EXPECT_FALSE(died_waiting_for_another(verdict_with(29, true), 1, 60));
+  EXPECT_FALSE(died_waiting_for_another(verdict_with(40, false), 1, 60)) << "not inside a collective";
+  EXPECT_FALSE(died_waiting_for_another(verdict_with(40, true), 0, 60)) << "the blamed rank itself";
+  EXPECT_FALSE(died_waiting_for_another(verdict_with(40, true), 7, 60)) << "no such rank";
+  ProgressVerdict nobody_blamed = verdict_with(40, true);
+  nobody_blamed.blamed.clear();
+  EXPECT_FALSE(died_waiting_for_another(nobody_blamed, 1, 60));
+}
+
 TEST(RankProgress, ASilentRankIsStoppedAndAMissingOneNeverJoined) {
   const std::vector<std::optional<RankProgress>> before = {at(10, 40, true, "SyncBN backward", 5.0),
                                                            at(7, 40, true, "SyncBN backward", 4.0), std::nullopt};

@@ -136,6 +136,14 @@ TEST(Runner, TheRowIsAsSlowAsItsSlowestRankAndNamesTheStraggler) {
   EXPECT_DOUBLE_EQ(shares.data_s, 0.1);
   EXPECT_DOUBLE_EQ(shares.wait_s, 0.05 + 0.25);
   EXPECT_DOUBLE_EQ(shares.compute_s, 1.0 - 0.1 - 0.3);
+  // No rank with a measured compute time: no rank is named, in the result or its JSON.
+  for (auto& rank : m.ranks) rank.steady_shares.compute_s = kNotMeasured;
+  const RunResult unmeasured = assemble_result(config, 3, m);
+  EXPECT_EQ(unmeasured.slowest_rank, -1);
+  EXPECT_TRUE(std::isnan(unmeasured.rank_compute_spread));
+  const nlohmann::json written = unmeasured;
+  EXPECT_TRUE(written["slowest_rank"].is_null());
+  EXPECT_EQ(written.get<RunResult>().slowest_rank, -1);
 }
 
 // --inject-slowdown X: after each step's training, busy work for X times the time the host
