@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <numeric>
 #include <set>
@@ -21,8 +22,9 @@ using nlohmann::json;
 
 // Keys of a row's config that do not change what is measured. The injected slowdown is the
 // gate's own test: it plays a slower build of the same row, so the gate must match it.
-const char* const kIgnoredConfigKeys[] = {"out",  "save-checkpoint", "log-interval-steps",  "data-dir", "cache-dir",
-                                          "name", "inject-slowdown", "inject-slowdown-rank"};
+const char* const kIgnoredConfigKeys[] = {"out",       "save-checkpoint", "log-interval-steps",   "data-dir",
+                                          "cache-dir", "name",            "inject-slowdown",      "inject-slowdown-rank",
+                                          "inject-slowdown-phase"};
 
 }  // namespace
 
@@ -58,6 +60,12 @@ Rows rows_of(const ResultDocument& doc) {
   return rows;
 }
 
+std::string scientific(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
 // A file the gate can judge: each repetition of a row once, every repetition of a row run
 // with one configuration, and no time or rate of a run that ran that is zero or negative
 // (NaN is "not measured" and stays so). Anything else is bad input naming the row: merged
@@ -85,9 +93,12 @@ void check_rows(const ResultDocument& doc, const std::string& side) {
     for (const auto& metric : comparable_metrics()) {
       if (metric.name == "test_accuracy") continue;
       const double v = metric_of(r, metric.name);
-      if (std::isfinite(v) && v <= 0) {
+      // No run takes a year, nor trains a trillion images a second.
+      const double most = metric.higher_is_better ? 1e12 : 3.2e7;
+      if (std::isfinite(v) && (v <= 0 || v > most)) {
         throw InputError(side + ": " + row + " repetition " + std::to_string(r.repetition) + " has " + metric.name +
-                         " " + format_fixed(v, 6) + ": not a time or a rate (a damaged or edited file)");
+                         " " + (v <= 0 ? format_fixed(v, 6) : scientific(v)) +
+                         ": not a time or a rate a run measures (a damaged or edited file)");
       }
     }
   }
@@ -268,6 +279,10 @@ class Normaliser {
   std::map<std::pair<bool, RowKey>, std::map<int64_t, const RunResult*>> twin_runs_;  // by repetition
 };
 
+// How far past the threshold a median beyond the baseline's whole spread must be to be a
+// change on its own, where the repetitions are too few or too mixed for the U test.
+constexpr double kFarBeyondThresholds = 5;
+
 // One metric of one row, both sides measured: ratio, noise and verdict.
 MetricComparison compare_metric(const RowKey& key, const MetricInfo& info, std::vector<double> base,
                                 std::vector<double> cur, const CompareOptions& options) {
@@ -282,24 +297,34 @@ MetricComparison compare_metric(const RowKey& key, const MetricInfo& info, std::
   c.ratio = c.current_median / c.baseline_median;
   // > 0: worse. One threshold, the same both ways: beyond 1 + t or 1 - t in ratio.
   const double change = info.higher_is_better ? 1.0 - c.ratio : c.ratio - 1.0;
-  const bool repeated = c.baseline.size() > 1 && c.current.size() > 1;
-  if (repeated) c.p_value = mann_whitney_p(c.current, c.baseline);
+  // The noise is known when either side repeats: one value must then clear the other side's
+  // whole spread (a single repetition inside the baseline's own range is no change).
+  const bool both_repeated = c.baseline.size() > 1 && c.current.size() > 1;
+  const bool any_repeated = c.baseline.size() > 1 || c.current.size() > 1;
+  if (any_repeated) c.p_value = mann_whitney_p(c.current, c.baseline);
+  const auto [bmin, bmax] = std::minmax_element(c.baseline.begin(), c.baseline.end());
+  const auto [cmin, cmax] = std::minmax_element(c.current.begin(), c.current.end());
+  // The current median beyond every baseline repetition by far more than the threshold is a
+  // change whatever a U test of a few repetitions can say (3 of 5 repetitions 3x slower).
+  const bool median_beyond_spread = c.current_median > *bmax || c.current_median < *bmin;
   if (std::fabs(change) <= options.threshold) {
     c.verdict = Verdict::unchanged;
     c.detail = "within the threshold";
-  } else if (!repeated) {
+  } else if (!any_repeated) {
     c.verdict = change > 0 ? Verdict::regression : Verdict::improved;
     c.detail = "beyond the threshold; no repetitions, so the noise is unknown";
   } else {
     // Small samples cannot reach alpha; then the change must clear the whole spread instead.
-    const bool testable = smallest_u_test_p(c.baseline.size(), c.current.size()) < options.alpha;
-    const auto [bmin, bmax] = std::minmax_element(c.baseline.begin(), c.baseline.end());
-    const auto [cmin, cmax] = std::minmax_element(c.current.begin(), c.current.end());
+    const bool testable = both_repeated && smallest_u_test_p(c.baseline.size(), c.current.size()) < options.alpha;
     const bool separated = *cmin > *bmax || *cmax < *bmin;
-    const bool beyond_noise = testable ? c.p_value < options.alpha : separated;
-    if (beyond_noise) {
+    const bool far_beyond = median_beyond_spread && std::fabs(change) > kFarBeyondThresholds * options.threshold;
+    if (testable ? c.p_value < options.alpha : separated) {
       c.verdict = change > 0 ? Verdict::regression : Verdict::improved;
       c.detail = testable ? "U test p < alpha" : "beyond the threshold and every repetition";
+    } else if (far_beyond) {
+      c.verdict = change > 0 ? Verdict::regression : Verdict::improved;
+      c.detail = "the median beyond every baseline repetition and " + format_fixed(kFarBeyondThresholds, 0) +
+                 "x the threshold";
     } else {
       c.verdict = Verdict::within_noise;
       c.detail = testable ? "U test p >= alpha" : "the repetitions overlap";
@@ -365,7 +390,7 @@ json comparable_config(const json& config) {
 
 bool runs_the_same(const json& a, const json& b) {
   if (comparable_config(a) != comparable_config(b)) return false;
-  for (const char* key : {"inject-slowdown", "inject-slowdown-rank"}) {
+  for (const char* key : {"inject-slowdown", "inject-slowdown-rank", "inject-slowdown-phase"}) {
     const json none = nullptr;
     if ((a.contains(key) ? a.at(key) : none) != (b.contains(key) ? b.at(key) : none)) return false;
   }
@@ -418,9 +443,29 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
   const Normaliser normaliser(options, baseline, current, base_rows, cur_rows, metric_names);
   // PyTorch's twins (sweep --reference) are the reference, not the code under test: they must
   // run as in the baseline, and their speed gates through --min-vs-pytorch, not here.
+  // Which rows are twins is the baseline's to say: a current file that names one of the rows
+  // under test a twin would exempt it from timing. A twin is PyTorch's own implementation.
   std::set<RowKey> twins;
+  const auto baseline_twins = twin_names(baseline);
+  for (const auto& [row, twin] : baseline_twins) twins.insert({twin, row.second});
+  for (const auto& [row, twin] : twin_names(current)) {
+    const auto in_baseline = baseline_twins.find(row);
+    if (in_baseline != baseline_twins.end() && in_baseline->second != twin) {
+      throw InputError("the current file names " + twin + " the PyTorch twin of " + row_label(row.first, row.second) +
+                       ", the baseline " + in_baseline->second + ": they were planned differently");
+    }
+    if (base_rows.count({twin, row.second}) != 0 && twins.count({twin, row.second}) == 0) {
+      throw InputError("the current file names " + row_label(twin, row.second) + " a PyTorch twin (of " + row.first +
+                       "), which the baseline runs as a row under test");
+    }
+  }
   for (const ResultDocument* doc : {&baseline, &current}) {
-    for (const auto& [row, twin] : twin_names(*doc)) twins.insert({twin, row.second});
+    for (const auto& r : doc->runs) {
+      if (twins.count({r.name, r.mode}) != 0 && !r.strategy.empty() && !r.strategy.starts_with("torch-")) {
+        throw InputError(std::string(doc == &baseline ? "the baseline" : "the current file") + ": " +
+                         row_label(r.name, r.mode) + " is named a PyTorch twin but ran --strategy " + r.strategy);
+      }
+    }
   }
   const auto allowed = [&](const std::string& name) {
     return std::find(options.allow_missing.begin(), options.allow_missing.end(), name) != options.allow_missing.end();
@@ -476,12 +521,6 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
                                    std::to_string(cur_runs.size()) + " repetitions failed (none in the baseline): " +
                                    (*first)->reason);
     }
-    if (twins.count(key) != 0) {
-      result.not_compared.push_back(row + ": PyTorch's twin: checked to have run; its speed is judged against its "
-                                          "row's (--min-vs-pytorch)");
-      continue;
-    }
-    if (const std::string how = normaliser.note(key); !how.empty()) result.notes.push_back(row + ": " + how);
     // Repetitions that did not run are left out of the comparison, and said so.
     for (const bool in_baseline : {true, false}) {
       const auto& runs = in_baseline ? base_runs : cur_runs;
@@ -495,6 +534,12 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
                                     " (" + std::string(status_name(unrun.front()->status)) + ": " +
                                     unrun.front()->reason + "); compared over the others");
     }
+    if (twins.count(key) != 0) {
+      result.not_compared.push_back(row + ": PyTorch's twin: checked to have run; its speed is judged against its "
+                                          "row's (--min-vs-pytorch)");
+      continue;
+    }
+    if (const std::string how = normaliser.note(key); !how.empty()) result.notes.push_back(row + ": " + how);
     for (const MetricInfo* info : metrics) {
       std::vector<double> base = normaliser.values_of(true, base_runs, info->name);
       std::vector<double> cur = normaliser.values_of(false, cur_runs, info->name);

@@ -595,15 +595,16 @@ class HtmlReporter final : public Reporter {
     }
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.has_straggler(); })) {
       html << "<h2>Stragglers</h2>\n<p>A collective is a barrier: every rank's step takes as long as the slowest's. "
-              "Each rank's own work per step (compute: without its loader and without waiting for the others) names "
-              "the rank that held the others back, in rows whose slowest rank computes more than "
+              "Each rank's own time per step (its compute and its loader's data: without waiting for the others) names "
+              "the rank that held the others back, in rows whose slowest rank takes more than "
            << format_percent(kStragglerSpread) << " longer than the fastest.</p>\n<table>\n<tr><th>row</th><th>mode</th>"
               "<th>rank</th><th>compute</th><th>data</th><th>wait</th><th>step p50</th></tr>\n";
       for (const auto& r : rows) {
         if (!r.has_straggler()) continue;
         for (const auto& rank : r.ranks) {
           html << "<tr><td>" << escape(r.name) << "</td><td>" << escape(r.mode) << "</td><td>" << rank.rank
-               << (rank.rank == r.slowest_rank ? " (slowest, " + format_fixed(r.rank_compute_spread, 2) + "x)" : "")
+               << (rank.rank == r.slowest_rank ? " (slowest, " + format_fixed(r.rank_spread, 2) + "x, " + r.straggler_cause + ")"
+                                               : "")
                << "</td><td>" << format_seconds(rank.compute_s) << "</td><td>" << format_seconds(rank.data_s)
                << "</td><td>" << format_seconds(rank.wait_s) << "</td><td>" << format_seconds(rank.step_time_s.p50)
                << "</td></tr>\n";

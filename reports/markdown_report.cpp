@@ -26,6 +26,24 @@ std::string cell(const std::string& text) {
   return out;
 }
 
+// A row whose every step was warm-up measured no steady figure, and so judged no straggler.
+std::string no_steady_steps(const RunResult& r) {
+  return "no step after the warm-up (--warmup-steps " + std::to_string(r.warmup_steps) + " of its " +
+         std::to_string(r.steps) + " steps): its steady figures and stragglers were not measured";
+}
+
+// The straggler in words: which rank, how much longer than the fastest, and what held it.
+std::string straggler_words(const RunResult& r) {
+  std::string words = "rank " + std::to_string(r.slowest_rank) + " takes " + format_fixed(r.rank_spread, 2) +
+                      "x the fastest rank's own time per step (compute and data), held by its " +
+                      (r.straggler_cause == "data" ? std::string("loader") : std::string("own compute"));
+  if (r.straggler_of_steps > 0) {
+    words += ", the slowest in " + std::to_string(r.straggler_steps) + " of " + std::to_string(r.straggler_of_steps) +
+             " steady steps";
+  }
+  return words + "; the others wait for it";
+}
+
 // What the row's implementation says about how it ran (strategy_details.notes), and what its
 // phases say of it: a forward that re-made its replicas every step spent that on the host.
 std::vector<std::string> strategy_notes(const RunResult& r) {
@@ -73,9 +91,9 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
       notes << "- " << cell(r.name) << ": accuracy over the first " << r.eval_images
             << " test images only (--max-eval-batches)\n";
     }
-    if (r.rank_compute_spread > 1.0 + kStragglerSpread) {
-      notes << "- " << cell(r.name) << ": straggler: rank " << r.slowest_rank << " computes "
-            << format_fixed(r.rank_compute_spread, 2) << "x the fastest rank's per step; the others wait for it\n";
+    if (r.steps > 0 && r.steps <= r.warmup_steps) notes << "- " << cell(r.name) << ": " << no_steady_steps(r) << "\n";
+    if (r.straggler) {
+      notes << "- " << cell(r.name) << ": straggler: " << straggler_words(r) << "\n";
     }
     for (const auto& note : strategy_notes(r)) notes << "- " << cell(r.name) << ": " << cell(note) << "\n";
   }
@@ -213,15 +231,16 @@ class MarkdownReporter final : public Reporter {
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.has_straggler(); })) {
       md << "\n## stragglers\n\n"
          << "A collective is a barrier: every rank's step takes as long as the slowest's, so the wall clock cannot "
-            "say who held the others back. Each rank's own work per step (compute: the step without its loader and "
-            "without waiting for the others) can: rows whose slowest rank computes more than "
+            "say who held the others back. Each rank's own time per step (its compute and its loader's data: the "
+            "step without waiting for the others) can: rows whose slowest rank takes more than "
          << format_percent(kStragglerSpread) << " longer than the fastest.\n\n"
          << "| row | mode | rank | compute | data | wait | step p50 |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n";
       for (const auto& r : rows) {
         if (!r.has_straggler()) continue;
         for (const auto& rank : r.ranks) {
           md << "| " << cell(r.name) << " | " << cell(r.mode) << " | " << rank.rank
-             << (rank.rank == r.slowest_rank ? " (slowest, " + format_fixed(r.rank_compute_spread, 2) + "x)" : "")
+             << (rank.rank == r.slowest_rank ? " (slowest, " + format_fixed(r.rank_spread, 2) + "x, " + r.straggler_cause + ")"
+                                             : "")
              << " | " << format_seconds(rank.compute_s) << " | " << format_seconds(rank.data_s) << " | "
              << format_seconds(rank.wait_s) << " | " << format_seconds(rank.step_time_s.p50) << " |\n";
         }
@@ -279,6 +298,9 @@ class MarkdownReporter final : public Reporter {
       if (run.status == RunStatus::ok && run.epoch_cut && run.repetition == 0) {
         notes << "- " << cell(run.name) << " (" << run.mode << "): epoch cut to " << run.steps << " of "
               << run.steps_per_epoch * run.epochs << " steps\n";
+      }
+      if (run.status == RunStatus::ok && run.steps > 0 && run.steps <= run.warmup_steps) {
+        notes << "- " << cell(run.name) << " (" << run.mode << "): " << no_steady_steps(run) << "\n";
       }
       if (run.repetition != 0) continue;
       for (const auto& note : strategy_notes(run)) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -29,8 +30,28 @@ double wire_fraction(const RunResult& r) {
 struct MeasuredBucket {
   double bytes = 0;
   double ready_s = 0;
-  double allreduce_s = 0;
+  double start_s = kNotMeasured;
+  double allreduce_s = 0;  // launch to completion
+  double wire_s = kNotMeasured;  // on the wire: the wait behind earlier buckets left out
 };
+
+// Files from before wire_s was recorded: the same rule over the mean launches and completions.
+void derive_wire_times(std::vector<MeasuredBucket>& buckets) {
+  if (std::all_of(buckets.begin(), buckets.end(), [](const auto& b) { return std::isfinite(b.wire_s); })) return;
+  std::vector<MeasuredBucket*> by_launch;
+  for (auto& b : buckets) by_launch.push_back(&b);
+  std::sort(by_launch.begin(), by_launch.end(), [](auto* a, auto* b) { return a->start_s < b->start_s; });
+  double busy_until = -std::numeric_limits<double>::infinity();
+  for (MeasuredBucket* b : by_launch) {
+    if (!std::isfinite(b->start_s)) {
+      b->wire_s = b->allreduce_s;
+      continue;
+    }
+    const double end = b->start_s + b->allreduce_s;
+    b->wire_s = std::max(0.0, end - std::max(b->start_s, busy_until));
+    busy_until = std::max(busy_until, end);
+  }
+}
 
 // Fabric `name` from the table, or the one fitted to what was measured.
 Fabric chosen_fabric(const ProjectionOptions& options, const Fabric& measured) {
@@ -38,7 +59,10 @@ Fabric chosen_fabric(const ProjectionOptions& options, const Fabric& measured) {
   if (options.intra_node_gbps) f.intra.bytes_per_s = *options.intra_node_gbps * kGbit;
   if (options.inter_node_gbps) f.inter.bytes_per_s = *options.inter_node_gbps * kGbit;
   if (options.latency_us) f.intra.latency_s = f.inter.latency_s = *options.latency_us * 1e-6;
-  if (options.intra_node_gbps || options.inter_node_gbps || options.latency_us) f.source += ", with the figures given";
+  if (options.nics_per_node) f.nics_per_node = *options.nics_per_node;
+  if (options.intra_node_gbps || options.inter_node_gbps || options.latency_us || options.nics_per_node) {
+    f.source += ", with the figures given";
+  }
   return f;
 }
 
@@ -68,11 +92,15 @@ const std::vector<Fabric>& named_fabrics() {
   // Per-direction link bandwidths and latencies as the vendors' data sheets give them.
   static const std::vector<Fabric> fabrics = {
       {"hdr-ib", {2e-6, 300e9}, {5e-6, 200 * kGbit},
-       "NVLink 3 within a node (A100: 600 GB/s both ways), HDR InfiniBand between nodes (200 Gbit/s)"},
+       "NVLink 3 within a node (A100: 600 GB/s both ways), HDR InfiniBand between nodes (200 Gbit/s a NIC, one "
+       "NIC per GPU as DGX A100's rails)",
+       8},
       {"ndr-ib", {2e-6, 450e9}, {5e-6, 400 * kGbit},
-       "NVLink 4 within a node (H100/H200: 900 GB/s both ways), NDR InfiniBand between nodes (400 Gbit/s)"},
+       "NVLink 4 within a node (H100/H200: 900 GB/s both ways), NDR InfiniBand between nodes (400 Gbit/s a NIC, "
+       "one NIC per GPU as DGX H100's rails)",
+       8},
       {"ethernet-100g", {5e-6, 32e9}, {10e-6, 100 * kGbit},
-       "PCIe 4.0 x16 within a node (32 GB/s), 100 Gbit/s Ethernet between nodes"},
+       "PCIe 4.0 x16 within a node (32 GB/s), 100 Gbit/s Ethernet between nodes (one NIC a node)", 1},
   };
   return fabrics;
 }
@@ -98,9 +126,11 @@ double allreduce_seconds(double bytes, int64_t ranks, int64_t per_node, const Fa
   if (m == 1) return ring(bytes, static_cast<double>(ranks), fabric.intra);
   if (k == 1) return ring(bytes, static_cast<double>(ranks), fabric.inter);
   // Reduce-scatter and all-gather within the node are each half of an intra-node ring; across
-  // nodes each rank reduces its 1/k share.
+  // nodes each rank reduces its 1/k share, the node's k rings sharing its NICs.
   const double kd = static_cast<double>(k);
-  return ring(bytes, kd, fabric.intra) + ring(bytes / kd, static_cast<double>(m), fabric.inter);
+  Link per_ring = fabric.inter;
+  per_ring.bytes_per_s *= std::min(1.0, static_cast<double>(std::max<int64_t>(1, fabric.nics_per_node)) / kd);
+  return ring(bytes, kd, fabric.intra) + ring(bytes / kd, static_cast<double>(m), per_ring);
 }
 
 Link fit_link(const std::vector<std::pair<double, double>>& samples, int64_t ranks) {
@@ -137,6 +167,7 @@ MeasuredLink link_from_microbenchmark(const json& doc, const std::string& source
   }
   std::map<int64_t, std::vector<std::pair<double, double>>> by_ranks;
   for (const json& b : doc.at("benchmarks")) {
+    if (!b.is_object() || b.value("name", std::string()).rfind("BM_RankAllreduce", 0) != 0) continue;
     const double bytes = number_or(b, "bytes", 0), ranks = number_or(b, "ranks", 0), time = number_or(b, "real_time", -1);
     if (bytes <= 0 || ranks < 2 || time <= 0 || b.value("error_occurred", false)) continue;
     if (b.value("run_type", std::string("iteration")) != "iteration") continue;
@@ -145,8 +176,10 @@ MeasuredLink link_from_microbenchmark(const json& doc, const std::string& source
     by_ranks[static_cast<int64_t>(ranks)].emplace_back(bytes, time * scale);
   }
   if (by_ranks.empty()) {
-    throw InputError("--calibrate " + source + ": no allreduce benchmark with `bytes` and `ranks` (2 or more) in it "
-                     "(ddpbench_microbench --benchmark_filter=Allreduce --benchmark_format=json)");
+    throw InputError("--calibrate " + source + ": no BM_RankAllreduce entry with `bytes` and `ranks` (2 or more) in "
+                     "it: run ddpbench_microbench --benchmark_filter=RankAllreduce --benchmark_format=json as every rank "
+                     "of a world across the link (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set, as torchrun does); "
+                     "BM_GlooAllreduce's ranks are threads of one process over loopback and measure no link");
   }
   const auto& [ranks, samples] = *by_ranks.rbegin();
   return MeasuredLink{fit_link(samples, ranks), ranks, source};
@@ -177,9 +210,11 @@ RowProjection project_row(const std::vector<const RunResult*>& repetitions, cons
   if (details.is_object() && details.contains("bucket_timeline") && details.at("bucket_timeline").is_array()) {
     for (const json& b : details.at("bucket_timeline")) {
       buckets.push_back({number_or(b, "bytes", 0) * wire_fraction(r), number_or(b, "ready_s", kNotMeasured),
-                         number_or(b, "allreduce_s", kNotMeasured)});
+                         number_or(b, "start_s", kNotMeasured), number_or(b, "allreduce_s", kNotMeasured),
+                         number_or(b, "wire_s", kNotMeasured)});
     }
   }
+  derive_wire_times(buckets);
   const bool timed = !buckets.empty() && std::isfinite(backward_compute_s) &&
                      std::all_of(buckets.begin(), buckets.end(), [](const MeasuredBucket& b) {
                        return std::isfinite(b.ready_s) && b.bytes > 0;
@@ -201,20 +236,34 @@ RowProjection project_row(const std::vector<const RunResult*>& repetitions, cons
                        "fitted to " + options.calibration->source + " (" + std::to_string(options.calibration->ranks) +
                            " ranks)"};
   } else if (r.world_size > 1) {
-    std::vector<std::pair<double, double>> samples;
+    // Each bucket's time on the wire, never launch to completion: that holds the wait behind
+    // the buckets before it, which the model adds again by running them one after another.
+    // A row's few bucket sizes, their allreduces overlapping and sharing the link, cannot tell
+    // a latency from a bandwidth (a line through them put rows 20-40 % off their own step, and a
+    // latency so fitted, multiplied by 2(n-1), doubled the projections to more hosts): the link
+    // is the bandwidth that carries all the bytes in their total time on the wire, as the
+    // buckets ran; a microbenchmark's sizes (--calibrate) can tell the two apart.
+    double bytes = 0, seconds = 0;
+    int64_t on_wire = 0;
+    // A bucket whose allreduce ran wholly beside another's (Gloo runs two at once) has no time
+    // of its own on the wire, but its bytes crossed it in the other's: every bucket counts.
     for (const auto& b : buckets) {
-      if (std::isfinite(b.allreduce_s) && b.allreduce_s > 0) samples.emplace_back(b.bytes, b.allreduce_s);
+      if (!std::isfinite(b.wire_s) || b.wire_s < 0) continue;
+      bytes += b.bytes;
+      seconds += b.wire_s;
+      ++on_wire;
     }
-    try {
-      const Link link = fit_link(samples, r.world_size);
+    if (bytes > 0 && seconds > 0) {
+      const double n = static_cast<double>(r.world_size);
+      const Link link{0, 2 * (n - 1) / n * bytes / seconds};
       p.measured_link = {"measured", link, link,
-                         "fitted to this row's own " + std::to_string(samples.size()) + " bucket allreduces at " +
-                             std::to_string(r.world_size) + " ranks"};
-    } catch (const InputError& e) {
-      if (options.fabric == "measured") {
-        p.not_projected = std::string("no link to project with: ") + e.what();
-        return p;
-      }
+                         "all the bytes of this row's own " + std::to_string(on_wire) + " bucket allreduces at " +
+                             std::to_string(r.world_size) + " ranks over their total time on the wire; latency unseen"};
+    } else if (options.fabric == "measured") {
+      p.not_projected = "no link to project with: no bucket allreduce was timed on the wire";
+      return p;
+    } else {
+      p.unchecked = "no bucket allreduce was timed on the wire, so no link was measured to set the model on";
     }
   } else if (options.fabric == "measured" && !options.intra_node_gbps && !options.inter_node_gbps) {
     p.not_projected = "measured on one rank: no link was measured (give --calibrate, a --fabric or link figures)";
@@ -234,10 +283,14 @@ RowProjection project_row(const std::vector<const RunResult*>& repetitions, cons
                    phases.optimizer_s, phases.data_s);
   };
   // The measured run had one rank per node unless its ranks shared one machine: all of them.
-  if (p.measured_link.intra.bytes_per_s > 0) {
+  // The model at the row's own point: its ranks on the link measured there (one rank needs none).
+  if (p.measured_link.intra.bytes_per_s > 0 || r.world_size == 1) {
     p.model_step_s = step_at(r.world_size, r.world_size, p.measured_link, buckets, phases.forward_s,
                              backward_compute_s, phases.optimizer_s, phases.data_s)
                          .step_s;
+    p.model_error = p.model_step_s / p.measured_step_s - 1;
+  } else if (p.unchecked.empty()) {
+    p.unchecked = "no link was measured to set the model on";
   }
   const double per_rank_batch = static_cast<double>(r.global_batch) / static_cast<double>(std::max<int64_t>(1, r.world_size));
   const double one_rank_step = at(1, p.fabric).step_s;
@@ -249,6 +302,10 @@ RowProjection project_row(const std::vector<const RunResult*>& repetitions, cons
     p.points.push_back(point);
   }
   return p;
+}
+
+bool model_off(const RowProjection& p) {
+  return !p.unchecked.empty() || (std::isfinite(p.model_error) && std::fabs(p.model_error) > kModelTolerance);
 }
 
 std::vector<RowProjection> project_document(const ResultDocument& doc, const ProjectionOptions& options) {
@@ -282,6 +339,7 @@ json projection_options_json(const ProjectionOptions& o) {
   if (o.intra_node_gbps) j["intra_node_gbps"] = *o.intra_node_gbps;
   if (o.inter_node_gbps) j["inter_node_gbps"] = *o.inter_node_gbps;
   if (o.latency_us) j["latency_us"] = *o.latency_us;
+  if (o.nics_per_node) j["nics_per_node"] = *o.nics_per_node;
   return j;
 }
 
@@ -294,6 +352,7 @@ ProjectionOptions projection_options_from_json(const json& j) {
   if (j.contains("intra_node_gbps")) o.intra_node_gbps = j.at("intra_node_gbps").get<double>();
   if (j.contains("inter_node_gbps")) o.inter_node_gbps = j.at("inter_node_gbps").get<double>();
   if (j.contains("latency_us")) o.latency_us = j.at("latency_us").get<double>();
+  if (j.contains("nics_per_node")) o.nics_per_node = j.at("nics_per_node").get<int64_t>();
   return o;
 }
 
@@ -320,9 +379,12 @@ json projection_json(const std::vector<RowProjection>& projections) {
                    {"measured_step_s", json_number(p.measured_step_s)},
                    {"measured_images_per_s", json_number(p.measured_images_per_s)},
                    {"model_step_s", json_number(p.model_step_s)},
+                   {"model_error", json_number(p.model_error)},
+                   {"model_off", model_off(p)},
+                   {"unchecked", p.unchecked},
                    {"measured_link", {{"intra", link(p.measured_link.intra)}, {"source", p.measured_link.source}}},
                    {"fabric", {{"name", p.fabric.name}, {"intra", link(p.fabric.intra)}, {"inter", link(p.fabric.inter)},
-                               {"source", p.fabric.source}}},
+                               {"nics_per_node", p.fabric.nics_per_node}, {"source", p.fabric.source}}},
                    {"points", std::move(points)},
                    {"not_projected", p.not_projected}});
   }
@@ -331,6 +393,19 @@ json projection_json(const std::vector<RowProjection>& projections) {
 
 std::string markdown_projection(const std::vector<RowProjection>& projections) {
   std::ostringstream md;
+  for (const auto& p : projections) {
+    if (!model_off(p)) continue;
+    if (!p.unchecked.empty()) {
+      md << "\n**Not to be trusted: " << row_label(p.row, p.mode) << "'s model could not be set at its own measured "
+         << "point (" << p.unchecked << "), so its projections below are unchecked.**\n";
+      continue;
+    }
+    md << "\n**Not to be trusted: " << row_label(p.row, p.mode) << "'s model, set at its " << p.measured_ranks
+       << (p.measured_ranks == 1 ? " measured rank" : " measured ranks") << " on the link measured there, is "
+       << (p.model_error >= 0 ? "+" : "")
+       << format_fixed(100 * p.model_error, 1) << " % off the step it measured (more than "
+       << format_percent(kModelTolerance) << "), so its projections below are not either.**\n";
+  }
   for (const auto& p : projections) {
     const std::string label = row_label(p.row, p.mode);
     if (!p.not_projected.empty()) {
@@ -346,7 +421,8 @@ std::string markdown_projection(const std::vector<RowProjection>& projections) {
     }
     md << ". Link measured: " << format_seconds(p.measured_link.intra.latency_s) << " latency, "
        << format_si(p.measured_link.intra.bytes_per_s, "B/s") << " (" << p.measured_link.source << "). Projected to: "
-       << p.fabric.name << " (" << p.fabric.source << ").\n\n"
+       << p.fabric.name << " (" << p.fabric.source << "; " << p.fabric.nics_per_node
+       << (p.fabric.nics_per_node == 1 ? " NIC" : " NICs") << " a node).\n\n"
        << "| ranks | step | images/s | speed-up | scaling efficiency | allreduce | exposed communication |\n"
        << "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     for (const auto& q : p.points) {

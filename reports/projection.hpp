@@ -26,12 +26,15 @@ struct Link {
   double bytes_per_s = 0;
 };
 
-/// A cluster's two levels, and where their figures come from.
+/// A cluster's two levels, and where their figures come from. `inter` is one NIC's link;
+/// a node has `nics_per_node` of them, which its ranks' rings across nodes share: one per GPU
+/// in rail-optimised InfiniBand (DGX), one for the whole node in most Ethernet clusters.
 struct Fabric {
   std::string name;
   Link intra;  // between ranks of one node
-  Link inter;  // between nodes
+  Link inter;  // between nodes, per NIC
   std::string source;
+  int64_t nics_per_node = 1;
 };
 
 /// The fabrics ddpbench knows by name, from vendors' data sheets.
@@ -43,8 +46,9 @@ const Fabric& named_fabric(const std::string& name, std::string_view flag);
 
 /// Seconds to allreduce `bytes` over `ranks` ranks, `per_node` of them to a node: a ring within
 /// the node when it holds them all, a ring across nodes when each holds one, else
-/// reduce-scatter within the node, a ring across nodes over each rank's share, and all-gather
-/// within the node.
+/// reduce-scatter within the node, a ring across nodes over each rank's share (the node's
+/// rings sharing its NICs: each gets min(1, NICs / ranks a node) of one NIC's bandwidth), and
+/// all-gather within the node.
 double allreduce_seconds(double bytes, int64_t ranks, int64_t per_node, const Fabric& fabric);
 
 /// The ring model's latency and bandwidth fitted (least squares, the latency at least 0) to
@@ -52,9 +56,10 @@ double allreduce_seconds(double bytes, int64_t ranks, int64_t per_node, const Fa
 /// to fit, or the times fall as the bytes grow; one size alone is fitted through the origin.
 Link fit_link(const std::vector<std::pair<double, double>>& bytes_and_seconds, int64_t ranks);
 
-/// The link measured by ddpbench_microbench's allreduce benchmarks, from their Google
-/// Benchmark JSON (entries with `bytes` and `ranks` counters; the largest world among them).
-/// Throws InputError naming `source` when it holds none.
+/// The link measured by ddpbench_microbench's BM_RankAllreduce (ranks as processes, one per
+/// host, across the link), from its Google Benchmark JSON: the largest world among its entries.
+/// Other allreduce benchmarks are left out (BM_GlooAllreduce runs its ranks as threads of one
+/// process over loopback: no link). Throws InputError naming `source` when it holds none.
 struct MeasuredLink {
   Link link;
   int64_t ranks = 0;
@@ -67,6 +72,7 @@ struct ProjectionOptions {
   int64_t ranks_per_node = 8;
   std::string fabric = "measured";  // `measured` or a named fabric
   std::optional<double> intra_node_gbps, inter_node_gbps, latency_us;  // override the fabric's
+  std::optional<int64_t> nics_per_node;                                 // override the fabric's
   std::optional<MeasuredLink> calibration;  // `measured` from a microbenchmark, not from the row
 };
 
@@ -88,11 +94,21 @@ struct RowProjection {
   double measured_step_s = kNotMeasured;        // the row's mean steady step
   double measured_images_per_s = kNotMeasured;  // steady, all ranks
   double model_step_s = kNotMeasured;           // the model at the measured ranks, on the measured link
+  double model_error = kNotMeasured;            // model_step_s / measured_step_s - 1: its own check
+  std::string unchecked;                        // why the model could not be set at its own point
   Fabric measured_link;                         // the link the row ran on, as fitted
   Fabric fabric;                                // the link projected to
   std::vector<ProjectedPoint> points;
   std::string not_projected;                    // why, when the row cannot be
 };
+
+/// How far the model, set at a row's measured ranks on its measured link, may be from the step
+/// measured there before its projections are not to be trusted.
+inline constexpr double kModelTolerance = 0.15;
+
+/// Whether the projection failed its own check (beyond kModelTolerance at its measured point)
+/// or could not be checked (its row's link was not measured).
+bool model_off(const RowProjection& projection);
 
 /// The projection of one row (the repetition with the median step), or why there is none.
 RowProjection project_row(const std::vector<const RunResult*>& repetitions, const ProjectionOptions& options);
@@ -109,6 +125,7 @@ ProjectionOptions projection_options_from_json(const nlohmann::json& j);
 std::optional<std::vector<RowProjection>> sweep_projections(const ResultDocument& document);
 
 nlohmann::json projection_json(const std::vector<RowProjection>& projections);
+/// The projections as Markdown: rows whose model failed its own check said so first.
 std::string markdown_projection(const std::vector<RowProjection>& projections);
 
 }  // namespace ddpbench

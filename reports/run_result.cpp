@@ -125,6 +125,12 @@ void to_json(json& j, const RunResult& r) {
            {"peak_memory_source", r.peak_memory_source},
            {"ranks", ranks_json(r.ranks)},
            {"slowest_rank", r.slowest_rank >= 0 ? json(r.slowest_rank) : json(nullptr)},
+           {"rank_spread", json_number(r.rank_spread)},
+           {"straggler", r.straggler},
+           {"straggler_steps", r.straggler_steps},
+           {"straggler_of_steps", r.straggler_of_steps},
+           {"straggler_p", json_number(r.straggler_p)},
+           {"straggler_cause", r.straggler_cause},
            {"rank_compute_spread", json_number(r.rank_compute_spread)},
            {"config", r.config},
            {"strategy_details", r.strategy_details},
@@ -176,6 +182,14 @@ void from_json(const json& j, RunResult& r) {
                        ? j.at("slowest_rank").get<int64_t>()
                        : -1;
   r.rank_compute_spread = read_optional_number(j, "rank_compute_spread", kNotMeasured);
+  // Files from before own time ranked the ranks ranked them by compute alone.
+  r.rank_spread = read_optional_number(j, "rank_spread", r.rank_compute_spread);
+  r.straggler_cause = j.value("straggler_cause", std::string(std::isfinite(r.rank_spread) ? "compute" : ""));
+  r.straggler_steps = j.value("straggler_steps", int64_t{0});
+  r.straggler_of_steps = j.value("straggler_of_steps", int64_t{0});
+  r.straggler_p = read_optional_number(j, "straggler_p", kNotMeasured);
+  // Files from before the step-by-step test flagged on the spread alone.
+  r.straggler = j.contains("straggler") ? j.at("straggler").get<bool>() : r.rank_spread > 1.0 + kStragglerSpread;
   r.config = j.value("config", json::object());
   r.strategy_details = j.value("strategy_details", json::object());
   r.step_records.clear();

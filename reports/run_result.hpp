@@ -19,6 +19,12 @@ inline constexpr const char* kResultSchema = "ddpbench/result/v1";
 // interrupted: SIGINT or SIGTERM stopped the row; its finished steps are kept.
 enum class RunStatus { ok, skipped, failed, interrupted };
 
+/// A distributed row whose slowest rank takes this much longer than its fastest (own time,
+/// slowest over fastest, minus one), the same rank the slowest step after step beyond chance
+/// (p below kStragglerAlpha), has a straggler: its ranks are shown.
+inline constexpr double kStragglerSpread = 0.10;
+inline constexpr double kStragglerAlpha = 0.05;
+
 /// One rank's view of a distributed row: its epoch, its steps after warm-up, and where its
 /// steps' time went (means per step), so the rank that holds the others back can be named.
 struct RankTiming {
@@ -69,11 +75,22 @@ struct RunResult {
   std::string peak_memory_source;  // cuda-allocator | host-rss
 
   // One per rank of a distributed row. A collective is a barrier, so every rank's step takes
-  // as long as the slowest's: the straggler is the rank with the most compute (and the least
-  // waiting), and the spread is its compute over the fastest rank's.
+  // as long as the slowest's: the straggler is the rank with the most time of its own per step
+  // (compute and data: the least waiting for the others), whether its work or its loader held
+  // it, and the spread is that time over the fastest rank's.
   std::vector<RankTiming> ranks;
-  int64_t slowest_rank = -1;                  // -1: no rank's compute was measured
-  double rank_compute_spread = kNotMeasured;  // slowest rank's compute / fastest's (1: even)
+  int64_t slowest_rank = -1;                  // -1: no rank's own time was measured
+  double rank_spread = kNotMeasured;          // slowest rank's own time (compute + data) / fastest's (1: even)
+  std::string straggler_cause;                // where the slowest rank's excess lies: "compute" or "data"
+  double rank_compute_spread = kNotMeasured;  // the same over compute alone
+  // The slowest rank was the slowest in `straggler_steps` of `straggler_of_steps` steady steps;
+  // how often chance would have it so (one-sided binomial, 1 / ranks a step).
+  int64_t straggler_steps = 0;
+  int64_t straggler_of_steps = 0;
+  double straggler_p = kNotMeasured;
+  // The verdict: the spread beyond kStragglerSpread, and the same rank slowest beyond chance
+  // (p below kStragglerAlpha) where the steps were recorded rank by rank.
+  bool straggler = false;
 
   nlohmann::json config = nlohmann::json::object();  // the row's full RunConfig, by option name
   nlohmann::json strategy_details = nlohmann::json::object();  // what only the strategy knows

@@ -91,14 +91,16 @@ RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunRe
     // The repetition whose rank spread is the median one speaks for the row's ranks.
     std::vector<const RunResult*> spread;
     for (const RunResult* r : runs) {
-      if (r->status == RunStatus::ok && std::isfinite(r->rank_compute_spread)) spread.push_back(r);
+      if (r->status == RunStatus::ok && std::isfinite(r->rank_spread)) spread.push_back(r);
     }
     if (!spread.empty()) {
-      std::sort(spread.begin(), spread.end(), [](auto* a, auto* b) { return a->rank_compute_spread < b->rank_compute_spread; });
+      std::sort(spread.begin(), spread.end(), [](auto* a, auto* b) { return a->rank_spread < b->rank_spread; });
       const RunResult& middle = *spread[(spread.size() - 1) / 2];
       s.ranks = middle.ranks;
       s.slowest_rank = middle.slowest_rank;
-      s.rank_compute_spread = middle.rank_compute_spread;
+      s.rank_spread = middle.rank_spread;
+      s.straggler_cause = middle.straggler_cause;
+      s.straggler = middle.straggler;
     }
     s.train_time_min_s = *std::min_element(train.begin(), train.end());
     s.train_time_max_s = *std::max_element(train.begin(), train.end());

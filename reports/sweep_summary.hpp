@@ -14,9 +14,6 @@ namespace ddpbench {
 
 /// A row whose repetitions spread wider than this fraction of their median is flagged.
 inline constexpr double kUnstableRelativeSpread = 0.10;
-/// A distributed row whose slowest rank computes this much longer than its fastest (slowest
-/// over fastest, minus one) has its ranks shown: a straggler held the others back.
-inline constexpr double kStragglerSpread = 0.10;
 
 struct RowSummary {
   std::string name;
@@ -53,11 +50,14 @@ struct RowSummary {
   double peak_flops_per_s = kNotMeasured;  // per device
   double flops_utilisation = kNotMeasured;  // achieved / (peak x devices)
   // The ranks of a distributed row, from its repetition with the median spread: each rank's
-  // compute, data and wait per step, the slowest rank by compute, and slowest over fastest.
+  // compute, data and wait per step, the slowest rank by its own time (compute + data), slowest
+  // over fastest, and where the slowest rank's excess lies.
   std::vector<RankTiming> ranks;
   int64_t slowest_rank = -1;  // -1: not measured
-  double rank_compute_spread = kNotMeasured;
-  [[nodiscard]] bool has_straggler() const { return rank_compute_spread > 1.0 + kStragglerSpread; }
+  double rank_spread = kNotMeasured;
+  std::string straggler_cause;
+  bool straggler = false;
+  [[nodiscard]] bool has_straggler() const { return straggler; }
   double train_time_min_s = kNotMeasured;
   double train_time_max_s = kNotMeasured;
   bool unstable = false;

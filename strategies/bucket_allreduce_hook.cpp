@@ -158,8 +158,9 @@ BucketCommFigures BucketTimeline::Step::resolve() {
   for (const Interval& i : intervals) {
     if (!i.end.set) continue;  // failed: the step fails with it
     spans.emplace_back(seconds_from(origin, i.start), seconds_from(origin, i.end));
-    last_end = std::max(last_end, spans.back().second);
-    BucketSpan span{i.bucket, kNotMeasured, spans.back().first, spans.back().second};
+    const auto [start, end] = spans.back();
+    BucketSpan span{i.bucket, kNotMeasured, start, end, std::max(0.0, end - std::max(start, last_end))};
+    last_end = std::max(last_end, end);
     for (const auto& [bucket, mark] : ready) {
       if (bucket == i.bucket) span.ready_s = seconds_from(origin, mark);
     }
@@ -211,36 +212,45 @@ BucketCommFigures BucketTimeline::last_step_figures() {
   return step->resolve();
 }
 
-BucketTimelineSummary BucketTimeline::summary() {
+BucketTimelineSummary BucketTimeline::summary(int64_t first_steady_step) {
   std::vector<BucketCommFigures> steps;
+  std::vector<int64_t> numbers;
   {
     std::lock_guard lock(mutex_);
     for (const auto& step : finished_) {
       std::lock_guard step_lock(step->mutex);
       steps.push_back(step->resolve());
+      numbers.push_back(step->step);
     }
   }
   BucketTimelineSummary s;
   if (steps.empty()) return s;
-  // The final layout's steps, the first of them (the rebuild's) left out.
+  // The final layout's steps, the first of them (the rebuild's) left out; of those, the
+  // steady ones where there are any.
   const std::size_t layout = steps.back().spans.size();
   std::size_t first = steps.size();
   while (first > 0 && steps[first - 1].spans.size() == layout) --first;
   if (steps.size() - first > 1) ++first;
+  std::size_t steady = first;
+  while (steady < steps.size() && numbers[steady] < first_steady_step) ++steady;
+  if (steady < steps.size()) first = steady;
   std::map<std::size_t, BucketSpan> sums;
   double backward = 0;
   for (std::size_t i = first; i < steps.size(); ++i) {
     for (const BucketSpan& span : steps[i].spans) {
-      BucketSpan& sum = sums.try_emplace(span.bucket, BucketSpan{span.bucket, 0, 0, 0}).first->second;
+      BucketSpan& sum = sums.try_emplace(span.bucket, BucketSpan{span.bucket, 0, 0, 0, 0}).first->second;
       sum.ready_s += span.ready_s;
       sum.start_s += span.start_s;
       sum.end_s += span.end_s;
+      sum.wire_s += span.wire_s;
     }
     backward += steps[i].backward_compute_s;
   }
   s.steps = static_cast<int64_t>(steps.size() - first);
   const auto n = static_cast<double>(s.steps);
-  for (auto& [bucket, sum] : sums) s.buckets.push_back(BucketSpan{bucket, sum.ready_s / n, sum.start_s / n, sum.end_s / n});
+  for (auto& [bucket, sum] : sums) {
+    s.buckets.push_back(BucketSpan{bucket, sum.ready_s / n, sum.start_s / n, sum.end_s / n, sum.wire_s / n});
+  }
   s.backward_compute_s = backward / n;
   return s;
 }

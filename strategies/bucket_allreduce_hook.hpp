@@ -31,6 +31,9 @@ struct BucketSpan {
   double ready_s = kNotMeasured;  // the Reducer handed it over: its last gradient was ready
   double start_s = kNotMeasured;  // its allreduce launched
   double end_s = kNotMeasured;    // ... and completed
+  // On the wire: from its launch, or the completion of every allreduce launched before it if
+  // later, to its completion. Launch to completion also holds the wait behind earlier buckets.
+  double wire_s = kNotMeasured;
 };
 
 /// One step's communication, resolved once the step has finished on the device.
@@ -44,10 +47,11 @@ struct BucketCommFigures {
 };
 
 /// What a projection of this row needs (reports/projection.hpp): each bucket's ready time and
-/// allreduce time after backward's start, and backward's compute, as means over the steps
-/// since the buckets took their final layout (the first such step, the rebuild's, left out).
+/// allreduce time after backward's start, and backward's compute, as means over the steady
+/// steps (after the warm-up, as the row's other steady figures) since the buckets took their
+/// final layout (the first such step, the rebuild's, left out).
 struct BucketTimelineSummary {
-  std::vector<BucketSpan> buckets;  // by bucket index; start_s and end_s hold the mean launch and completion
+  std::vector<BucketSpan> buckets;  // by bucket index; the means of each step's marks
   double backward_compute_s = kNotMeasured;
   int64_t steps = 0;
 };
@@ -67,8 +71,9 @@ class BucketTimeline {
   std::function<BucketCommFigures()> finish_step();
   /// The figures of the last step handed over (after the device has finished it).
   [[nodiscard]] BucketCommFigures last_step_figures();
-  /// The steps handed over, summarised (after the device has finished them).
-  [[nodiscard]] BucketTimelineSummary summary();
+  /// The steps handed over from step `first_steady_step` on, summarised (after the device has
+  /// finished them); all of the final layout's where none is that late.
+  [[nodiscard]] BucketTimelineSummary summary(int64_t first_steady_step);
 
   struct Step;
   /// A launched allreduce, for completed().

@@ -116,7 +116,7 @@ class DdpStrategy final : public Strategy {
     d["gradient_bytes_per_step"] = gradient_bytes;
     // What a projection to other clusters needs (ddpbench project): when backward makes each
     // bucket ready, how long its allreduce took here, and backward's own compute.
-    const BucketTimelineSummary timeline = timeline_->summary();
+    const BucketTimelineSummary timeline = timeline_->summary(setup().options.warmup_steps);
     nlohmann::json buckets = nlohmann::json::array();
     const std::vector<int64_t> sizes = logger_->get_bucket_sizes();
     for (const BucketSpan& b : timeline.buckets) {
@@ -124,7 +124,8 @@ class DdpStrategy final : public Strategy {
                          {"bytes", b.bucket < sizes.size() ? nlohmann::json(sizes[b.bucket]) : nlohmann::json(nullptr)},
                          {"ready_s", b.ready_s},
                          {"start_s", b.start_s},
-                         {"allreduce_s", b.end_s - b.start_s}});
+                         {"allreduce_s", b.end_s - b.start_s},
+                         {"wire_s", b.wire_s}});
     }
     d["bucket_timeline"] = buckets;
     d["bucket_timeline_steps"] = timeline.steps;

@@ -21,14 +21,19 @@ at::Tensor Strategy::forward_loss(const Batch& batch, const std::function<at::Te
   // which DDP's gradient_as_bucket_view forbids (the gradients are views of its buckets).
   for (const auto& p : parameters_) p.mutable_grad().reset();
   auto autocast = s.precision.autocast();
-  return classification_loss(forward(batch.images), batch.labels);
+  at::Tensor loss = classification_loss(forward(batch.images), batch.labels);
+  if (s.slow_down) s.slow_down(Phase::forward);
+  return loss;
 }
 
 at::Tensor Strategy::backward_and_step(const at::Tensor& loss, const std::function<void()>& communicate) {
   TrainingSetup& s = setup();
   {
     PhaseScope phase(s.timer, Phase::backward);
-    s.precision.scale(loss).backward();
+    const at::Tensor scaled = s.precision.scale(loss);
+    // The loss's gradient is backward's first: work there delays every gradient, as a slower rank's would.
+    if (s.slow_down) scaled.register_hook([&s](const at::Tensor&) { s.slow_down(Phase::backward); });
+    scaled.backward();
   }
   if (communicate) {
     PhaseScope phase(s.timer, Phase::comm);

@@ -30,6 +30,9 @@ struct TrainingSetup {
   const StrategyOptions& options;
   PhaseTimer& timer;                   // phases of a step: forward, backward, comm, optimizer
   MixedPrecision& precision;           // autocast, loss scaling and the optimizer step
+  // Test only (--inject-slowdown-phase forward|backward): busy work a slowed rank does at the
+  // end of forward, or at the start of backward before any gradient is ready. May be empty.
+  std::function<void(Phase)> slow_down = {};
 };
 
 class Strategy {

@@ -33,6 +33,7 @@ struct StrategyOptions {
   std::string model;  // the model's registry name (LibTorch's data_parallel needs its type)
   std::string device = "auto";  // --device: auto, cpu, cuda[:N]
   int64_t batch_size = 256;  // per process
+  int64_t warmup_steps = 0;  // the steps the row's steady figures leave out
   AmpMode amp = AmpMode::off;
   bool channels_last = false;
 

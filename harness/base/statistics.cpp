@@ -106,4 +106,16 @@ double mann_whitney_p(const std::vector<double>& a_in, const std::vector<double>
   return std::erfc(std::max(0.0, z) / std::sqrt(2.0));
 }
 
+double binomial_upper_tail(int64_t k, int64_t n, double p) {
+  if (k <= 0) return 1.0;
+  if (k > n) return 0.0;
+  double tail = 0;
+  for (int64_t i = k; i <= n; ++i) {
+    const auto di = static_cast<double>(i), dn = static_cast<double>(n);
+    tail += std::exp(std::lgamma(dn + 1) - std::lgamma(di + 1) - std::lgamma(dn - di + 1) + di * std::log(p) +
+                     (dn - di) * std::log1p(-p));
+  }
+  return std::min(1.0, tail);
+}
+
 }  // namespace ddpbench

@@ -1,6 +1,7 @@
 #pragma once
 // Statistics of measured samples, for the runner (step-time quantiles), the reports (medians
 // of repetitions) and compare (the rank test). Non-finite samples (not measured) are left out.
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -26,5 +27,8 @@ Quantiles quantiles(std::vector<double> values);
 /// when a side has at most 8 values and none are tied, else the normal approximation with tie
 /// and continuity corrections; NaN when a side has no finite value (non-finite ones are left out).
 double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b);
+
+/// P(X >= k) for X ~ Binomial(n, p): how often chance alone would do as well (1 for k <= 0).
+double binomial_upper_tail(int64_t k, int64_t n, double p);
 
 }  // namespace ddpbench

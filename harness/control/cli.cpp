@@ -117,6 +117,11 @@ Command parse_command_line(int argc, const char* const* argv) {
   project->add_option("--intra-node-gbps", project_command.intra_node_gbps, "bandwidth between ranks of a node, Gbit/s");
   project->add_option("--inter-node-gbps", project_command.inter_node_gbps, "bandwidth between nodes, Gbit/s");
   project->add_option("--latency-us", project_command.latency_us, "latency of one ring step, microseconds");
+  project->add_option("--nics-per-node", project_command.nics_per_node,
+                      "NICs a node's ranks share across nodes (the fabric's: 8 for hdr-ib and ndr-ib, one per GPU; 1 "
+                      "for ethernet-100g and measured)");
+  project->add_flag("--force", project_command.force,
+                    "exit 0 even where a row's model is more than 15 % off its own measured step");
   project->add_option("--calibrate", project_command.calibrate,
                       "ddpbench_microbench's JSON (--benchmark_format=json): the measured link's latency and bandwidth "
                       "fitted to its allreduce times, instead of to the row's own buckets");
@@ -175,6 +180,9 @@ Command parse_command_line(int argc, const char* const* argv) {
       throw InputError("--intra-node-gbps and --inter-node-gbps must be positive numbers");
     }
     if (!std::isfinite(project_command.latency_us)) throw InputError("--latency-us must be a number");
+    if (project->count("--nics-per-node") > 0 && project_command.nics_per_node < 1) {
+      throw InputError("--nics-per-node must be positive (got " + std::to_string(project_command.nics_per_node) + ")");
+    }
     return project_command;
   }
   throw InputError("no subcommand given (see --help)");

@@ -39,8 +39,10 @@ struct ProjectCommand {
   double intra_node_gbps = 0;  // 0: the fabric's
   double inter_node_gbps = 0;
   double latency_us = -1;      // negative: the fabric's
+  int64_t nics_per_node = 0;   // 0: the fabric's
   std::string calibrate;       // ddpbench_microbench's JSON: the link measured
   std::string out_dir;         // also write projection.json and projection.md there
+  bool force = false;          // exit 0 though a row's model fails its own check
 };
 
 struct SweepCommand {

@@ -1,5 +1,6 @@
 #include "harness/control/project_command.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 #include "harness/base/atomic_file.hpp"
@@ -17,6 +18,7 @@ ProjectionOptions projection_options(const ProjectCommand& c) {
   if (c.intra_node_gbps > 0) o.intra_node_gbps = c.intra_node_gbps;
   if (c.inter_node_gbps > 0) o.inter_node_gbps = c.inter_node_gbps;
   if (c.latency_us >= 0) o.latency_us = c.latency_us;
+  if (c.nics_per_node > 0) o.nics_per_node = c.nics_per_node;
   if (!c.calibrate.empty()) {
     const std::string text = read_text_file(c.calibrate, "--calibrate: cannot read");
     nlohmann::json doc;
@@ -48,6 +50,14 @@ int project_command(const ProjectCommand& command) {
     write_file_atomically(dir / "projection.md", md);
   }
   std::cout << md << std::flush;
+  // A model that misses the step it measured projects nothing worth acting on.
+  const auto off = std::count_if(projections.begin(), projections.end(), [](const auto& p) { return model_off(p); });
+  if (off > 0 && !command.force) {
+    std::cerr << "ddpbench project: " << off << " row(s) whose model is more than "
+              << static_cast<int>(100 * kModelTolerance)
+              << " % off its own measured step, or could not be checked there (above); --force exits 0 anyway\n";
+    return 1;
+  }
   return 0;
 }
 

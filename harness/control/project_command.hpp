@@ -10,7 +10,8 @@ namespace ddpbench {
 ProjectionOptions projection_options(const ProjectCommand& command);
 
 /// Prints the projection as Markdown (and writes projection.json and projection.md into
-/// --out-dir); 0, or InputError (2) for an unreadable file or one without DDP rows.
+/// --out-dir); 0, 1 when a row's model is more than kModelTolerance off its own measured step
+/// (unless --force), or InputError (2) for an unreadable file or one without DDP rows.
 int project_command(const ProjectCommand& command);
 
 }  // namespace ddpbench

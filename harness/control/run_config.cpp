@@ -119,6 +119,8 @@ void validate(const RunConfig& c) {
     require_non_negative(*c.inject_slowdown_rank, "--inject-slowdown-rank");
     require(c.inject_slowdown > 0, "--inject-slowdown-rank needs --inject-slowdown");
   }
+  require(c.inject_slowdown_phase == SlowedPhase::optimizer || c.inject_slowdown > 0,
+          "--inject-slowdown-phase needs --inject-slowdown");
   require(c.overlap || c.comm_hook != CommHook::builtin_fp16,
           "--no-overlap holds buckets in ddpbench's own hook, which --comm-hook builtin-fp16 replaces with the "
           "Reducer's; use --comm-hook fp16");
@@ -146,6 +148,7 @@ StrategyOptions strategy_options(const RunConfig& c) {
   o.model = c.model;
   o.device = c.device;
   o.batch_size = c.batch_size;
+  o.warmup_steps = c.warmup_steps;
   o.amp = c.amp;
   o.channels_last = c.channels_last;
   o.bucket_mb = c.bucket_mb;

@@ -30,6 +30,14 @@ inline constexpr EnumName<TestTransform> kTestTransformNames[] = {
 };
 inline constexpr EnumName<NvtxMode> kNvtxModeNames[] = {{NvtxMode::off, "off"}, {NvtxMode::on, "on"}, {NvtxMode::ops, "ops"}};
 inline constexpr EnumName<Preset> kPresetNames[] = {{Preset::none, "none"}, {Preset::fast, "fast"}};
+// Where --inject-slowdown puts its busy work: the loader's phase, forward, the start of
+// backward (before any gradient is ready), or after the optimizer step.
+enum class SlowedPhase { data, forward, backward, optimizer };
+inline constexpr EnumName<SlowedPhase> kSlowedPhaseNames[] = {{SlowedPhase::data, "data"},
+                                                            {SlowedPhase::forward, "forward"},
+                                                            {SlowedPhase::backward, "backward"},
+                                                            {SlowedPhase::optimizer, "optimizer"}};
+
 inline constexpr EnumName<InjectedFault> kInjectedFaultNames[] = {
     {InjectedFault::kill, "kill"}, {InjectedFault::hang, "hang"}, {InjectedFault::kill_in_collective, "kill-in-collective"}};
 
@@ -79,6 +87,7 @@ struct RunConfig {
   // work, on every rank or on one: a slower build, or a straggler, that does real extra work.
   double inject_slowdown = 0;
   std::optional<int64_t> inject_slowdown_rank;
+  SlowedPhase inject_slowdown_phase = SlowedPhase::optimizer;
 
   // DataParallel (dp): one process, the batch scattered over devices.
   std::string devices = "all";  // all visible CUDA devices, or a list: 0,1,2,3 (CUDA) or cpu,cpu

@@ -169,6 +169,9 @@ std::vector<RunOption> make_run_options() {
                      "a slower build would; ignored when results are matched, so the gate sees the same row"));
   o.push_back(option("inject-slowdown-rank", &RunConfig::inject_slowdown_rank, "N",
                      "test only: slow this rank only (a straggler); unset: every rank"));
+  o.push_back(enum_option("inject-slowdown-phase", &RunConfig::inject_slowdown_phase, kSlowedPhaseNames,
+                          "test only: where the slowdown's busy work goes: data (the loader), forward, backward (its "
+                          "start, before any gradient), optimizer; each the fraction of the step's training time"));
   o.push_back(option("devices", &RunConfig::devices, "LIST",
                      "dp: devices to scatter the batch over: all visible GPUs, or 0,1,2,3, or cpu,cpu"));
   o.push_back(enum_option("dp-impl", &RunConfig::dp_impl, kDpImplNames,

@@ -363,6 +363,7 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         // PyTorch's row is the reference: a slowdown plays a slower ddpbench, never a slower PyTorch.
         twin->inject_slowdown = 0;
         twin->inject_slowdown_rank.reset();
+        twin->inject_slowdown_phase = SlowedPhase::optimizer;
         twin->name = spec.name + kPyTorchTwinSuffix;
         plan.info.rows.push_back({twin->name, mode, kNotMeasured, spec.devices, spec.name});
       }

@@ -30,6 +30,12 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#ifdef DDPBENCH_HAVE_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAGuard.h>
+#endif
+
 #include "harness/base/clock.hpp"
 #include "harness/base/input_error.hpp"
 #include "harness/distributed/run_store.hpp"
@@ -200,6 +206,21 @@ struct Communicator::Impl {
   std::shared_ptr<Heartbeat> heartbeat = std::make_shared<Heartbeat>();
   std::future<void> heartbeat_ended;
   std::atomic<int64_t> blocked_ns{0};
+  c10::Device device = c10::kCPU;
+  int64_t taken_blocked_ns = 0;
+#ifdef DDPBENCH_HAVE_CUDA
+  // CUDA: each guarded() collective between two events on the device's current stream.
+  using DeviceSpan = std::pair<std::shared_ptr<at::cuda::CUDAEvent>, std::shared_ptr<at::cuda::CUDAEvent>>;
+  std::mutex spans_mutex;
+  std::vector<DeviceSpan> spans;
+
+  std::shared_ptr<at::cuda::CUDAEvent> record_on_device() const {
+    const c10::cuda::CUDAGuard guard(device);
+    auto event = std::make_shared<at::cuda::CUDAEvent>(cudaEventDefault);
+    event->record(at::cuda::getCurrentCUDAStream(device.index()));
+    return event;
+  }
+#endif
 
   ~Impl() { stop_heartbeat(); }
 
@@ -276,6 +297,7 @@ CommBackend resolve_backend(CommBackend requested, const c10::Device& device) {
 
 Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make_unique<Impl>()) {
   impl_->rank = options.rank;
+  impl_->device = options.device;
   impl_->backend = resolve_backend(options.backend, options.device);
   impl_->prefix = run_store_prefix(options.rank.restart_count);
   const RankEnvironment& r = options.rank;
@@ -363,6 +385,10 @@ Communicator::~Communicator() = default;
 void Communicator::guarded(std::string_view phase, const std::function<void()>& collectives) {
   const int64_t sequence = impl_->heartbeat->enter(phase);
   const auto start = Clock::now();
+#ifdef DDPBENCH_HAVE_CUDA
+  std::shared_ptr<at::cuda::CUDAEvent> device_start;
+  if (impl_->device.is_cuda()) device_start = impl_->record_on_device();
+#endif
   try {
     collectives();
   } catch (const CollectiveError&) {
@@ -371,7 +397,37 @@ void Communicator::guarded(std::string_view phase, const std::function<void()>& 
     throw CollectiveError(describe_failure(phase, e));
   }
   impl_->blocked_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+#ifdef DDPBENCH_HAVE_CUDA
+  if (device_start) {
+    auto device_end = impl_->record_on_device();
+    const std::lock_guard lock(impl_->spans_mutex);
+    impl_->spans.emplace_back(std::move(device_start), std::move(device_end));
+  }
+#endif
   impl_->heartbeat->leave(sequence);
+}
+
+std::function<double()> Communicator::take_collective_wait() {
+#ifdef DDPBENCH_HAVE_CUDA
+  if (impl_->device.is_cuda()) {
+    std::vector<Impl::DeviceSpan> spans;
+    {
+      const std::lock_guard lock(impl_->spans_mutex);
+      spans.swap(impl_->spans);
+    }
+    return [spans = std::move(spans)] {
+      double seconds = 0;
+      for (const auto& [begin, end] : spans) {
+        end->synchronize();
+        seconds += static_cast<double>(begin->elapsed_time(*end)) / 1e3;
+      }
+      return seconds;
+    };
+  }
+#endif
+  const int64_t now = impl_->blocked_ns.load();
+  const double since = static_cast<double>(now - std::exchange(impl_->taken_blocked_ns, now)) / 1e9;
+  return [since] { return since; };
 }
 
 std::shared_ptr<CollectiveMarks> Communicator::marks() const { return impl_->heartbeat; }

@@ -80,6 +80,12 @@ class Communicator final : public CrossProcessSum {
   [[nodiscard]] std::shared_ptr<CollectiveMarks> marks() const;
   /// Seconds this rank's host has spent blocked in guarded() collectives so far.
   [[nodiscard]] double blocked_s() const;
+  /// The time guarded() collectives took since the last call, where this rank's work runs: on
+  /// a CPU the host's blocked time; on a CUDA device the device stream's, between events
+  /// recorded around each collective (on NCCL the host does not wait, and with Gloo on CUDA
+  /// tensors the host's wait also holds the kernels queued before the collective). The
+  /// function gives it once the device has finished those collectives (call it then).
+  [[nodiscard]] std::function<double()> take_collective_wait();
   /// Test only (fault injection): `action` runs once, inside the next collective this rank
   /// enters, once its progress record holds it as entered, on the thread that enters it.
   void on_next_collective(std::function<void()> action);

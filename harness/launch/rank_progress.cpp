@@ -61,45 +61,67 @@ std::optional<RankProgress> parse_progress(std::string_view text) {
 
 ProgressVerdict blame(const std::vector<std::optional<RankProgress>>& before,
                       const std::vector<std::optional<RankProgress>>& after, double silence_s, int64_t observer) {
-  // The furthest rank, preferring one that waits inside its collective: the others are
-  // measured against it.
-  int64_t furthest = 0, leader = -1;
-  for (std::size_t r = 0; r < after.size(); ++r) {
-    const auto& p = after[r];
-    if (!p) continue;
-    const bool better = p->entered > furthest || (p->entered == furthest && p->inside && leader >= 0 &&
-                                                  !after[static_cast<std::size_t>(leader)]->inside);
-    if (leader < 0 || better) {
-      furthest = p->entered;
-      leader = static_cast<int64_t>(r);
-    }
-  }
   ProgressVerdict verdict;
   verdict.records = after;
   const auto name = [&](int64_t rank, const std::string& what) {
     verdict.text += (verdict.text.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + " " + what);
     verdict.blamed.push_back(rank);
   };
-  for (std::size_t r = 0; r < after.size(); ++r) {
-    const auto rank = static_cast<int64_t>(r);
-    const auto& now = after[r];
+  const auto record = [&](int64_t r) -> const std::optional<RankProgress>& { return after[static_cast<std::size_t>(r)]; };
+  const auto ranks = static_cast<int64_t>(after.size());
+  std::vector<bool> silent(after.size(), false);
+  for (int64_t r = 0; r < ranks; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    silent[i] = record(r) && r != observer && i < before.size() && before[i] && before[i]->beats == record(r)->beats;
+  }
+  // Who waits for whom: a rank inside collective #k waits for every rank that has not entered
+  // #k. Counting collectives alone once blamed the root of a broadcast that the others had left
+  // while it still waited for a third rank: it waits, so it is not the one behind.
+  const auto waits_for = [&](int64_t a, int64_t b) {
+    return a != b && record(a) && record(b) && record(a)->inside && record(b)->entered < record(a)->at;
+  };
+  // The rank the others are measured against: the furthest, preferring one that waits inside.
+  int64_t leader = -1;
+  for (int64_t r = 0; r < ranks; ++r) {
+    if (!record(r)) continue;
+    const bool better = leader < 0 || record(r)->entered > record(leader)->entered ||
+                        (record(r)->entered == record(leader)->entered && record(r)->inside && !record(leader)->inside);
+    if (better) leader = r;
+  }
+  for (int64_t r = 0; r < ranks; ++r) {
+    const auto& now = record(r);
     if (!now) {
-      name(rank, "never joined");
+      name(r, "never joined");
       continue;
     }
-    const bool silent = rank != observer && r < before.size() && before[r] && before[r]->beats == now->beats;
-    if (silent) {
-      name(rank, "stopped answering (no heartbeat for " + seconds_text(silence_s) + "; at its last it was " +
-                     where(*now) + ")");
-    } else if (now->entered < furthest) {
-      const RankProgress& ahead = *after[static_cast<std::size_t>(leader)];
-      name(rank, "is behind, alive: " + where(*now) + ", and never reached " + collective(ahead.entered, "") +
-                     ", where rank " + std::to_string(leader) + " is " + where(ahead));
+    if (silent[static_cast<std::size_t>(r)]) {
+      name(r, "stopped answering (no heartbeat for " + seconds_text(silence_s) + "; at its last it was " + where(*now) +
+                  ")");
+      continue;
+    }
+    // Behind: another rank waits for it, and it waits for none, unless it is inside a collective
+    // another rank is inside too (then that collective, or a silent rank in it, holds them both).
+    int64_t waiter = -1;
+    bool waits = false, shares_its_collective = false;
+    for (int64_t o = 0; o < ranks; ++o) {
+      if (waits_for(o, r) && (waiter < 0 || record(o)->at > record(waiter)->at)) waiter = o;
+      waits = waits || waits_for(r, o);
+      shares_its_collective = shares_its_collective || (o != r && now->inside && record(o) && record(o)->inside &&
+                                                        record(o)->at == now->at);
+    }
+    if (waiter < 0 || waits || shares_its_collective) continue;
+    const RankProgress& ahead = *record(waiter);
+    if (now->inside) {
+      name(r, "is behind, alive: still " + where(*now) + ", which the others have left; rank " +
+                  std::to_string(waiter) + " is " + where(ahead));
+    } else {
+      name(r, "is behind, alive: " + where(*now) + ", and never reached " + collective(ahead.at, "") + ", where rank " +
+                  std::to_string(waiter) + " is " + where(ahead));
     }
   }
   if (verdict.blamed.empty()) {
     verdict.text = "every rank is alive and none is behind" +
-                   (leader >= 0 ? " (rank " + std::to_string(leader) + " is " + where(*after[static_cast<std::size_t>(leader)]) + ")"
+                   (leader >= 0 ? " (rank " + std::to_string(leader) + " is " + where(*record(leader)) + ")"
                                 : std::string()) +
                    ": the collective itself did not complete (the network, or the backend)";
   }

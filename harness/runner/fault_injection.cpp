@@ -1,5 +1,6 @@
 #include "harness/runner/fault_injection.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -16,7 +17,8 @@ FaultInjection::FaultInjection(const RunConfig& config, int64_t rank, Communicat
       fault_rank_(config.inject_fault_rank),
       fault_step_(config.inject_fault_step),
       fault_kind_(config.inject_fault_kind),
-      slowdown_(!config.inject_slowdown_rank || *config.inject_slowdown_rank == rank ? config.inject_slowdown : 0) {}
+      slowdown_(!config.inject_slowdown_rank || *config.inject_slowdown_rank == rank ? config.inject_slowdown : 0),
+      phase_(config.inject_slowdown_phase) {}
 
 void FaultInjection::before_step(int64_t global_step) const {
   if (fault_rank_ != rank_ || fault_step_ != global_step) return;
@@ -48,7 +50,15 @@ double FaultInjection::stretch(double step_s) const {
   const auto until = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(slowdown_ * step_s));
   volatile uint64_t spins = 0;
   while (Clock::now() < until) spins = spins + 1;
-  return seconds_since(start);
+  const double spent = seconds_since(start);
+  stretched_s_ += spent;
+  return spent;
 }
+
+double FaultInjection::stretch_in(SlowedPhase phase) const {
+  return slows(phase) && phase != SlowedPhase::optimizer ? stretch(last_training_s_) : 0;
+}
+
+void FaultInjection::training_took(double training_s) { last_training_s_ = std::max(0.0, training_s - stretched_s_); }
 
 }  // namespace ddpbench

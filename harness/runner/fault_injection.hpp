@@ -23,12 +23,18 @@ class FaultInjection {
   /// step's first collective, where asked to.
   void before_step(int64_t global_step) const;
 
-  /// Whether this rank's steps are stretched.
-  [[nodiscard]] bool slows_steps() const { return slowdown_ > 0; }
+  /// Whether this rank's steps are stretched in `phase`.
+  [[nodiscard]] bool slows(SlowedPhase phase) const { return slowdown_ > 0 && phase == phase_; }
 
   /// Busy work for the slowdown's fraction of `step_s`, the host time this step's training
-  /// took; returns the seconds spent.
+  /// took; returns the seconds spent (after the optimizer step).
   [[nodiscard]] double stretch(double step_s) const;
+  /// Busy work in `phase` (data, forward, backward) for the slowdown's fraction of the last
+  /// step's training time, when this rank is slowed there; returns the seconds spent.
+  double stretch_in(SlowedPhase phase) const;
+  /// This step's training starts now, and took `training_s` of host time (busy work aside).
+  void training_starts() { stretched_s_ = 0; }
+  void training_took(double training_s);
 
  private:
   int64_t rank_;
@@ -36,6 +42,9 @@ class FaultInjection {
   std::optional<int64_t> fault_rank_, fault_step_;
   InjectedFault fault_kind_;
   double slowdown_ = 0;
+  SlowedPhase phase_ = SlowedPhase::optimizer;
+  double last_training_s_ = 0;
+  mutable double stretched_s_ = 0;  // busy work since the training started
 };
 
 }  // namespace ddpbench

@@ -51,6 +51,31 @@ void check_inputs(const RunConfig& config, const StrategyInfo& strategy) {
   }
 }
 
+// A fault or slowdown aimed at a rank the row does not have, or a step it never reaches,
+// tests nothing: the row would pass as if the diagnosis had worked.
+void check_injection_targets(const RunConfig& config, int64_t world) {
+  const auto outside = [&](const char* flag, int64_t rank) {
+    throw InputError(std::string(flag) + " " + std::to_string(rank) + ": the row has " + std::to_string(world) +
+                     (world == 1 ? " rank (0)" : " ranks (0-" + std::to_string(world - 1) + ")"));
+  };
+  if (config.inject_fault_rank && *config.inject_fault_rank >= world) outside("--inject-fault-rank", *config.inject_fault_rank);
+  if (config.inject_slowdown_rank && *config.inject_slowdown_rank >= world) {
+    outside("--inject-slowdown-rank", *config.inject_slowdown_rank);
+  }
+  // The synthetic set's size is the config's; CIFAR-10's is known once read (run_row checks).
+  if (config.inject_fault_step && config.dataset == DatasetKind::synthetic) {
+    const int64_t shard = (config.synthetic_train_images + world - 1) / world;
+    LoaderOptions options;
+    options.batch_size = config.batch_size;
+    options.max_batches = config.max_steps;
+    const int64_t steps = batches_in_epoch(shard, options) * config.epochs;
+    if (*config.inject_fault_step >= steps) {
+      throw InputError("--inject-fault-step " + std::to_string(*config.inject_fault_step) + ": the row runs " +
+                       std::to_string(steps) + " steps (0-" + std::to_string(steps - 1) + ")");
+    }
+  }
+}
+
 // 0 ok or skipped, 1 failed, 130/143 stopped by SIGINT/SIGTERM.
 int exit_code_of(const RunResult& result) {
   if (result.status == RunStatus::interrupted) {
@@ -324,6 +349,7 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
     }
   }
   const auto env = strategy.distributed && !starts_ranks ? rank_environment_from_process() : std::nullopt;
+  check_injection_targets(config, env ? env->world_size : (starts_ranks ? config.nproc : 1));
   if (strategy.preflight) {
     if (auto reason = strategy.preflight(strategy_options(config))) {
       if (env && env->rank != 0) return 0;  // rank 0 reports the skipped row

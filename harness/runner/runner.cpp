@@ -19,6 +19,7 @@
 #include "data/batch_loader.hpp"
 #include "data/sampler.hpp"
 #include "harness/base/clock.hpp"
+#include "harness/base/input_error.hpp"
 #include "harness/base/statistics.hpp"
 #include "harness/control/progress.hpp"
 #include "harness/launch/interruption.hpp"
@@ -101,14 +102,17 @@ std::vector<RankSteps> gather_rank_steps(double train_time_s, int64_t peak_memor
   const StepShares shares = mean_shares(steady);
   std::vector<double> row{train_time_s, static_cast<double>(peak_memory), shares.compute_s, shares.data_s, shares.wait_s};
   for (const auto& step : steady) row.push_back(step.time_s);
+  for (const auto& step : steady) row.push_back(step.compute_s() + step.phases.data_s);
   constexpr std::size_t kFixed = 5;
+  const auto steps = static_cast<std::ptrdiff_t>(steady.size());
   const auto local = at::tensor(row, at::TensorOptions().dtype(at::kDouble)).to(dist.device);
   const auto all = all_gather_rows(*dist.comm, local, "the gather of rank timings").cpu().contiguous();
   std::vector<RankSteps> ranks;
   for (int64_t r = 0; r < dist.world_size; ++r) {
     const double* values = all[r].data_ptr<double>();
-    ranks.push_back(RankSteps{values[0], std::vector<double>(values + kFixed, values + all.size(1)),
-                              static_cast<int64_t>(values[1]), StepShares{values[2], values[3], values[4]}});
+    ranks.push_back(RankSteps{values[0], std::vector<double>(values + kFixed, values + kFixed + steps),
+                              static_cast<int64_t>(values[1]), StepShares{values[2], values[3], values[4]},
+                              std::vector<double>(values + kFixed + steps, values + kFixed + 2 * steps)});
   }
   return ranks;
 }
@@ -244,24 +248,59 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
   result.achieved_flops_per_s = m.train_flops_per_image * result.steady_images_per_s;
   // The epoch ends when the last rank's does: the row's train time is the slowest rank's. A
   // collective is a barrier, so every rank's steps take as long as the slowest's: the rank
-  // that held the others back is the one with the most compute of its own.
-  double slowest = -1, fastest = std::numeric_limits<double>::infinity();
+  // that held the others back is the one with the most time of its own (compute, and data:
+  // a rank held by its loader holds the others as surely), the least waiting for the others.
+  const RankTiming* slowest = nullptr;
+  const RankTiming* fastest = nullptr;
+  double slowest_compute = -1, fastest_compute = std::numeric_limits<double>::infinity();
   for (std::size_t r = 0; r < m.ranks.size(); ++r) {
     const RankSteps& rank = m.ranks[r];
-    RankTiming timing{static_cast<int64_t>(r), rank.train_time_s, quantiles(rank.steady_step_times_s),
-                      rank.peak_memory_bytes, rank.steady_shares.compute_s, rank.steady_shares.data_s,
-                      rank.steady_shares.wait_s};
-    result.train_time_s = std::max(result.train_time_s, timing.train_time_s);
-    if (std::isfinite(timing.compute_s)) {
-      if (timing.compute_s > slowest) {
-        slowest = timing.compute_s;
-        result.slowest_rank = timing.rank;
-      }
-      fastest = std::min(fastest, timing.compute_s);
-    }
-    result.ranks.push_back(timing);
+    result.ranks.push_back(RankTiming{static_cast<int64_t>(r), rank.train_time_s, quantiles(rank.steady_step_times_s),
+                                      rank.peak_memory_bytes, rank.steady_shares.compute_s, rank.steady_shares.data_s,
+                                      rank.steady_shares.wait_s});
   }
-  if (slowest >= 0 && fastest > 0) result.rank_compute_spread = slowest / fastest;
+  for (const RankTiming& timing : result.ranks) {
+    result.train_time_s = std::max(result.train_time_s, timing.train_time_s);
+    const double own = timing.compute_s + timing.data_s;
+    if (std::isfinite(own)) {
+      if (slowest == nullptr || own > slowest->compute_s + slowest->data_s) slowest = &timing;
+      if (fastest == nullptr || own < fastest->compute_s + fastest->data_s) fastest = &timing;
+    }
+    if (std::isfinite(timing.compute_s)) {
+      slowest_compute = std::max(slowest_compute, timing.compute_s);
+      fastest_compute = std::min(fastest_compute, timing.compute_s);
+    }
+  }
+  if (slowest != nullptr) {
+    result.slowest_rank = slowest->rank;
+    const double fastest_own = fastest->compute_s + fastest->data_s;
+    if (fastest_own > 0) result.rank_spread = (slowest->compute_s + slowest->data_s) / fastest_own;
+    result.straggler_cause =
+        slowest->data_s - fastest->data_s > slowest->compute_s - fastest->compute_s ? "data" : "compute";
+  }
+  if (slowest_compute >= 0 && fastest_compute > 0) result.rank_compute_spread = slowest_compute / fastest_compute;
+  // A straggler is flagged when the spread is wide and the same rank was the slowest step after
+  // step beyond what chance would make of it: noise (3 ranks sharing 2 cores) spreads the ranks
+  // too, but names another rank each step.
+  const std::size_t steps = m.ranks.empty() ? 0 : m.ranks.front().steady_own_times_s.size();
+  const bool per_step = steps > 0 && std::all_of(m.ranks.begin(), m.ranks.end(), [&](const RankSteps& r) {
+    return r.steady_own_times_s.size() == steps;
+  });
+  if (slowest != nullptr && per_step) {
+    int64_t slowest_in = 0;
+    for (std::size_t s = 0; s < steps; ++s) {
+      std::size_t top = 0;
+      for (std::size_t r = 1; r < m.ranks.size(); ++r) {
+        if (m.ranks[r].steady_own_times_s[s] > m.ranks[top].steady_own_times_s[s]) top = r;
+      }
+      slowest_in += static_cast<int64_t>(top) == result.slowest_rank ? 1 : 0;
+    }
+    result.straggler_steps = slowest_in;
+    result.straggler_of_steps = static_cast<int64_t>(steps);
+    result.straggler_p = binomial_upper_tail(slowest_in, static_cast<int64_t>(steps), 1.0 / static_cast<double>(m.ranks.size()));
+  }
+  result.straggler = result.rank_spread > 1.0 + kStragglerSpread &&
+                     (!std::isfinite(result.straggler_p) || result.straggler_p < kStragglerAlpha);
   result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
   result.final_loss = m.steps.empty() ? kNotMeasured : m.steps.back().loss;
   result.eval_images = m.eval_seen;
@@ -296,6 +335,12 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   const StrategyOptions strategy_opts = strategy_options(config);
   std::unique_ptr<Strategy> strategy = strategy_info.make(strategy_opts);
   TrainingSetup setup{model, *optimizer, dist, strategy_opts, *timer, precision};
+  FaultInjection faults(config, dist.rank, dist.comm.get());
+  if (faults.slows(SlowedPhase::forward) || faults.slows(SlowedPhase::backward)) {
+    setup.slow_down = [&faults](Phase phase) {
+      (void)faults.stretch_in(phase == Phase::forward ? SlowedPhase::forward : SlowedPhase::backward);
+    };
+  }
   strategy->prepare(setup);
 
   const Shard shard{dist.rank, dist.world_size};
@@ -303,13 +348,16 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   const auto train_options = loader_options(config, dist, config.max_steps);
   const int64_t full_steps = batches_in_epoch(shard_size, loader_options(config, dist, std::nullopt));
   const int64_t steps_per_epoch = batches_in_epoch(shard_size, train_options);
+  if (config.inject_fault_step && *config.inject_fault_step >= steps_per_epoch * config.epochs) {
+    throw InputError("--inject-fault-step " + std::to_string(*config.inject_fault_step) + ": the row runs " +
+                     std::to_string(steps_per_epoch * config.epochs) + " steps");
+  }
   auto loader = make_loader(config.loader, data.train, train_options);
 
   RunResult result;
   result.train_time_s = 0;
   Progress progress(config.row_name(), steps_per_epoch * config.epochs, config.log_interval_steps, dist.is_main());
   ProfilerRange profiler(config, dist.device);
-  const FaultInjection faults(config, dist.rank, dist.comm.get());
   // --nvtx ops: LibTorch's own range per op, as Python's torch.autograd.profiler.emit_nvtx.
   std::optional<torch::autograd::profiler::TLSLegacyProfilerGuard> op_ranges;
   if (config.nvtx == NvtxMode::ops) {
@@ -357,20 +405,28 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
         PhaseScope data_phase(*timer, Phase::data);
         batch = loader->next();
         if (batch) batch = to_device(std::move(*batch), dist.device, config.channels_last);
+        if (batch) (void)faults.stretch_in(SlowedPhase::data);
       }
       if (!batch) break;
       profiler.before_step(global_step);
       PendingStep p;
       try {
         const auto training_start = Clock::now();
-        const double blocked_before = dist.comm ? dist.comm->blocked_s() : 0;
+        faults.training_starts();
+        // Only this step's training counts as its wait.
+        if (dist.comm) (void)dist.comm->take_collective_wait();
         p.loss = strategy->train_step(*batch);
-        if (dist.comm) timer->add(Phase::collective_wait, dist.comm->blocked_s() - blocked_before);
-        if (faults.slows_steps()) {
+        if (dist.comm) {
+          timer->add([wait = dist.comm->take_collective_wait()](PhaseSeconds& phases) {
+            phases.collective_wait_s += wait();
+          });
+        }
+        if (faults.slows(SlowedPhase::optimizer)) {
           PhaseScope slowed(*timer, Phase::optimizer);
           nvtx::ScopedRange range("injected slowdown", global_step);
           (void)faults.stretch(seconds_since(training_start));
         }
+        faults.training_took(seconds_since(training_start));
       } catch (const std::exception& e) {
         if (interruption_signal() == 0) throw;
         interrupted = std::string(::strsignal(interruption_signal())) + " in step " + std::to_string(global_step) +

@@ -34,6 +34,7 @@ struct RankSteps {
   std::vector<double> steady_step_times_s;
   int64_t peak_memory_bytes = 0;  // over the rank's devices
   StepShares steady_shares;       // means per step after warm-up; not measured for PyTorch's rows
+  std::vector<double> steady_own_times_s = {};  // each steady step's compute + data: who was slowest, step by step
 };
 
 /// What rank 0 measured of a row, whichever implementation trained it (the runner's loop,

@@ -233,7 +233,7 @@ TEST(Compare, TheTwinDividesItsOwnRepetition) {
 // DataParallel needs CUDA) is divided by the twin that ran nearest it in the same repetition,
 // on both sides, and the output says so: the machine's drift still cancels, a slowdown of the
 // row alone does not. A baseline without any twin is bad input.
-TEST(Compare, ARowWithoutATwinIsTimedAgainstTheNearestTwin) {
+TEST(AdversarialGate, ARowWhoseTwinCannotRunIsTimedAgainstTheNearestTwin) {
   // ddp, ddp.torch, dp, dp.torch (skipped: it cannot run here), repetition by repetition.
   auto sweep_with_dp = [](const std::vector<double>& ddp_images, const std::vector<double>& twin_images,
                           const std::vector<double>& dp_images) {
@@ -295,7 +295,7 @@ TEST(Compare, ARowWithoutATwinIsTimedAgainstTheNearestTwin) {
 // faster copy would inflate n and outvote the slow one), a row's repetitions run in two
 // configurations (only the first was checked), a time or rate of zero or less (read as an
 // improvement).
-TEST(Compare, DuplicatedMixedOrZeroRowsAreBadInput) {
+TEST(AdversarialGate, DuplicatedMixedOrZeroRowsAreBadInput) {
   const auto base = document_with(repetitions("ddp", {10.0, 10.1, 9.9}));
   auto slower = document_with(repetitions("ddp", {12.5, 12.6, 12.4}));
   ASSERT_TRUE(compare_results(base, slower, {}).regression());
@@ -336,7 +336,7 @@ TEST(Compare, DuplicatedMixedOrZeroRowsAreBadInput) {
 
 // sweep --resume keeps a row only where it would run the same: a row run under an injected
 // slowdown (which compare matches to the row, as a slower build of it) is not the row.
-TEST(Compare, ARowRunSlowedDoesNotRunTheSameForResume) {
+TEST(AdversarialGate, ARowRunSlowedIsNotResumedAsTheRow) {
   const nlohmann::json plain = {{"strategy", "ddp"}, {"batch-size", 32}, {"out", "a.json"}};
   nlohmann::json slowed = plain;
   slowed["inject-slowdown"] = 0.5;
@@ -353,9 +353,87 @@ TEST(Compare, ARowRunSlowedDoesNotRunTheSameForResume) {
   EXPECT_TRUE(runs_the_same(slowed, slowed));
 }
 
+// Which rows are twins is the baseline's to say: a current file that names a row under test a
+// twin (one sweep.rows entry) would exempt it from timing; nor may a twin be anything but a
+// PyTorch row.
+TEST(AdversarialGate, ACurrentFileCannotNameARowUnderTestATwin) {
+  const ResultDocument base = testing::twin_document({100, 101, 99, 100, 100}, {100, 100, 100, 100, 100});
+  ResultDocument slower = testing::twin_document({85, 86, 84, 85, 85}, {100, 100, 100, 100, 100});
+  CompareOptions options;
+  options.normalize_by = "twin";
+  ASSERT_TRUE(compare_results(base, slower, options).regression());
+  ResultDocument disguised = slower;
+  disguised.sweep->rows.push_back({"ddp", "faithful", kNotMeasured, 2, "ddp.nothing"});
+  try {
+    compare_results(base, disguised, options);
+    FAIL() << "a row under test named a twin was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the current file names ddp (faithful) a PyTorch twin (of ddp.nothing)"),
+              std::string::npos)
+        << e.what();
+  }
+  ResultDocument not_pytorch = base;
+  for (auto& r : not_pytorch.runs) r.strategy = "ddp";
+  try {
+    compare_results(not_pytorch, not_pytorch, options);
+    FAIL() << "a twin that ran --strategy ddp was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ddp.torch (faithful) is named a PyTorch twin but ran --strategy ddp"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A twin whose repetitions were interrupted is named as its row is; and a single value left
+// on one side is a change only beyond the other side's whole spread (one repetition inside the
+// baseline's own range is no regression).
+TEST(AdversarialGate, ATwinsLostRepetitionsAreNamedAndOneValueMustClearTheSpread) {
+  const ResultDocument base = testing::twin_document({100, 80, 120, 90, 110}, {100, 100, 100, 100, 100});
+  ResultDocument cur = base;
+  for (auto& r : cur.runs) {
+    if (r.name == "ddp.torch" && r.repetition < 4) {
+      r.status = RunStatus::interrupted;
+      r.reason = "interrupted by Terminated after 2 steps";
+    }
+  }
+  CompareOptions options;
+  options.normalize_by = "twin";
+  const Comparison c = compare_results(base, cur, options);
+  ASSERT_EQ(c.partial_rows.size(), 1u) << markdown_comparison(c, options);
+  EXPECT_EQ(c.partial_rows[0].rfind("ddp.torch (faithful): 4 of 5 repetitions did not run in the current file", 0), 0u);
+  EXPECT_EQ(metric(c, "train_time_s").current.size(), 1u);
+  EXPECT_FALSE(c.regression()) << "repetition 4 (110) lies inside the baseline's 80-120: "
+                               << markdown_comparison(c, options);
+}
+
+// The median far beyond every baseline repetition is a change, though 3 slow repetitions of 5
+// cannot carry a U test; and a time no run takes is bad input, not a 1e300-fold slowdown.
+TEST(AdversarialGate, AFarSlowerMedianIsARegressionAndAbsurdTimesAreBadInput) {
+  const auto base = document_with(repetitions("ddp", {10.0, 10.2, 9.9, 10.1, 10.0}));
+  const auto three_slow = document_with(repetitions("ddp", {30.0, 30.5, 29.8, 10.1, 10.0}));
+  CompareOptions options;
+  options.metrics = {"train_time_s"};
+  options.threshold = 0.05;
+  options.alpha = 0.10;
+  const Comparison c = compare_results(base, three_slow, options);
+  EXPECT_TRUE(c.regression()) << markdown_comparison(c, options);
+  EXPECT_NE(metric(c, "train_time_s").detail.find("the median beyond every baseline repetition"), std::string::npos);
+  // Noise of the same kind both ways is no change: one slow repetition of five.
+  EXPECT_FALSE(compare_results(base, document_with(repetitions("ddp", {30.0, 10.2, 9.9, 10.1, 10.0})), options)
+                   .regression());
+  auto huge = three_slow;
+  huge.runs[0].train_time_s = 1e308;
+  try {
+    compare_results(base, huge, options);
+    FAIL() << "a train time of 1e308 s was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("repetition 0 has train_time_s"), std::string::npos) << e.what();
+  }
+}
+
 // Repetitions skipped or interrupted inside a row that otherwise ran are named, with how many
 // the comparison was left with.
-TEST(Compare, APartlyRunRowIsNamed) {
+TEST(AdversarialGate, APartlyRunRowIsNamed) {
   const auto base = document_with(repetitions("single", {10.0, 10.1, 9.9, 10.0}));
   auto cur = base;
   cur.runs[1].status = RunStatus::interrupted;

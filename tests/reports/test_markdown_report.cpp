@@ -26,6 +26,19 @@ TEST(MarkdownReport, OneRowPerRunWithUnitsFormatted) {
       << md;
 }
 
+// A row whose steps were all warm-up measured no steady figure and judged no straggler: said.
+TEST(MarkdownReport, ARowWithNoStepAfterTheWarmupSaysSo) {
+  RunResult r;
+  r.name = "ddp";
+  r.steps = 4;
+  r.warmup_steps = 6;
+  EXPECT_NE(markdown_runs_table({r}).find("- ddp: no step after the warm-up (--warmup-steps 6 of its 4 steps): its "
+                                          "steady figures and stragglers were not measured"),
+            std::string::npos);
+  r.warmup_steps = 3;
+  EXPECT_EQ(markdown_runs_table({r}).find("no step after the warm-up"), std::string::npos);
+}
+
 TEST(MarkdownReport, NotesCutAndFailedRowsAndEscapesPipes) {
   RunResult cut;
   cut.name = "a|b";

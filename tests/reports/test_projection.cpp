@@ -10,8 +10,8 @@ namespace {
 
 using nlohmann::json;
 
-Fabric fabric(double intra_latency, double intra_bw, double inter_latency, double inter_bw) {
-  return Fabric{"test", {intra_latency, intra_bw}, {inter_latency, inter_bw}, "by hand"};
+Fabric fabric(double intra_latency, double intra_bw, double inter_latency, double inter_bw, int64_t nics = 8) {
+  return Fabric{"test", {intra_latency, intra_bw}, {inter_latency, inter_bw}, "by hand", nics};
 }
 
 // nccl-tests' ring: t = 2(n-1) a + 2(n-1)/n S/B; hierarchical: the node's ring on the whole
@@ -24,6 +24,14 @@ TEST(Projection, AllreduceCostsFollowTheRingModelAtEachLevel) {
   EXPECT_DOUBLE_EQ(allreduce_seconds(s, 4, 1, f), 2 * 3 * 10e-6 + 2.0 * 3 / 4 * s / 10e9);   // one rank a node
   EXPECT_DOUBLE_EQ(allreduce_seconds(s, 64, 8, f),
                    (2 * 7 * 1e-6 + 2.0 * 7 / 8 * s / 100e9) + (2 * 7 * 10e-6 + 2.0 * 7 / 8 * (s / 8) / 10e9));
+  // One NIC for the node: its 8 rings across nodes share it, each at an eighth of it.
+  EXPECT_DOUBLE_EQ(allreduce_seconds(s, 64, 8, fabric(1e-6, 100e9, 10e-6, 10e9, 1)),
+                   (2 * 7 * 1e-6 + 2.0 * 7 / 8 * s / 100e9) + (2 * 7 * 10e-6 + 2.0 * 7 / 8 * (s / 8) / (10e9 / 8)));
+  // Two NICs for four ranks a node: each ring at half a NIC; more NICs than rings gain nothing.
+  EXPECT_DOUBLE_EQ(allreduce_seconds(s, 16, 4, fabric(1e-6, 100e9, 10e-6, 10e9, 2)),
+                   (2 * 3 * 1e-6 + 2.0 * 3 / 4 * s / 100e9) + (2 * 3 * 10e-6 + 2.0 * 3 / 4 * (s / 4) / (10e9 / 2)));
+  EXPECT_DOUBLE_EQ(allreduce_seconds(s, 16, 4, fabric(1e-6, 100e9, 10e-6, 10e9, 16)),
+                   allreduce_seconds(s, 16, 4, fabric(1e-6, 100e9, 10e-6, 10e9, 4)));
   // More ranks never make one bucket cheaper on one fabric.
   double previous = 0;
   for (int64_t n : {2, 4, 8, 16, 64, 512}) {
@@ -52,6 +60,47 @@ TEST(Projection, TheLinkIsFittedBackFromItsOwnAllreduceTimes) {
   EXPECT_NEAR(one_size.bytes_per_s, 1e8, 1e-3);
 }
 
+// Each named fabric says how many NICs a node has; --nics-per-node overrides it, and a node of
+// 8 ranks on one NIC is 8 times slower across nodes than one with a NIC per GPU.
+TEST(AdversarialProjection, OneNicForEightRanksIsNotEightNics) {
+  EXPECT_EQ(named_fabric("ndr-ib", "--fabric").nics_per_node, 8);
+  EXPECT_EQ(named_fabric("hdr-ib", "--fabric").nics_per_node, 8);
+  EXPECT_EQ(named_fabric("ethernet-100g", "--fabric").nics_per_node, 1);
+  const double s = 100e6;
+  Fabric rails = named_fabric("ndr-ib", "--fabric");
+  Fabric one_nic = rails;
+  one_nic.nics_per_node = 1;
+  const double intra = allreduce_seconds(s, 8, 8, rails);
+  const double across_rails = allreduce_seconds(s, 64, 8, rails) - intra;
+  const double across_one = allreduce_seconds(s, 64, 8, one_nic) - intra;
+  const double latency = 2 * 7 * rails.inter.latency_s;
+  EXPECT_NEAR((across_one - latency) / (across_rails - latency), 8.0, 1e-9);
+  const RunResult r = [] {
+    RunResult row;
+    row.name = "ddp";
+    row.strategy = "ddp";
+    row.world_size = 2;
+    row.global_batch = 64;
+    row.steady_images_per_s = 128;
+    row.mean_phase_s = PhaseSeconds{0.01, 0.09, 0.30, 0.05, 0.05, 0.25, 0, 0};
+    row.strategy_details = {{"backward_compute_s", 0.3},
+                            {"bucket_timeline", json::array({{{"bucket", 0}, {"bytes", 100e6}, {"ready_s", 0.3},
+                                                              {"allreduce_s", 0.1}}})}};
+    return row;
+  }();
+  ProjectionOptions options;
+  options.ranks = {64};
+  options.fabric = "ndr-ib";
+  const RowProjection with_rails = project_row({&r}, options);
+  options.nics_per_node = 1;
+  const RowProjection with_one = project_row({&r}, options);
+  EXPECT_EQ(with_rails.fabric.nics_per_node, 8);
+  EXPECT_EQ(with_one.fabric.nics_per_node, 1);
+  EXPECT_GT(with_one.points[0].comm_s, 3 * with_rails.points[0].comm_s) << "the NVLink part is the same";
+  EXPECT_NE(markdown_projection({with_one}).find("1 NIC a node"), std::string::npos);
+  EXPECT_EQ(projection_options_from_json(projection_options_json(options)).nics_per_node, 1);
+}
+
 TEST(Projection, TheLinkOfAMicrobenchmarksJsonIsItsLargestWorlds) {
   json doc = {{"benchmarks", json::array()}};
   for (double bytes : {1e6, 4e6}) {
@@ -68,6 +117,33 @@ TEST(Projection, TheLinkOfAMicrobenchmarksJsonIsItsLargestWorlds) {
   EXPECT_NEAR(m.link.bytes_per_s, 0.5e9, 1e3);
   EXPECT_THROW(link_from_microbenchmark(json{{"benchmarks", json::array()}}, "empty.json"), InputError);
   EXPECT_THROW(link_from_microbenchmark(json::array(), "not.json"), InputError);
+}
+
+// Only the multi-process allreduce measures a link: BM_GlooAllreduce (two threads of one
+// process over loopback) reports 2 ranks too, and mixed in it made a 25 MB/s link 711 MB/s.
+TEST(AdversarialProjection, CalibrationTakesTheMultiProcessAllreduceOnly) {
+  json doc = {{"benchmarks", json::array()}};
+  for (double bytes : {1e6, 4e6, 16e6}) {
+    doc["benchmarks"].push_back({{"name", "BM_GlooAllreduce/" + std::to_string(static_cast<int>(bytes))},
+                                 {"run_type", "iteration"}, {"real_time", bytes / 2e9 * 1e3}, {"time_unit", "ms"},
+                                 {"bytes", bytes}, {"ranks", 2}});
+    doc["benchmarks"].push_back({{"name", "BM_RankAllreduce/" + std::to_string(static_cast<int>(bytes))},
+                                 {"run_type", "iteration"}, {"real_time", bytes / 25e6 * 1e3}, {"time_unit", "ms"},
+                                 {"bytes", bytes}, {"ranks", 2}});
+  }
+  const MeasuredLink m = link_from_microbenchmark(doc, "mb.json");
+  EXPECT_NEAR(m.link.bytes_per_s, 25e6, 1.0);
+  json loopback_only = {{"benchmarks", json::array()}};
+  for (const auto& b : doc["benchmarks"]) {
+    if (b["name"].get<std::string>().rfind("BM_Gloo", 0) == 0) loopback_only["benchmarks"].push_back(b);
+  }
+  try {
+    link_from_microbenchmark(loopback_only, "threads.json");
+    FAIL() << "a file without BM_RankAllreduce was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--calibrate threads.json: no BM_RankAllreduce entry"), std::string::npos)
+        << e.what();
+  }
 }
 
 // A DDP row measured at 2 ranks: two buckets made ready 0.1 s and 0.2 s into backward, whose
@@ -120,6 +196,98 @@ TEST(Projection, BucketsRunOneAfterAnotherFromWhenBackwardMadeThemReady) {
   ASSERT_TRUE(q.not_projected.empty()) << q.not_projected;
   EXPECT_NEAR(q.points[1].step_s, 0.01 + 0.09 + 0.55 + 0.05, 1e-12);
   EXPECT_NEAR(q.points[1].exposed_comm_s, 0.25, 1e-12);
+}
+
+// The default link is fitted to each bucket's time on the wire. Held to backward's end (overlap
+// off), three buckets launch at once and run one after another: launch to completion, the
+// third took three buckets' time, and a link fitted to that made the model, which serialises
+// them again, about twice the measured step (+80-100 % on real rows). The model, set at its
+// own point, is then checked against the measured step: more than 15 % off is said, first.
+TEST(AdversarialProjection, TheDefaultLinkIsFittedToTheTimeOnTheWire) {
+  RunResult r;
+  r.name = "ddp";
+  r.mode = "faithful";
+  r.strategy = "ddp";
+  r.world_size = 2;
+  r.global_batch = 64;
+  r.config = {{"overlap", false}};
+  r.mean_phase_s = PhaseSeconds{0.01, 0.09, 0.60, 0.30, 0.05, 0.30, 0, 0};
+  // 1 GB/s at 2 ranks: 100 MB take 0.1 s. Launched together at 0.3 s, done at 0.4, 0.5, 0.6.
+  json timeline = json::array();
+  for (int b = 0; b < 3; ++b) {
+    timeline.push_back({{"bucket", b}, {"bytes", 100e6}, {"ready_s", 0.1 * (b + 1)}, {"start_s", 0.3},
+                        {"allreduce_s", 0.1 * (b + 1)}});
+  }
+  r.strategy_details = {{"backward_compute_s", 0.3}, {"bucket_timeline", timeline}};
+  r.steady_images_per_s = 64 / (0.01 + 0.09 + 0.3 + 0.3 + 0.05);  // as measured: 0.75 s
+  ProjectionOptions options;
+  options.ranks = {2, 4};
+  options.ranks_per_node = 1;
+  const RowProjection p = project_row({&r}, options);
+  ASSERT_TRUE(p.not_projected.empty()) << p.not_projected;
+  EXPECT_NEAR(p.measured_link.intra.bytes_per_s, 1e9, 1.0) << p.measured_link.source;
+  EXPECT_NEAR(p.model_step_s, 0.75, 1e-9);
+  EXPECT_NEAR(p.model_error, 0.0, 1e-9);
+  EXPECT_FALSE(model_off(p));
+  EXPECT_NE(p.measured_link.source.find("total time on the wire"), std::string::npos);
+  // Recorded wire times are taken as they are.
+  RunResult recorded = r;
+  for (auto& b : recorded.strategy_details["bucket_timeline"]) b["wire_s"] = 0.1;
+  EXPECT_NEAR(project_row({&recorded}, options).measured_link.intra.bytes_per_s, 1e9, 1.0);
+  // Gloo runs two allreduces at once: a bucket done wholly beside another has no time of its
+  // own on the wire, but its bytes crossed it (left out, they made the link 20 % slow on
+  // emulated links): 300 MB in 0.3 s is 1 GB/s.
+  RunResult beside = recorded;
+  beside.strategy_details["bucket_timeline"][1]["wire_s"] = 0.2;
+  beside.strategy_details["bucket_timeline"][2]["wire_s"] = 0.0;
+  EXPECT_NEAR(project_row({&beside}, options).measured_link.intra.bytes_per_s, 1e9, 1.0);
+  // A row whose model misses its own measured step by more than 15 % is said to, first.
+  RunResult missed = r;
+  missed.steady_images_per_s = 64 / 1.0;  // measured 1.0 s; the model says 0.75 s
+  const RowProjection q = project_row({&missed}, options);
+  EXPECT_NEAR(q.model_error, -0.25, 1e-9);
+  EXPECT_TRUE(model_off(q));
+  const std::string md = markdown_projection({q});
+  EXPECT_EQ(md.rfind("\n**Not to be trusted: ddp (faithful)'s model, set at its 2 measured ranks on the link measured "
+                     "there, is -25.0 % off the step it measured", 0),
+            0u)
+      << md;
+  EXPECT_TRUE(projection_json({q})[0]["model_off"].get<bool>());
+  EXPECT_EQ(markdown_projection({p}).find("Not to be trusted"), std::string::npos);
+}
+
+// The check is never skipped in silence: a row of one rank is checked with no link at all (its
+// model has no allreduce), and a row whose allreduces were never timed on the wire, projected
+// to a named fabric, is said to be unchecked.
+TEST(AdversarialProjection, NoRowEscapesTheCheck) {
+  RunResult one;
+  one.name = "ddp";
+  one.strategy = "ddp";
+  one.world_size = 1;
+  one.global_batch = 64;
+  one.steady_images_per_s = 64 / 0.0116;  // measured 11.6 ms
+  one.mean_phase_s = PhaseSeconds{0.0, 0.0001, 0.0019, 0, 0, 0, 0, 0};
+  one.strategy_details = {{"backward_compute_s", 0.0019},
+                          {"bucket_timeline", json::array({{{"bucket", 0}, {"bytes", 1e6}, {"ready_s", 0.001},
+                                                            {"allreduce_s", 0.0}, {"wire_s", 0.0}}})}};
+  ProjectionOptions options;
+  options.ranks = {8, 64};
+  options.fabric = "hdr-ib";
+  const RowProjection p = project_row({&one}, options);
+  ASSERT_TRUE(p.not_projected.empty()) << p.not_projected;
+  EXPECT_NEAR(p.model_step_s, 0.002, 1e-12);
+  EXPECT_TRUE(model_off(p)) << p.model_error;
+  RunResult untimed = one;
+  untimed.world_size = 2;
+  untimed.global_batch = 128;
+  untimed.steady_images_per_s = 128 / 0.002;
+  const RowProjection q = project_row({&untimed}, options);
+  ASSERT_TRUE(q.not_projected.empty()) << q.not_projected;
+  EXPECT_FALSE(q.unchecked.empty());
+  EXPECT_TRUE(model_off(q));
+  EXPECT_NE(markdown_projection({q}).find("**Not to be trusted: ddp's model could not be set at its own measured point"),
+            std::string::npos)
+      << markdown_projection({q});
 }
 
 TEST(Projection, CompressionHalvesTheBytesOnTheWire) {

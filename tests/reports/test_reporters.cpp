@@ -89,18 +89,20 @@ TEST(Reporters, MarkdownAndHtmlShowAStragglersRanks) {
     r.ranks = {RankTiming{0, 9.7, {0.064, 0.07, 0.2}, 1LL << 30, 0.030, 0.004, 0.030},
                RankTiming{1, 9.7, {0.064, 0.07, 0.2}, 1LL << 30, 0.060, 0.004, 0.001}};
     r.slowest_rank = 1;
-    r.rank_compute_spread = 2.0;
+    r.rank_spread = 64.0 / 34.0;
+    r.straggler_cause = "compute";
+    r.straggler = true;
   }
   const std::string md = make_markdown_reporter()->render(doc);
   EXPECT_NE(md.find("## stragglers"), std::string::npos) << md;
-  EXPECT_NE(md.find("| ddp-2gpu | faithful | 1 (slowest, 2.00x) | 60.0 ms | 4.0 ms | 1.0 ms | 64.0 ms |"),
+  EXPECT_NE(md.find("| ddp-2gpu | faithful | 1 (slowest, 1.88x, compute) | 60.0 ms | 4.0 ms | 1.0 ms | 64.0 ms |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| ddp-2gpu | faithful | 0 | 30.0 ms | 4.0 ms | 30.0 ms | 64.0 ms |"), std::string::npos) << md;
   EXPECT_EQ(md.find("| ddp-2gpu | controlled | 0 |"), std::string::npos) << "an even row shows no ranks";
   const std::string html = make_html_reporter()->render(doc);
   EXPECT_NE(html.find("<h2>Stragglers</h2>"), std::string::npos);
-  EXPECT_NE(html.find("<td>1 (slowest, 2.00x)</td><td>60.0 ms</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>1 (slowest, 1.88x, compute)</td><td>60.0 ms</td>"), std::string::npos) << html;
   const auto summary = nlohmann::json::parse(make_json_reporter()->render(doc))["summary"];
   bool found = false;
   for (const auto& row : summary) {
@@ -108,10 +110,11 @@ TEST(Reporters, MarkdownAndHtmlShowAStragglersRanks) {
       found = true;
       EXPECT_EQ(row["slowest_rank"], 1);
       EXPECT_EQ(row["straggler"], true);
+      EXPECT_EQ(row["straggler_cause"], "compute");
     }
   }
   EXPECT_TRUE(found);
-  for (auto& r : doc.runs) r.rank_compute_spread = 1.05;
+  for (auto& r : doc.runs) r.straggler = false;
   EXPECT_EQ(make_markdown_reporter()->render(doc).find("## stragglers"), std::string::npos);
 }
 

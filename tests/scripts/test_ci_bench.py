@@ -133,6 +133,14 @@ class CiBenchTest(unittest.TestCase):
                                      str(self.dir / "x.json"), "--expected-not-ok", "")
         self.assertEqual(nothing_expected.returncode, 2, nothing_expected.stderr)
         self.assertIn("dp-2.torch (faithful) repetition 0: skipped", nothing_expected.stderr)
+        # A sweep cut short between rows leaves the later rows out altogether.
+        truncated = without_row(BASELINE, "dp-2")
+        cut = self.write("cut.json", truncated)
+        cut_target = self.dir / "cut-baseline.json"
+        refused_cut = self.gate("--update-baseline", "--current", str(cut), "--baseline", str(cut_target))
+        self.assertEqual(refused_cut.returncode, 2, refused_cut.stderr)
+        self.assertIn("dp-2 (faithful) repetition 4: absent: planned by the sweep, not in the file", refused_cut.stderr)
+        self.assertFalse(cut_target.exists())
         unknown = self.gate("--update-baseline", "--current", str(self.base), "--baseline", str(self.dir / "y.json"),
                             "--expected-not-ok", "dp-3.torch")
         self.assertEqual(unknown.returncode, 2, unknown.stderr)

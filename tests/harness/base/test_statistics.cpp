@@ -83,5 +83,15 @@ TEST(Statistics, MannWhitneyLeavesOutWhatWasNotMeasured) {
   EXPECT_TRUE(std::isnan(mann_whitney_p({1, 2}, {})));
 }
 
+// How often chance alone names the same rank the slowest k steps in n.
+TEST(Statistics, BinomialUpperTail) {
+  EXPECT_DOUBLE_EQ(binomial_upper_tail(0, 5, 0.5), 1.0);
+  EXPECT_NEAR(binomial_upper_tail(5, 5, 0.5), 1.0 / 32, 1e-12);
+  EXPECT_NEAR(binomial_upper_tail(3, 4, 0.5), 5.0 / 16, 1e-12);
+  EXPECT_NEAR(binomial_upper_tail(2, 3, 1.0 / 3), 7.0 / 27, 1e-12);
+  EXPECT_DOUBLE_EQ(binomial_upper_tail(6, 5, 0.5), 0.0);
+  EXPECT_LT(binomial_upper_tail(17, 17, 0.5), 1e-5);
+}
+
 }  // namespace
 }  // namespace ddpbench

@@ -17,12 +17,15 @@ testing::ProcessResult project(std::vector<std::string> args) {
   return testing::run_process(args);
 }
 
-// A DDP row at 2 ranks with the timeline a projection reads (two buckets).
-ResultDocument ddp_document() {
+// A DDP row at 2 ranks with the timeline a projection reads (two buckets), its steady step
+// `measured_step_s`: the model at its own point says 0.065 s (0.004 data + 0.018 forward + the
+// second bucket done at 0.041 s + 0.002 optimizer).
+ResultDocument ddp_document(double measured_step_s = 0.065) {
   ResultDocument doc = testing::sample_sweep_document();
   for (auto& r : doc.runs) {
     if (r.strategy != "ddp") continue;
     r.config["comm-hook"] = "allreduce";
+    r.steady_images_per_s = static_cast<double>(r.global_batch) / measured_step_s;
     r.strategy_details = {
         {"backward_compute_s", 0.030},
         {"bucket_timeline", nlohmann::json::array({{{"bucket", 0}, {"bytes", 20e6}, {"ready_s", 0.010}, {"allreduce_s", 0.004}},
@@ -48,6 +51,23 @@ TEST(ProjectCommand, PrintsTheProjectionAndWritesItsFiles) {
   EXPECT_EQ(testing::read_text(dir / "out" / "projection.md"), r.out);
 }
 
+// A model that misses the step its own row measured projects nothing worth acting on: said at
+// the top, and exit 1 unless --force.
+TEST(ProjectCommand, AModelThatMissesItsOwnStepExitsOneUnlessForced) {
+  TempDir dir;
+  write_result_file(dir / "r.json", ddp_document(0.090));
+  const auto r = project({(dir / "r.json").string(), "--ranks", "2,64", "--fabric", "ndr-ib"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.out.find("**Not to be trusted: ddp-2gpu (faithful)'s model"), r.out.find("\n**") + 1) << r.out;
+  EXPECT_NE(r.out.find("is -27.8 % off the step it measured"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("--force exits 0 anyway"), std::string::npos) << r.err;
+  const auto forced = project({(dir / "r.json").string(), "--ranks", "2,64", "--fabric", "ndr-ib", "--force"});
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(forced.out.find("Not to be trusted"), std::string::npos);
+  write_result_file(dir / "close.json", ddp_document(0.070));  // the model 7 % off: trusted
+  EXPECT_EQ(project({(dir / "close.json").string(), "--ranks", "2"}).exit_code, 0);
+}
+
 TEST(ProjectCommand, BadInputExitsTwoNamingIt) {
   TempDir dir;
   write_result_file(dir / "r.json", ddp_document());
@@ -62,7 +82,8 @@ TEST(ProjectCommand, BadInputExitsTwoNamingIt) {
       {{file, "--fabric", "carrier-pigeon"}, "--fabric carrier-pigeon: expected measured|hdr-ib|ndr-ib|ethernet-100g"},
       {{file, "--ranks", "0"}, "--ranks: 0 is not a rank count"},
       {{file, "--ranks-per-node", "0"}, "--ranks-per-node must be positive"},
-      {{file, "--calibrate", (dir / "mb.json").string()}, "no allreduce benchmark with `bytes` and `ranks`"},
+      {{file, "--calibrate", (dir / "mb.json").string()}, "no BM_RankAllreduce entry with `bytes` and `ranks`"},
+      {{file, "--nics-per-node", "0"}, "--nics-per-node must be positive"},
       {{file, "--calibrate", (dir / "absent.json").string()}, "--calibrate: cannot read"},
   };
   for (const auto& [args, says] : cases) {

@@ -236,7 +236,7 @@ TEST(Launcher, TheRankTheProgressRecordsBlameIsNamedNotTheAbortedVictim) {
 
 // A rank killed just after it entered a collective (the OOM killer mid-allreduce) is ahead of
 // the others, which are behind it only because it went first: it is the cause, whichever rank.
-TEST(Launcher, ARankKilledInsideACollectiveIsBlamedNotTheRankBehindIt) {
+TEST(AdversarialCulprit, ARankKilledInsideACollectiveIsBlamedNotTheRankBehindIt) {
   for (const int64_t killed : {1, 0}) {
     TempDir dir;
     const auto r = testing::run_process(ddp_args({"--nproc", "2", "--inject-fault-rank", std::to_string(killed),
@@ -258,17 +258,47 @@ TEST(Launcher, ARankKilledInsideACollectiveIsBlamedNotTheRankBehindIt) {
       << refused.err;
 }
 
+// A fault or a slowdown aimed at a rank the row does not have, or a step it never reaches,
+// tests nothing: it is bad input, said before any rank starts, not a row that passes.
+TEST(AdversarialCulprit, AFaultAimedAtNoRankOrStepIsBadInput) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--nproc", "2", "--inject-fault-rank", "7", "--inject-fault-step", "1"},
+       "--inject-fault-rank 7: the row has 2 ranks (0-1)"},
+      {{"--nproc", "2", "--inject-fault-rank", "1", "--inject-fault-step", "99"},
+       "--inject-fault-step 99: the row runs 10 steps (0-9)"},
+      {{"--nproc", "2", "--inject-slowdown", "0.5", "--inject-slowdown-rank", "5"},
+       "--inject-slowdown-rank 5: the row has 2 ranks (0-1)"},
+      {{"--inject-fault-rank", "1", "--inject-fault-step", "0"}, "--inject-fault-rank 1: the row has 1 rank (0)"},
+  };
+  for (const auto& [extra, says] : cases) {
+    TempDir dir;
+    auto args = ddp_args(extra);
+    args.insert(args.end(), {"--out", (dir / "r.json").string()});
+    const auto r = testing::run_process(args);
+    EXPECT_EQ(r.exit_code, 2) << says << ": " << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "r.json")) << says;
+  }
+}
+
 // A straggler in a row that succeeds: the rank slowed by --inject-slowdown-rank is the
 // slowest by its own compute, whichever rank it is, though every rank's steps take as long.
-TEST(Launcher, AStragglerIsNamedInARowThatSucceeds) {
-  for (const int64_t slowed : {1, 0}) {
+// Slowed in its loader, in forward, at the start of backward or after the optimizer, the rank
+// is named, with what held it (its loader, or its own compute).
+TEST(AdversarialStraggler, ARankSlowedInAnyPhaseIsNamedWithItsCause) {
+  const std::vector<std::pair<std::string, int64_t>> cases = {
+      {"optimizer", 1}, {"data", 0}, {"forward", 1}, {"backward", 0}};
+  for (const auto& [phase, slowed] : cases) {
+    SCOPED_TRACE(phase);
     TempDir dir;
     const auto r = testing::run_process(ddp_args({"--nproc", "2", "--inject-slowdown", "1.0", "--inject-slowdown-rank",
-                                                  std::to_string(slowed), "--out", (dir / "r.json").string()}));
+                                                  std::to_string(slowed), "--inject-slowdown-phase", phase, "--out",
+                                                  (dir / "r.json").string()}));
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto run = first_run(dir / "r.json");
     EXPECT_EQ(run["slowest_rank"], slowed) << run["ranks"].dump();
-    EXPECT_GT(run["rank_compute_spread"].get<double>(), 1.5) << run["ranks"].dump();
+    EXPECT_GT(run["rank_spread"].get<double>(), 1.5) << run["ranks"].dump();
+    EXPECT_EQ(run["straggler_cause"], phase == "data" ? "data" : "compute") << run["ranks"].dump();
     const auto& ranks = run["ranks"];
     EXPECT_GT(ranks[1 - slowed]["wait_s"].get<double>(), ranks[slowed]["wait_s"].get<double>())
         << "the others wait for the straggler: " << ranks.dump();

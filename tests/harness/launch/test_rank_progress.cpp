@@ -42,7 +42,7 @@ TEST(RankProgress, TheRankBehindIsBlamedNotTheOneWaiting) {
 // A rank that died by a signal is the victim of another's stall only if it had been waiting
 // inside its collective for half the timeout (a watchdog aborts after the timeout); one that
 // died just after entering a collective the others had not reached yet is ahead: the cause.
-TEST(RankProgress, ARankThatDiedIsAVictimOnlyAfterWaitingHalfTheTimeout) {
+TEST(AdversarialCulprit, ARankThatDiedIsAVictimOnlyAfterWaitingHalfTheTimeout) {
   auto verdict_with = [](double dead_inside_s, bool dead_inside) {
     // Rank 1 died; rank 0 is behind it, alive, between collectives.
     const std::vector<std::optional<RankProgress>> before = {at(10, 57, false, "broadcast", 0.2),
@@ -62,6 +62,34 @@ TEST(RankProgress, ARankThatDiedIsAVictimOnlyAfterWaitingHalfTheTimeout) {
   ProgressVerdict nobody_blamed = verdict_with(40, true);
   nobody_blamed.blamed.clear();
   EXPECT_FALSE(died_waiting_for_another(nobody_blamed, 1, 60));
+}
+
+// Three ranks, rank 2 stuck before a broadcast: rank 1 received it and waits in the next
+// collective, the root (rank 0) still waits in the broadcast for rank 2. Counting collectives
+// alone blamed rank 0 too; it waits, so only rank 2 is behind. And a rank still inside a
+// collective that every other rank has left is behind though it entered it.
+TEST(AdversarialCulprit, TheRootOfABroadcastThatStillWaitsIsNotBlamed) {
+  const std::vector<std::optional<RankProgress>> before = {RankProgress{10, 25, 25, true, 10.0, "broadcast"},
+                                                           RankProgress{10, 26, 26, true, 9.9, "SyncBN forward"},
+                                                           RankProgress{10, 24, 24, false, 10.1, "allreduce of bucket 1"}};
+  const std::vector<std::optional<RankProgress>> after = {RankProgress{13, 25, 25, true, 11.5, "broadcast"},
+                                                          RankProgress{13, 26, 26, true, 11.4, "SyncBN forward"},
+                                                          RankProgress{13, 24, 24, false, 11.6, "allreduce of bucket 1"}};
+  const ProgressVerdict v = blame(before, after, 1.5, -1);
+  EXPECT_EQ(v.blamed, std::vector<int64_t>{2}) << v.text;
+  EXPECT_EQ(v.text, "rank 2 is behind, alive: 11.6 s past collective #24 (allreduce of bucket 1), and never reached "
+                    "collective #26, where rank 1 is in collective #26 (SyncBN forward) for 11.4 s");
+  const std::vector<std::optional<RankProgress>> left_behind = {RankProgress{13, 25, 25, true, 3.0, "broadcast"},
+                                                                RankProgress{13, 25, 25, true, 3.0, "broadcast"},
+                                                                RankProgress{13, 24, 24, true, 9.0, "allreduce of bucket 0"}};
+  std::vector<std::optional<RankProgress>> moved = left_behind;
+  for (auto& r : moved) r->beats += 3;
+  const ProgressVerdict x = blame(left_behind, moved, 1.5, -1);
+  EXPECT_EQ(x.blamed, std::vector<int64_t>{2}) << x.text;
+  EXPECT_NE(x.text.find("rank 2 is behind, alive: still in collective #24 (allreduce of bucket 0) for 9.0 s, which the "
+                        "others have left"),
+            std::string::npos)
+      << x.text;
 }
 
 TEST(RankProgress, ASilentRankIsStoppedAndAMissingOneNeverJoined) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numeric>
 
 #include "data/synthetic.hpp"
 #include "harness/runner/runner.hpp"
@@ -127,6 +128,8 @@ TEST(Runner, TheRowIsAsSlowAsItsSlowestRankAndNamesTheStraggler) {
   EXPECT_DOUBLE_EQ(r.images_per_s, 300 / 3.0);
   EXPECT_EQ(r.slowest_rank, 1);
   EXPECT_DOUBLE_EQ(r.rank_compute_spread, 3.0);
+  EXPECT_DOUBLE_EQ(r.rank_spread, (0.090 + 0.010) / (0.030 + 0.010));
+  EXPECT_EQ(r.straggler_cause, "compute");
   EXPECT_EQ(r.peak_memory_bytes, 30);
   ASSERT_EQ(r.ranks.size(), 3u);
   EXPECT_DOUBLE_EQ(r.ranks[2].wait_s, 0.445);
@@ -141,9 +144,67 @@ TEST(Runner, TheRowIsAsSlowAsItsSlowestRankAndNamesTheStraggler) {
   const RunResult unmeasured = assemble_result(config, 3, m);
   EXPECT_EQ(unmeasured.slowest_rank, -1);
   EXPECT_TRUE(std::isnan(unmeasured.rank_compute_spread));
+  EXPECT_TRUE(std::isnan(unmeasured.rank_spread));
   const nlohmann::json written = unmeasured;
   EXPECT_TRUE(written["slowest_rank"].is_null());
   EXPECT_EQ(written.get<RunResult>().slowest_rank, -1);
+}
+
+// A rank held by its loader holds the others as surely as one that computes more: it is named,
+// by its own time (compute and data), with its loader as the cause, though another rank
+// computes more than it does.
+TEST(AdversarialStraggler, ARankHeldByItsLoaderIsNamed) {
+  RowMeasurements m;
+  m.train_time_s = 1.0;
+  m.local_images = 100;
+  m.steps = {StepRecord{0, 0, 50, 0.5, 1.0, {}}, StepRecord{0, 1, 50, 0.5, 1.0, {}}};
+  RunConfig config = tiny_config();
+  config.warmup_steps = 0;
+  RowMeasurements loader_bound = m;
+  loader_bound.ranks = {RankSteps{1.0, {0.50}, 10, StepShares{0.040, 0.010, 0.450}},
+                        RankSteps{1.0, {0.50}, 10, StepShares{0.035, 0.300, 0.165}}};
+  const RunResult held = assemble_result(config, 2, loader_bound);
+  EXPECT_EQ(held.slowest_rank, 1);
+  EXPECT_EQ(held.straggler_cause, "data");
+  EXPECT_DOUBLE_EQ(held.rank_spread, 0.335 / 0.050);
+  const nlohmann::json held_json = held;
+  EXPECT_EQ(held_json["straggler_cause"], "data");
+}
+
+// Noise spreads the ranks too (3 ranks sharing 2 cores: 8 even rows of 9 were flagged), but
+// names another rank the slowest each step; a straggler is the slowest step after step. The
+// flag asks for both: the spread, and the same rank beyond chance (binomial, 1 / ranks).
+TEST(AdversarialStraggler, NoiseThatNamesAnotherRankEachStepIsNoStraggler) {
+  RowMeasurements m;
+  m.train_time_s = 1.0;
+  m.local_images = 100;
+  m.steps = {StepRecord{0, 0, 50, 0.5, 1.0, {}}, StepRecord{0, 1, 50, 0.5, 1.0, {}}};
+  RunConfig config = tiny_config();
+  config.warmup_steps = 0;
+  // Rank 2's mean is the highest (1.25x) only because of its one slow step; each rank is the
+  // slowest in 3 of the 9 steps.
+  const std::vector<double> a = {0.30, 0.10, 0.10, 0.30, 0.10, 0.10, 0.30, 0.10, 0.10};
+  const std::vector<double> b = {0.10, 0.30, 0.10, 0.10, 0.30, 0.10, 0.10, 0.30, 0.10};
+  const std::vector<double> c = {0.10, 0.10, 0.50, 0.10, 0.10, 0.31, 0.10, 0.10, 0.31};
+  const auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / 9; };
+  m.ranks = {RankSteps{1.0, {0.5}, 10, StepShares{mean(a), 0, 0.5 - mean(a)}, a},
+             RankSteps{1.0, {0.5}, 10, StepShares{mean(b), 0, 0.5 - mean(b)}, b},
+             RankSteps{1.0, {0.5}, 10, StepShares{mean(c), 0, 0.5 - mean(c)}, c}};
+  const RunResult noise = assemble_result(config, 3, m);
+  EXPECT_EQ(noise.slowest_rank, 2);
+  EXPECT_GT(noise.rank_spread, 1.1);
+  EXPECT_EQ(noise.straggler_steps, 3);
+  EXPECT_EQ(noise.straggler_of_steps, 9);
+  EXPECT_FALSE(noise.straggler) << "p = " << noise.straggler_p;
+  // The same spread from one rank slower step after step is a straggler.
+  const std::vector<double> slow(9, 0.25), fast(9, 0.17);
+  m.ranks = {RankSteps{1.0, {0.5}, 10, StepShares{0.17, 0, 0.33}, fast},
+             RankSteps{1.0, {0.5}, 10, StepShares{0.17, 0, 0.33}, fast},
+             RankSteps{1.0, {0.5}, 10, StepShares{0.25, 0, 0.25}, slow}};
+  const RunResult held = assemble_result(config, 3, m);
+  EXPECT_EQ(held.slowest_rank, 2);
+  EXPECT_EQ(held.straggler_steps, 9);
+  EXPECT_TRUE(held.straggler) << "p = " << held.straggler_p;
 }
 
 // --inject-slowdown X: after each step's training, busy work for X times the time the host
