@@ -20,6 +20,15 @@ function(ddpbench_torch_dir_from_python python out)
     set(${out} "${prefix}/Torch" PARENT_SCOPE)
   endif()
 endfunction()
+if(DDPBENCH_PYTHON AND NOT IS_ABSOLUTE "${DDPBENCH_PYTHON}")
+  # Tests start it by path (posix_spawn, no PATH search): a bare "python3" made every test that
+  # asks it anything skip or fail on the first GPU run.
+  find_program(_ddpbench_python_path "${DDPBENCH_PYTHON}" NO_CACHE)
+  if(NOT _ddpbench_python_path)
+    message(FATAL_ERROR "DDPBENCH_PYTHON=${DDPBENCH_PYTHON} is not a program on PATH")
+  endif()
+  set(DDPBENCH_PYTHON "${_ddpbench_python_path}" CACHE STRING "Python whose torch package provides LibTorch" FORCE)
+endif()
 if(DDPBENCH_PYTHON)
   # Re-derived at every configure, so switching Pythons never leaves a stale Torch_DIR.
   ddpbench_torch_dir_from_python("${DDPBENCH_PYTHON}" _ddpbench_torch_dir)

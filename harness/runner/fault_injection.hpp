@@ -23,6 +23,8 @@ class FaultInjection {
   /// step's first collective, where asked to.
   void before_step(int64_t global_step) const;
 
+  /// Whether this rank's steps are stretched anywhere.
+  [[nodiscard]] bool slows_steps() const { return slowdown_ > 0; }
   /// Whether this rank's steps are stretched in `phase`.
   [[nodiscard]] bool slows(SlowedPhase phase) const { return slowdown_ > 0 && phase == phase_; }
 

@@ -204,12 +204,7 @@ TEST(Projection, BucketsRunOneAfterAnotherFromWhenBackwardMadeThemReady) {
 // them again, about twice the measured step (+80-100 % on real rows). The model, set at its
 // own point, is then checked against the measured step: more than 15 % off is said, first.
 TEST(AdversarialProjection, TheDefaultLinkIsFittedToTheTimeOnTheWire) {
-  RunResult r;
-  r.name = "ddp";
-  r.mode = "faithful";
-  r.strategy = "ddp";
-  r.world_size = 2;
-  r.global_batch = 64;
+  RunResult r = measured_row();
   r.config = {{"overlap", false}};
   r.mean_phase_s = PhaseSeconds{0.01, 0.09, 0.60, 0.30, 0.05, 0.30, 0, 0};
   // 1 GB/s at 2 ranks: 100 MB take 0.1 s. Launched together at 0.3 s, done at 0.4, 0.5, 0.6.

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,10 +97,14 @@ inline ProcessResult run_process(const std::vector<std::string>& args, const std
   return SpawnedProcess(args, extra_env).wait();
 }
 
-/// The ddpbench binary under test: $DDPBENCH_BINARY, which ctest sets.
+/// The ddpbench binary under test: $DDPBENCH_BINARY, which ctest sets. Unset, the test fails
+/// saying so (a bare name would fail to start, which read as a failed row on the first GPU run).
 inline std::string ddpbench_binary() {
   const char* path = std::getenv("DDPBENCH_BINARY");
-  return path != nullptr ? path : "ddpbench";
+  if (path == nullptr || *path == '\0') {
+    throw std::runtime_error("DDPBENCH_BINARY is not set: ctest sets it (tests/CMakeLists.txt, ENVIRONMENT)");
+  }
+  return path;
 }
 
 }  // namespace ddpbench::testing

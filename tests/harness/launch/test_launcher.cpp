@@ -9,6 +9,7 @@
 #include <csignal>
 #include <iostream>
 #include <optional>
+#include <stdexcept>
 #include <thread>
 #include <nlohmann/json.hpp>
 
@@ -51,12 +52,18 @@ int processes_with(const std::string& marker) { return static_cast<int>(pids_wit
 
 // Whether a CUDA device is visible, asked of the build's Python and its torch (this test
 // binary does not link LibTorch).
+// A Python that does not start is no answer: it fails the test rather than skipping it (a bare
+// "python3" did, silently, on the first GPU run).
 bool cuda_available() {
-  static const bool available =
+  static const int exit_code =
       testing::run_process({DDPBENCH_TEST_PYTHON, "-c",
                             "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"})
-          .exit_code == 0;
-  return available;
+          .exit_code;
+  if (exit_code != 0 && exit_code != 1) {
+    throw std::runtime_error(std::string("cannot ask ") + DDPBENCH_TEST_PYTHON + " for CUDA: exit " +
+                             std::to_string(exit_code));
+  }
+  return exit_code == 0;
 }
 
 void expect_consistent_ddp_row(const nlohmann::json& run, int64_t world) {

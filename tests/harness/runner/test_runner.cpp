@@ -150,14 +150,20 @@ TEST(Runner, TheRowIsAsSlowAsItsSlowestRankAndNamesTheStraggler) {
   EXPECT_EQ(written.get<RunResult>().slowest_rank, -1);
 }
 
-// A rank held by its loader holds the others as surely as one that computes more: it is named,
-// by its own time (compute and data), with its loader as the cause, though another rank
-// computes more than it does.
-TEST(AdversarialStraggler, ARankHeldByItsLoaderIsNamed) {
+// Two steps of rank 0's, 100 images in 1 s: what the straggler tests give the ranks around.
+RowMeasurements two_steps() {
   RowMeasurements m;
   m.train_time_s = 1.0;
   m.local_images = 100;
   m.steps = {StepRecord{0, 0, 50, 0.5, 1.0, {}}, StepRecord{0, 1, 50, 0.5, 1.0, {}}};
+  return m;
+}
+
+// A rank held by its loader holds the others as surely as one that computes more: it is named,
+// by its own time (compute and data), with its loader as the cause, though another rank
+// computes more than it does.
+TEST(AdversarialStraggler, ARankHeldByItsLoaderIsNamed) {
+  RowMeasurements m = two_steps();
   RunConfig config = tiny_config();
   config.warmup_steps = 0;
   RowMeasurements loader_bound = m;
@@ -175,10 +181,7 @@ TEST(AdversarialStraggler, ARankHeldByItsLoaderIsNamed) {
 // names another rank the slowest each step; a straggler is the slowest step after step. The
 // flag asks for both: the spread, and the same rank beyond chance (binomial, 1 / ranks).
 TEST(AdversarialStraggler, NoiseThatNamesAnotherRankEachStepIsNoStraggler) {
-  RowMeasurements m;
-  m.train_time_s = 1.0;
-  m.local_images = 100;
-  m.steps = {StepRecord{0, 0, 50, 0.5, 1.0, {}}, StepRecord{0, 1, 50, 0.5, 1.0, {}}};
+  RowMeasurements m = two_steps();
   RunConfig config = tiny_config();
   config.warmup_steps = 0;
   // Rank 2's mean is the highest (1.25x) only because of its one slow step; each rank is the
