@@ -422,6 +422,10 @@ bool Comparison::regression() const {
          std::any_of(pytorch.begin(), pytorch.end(), regressed);
 }
 
+void check_result_rows(const ResultDocument& doc, const std::string& side) { check_rows(doc, side); }
+
+double metric_value(const RunResult& run, const std::string& metric) { return metric_of(run, metric); }
+
 Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options) {
   std::vector<const MetricInfo*> metrics;
   std::vector<std::string> metric_names;

@@ -99,6 +99,14 @@ bool runs_the_same(const nlohmann::json& a, const nlohmann::json& b);
 /// How two configs differ, option by option ("amp \"bf16\" vs \"off\", ..."); empty when equal.
 std::string config_difference(const nlohmann::json& a, const nlohmann::json& b);
 
+/// Throws InputError unless `doc` is a file a gate can judge: each repetition of a row once,
+/// a row's repetitions in one configuration, no time or rate of zero or less and none beyond
+/// what a run can measure. `side` names the file in the message ("the baseline").
+void check_result_rows(const ResultDocument& doc, const std::string& side);
+
+/// A run's value of one of comparable_metrics(); kNotMeasured for any other name.
+double metric_value(const RunResult& run, const std::string& metric);
+
 /// Throws InputError when the environments differ (unless allowed, naming each difference), a
 /// metric is unknown, the normalising row did not run on either side, --allow-missing names
 /// no row of the baseline, --min-vs-pytorch finds no twin, no row is in both files, or a file

@@ -52,6 +52,40 @@ double arrangements(std::size_t m, std::size_t n) {
   return total;
 }
 
+// The continued fraction of the regularised incomplete beta function (modified Lentz), which
+// converges fast for x < (a + 1) / (a + b + 2); the caller uses the symmetry otherwise.
+double beta_continued_fraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300;
+  double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
+  if (std::fabs(d) < kTiny) d = kTiny;
+  d = 1.0 / d;
+  double h = d;
+  for (int m = 1; m <= 500; ++m) {
+    const double dm = m;
+    for (const double coefficient : {dm * (b - dm) * x / ((a + 2 * dm - 1) * (a + 2 * dm)),
+                                     -(a + dm) * (a + b + dm) * x / ((a + 2 * dm) * (a + 2 * dm + 1))}) {
+      d = 1.0 + coefficient * d;
+      if (std::fabs(d) < kTiny) d = kTiny;
+      c = 1.0 + coefficient / c;
+      if (std::fabs(c) < kTiny) c = kTiny;
+      d = 1.0 / d;
+      h *= d * c;
+    }
+    if (std::fabs(d * c - 1.0) < 1e-15) break;
+  }
+  return h;
+}
+
+// I_x(a, b), the regularised incomplete beta function.
+double regularized_incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0.0;
+  if (x >= 1) return 1.0;
+  const double front =
+      std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x));
+  if (x < (a + 1) / (a + b + 2)) return front * beta_continued_fraction(a, b, x) / a;
+  return 1.0 - front * beta_continued_fraction(b, a, 1.0 - x) / b;
+}
+
 }  // namespace
 
 double quantile(std::vector<double> values, double q) { return sorted_quantile(finite_sorted(std::move(values)), q); }
@@ -116,6 +150,73 @@ double binomial_upper_tail(int64_t k, int64_t n, double p) {
                      (dn - di) * std::log1p(-p));
   }
   return std::min(1.0, tail);
+}
+
+double student_t_cdf(double t, double df) {
+  if (std::isnan(t) || !(df > 0)) return kNaN;
+  if (std::isinf(t)) return t > 0 ? 1.0 : 0.0;
+  // P(|T| > |t|) = I_{df / (df + t^2)}(df / 2, 1 / 2).
+  const double tail = 0.5 * regularized_incomplete_beta(df / 2, 0.5, df / (df + t * t));
+  return t > 0 ? 1.0 - tail : tail;
+}
+
+double student_t_quantile(double p, double df) {
+  if (!(p > 0 && p < 1) || !(df > 0)) return kNaN;
+  if (p == 0.5) return 0.0;
+  // The cdf rises monotonically: widen a bracket around p, then halve it.
+  double lo = -1.0, hi = 1.0;
+  while (student_t_cdf(lo, df) > p) lo *= 2;
+  while (student_t_cdf(hi, df) < p) hi *= 2;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * std::max(1.0, std::fabs(lo)); ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (student_t_cdf(mid, df) < p ? lo : hi) = mid;
+  }
+  return 0.5 * (lo + hi);
+}
+
+PairedTTest paired_t_test(const std::vector<double>& differences, double alpha) {
+  std::vector<double> d;
+  for (const double v : differences) {
+    if (std::isfinite(v)) d.push_back(v);
+  }
+  PairedTTest test;
+  test.n = static_cast<int64_t>(d.size());
+  if (d.empty()) return test;
+  const auto n = static_cast<double>(d.size());
+  test.mean = std::accumulate(d.begin(), d.end(), 0.0) / n;
+  if (d.size() < 2) return test;
+  double squares = 0;
+  for (const double v : d) squares += (v - test.mean) * (v - test.mean);
+  const double standard_error = std::sqrt(squares / (n - 1) / n);
+  // Equal differences leave a rounding error of the mean for a spread, never a real one.
+  if (std::all_of(d.begin(), d.end(), [&](double v) { return v == d.front(); })) {
+    test.p_value = test.mean == 0 ? 1.0 : 0.0;
+    test.ci_low = test.ci_high = test.mean;
+    return test;
+  }
+  const double t = test.mean / standard_error;
+  test.p_value = std::min(1.0, 2.0 * student_t_cdf(-std::fabs(t), n - 1));
+  const double half_width = student_t_quantile(1.0 - alpha / 2, n - 1) * standard_error;
+  test.ci_low = test.mean - half_width;
+  test.ci_high = test.mean + half_width;
+  return test;
+}
+
+std::vector<double> holm_adjusted(const std::vector<double>& p_values) {
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < p_values.size(); ++i) {
+    if (!std::isnan(p_values[i])) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return p_values[a] < p_values[b]; });
+  std::vector<double> adjusted(p_values.size(), kNaN);
+  const auto m = static_cast<double>(order.size());
+  double running = 0;
+  for (std::size_t rank = 0; rank < order.size(); ++rank) {
+    // The k-th smallest is held to alpha / (m - k + 1); adjusted values never fall with rank.
+    running = std::max(running, std::min(1.0, (m - static_cast<double>(rank)) * p_values[order[rank]]));
+    adjusted[order[rank]] = running;
+  }
+  return adjusted;
 }
 
 }  // namespace ddpbench

@@ -31,4 +31,28 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
 /// P(X >= k) for X ~ Binomial(n, p): how often chance alone would do as well (1 for k <= 0).
 double binomial_upper_tail(int64_t k, int64_t n, double p);
 
+/// P(T <= t) for Student's t with `df` > 0 degrees of freedom (scipy.stats.t.cdf).
+double student_t_cdf(double t, double df);
+
+/// The t with P(T <= t) = p, 0 < p < 1 (scipy.stats.t.ppf), to 1e-10 relative.
+double student_t_quantile(double p, double df);
+
+/// A paired t test on differences: their mean, the two-sided p-value of "mean 0" and the
+/// (1 - alpha) confidence interval of the mean (scipy.stats.ttest_rel on the two samples,
+/// with its confidence_interval). NaN p and interval with fewer than 2 finite differences; all
+/// differences equal: p 0 (or 1 when they are 0) and an interval of that one value.
+struct PairedTTest {
+  double mean = std::numeric_limits<double>::quiet_NaN();
+  double p_value = std::numeric_limits<double>::quiet_NaN();
+  double ci_low = std::numeric_limits<double>::quiet_NaN();
+  double ci_high = std::numeric_limits<double>::quiet_NaN();
+  int64_t n = 0;
+};
+PairedTTest paired_t_test(const std::vector<double>& differences, double alpha);
+
+/// Holm's step-down adjustment of p-values (statsmodels' multipletests method "holm"): reject
+/// where the adjusted value is below alpha, and the chance of any false rejection among them
+/// stays at most alpha. NaN p-values stay NaN and are not counted.
+std::vector<double> holm_adjusted(const std::vector<double>& p_values);
+
 }  // namespace ddpbench

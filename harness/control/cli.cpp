@@ -104,6 +104,16 @@ Command parse_command_line(int argc, const char* const* argv) {
                       "rows (by name) of the baseline that may be absent, skipped or interrupted now; any other "
                       "such row is a regression")
       ->delimiter(',');
+  compare->add_flag("--paired", compare_command.paired,
+                    "the files are the baseline build's and the candidate's rounds, run back to back on one machine "
+                    "(repetition r of each is round r): a paired t test on the log ratios, Holm across rows, "
+                    "each round a look (default threshold 0.05, metric train_time_s)");
+  compare->add_option("--min-rounds", compare_command.min_rounds, "--paired: no row is decided on fewer pairs (default 4)");
+  compare->add_option("--max-rounds", compare_command.max_rounds,
+                      "--paired: a row still undecided after this many pairs is within the noise (default 12)");
+  compare->add_option("--undecided-out", compare_command.undecided_out,
+                      "--paired: write the rows still undecided below --max-rounds to this file, one a line (the "
+                      "rounds to run next)");
 
   ProjectCommand project_command;
   auto* project = app.add_subcommand("project", "project a result file's DDP rows to another cluster (ring model "
@@ -156,6 +166,17 @@ Command parse_command_line(int argc, const char* const* argv) {
     return sweep_command;
   }
   if (compare->parsed()) {
+    compare_command.threshold_given = compare->count("--threshold") > 0;
+    compare_command.metrics_given = compare->count("--metric") > 0;
+    for (const char* flag : {"--min-rounds", "--max-rounds", "--undecided-out"}) {
+      if (compare->count(flag) > 0 && !compare_command.paired) throw InputError(std::string(flag) + " needs --paired");
+    }
+    for (const char* flag : {"--normalize-by", "--min-vs-pytorch"}) {
+      if (compare->count(flag) > 0 && compare_command.paired) {
+        throw InputError(std::string(flag) + " does not apply to --paired (each row is compared with itself on the "
+                                             "baseline build; the floor against PyTorch is a separate compare)");
+      }
+    }
     if (!(compare_command.threshold >= 0 && compare_command.threshold < 10)) {
       throw InputError("--threshold must be in [0, 10) (got " + std::to_string(compare_command.threshold) + ")");
     }

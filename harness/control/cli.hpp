@@ -28,6 +28,13 @@ struct CompareCommand {
   std::string out;           // also write the Markdown table here
   double min_vs_pytorch = 0;  // 0: no floor against the PyTorch twins
   std::vector<std::string> allow_missing;  // rows that may be absent, skipped or interrupted now
+  // --paired: the files are two builds' rounds, run back to back (repetition r is round r).
+  bool paired = false;
+  bool threshold_given = false;  // --paired's default threshold is its own (0.05)
+  bool metrics_given = false;    // --paired's default metric is train_time_s alone
+  int64_t min_rounds = 4;
+  int64_t max_rounds = 12;
+  std::string undecided_out;  // --paired: write the rows still undecided below the cap here, one a line
 };
 
 /// `ddpbench project`: DDP rows of a result file projected to another cluster.

@@ -4,11 +4,42 @@
 
 #include "harness/base/atomic_file.hpp"
 #include "reports/compare.hpp"
+#include "reports/paired_compare.hpp"
 #include "reports/result_file.hpp"
 
 namespace ddpbench {
 
+namespace {
+
+int paired_compare_command(const CompareCommand& command) {
+  PairedOptions options;
+  if (command.threshold_given) options.threshold = command.threshold;
+  if (command.metrics_given) options.metrics = command.metrics;
+  options.alpha = command.alpha;
+  options.min_rounds = command.min_rounds;
+  options.max_rounds = command.max_rounds;
+  options.allow_env_mismatch = command.allow_env_mismatch;
+  options.allow_missing = command.allow_missing;
+  if (!command.out.empty()) require_writable(command.out, "--out");
+  if (!command.undecided_out.empty()) require_writable(command.undecided_out, "--undecided-out");
+  const ResultDocument baseline = read_result_file(command.baseline);
+  const ResultDocument candidate = read_result_file(command.current);
+  const PairedResult result = compare_paired(baseline, candidate, options);
+  const std::string text = markdown_paired(result, options);
+  if (!command.out.empty()) write_file_atomically(command.out, text);
+  if (!command.undecided_out.empty()) {
+    std::string rows;
+    for (const auto& row : result.undecided_rows()) rows += row + "\n";
+    write_file_atomically(command.undecided_out, rows);
+  }
+  std::cout << text << std::flush;
+  return result.regression() ? 1 : 0;
+}
+
+}  // namespace
+
 int compare_command(const CompareCommand& command) {
+  if (command.paired) return paired_compare_command(command);
   CompareOptions options;
   options.threshold = command.threshold;
   options.metrics = command.metrics;

@@ -93,5 +93,57 @@ TEST(Statistics, BinomialUpperTail) {
   EXPECT_LT(binomial_upper_tail(17, 17, 0.5), 1e-5);
 }
 
+// Values from SciPy 1.16 (scipy.stats.t.cdf and .ppf), on both tails and a fractional df.
+TEST(Statistics, StudentTIsScipys) {
+  EXPECT_NEAR(student_t_cdf(-2.5, 3), 0.04385332350403278, 1e-12);
+  EXPECT_NEAR(student_t_cdf(0.7, 7), 0.7467412239022, 1e-12);
+  EXPECT_NEAR(student_t_cdf(4.0, 11), 0.9989569032165125, 1e-12);
+  EXPECT_NEAR(student_t_cdf(-0.1, 1), 0.4682744825694465, 1e-12);
+  EXPECT_NEAR(student_t_cdf(1.5, 2.5), 0.8760817734568519, 1e-12);
+  EXPECT_NEAR(student_t_quantile(0.975, 3), 3.1824463052837078, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.975, 7), 2.364624251592784, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.995, 11), 3.1058065155392804, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.9, 1), 3.0776835371752544, 1e-9);
+  EXPECT_NEAR(student_t_quantile(0.025, 5), -2.5705818356363155, 1e-9);
+  EXPECT_TRUE(std::isnan(student_t_quantile(1.0, 3)));
+}
+
+// scipy.stats.ttest_rel(log(candidate), log(baseline)) and its confidence_interval(0.95); and
+// ttest_1samp on differences with a 90 % interval.
+TEST(Statistics, PairedTTestIsScipysTtestRel) {
+  const std::vector<double> base = {10.0, 10.4, 9.8, 10.1, 10.2, 9.9}, cand = {11.2, 11.3, 10.9, 11.4, 11.0, 11.1};
+  std::vector<double> d;
+  for (std::size_t i = 0; i < base.size(); ++i) d.push_back(std::log(cand[i]) - std::log(base[i]));
+  const PairedTTest t = paired_t_test(d, 0.05);
+  EXPECT_EQ(t.n, 6);
+  EXPECT_NEAR(t.mean, 0.1022836406126113, 1e-12);
+  EXPECT_NEAR(t.p_value, 4.027569378431128e-05, 1e-10);
+  EXPECT_NEAR(t.ci_low, 0.08277432179581048, 1e-9);
+  EXPECT_NEAR(t.ci_high, 0.12179295942941212, 1e-9);
+  const PairedTTest u = paired_t_test({0.02, -0.01, 0.03, 0.00, 0.01, std::nan("")}, 0.10);
+  EXPECT_EQ(u.n, 5);
+  EXPECT_NEAR(u.p_value, 0.23019964108049884, 1e-10);
+  EXPECT_NEAR(u.ci_low, -0.005074433190623234, 1e-9);
+  EXPECT_NEAR(u.ci_high, 0.025074433190623226, 1e-9);
+  // One pair has no spread to test; equal pairs are certain either way.
+  EXPECT_TRUE(std::isnan(paired_t_test({0.1}, 0.05).p_value));
+  EXPECT_EQ(paired_t_test({0.1, 0.1, 0.1}, 0.05).p_value, 0.0);
+  EXPECT_EQ(paired_t_test({0.0, 0.0}, 0.05).p_value, 1.0);
+}
+
+// statsmodels' multipletests(p, method="holm"): [0.04, 0.09, 0.09, 0.025, 0.5]; NaN left out.
+TEST(Statistics, HolmIsStatsmodels) {
+  const auto adjusted = holm_adjusted({0.01, 0.04, 0.03, 0.005, std::nan(""), 0.5});
+  const std::vector<double> expected = {0.04, 0.09, 0.09, 0.025, std::nan(""), 0.5};
+  ASSERT_EQ(adjusted.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (std::isnan(expected[i])) {
+      EXPECT_TRUE(std::isnan(adjusted[i]));
+    } else {
+      EXPECT_NEAR(adjusted[i], expected[i], 1e-12) << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ddpbench

@@ -129,5 +129,52 @@ TEST(CompareCommand, EveryBadInputReturnsWithinFiveSecondsNamingIt) {
   }
 }
 
+// --paired through the binary: rounds of two builds, one row 20 % slower: exit 1, the estimate
+// and its interval printed, the table written; with too few rounds the rows still undecided
+// are written for the next rounds; its flags without it, and the stored mode's with it, are
+// bad input.
+TEST(CompareCommand, PairedRoundsOfTwoBuilds) {
+  TempDir dir;
+  ResultDocument base = testing::sample_sweep_document(), cand = base;
+  base.runs.clear();
+  cand.runs.clear();
+  const double drift[] = {1.0, 1.2, 0.9, 1.1, 1.05, 0.95};
+  for (int64_t round = 0; round < 6; ++round) {
+    for (const auto& run : testing::sample_sweep_document().runs) {
+      if (run.repetition != 0) continue;
+      RunResult b = run, c = run;
+      b.repetition = c.repetition = round;
+      b.train_time_s *= drift[round];
+      c.train_time_s *= drift[round] * (run.name == "ddp-2gpu" ? 1.2 : 1.0) * (round % 2 == 0 ? 1.003 : 0.997);
+      base.runs.push_back(b);
+      cand.runs.push_back(c);
+    }
+  }
+  write_result_file(dir / "base.json", base);
+  write_result_file(dir / "cand.json", cand);
+  const auto paired = compare({(dir / "base.json").string(), (dir / "cand.json").string(), "--paired", "--out",
+                               (dir / "paired.md").string(), "--undecided-out", (dir / "undecided.txt").string()});
+  EXPECT_EQ(paired.exit_code, 1) << paired.out << paired.err;
+  EXPECT_NE(paired.out.find("- ddp-2gpu (faithful) train_time_s: 20.0 % slower, 95 % CI +"), std::string::npos)
+      << paired.out;
+  EXPECT_EQ(testing::read_text(dir / "paired.md"), paired.out);
+  EXPECT_EQ(testing::read_text(dir / "undecided.txt"), "");
+
+  const auto early = compare({(dir / "base.json").string(), (dir / "cand.json").string(), "--paired", "--min-rounds",
+                              "8", "--max-rounds", "10", "--undecided-out", (dir / "undecided.txt").string()});
+  EXPECT_EQ(early.exit_code, 0) << early.out << early.err;
+  EXPECT_NE(testing::read_text(dir / "undecided.txt").find("ddp-2gpu\n"), std::string::npos);
+
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--min-rounds", "3"},
+                                              std::vector<std::string>{"--paired", "--normalize-by", "twin"},
+                                              std::vector<std::string>{"--paired", "--min-rounds", "1"}}) {
+    std::vector<std::string> args = {(dir / "base.json").string(), (dir / "cand.json").string()};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto r = compare(args);
+    EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1] << ": " << r.out;
+    EXPECT_NE(r.err.find(bad[0] == "--paired" ? bad[1] : bad[0]), std::string::npos) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace ddpbench

@@ -1,0 +1,65 @@
+#pragma once
+// `ddpbench compare --paired`: the candidate build against the baseline build, run back to back
+// on one machine in rounds (repetition r of each file is round r, in a random order within the
+// round). Each round gives one log ratio per row and metric, so the machine's drift between
+// rounds cancels. The test is a paired t test on the log ratios; the false-alarm rate is held
+// across comparisons (Holm) and across the looks an adaptive gate takes (each round a look, at
+// alpha / looks). Every row is its own control, PyTorch's twins included. No LibTorch.
+#include <string>
+#include <vector>
+
+#include "reports/compare.hpp"
+#include "reports/run_result.hpp"
+
+namespace ddpbench {
+
+struct PairedOptions {
+  double threshold = 0.05;  // a change smaller than this (relative) is never a regression
+  double alpha = 0.05;      // the chance of any false alarm in one gate run, all rows together
+  std::vector<std::string> metrics = {"train_time_s"};
+  int64_t min_rounds = 4;   // no row is decided on fewer pairs
+  int64_t max_rounds = 12;  // a row still undecided here is within the noise
+  bool allow_env_mismatch = false;
+  std::vector<std::string> allow_missing;  // rows (by name) that may fail or be absent on the candidate
+};
+
+struct PairedComparison {
+  std::string row;
+  std::string mode;
+  std::string metric;
+  std::vector<int64_t> rounds;      // the paired rounds, in order
+  std::vector<double> log_ratios;   // per round: log(candidate / baseline), worse positive
+  double change = kNotMeasured;     // exp(mean log ratio) - 1: above 0 worse
+  double ci_low = kNotMeasured;     // the change's (1 - alpha) confidence interval
+  double ci_high = kNotMeasured;
+  double p_value = kNotMeasured;    // paired t test of "no change"
+  double p_holm = kNotMeasured;     // Holm-adjusted across every comparison of the gate
+  Verdict verdict = Verdict::within_noise;
+  bool needs_more_rounds = false;   // undecided, and fewer than max_rounds pairs
+  std::string why;                  // why it stopped (or why it goes on), in words
+};
+
+struct PairedResult {
+  std::vector<PairedComparison> comparisons;
+  std::vector<std::string> failed_rows;      // ran on the baseline build; failed or absent on the candidate
+  std::vector<std::string> allowed_missing;  // the same, for rows --allow-missing names
+  std::vector<std::string> not_compared;     // did not run on the baseline build, or only on one side
+  std::vector<std::string> unpaired_rounds;  // rounds of a row that ran on one side only, dropped
+  std::vector<std::string> environment_differences;
+  int64_t looks = 1;                         // max_rounds - min_rounds + 1
+  [[nodiscard]] bool regression() const;
+  /// Rows (by name) with a comparison still undecided below max_rounds: the rounds to run next.
+  [[nodiscard]] std::vector<std::string> undecided_rows() const;
+};
+
+/// Throws InputError when a file cannot be judged (check_result_rows), the environments differ
+/// (unless allowed), a metric is unknown, a row ran with other settings on the two sides,
+/// --allow-missing names no row of the baseline, or no row is on both sides.
+PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument& candidate,
+                            const PairedOptions& options);
+
+/// The comparison as Markdown: one line per comparison ("ddp-2: 11.8 % slower, 95 % CI
+/// 7.1-16.2 %, 8 pairs"), the table, the method, and a verdict line.
+std::string markdown_paired(const PairedResult& result, const PairedOptions& options);
+
+}  // namespace ddpbench

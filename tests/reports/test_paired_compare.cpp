@@ -1,0 +1,207 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "harness/base/input_error.hpp"
+#include "harness/base/statistics.hpp"
+#include "reports/paired_compare.hpp"
+#include "support/sample_results.hpp"
+
+namespace ddpbench {
+namespace {
+
+using testing::sample_run;
+
+// One build's rounds: each row's train time in round r (repetition r); images/s follow.
+ResultDocument rounds(const std::map<std::string, std::vector<double>>& times) {
+  ResultDocument doc;
+  doc.environment.gpus = {{"NVIDIA H200", 141LL << 30, "9.0"}};
+  doc.environment.libtorch_version = "2.11.0";
+  for (const auto& [name, row] : times) {
+    for (std::size_t r = 0; r < row.size(); ++r) {
+      doc.runs.push_back(sample_run(name, "faithful", 1, row[r], 50000.0 / row[r], static_cast<int64_t>(r)));
+    }
+  }
+  return doc;
+}
+
+// The machine's drift, round by round: the same for both builds in a round, up to 25 % apart
+// between rounds (what a neighbour's load does), times a little noise of each run's own.
+std::vector<double> drifting(double seconds, double factor, std::size_t n, double own_noise) {
+  static const double drift[] = {1.00, 1.18, 0.93, 1.25, 1.05, 0.97, 1.12, 1.02, 0.95, 1.21, 1.08, 0.99};
+  static const double noise[] = {0.3, -0.8, 0.5, 1.0, -0.4, -1.0, 0.7, -0.2, 0.9, -0.6, 0.1, -0.9};
+  std::vector<double> out;
+  for (std::size_t i = 0; i < n; ++i) out.push_back(seconds * factor * drift[i % 12] * (1 + own_noise * noise[i % 12]));
+  return out;
+}
+
+const PairedComparison& comparison(const PairedResult& r, const std::string& row, const std::string& metric = "train_time_s") {
+  for (const auto& c : r.comparisons) {
+    if (c.row == row && c.metric == metric) return c;
+  }
+  throw std::runtime_error("no comparison of " + row + " " + metric);
+}
+
+// A row 12 % slower round after round is a regression with its size and interval; the rows
+// beside it, as fast as before within the drift, are unchanged and say so by their interval.
+// The drift (up to 25 % between rounds) cancels in each round's ratio.
+TEST(PairedCompare, OneRowTwelvePercentSlowerIsARegressionTheOthersUnchanged) {
+  const auto base = rounds({{"single", drifting(10, 1.0, 8, 0.01)}, {"ddp-2", drifting(6, 1.0, 8, 0.01)}});
+  const auto cand = rounds({{"single", drifting(10, 1.0, 8, 0.012)}, {"ddp-2", drifting(6, 1.12, 8, 0.012)}});
+  const PairedResult r = compare_paired(base, cand, {});
+  const auto& ddp = comparison(r, "ddp-2");
+  EXPECT_EQ(ddp.verdict, Verdict::regression) << markdown_paired(r, {});
+  EXPECT_EQ(ddp.log_ratios.size(), 8u);
+  EXPECT_NEAR(ddp.change, 0.12, 0.01);
+  EXPECT_LT(ddp.ci_low, 0.12);
+  EXPECT_GT(ddp.ci_high, 0.12);
+  EXPECT_GT(ddp.ci_low, 0.05);
+  const auto& single = comparison(r, "single");
+  EXPECT_EQ(single.verdict, Verdict::unchanged) << single.why;
+  EXPECT_NE(single.why.find("CI inside"), std::string::npos) << single.why;
+  EXPECT_TRUE(r.regression());
+  const std::string md = markdown_paired(r, {});
+  EXPECT_NE(md.find("- ddp-2 (faithful) train_time_s: 12."), std::string::npos) << md;
+  EXPECT_NE(md.find("% slower, 95 % CI +"), std::string::npos) << md;
+  EXPECT_NE(md.find(", 8 pairs: REGRESSION"), std::string::npos) << md;
+}
+
+// The direction of a rate: fewer images a second is worse, and reads as slower.
+TEST(PairedCompare, FewerImagesASecondIsSlower) {
+  const auto base = rounds({{"ddp-2", drifting(6, 1.0, 6, 0.005)}});
+  const auto cand = rounds({{"ddp-2", drifting(6, 1.15, 6, 0.005)}});
+  PairedOptions o;
+  o.metrics = {"steady_images_per_s"};
+  const PairedResult r = compare_paired(base, cand, o);
+  const auto& c = comparison(r, "ddp-2", "steady_images_per_s");
+  EXPECT_EQ(c.verdict, Verdict::regression) << c.why;
+  EXPECT_NEAR(c.change, 0.15, 0.01);
+}
+
+// Too few pairs, or an interval that reaches past the threshold, asks for more rounds of that
+// row alone; at the cap the row is within the noise, and says where it stopped.
+TEST(PairedCompare, AnUndecidedRowAsksForMoreRoundsUntilTheCap) {
+  PairedOptions o;
+  o.min_rounds = 4;
+  o.max_rounds = 6;
+  // About 5 % slower with 4 % noise: neither clearly beyond 5 % nor clearly inside it.
+  const auto base = rounds({{"single", drifting(10, 1.0, 6, 0.0)}, {"ddp-2", drifting(6, 1.0, 6, 0.0)}});
+  const auto cand = rounds({{"single", drifting(10, 1.0, 6, 0.001)}, {"ddp-2", drifting(6, 1.05, 6, 0.04)}});
+  const auto first = [](const ResultDocument& d, std::size_t n) {
+    ResultDocument cut = d;
+    cut.runs.clear();
+    for (const auto& run : d.runs) {
+      if (run.repetition < static_cast<int64_t>(n)) cut.runs.push_back(run);
+    }
+    return cut;
+  };
+  const PairedResult three = compare_paired(first(base, 3), first(cand, 3), o);
+  EXPECT_TRUE(comparison(three, "single").needs_more_rounds) << "no verdict on fewer than --min-rounds pairs";
+  const PairedResult four = compare_paired(first(base, 4), first(cand, 4), o);
+  EXPECT_FALSE(comparison(four, "single").needs_more_rounds);
+  EXPECT_EQ(comparison(four, "single").verdict, Verdict::unchanged);
+  EXPECT_TRUE(comparison(four, "ddp-2").needs_more_rounds) << comparison(four, "ddp-2").why;
+  EXPECT_EQ(four.undecided_rows(), std::vector<std::string>{"ddp-2"});
+  const PairedResult six = compare_paired(base, cand, o);
+  const auto& capped = comparison(six, "ddp-2");
+  EXPECT_FALSE(capped.needs_more_rounds);
+  EXPECT_EQ(capped.verdict, Verdict::within_noise);
+  EXPECT_NE(capped.why.find("at the cap of 6 pairs"), std::string::npos) << capped.why;
+  EXPECT_TRUE(six.undecided_rows().empty());
+  EXPECT_FALSE(six.regression());
+}
+
+// One row whose p-value passes alpha / looks alone is no regression among four more rows with
+// the same evidence: Holm holds the chance of any false alarm across them all.
+TEST(PairedCompare, HolmHoldsTheFalseAlarmRateAcrossRows) {
+  PairedOptions o;
+  o.min_rounds = 4;
+  o.max_rounds = 4;  // one look: alpha itself
+  o.threshold = 0.01;
+  const std::vector<double> base_times = {10, 10, 10, 10, 10};
+  const std::vector<double> cand_times = {10.2, 11.5, 10.9, 10.3, 11.6};
+  const PairedResult alone = compare_paired(rounds({{"a", base_times}}), rounds({{"a", cand_times}}), o);
+  const double p = comparison(alone, "a").p_value;
+  ASSERT_LT(p, 0.05);
+  ASSERT_GT(5 * p, 0.05) << "the rows must be borderline for this test to mean anything";
+  EXPECT_EQ(comparison(alone, "a").verdict, Verdict::regression);
+  std::map<std::string, std::vector<double>> five_base, five_cand;
+  for (const char* row : {"a", "b", "c", "d", "e"}) {
+    five_base[row] = base_times;
+    five_cand[row] = cand_times;
+  }
+  const PairedResult five = compare_paired(rounds(five_base), rounds(five_cand), o);
+  for (const auto& c : five.comparisons) {
+    EXPECT_NEAR(c.p_holm, 5 * p, 1e-12);
+    EXPECT_NE(c.verdict, Verdict::regression) << c.row;
+  }
+  EXPECT_FALSE(five.regression());
+}
+
+// Each round is a look: with 9 looks, a p-value that passes alpha but not alpha / 9 is not yet
+// a regression, and the row runs on.
+TEST(PairedCompare, EachRoundIsALookAtAlphaOverTheLooks) {
+  PairedOptions o;
+  o.min_rounds = 4;
+  o.max_rounds = 12;
+  o.threshold = 0.01;
+  const PairedResult r = compare_paired(rounds({{"a", {10, 10, 10, 10, 10}}}), rounds({{"a", {10.2, 11.5, 10.9, 10.3, 11.6}}}), o);
+  const auto& c = comparison(r, "a");
+  ASSERT_LT(c.p_holm, 0.05);
+  ASSERT_GT(c.p_holm, 0.05 / 9);
+  EXPECT_EQ(r.looks, 9);
+  EXPECT_NE(c.verdict, Verdict::regression);
+  EXPECT_TRUE(c.needs_more_rounds);
+}
+
+// Fails closed: a row that ran on the baseline build and fails on the candidate is a
+// regression, unless allowed; rounds that ran on one side only are named and dropped; a row
+// run with other settings on the two sides, and bad bounds, are bad input.
+TEST(PairedCompare, FailedRowsUnpairedRoundsAndOtherSettings) {
+  auto base = rounds({{"single", drifting(10, 1.0, 5, 0.01)}, {"dp-2", drifting(8, 1.0, 5, 0.01)}});
+  auto cand = rounds({{"single", drifting(10, 1.0, 5, 0.01)}, {"dp-2", drifting(8, 1.0, 5, 0.01)}});
+  for (auto& run : cand.runs) {
+    if (run.name == "dp-2") {
+      run.status = RunStatus::failed;
+      run.reason = "std::bad_alloc";
+    }
+    if (run.name == "single" && run.repetition == 2) run.status = RunStatus::interrupted;
+  }
+  const PairedResult r = compare_paired(base, cand, {});
+  ASSERT_EQ(r.failed_rows.size(), 1u);
+  EXPECT_EQ(r.failed_rows[0], "dp-2 (faithful): no round ran on the candidate");
+  EXPECT_TRUE(r.regression());
+  ASSERT_EQ(r.unpaired_rounds.size(), 1u);
+  EXPECT_EQ(r.unpaired_rounds[0], "single (faithful): round(s) 2 ran on one side only; dropped");
+  EXPECT_EQ(comparison(r, "single").rounds, (std::vector<int64_t>{0, 1, 3, 4}));
+  PairedOptions allow;
+  allow.allow_missing = {"dp-2"};
+  EXPECT_FALSE(compare_paired(base, cand, allow).regression());
+
+  auto other = rounds({{"single", drifting(10, 1.0, 5, 0.01)}});
+  for (auto& run : other.runs) run.config = {{"batch-size", 64}};
+  EXPECT_THROW(compare_paired(rounds({{"single", drifting(10, 1.0, 5, 0.01)}}), other, {}), InputError);
+  PairedOptions bad;
+  bad.min_rounds = 5;
+  bad.max_rounds = 4;
+  EXPECT_THROW(compare_paired(base, base, bad), InputError);
+  auto twice = base;
+  twice.runs.push_back(twice.runs.front());
+  EXPECT_THROW(compare_paired(twice, base, {}), InputError);
+}
+
+// A twin and dp-2 are rows like any other here: each against itself on the baseline build.
+TEST(PairedCompare, EveryRowIsTimedTwinsIncluded) {
+  const auto base = rounds({{"dp-2", drifting(8, 1.0, 6, 0.005)}, {"ddp-2.torch", drifting(7, 1.0, 6, 0.005)}});
+  const auto cand = rounds({{"dp-2", drifting(8, 1.3, 6, 0.005)}, {"ddp-2.torch", drifting(7, 1.0, 6, 0.005)}});
+  const PairedResult r = compare_paired(base, cand, {});
+  EXPECT_EQ(comparison(r, "dp-2").verdict, Verdict::regression);
+  EXPECT_EQ(comparison(r, "ddp-2.torch").verdict, Verdict::unchanged);
+  EXPECT_TRUE(r.not_compared.empty());
+}
+
+}  // namespace
+}  // namespace ddpbench
