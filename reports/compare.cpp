@@ -95,7 +95,9 @@ void check_rows(const ResultDocument& doc, const std::string& side) {
       const double v = metric_of(r, metric.name);
       // No run takes a year, nor trains a trillion images a second.
       const double most = metric.higher_is_better ? 1e12 : 3.2e7;
-      if (std::isfinite(v) && (v <= 0 || v > most)) {
+      // Nor is any time shorter than a microsecond (a rate has no such floor: a stalled row).
+      const double least = metric.higher_is_better ? 0 : 1e-6;
+      if (std::isfinite(v) && (v <= least || v > most)) {
         throw InputError(side + ": " + row + " repetition " + std::to_string(r.repetition) + " has " + metric.name +
                          " " + (v <= 0 ? format_fixed(v, 6) : scientific(v)) +
                          ": not a time or a rate a run measures (a damaged or edited file)");

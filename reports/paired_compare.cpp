@@ -24,6 +24,12 @@ std::map<RowKey, std::map<int64_t, const RunResult*>> rounds_of(const ResultDocu
   return rows;
 }
 
+std::vector<int64_t> round_numbers(const std::map<int64_t, const RunResult*>& rounds) {
+  std::vector<int64_t> numbers;
+  for (const auto& entry : rounds) numbers.push_back(entry.first);
+  return numbers;
+}
+
 bool any_ok(const std::map<int64_t, const RunResult*>& rounds) {
   return std::any_of(rounds.begin(), rounds.end(), [](const auto& r) { return r.second->status == RunStatus::ok; });
 }
@@ -38,6 +44,11 @@ std::string p_text(double p) {
   if (!std::isfinite(p)) return "-";
   if (p < 1e-4) return "< 0.0001";
   return format_fixed(p, 4);
+}
+
+// Below the cap an undecided row is not yet within the noise: it waits for more rounds.
+std::string verdict_text(const PairedComparison& c) {
+  return c.needs_more_rounds ? "undecided" : std::string(verdict_name(c.verdict));
 }
 
 // Decides one comparison from its pairs, once Holm has adjusted its p-value.
@@ -67,7 +78,7 @@ void decide(PairedComparison& c, const PairedOptions& o, int64_t looks) {
             (beyond ? " and the test has not rejected" : "");
   } else {
     c.verdict = Verdict::within_noise;
-    c.why = "still undecided at the cap of " + std::to_string(o.max_rounds) + " pairs: within the noise";
+    c.why = "still undecided after " + pairs + " (the cap is " + std::to_string(o.max_rounds) + "): within the noise";
   }
 }
 
@@ -96,12 +107,28 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
   std::vector<const MetricInfo*> metrics;
   for (const auto& m : options.metrics) {
     metrics.push_back(&find_named(std::span<const MetricInfo>(comparable_metrics()), m, "--metric", "metric"));
+    if (m == "test_accuracy") {
+      throw InputError("--metric test_accuracy does not apply to --paired: it times two builds; accuracy is the same "
+                       "rows' arithmetic, gated by compare without --paired or by the equivalence tests");
+    }
+    if (std::count(options.metrics.begin(), options.metrics.end(), m) > 1) {
+      throw InputError("--metric lists " + m + " twice (each comparison counts once in the correction across rows)");
+    }
   }
   check_result_rows(baseline, "the baseline build's file");
   check_result_rows(candidate, "the candidate's file");
   PairedResult result;
   result.looks = options.max_rounds - options.min_rounds + 1;
   result.environment_differences = environment_differences(baseline.environment, candidate.environment);
+  // Both builds run on one machine, in one build type: the stored mode's fingerprint leaves
+  // the host out (runs of one gate move between machines), this mode cannot.
+  if (baseline.environment.host != candidate.environment.host) {
+    result.environment_differences.push_back("host: " + baseline.environment.host + " vs " + candidate.environment.host);
+  }
+  if (baseline.environment.build_type != candidate.environment.build_type) {
+    result.environment_differences.push_back("build type: " + baseline.environment.build_type + " vs " +
+                                             candidate.environment.build_type);
+  }
   if (!result.environment_differences.empty() && !options.allow_env_mismatch) {
     std::string text;
     for (const auto& e : result.environment_differences) text += (text.empty() ? "" : "; ") + e;
@@ -135,33 +162,86 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
       throw InputError(label + " ran with other settings on the two builds (" + difference +
                        "); a paired comparison runs both on the same settings");
     }
-    std::vector<int64_t> paired, one_sided;
+    // A round the candidate did not finish, where the baseline build did, is the candidate's
+    // failure: a build that crashes in some rounds must not pass on the rounds it survived.
+    std::vector<int64_t> paired, baseline_only, failed_on_candidate;
     for (const auto& [round, run] : base) {
+      if (round < 0) throw InputError(label + " has round " + std::to_string(round) + ": rounds count from 0");
       const auto other = cand->second.find(round);
-      const bool both = run->status == RunStatus::ok && other != cand->second.end() && other->second->status == RunStatus::ok;
-      (both ? paired : one_sided).push_back(round);
+      if (run->status != RunStatus::ok) continue;
+      if (other == cand->second.end()) {
+        baseline_only.push_back(round);
+      } else if (other->second->status != RunStatus::ok) {
+        failed_on_candidate.push_back(round);
+      } else {
+        const RunResult& a = *run;
+        const RunResult& b = *other->second;
+        if (a.world_size != b.world_size || a.global_batch != b.global_batch || a.images_trained != b.images_trained ||
+            a.device != b.device || a.dataset != b.dataset) {
+          throw InputError(label + " round " + std::to_string(round) + " did other work on the two builds (world " +
+                           std::to_string(a.world_size) + " vs " + std::to_string(b.world_size) + ", global batch " +
+                           std::to_string(a.global_batch) + " vs " + std::to_string(b.global_batch) + ", images " +
+                           std::to_string(a.images_trained) + " vs " + std::to_string(b.images_trained) + ", " +
+                           a.device + " vs " + b.device + ", " + a.dataset + " vs " + b.dataset +
+                           "): a paired comparison times the same work");
+        }
+        paired.push_back(round);
+      }
     }
+    std::vector<int64_t> candidate_only;
     for (const auto& [round, run] : cand->second) {
-      if (base.count(round) == 0) one_sided.push_back(round);
+      if (round < 0) throw InputError(label + " has round " + std::to_string(round) + ": rounds count from 0");
+      if (base.count(round) == 0) candidate_only.push_back(round);
     }
-    if (!one_sided.empty()) {
-      std::string list;
-      for (const auto r : one_sided) list += (list.empty() ? "" : ", ") + std::to_string(r);
-      result.unpaired_rounds.push_back(label + ": round(s) " + list + " ran on one side only; dropped");
+    const auto list = [](const std::vector<int64_t>& rounds) {
+      std::string text;
+      for (const auto r : rounds) text += (text.empty() ? "" : ", ") + std::to_string(r);
+      return text;
+    };
+    if (!failed_on_candidate.empty()) {
+      const RunResult& first = *cand->second.at(failed_on_candidate.front());
+      (allowed(key.first) ? result.allowed_missing : result.failed_rows)
+          .push_back(label + ": " + std::string(status_name(first.status)) + " on the candidate in round(s) " +
+                     list(failed_on_candidate) + " where the baseline build ran (" + first.reason + ")");
+      continue;
+    }
+    if (paired.empty()) {
+      throw InputError(label + " has no round that ran on both builds (the baseline build's rounds " +
+                       list(round_numbers(base)) + ", the candidate's " + list(round_numbers(cand->second)) +
+                       "): repetition r of each file is round r");
+    }
+    for (const auto* side : {&baseline_only, &candidate_only}) {
+      if (!side->empty()) {
+        result.unpaired_rounds.push_back(label + ": round(s) " + list(*side) + " only in the " +
+                                         (side == &baseline_only ? "baseline build's" : "candidate's") +
+                                         " file; dropped");
+      }
     }
     for (const MetricInfo* info : metrics) {
       PairedComparison c;
       c.row = key.first;
       c.mode = key.second;
       c.metric = info->name;
+      std::vector<int64_t> unmeasured_on_candidate;
       for (const auto round : paired) {
         const double b = metric_value(*base.at(round), info->name);
         const double a = metric_value(*cand->second.at(round), info->name);
-        if (!(std::isfinite(a) && std::isfinite(b) && a > 0 && b > 0)) continue;
+        if (std::isfinite(b) && !std::isfinite(a)) unmeasured_on_candidate.push_back(round);
+        if (!(std::isfinite(a) && std::isfinite(b))) continue;
         c.rounds.push_back(round);
         c.log_ratios.push_back(info->higher_is_better ? std::log(b / a) : std::log(a / b));
       }
-      const PairedTTest t = paired_t_test(c.log_ratios, options.alpha);
+      if (!unmeasured_on_candidate.empty()) {
+        (allowed(key.first) ? result.allowed_missing : result.failed_rows)
+            .push_back(label + ": " + info->name + " not measured on the candidate in round(s) " +
+                       list(unmeasured_on_candidate) + " where the baseline build measured it");
+        continue;
+      }
+      if (c.rounds.empty()) {
+        result.not_compared.push_back(label + ": " + info->name + " measured on neither build");
+        continue;
+      }
+      const PairedTTest t = trimmed_paired_t_test(c.log_ratios, options.alpha);
       c.change = std::expm1(t.mean);
       c.ci_low = std::expm1(t.ci_low);
       c.ci_high = std::expm1(t.ci_high);
@@ -172,7 +252,7 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
   for (const auto& [key, rounds] : cand_rows) {
     if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only on the candidate");
   }
-  if (result.comparisons.empty() && result.failed_rows.empty()) {
+  if (result.comparisons.empty() && result.failed_rows.empty() && result.allowed_missing.empty()) {
     throw InputError("the two files have no row that ran on both builds");
   }
   std::vector<double> p_values;
@@ -193,18 +273,18 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
     md << "- " << row_label(c.row, c.mode) << " " << c.metric << ": "
        << (std::isfinite(c.change) ? format_fixed(std::fabs(c.change) * 100, 1) + " %" + direction : "not measured")
        << ", " << level << " " << signed_percent(c.ci_low) << " to " << signed_percent(c.ci_high) << ", "
-       << c.log_ratios.size() << " pairs: " << verdict_name(c.verdict) << " (" << c.why << ")\n";
+       << c.log_ratios.size() << " pairs: " << verdict_text(c) << " (" << c.why << ")\n";
   }
   md << "\n| row | metric | pairs | change | " << level << " | p | p (Holm) | verdict | why it stopped |\n"
      << "| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- |\n";
   for (const auto& c : r.comparisons) {
     md << "| " << row_label(c.row, c.mode) << " | " << c.metric << " | " << c.log_ratios.size() << " | "
        << signed_percent(c.change) << " | " << signed_percent(c.ci_low) << " to " << signed_percent(c.ci_high) << " | "
-       << p_text(c.p_value) << " | " << p_text(c.p_holm) << " | " << verdict_name(c.verdict) << " | " << c.why << " |\n";
+       << p_text(c.p_value) << " | " << p_text(c.p_holm) << " | " << verdict_text(c) << " | " << c.why << " |\n";
   }
   md << "\nEach round ran the baseline build and the candidate back to back, in a random order; a change is "
-        "the candidate over the baseline build (above 0: worse), the geometric mean over the rounds. Paired t test on "
-        "the log ratios; Holm across the "
+        "the candidate over the baseline build (above 0: worse), from the 20 % trimmed mean of the log ratios. Paired "
+        "t test on that trimmed mean (Tukey-McLaughlin); Holm across the "
      << r.comparisons.size() << " comparisons; each round a look at alpha / " << r.looks << " (rounds "
      << o.min_rounds << " to " << o.max_rounds << ").\n";
   for (const auto& f : r.failed_rows) md << "\n- failed on the candidate: " << f;

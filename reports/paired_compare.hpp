@@ -2,9 +2,11 @@
 // `ddpbench compare --paired`: the candidate build against the baseline build, run back to back
 // on one machine in rounds (repetition r of each file is round r, in a random order within the
 // round). Each round gives one log ratio per row and metric, so the machine's drift between
-// rounds cancels. The test is a paired t test on the log ratios; the false-alarm rate is held
+// rounds cancels. The test is a paired t test on the 20 % trimmed mean of the log ratios (one
+// round's burst cannot hide a slowdown the other rounds agree on); the false-alarm rate is held
 // across comparisons (Holm) and across the looks an adaptive gate takes (each round a look, at
-// alpha / looks). Every row is its own control, PyTorch's twins included. No LibTorch.
+// alpha / looks). A round the candidate failed where the baseline build ran fails the row.
+// Every row is its own control, PyTorch's twins included. No LibTorch.
 #include <string>
 #include <vector>
 
@@ -29,10 +31,10 @@ struct PairedComparison {
   std::string metric;
   std::vector<int64_t> rounds;      // the paired rounds, in order
   std::vector<double> log_ratios;   // per round: log(candidate / baseline), worse positive
-  double change = kNotMeasured;     // exp(mean log ratio) - 1: above 0 worse
+  double change = kNotMeasured;     // exp(trimmed mean log ratio) - 1: above 0 worse
   double ci_low = kNotMeasured;     // the change's (1 - alpha) confidence interval
   double ci_high = kNotMeasured;
-  double p_value = kNotMeasured;    // paired t test of "no change"
+  double p_value = kNotMeasured;    // trimmed paired t test of "no change"
   double p_holm = kNotMeasured;     // Holm-adjusted across every comparison of the gate
   Verdict verdict = Verdict::within_noise;
   bool needs_more_rounds = false;   // undecided, and fewer than max_rounds pairs
@@ -41,7 +43,8 @@ struct PairedComparison {
 
 struct PairedResult {
   std::vector<PairedComparison> comparisons;
-  std::vector<std::string> failed_rows;      // ran on the baseline build; failed or absent on the candidate
+  std::vector<std::string> failed_rows;      // ran on the baseline build; failed (in any round), unmeasured or
+                                             // absent on the candidate
   std::vector<std::string> allowed_missing;  // the same, for rows --allow-missing names
   std::vector<std::string> not_compared;     // did not run on the baseline build, or only on one side
   std::vector<std::string> unpaired_rounds;  // rounds of a row that ran on one side only, dropped
@@ -52,9 +55,10 @@ struct PairedResult {
   [[nodiscard]] std::vector<std::string> undecided_rows() const;
 };
 
-/// Throws InputError when a file cannot be judged (check_result_rows), the environments differ
-/// (unless allowed), a metric is unknown, a row ran with other settings on the two sides,
-/// --allow-missing names no row of the baseline, or no row is on both sides.
+/// Throws InputError when a file cannot be judged (check_result_rows), the environments or hosts
+/// differ (unless allowed), a metric is unknown, listed twice or test_accuracy, a row ran with
+/// other settings or did other work on the two sides, a row has no round on both sides or a
+/// negative round, --allow-missing names no row of the baseline, or no row is on both sides.
 PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument& candidate,
                             const PairedOptions& options);
 

@@ -50,6 +50,13 @@ struct PairedTTest {
 };
 PairedTTest paired_t_test(const std::vector<double>& differences, double alpha);
 
+/// The same test on the 20 % trimmed mean of the differences (Tukey and McLaughlin; Yuen's test
+/// for one sample): the lowest and highest floor(0.2 n) differences are trimmed, the standard
+/// error comes from the winsorised variance, on n - 2 floor(0.2 n) - 1 degrees of freedom. One
+/// round's burst in five moves it little, where it widens the plain test's interval many-fold.
+/// Below 5 differences nothing is trimmed and it is paired_t_test. `mean` is the trimmed mean.
+PairedTTest trimmed_paired_t_test(const std::vector<double>& differences, double alpha);
+
 /// Holm's step-down adjustment of p-values (statsmodels' multipletests method "holm"): reject
 /// where the adjusted value is below alpha, and the chance of any false rejection among them
 /// stays at most alpha. NaN p-values stay NaN and are not counted.

@@ -106,7 +106,7 @@ Command parse_command_line(int argc, const char* const* argv) {
       ->delimiter(',');
   compare->add_flag("--paired", compare_command.paired,
                     "the files are the baseline build's and the candidate's rounds, run back to back on one machine "
-                    "(repetition r of each is round r): a paired t test on the log ratios, Holm across rows, "
+                    "(repetition r of each is round r): a paired t test on the trimmed mean of the log ratios, Holm across rows, "
                     "each round a look (default threshold 0.05, metric train_time_s)");
   compare->add_option("--min-rounds", compare_command.min_rounds, "--paired: no row is decided on fewer pairs (default 4)");
   compare->add_option("--max-rounds", compare_command.max_rounds,

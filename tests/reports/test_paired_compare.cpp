@@ -109,7 +109,7 @@ TEST(PairedCompare, AnUndecidedRowAsksForMoreRoundsUntilTheCap) {
   const auto& capped = comparison(six, "ddp-2");
   EXPECT_FALSE(capped.needs_more_rounds);
   EXPECT_EQ(capped.verdict, Verdict::within_noise);
-  EXPECT_NE(capped.why.find("at the cap of 6 pairs"), std::string::npos) << capped.why;
+  EXPECT_NE(capped.why.find("still undecided after 6 pairs (the cap is 6)"), std::string::npos) << capped.why;
   EXPECT_TRUE(six.undecided_rows().empty());
   EXPECT_FALSE(six.regression());
 }
@@ -121,8 +121,9 @@ TEST(PairedCompare, HolmHoldsTheFalseAlarmRateAcrossRows) {
   o.min_rounds = 4;
   o.max_rounds = 4;  // one look: alpha itself
   o.threshold = 0.01;
-  const std::vector<double> base_times = {10, 10, 10, 10, 10};
-  const std::vector<double> cand_times = {10.2, 11.5, 10.9, 10.3, 11.6};
+  // Four rounds: nothing trimmed, so the p-value is the plain paired t test's (0.0109).
+  const std::vector<double> base_times = {10, 10, 10, 10};
+  const std::vector<double> cand_times = {10.6, 11.5, 10.9, 11.2};
   const PairedResult alone = compare_paired(rounds({{"a", base_times}}), rounds({{"a", cand_times}}), o);
   const double p = comparison(alone, "a").p_value;
   ASSERT_LT(p, 0.05);
@@ -148,7 +149,7 @@ TEST(PairedCompare, EachRoundIsALookAtAlphaOverTheLooks) {
   o.min_rounds = 4;
   o.max_rounds = 12;
   o.threshold = 0.01;
-  const PairedResult r = compare_paired(rounds({{"a", {10, 10, 10, 10, 10}}}), rounds({{"a", {10.2, 11.5, 10.9, 10.3, 11.6}}}), o);
+  const PairedResult r = compare_paired(rounds({{"a", {10, 10, 10, 10}}}), rounds({{"a", {10.6, 11.5, 10.9, 11.2}}}), o);
   const auto& c = comparison(r, "a");
   ASSERT_LT(c.p_holm, 0.05);
   ASSERT_GT(c.p_holm, 0.05 / 9);
@@ -171,15 +172,24 @@ TEST(PairedCompare, FailedRowsUnpairedRoundsAndOtherSettings) {
     if (run.name == "single" && run.repetition == 2) run.status = RunStatus::interrupted;
   }
   const PairedResult r = compare_paired(base, cand, {});
-  ASSERT_EQ(r.failed_rows.size(), 1u);
+  ASSERT_EQ(r.failed_rows.size(), 2u) << markdown_paired(r, {});
   EXPECT_EQ(r.failed_rows[0], "dp-2 (faithful): no round ran on the candidate");
+  // A build that fails one round of five is no better for the four it survived.
+  EXPECT_EQ(r.failed_rows[1].rfind("single (faithful): interrupted on the candidate in round(s) 2 where the baseline "
+                                   "build ran", 0),
+            0u)
+      << r.failed_rows[1];
   EXPECT_TRUE(r.regression());
-  ASSERT_EQ(r.unpaired_rounds.size(), 1u);
-  EXPECT_EQ(r.unpaired_rounds[0], "single (faithful): round(s) 2 ran on one side only; dropped");
-  EXPECT_EQ(comparison(r, "single").rounds, (std::vector<int64_t>{0, 1, 3, 4}));
   PairedOptions allow;
-  allow.allow_missing = {"dp-2"};
+  allow.allow_missing = {"dp-2", "single"};
   EXPECT_FALSE(compare_paired(base, cand, allow).regression());
+  // A round on one side only is no failure of either build: named and dropped.
+  auto fewer = rounds({{"single", drifting(10, 1.0, 5, 0.01)}});
+  std::erase_if(fewer.runs, [](const RunResult& run) { return run.repetition == 2; });
+  const PairedResult dropped = compare_paired(rounds({{"single", drifting(10, 1.0, 5, 0.01)}}), fewer, {});
+  ASSERT_EQ(dropped.unpaired_rounds.size(), 1u);
+  EXPECT_EQ(dropped.unpaired_rounds[0], "single (faithful): round(s) 2 only in the baseline build's file; dropped");
+  EXPECT_EQ(comparison(dropped, "single").rounds, (std::vector<int64_t>{0, 1, 3, 4}));
 
   auto other = rounds({{"single", drifting(10, 1.0, 5, 0.01)}});
   for (auto& run : other.runs) run.config = {{"batch-size", 64}};
@@ -201,6 +211,59 @@ TEST(PairedCompare, EveryRowIsTimedTwinsIncluded) {
   EXPECT_EQ(comparison(r, "dp-2").verdict, Verdict::regression);
   EXPECT_EQ(comparison(r, "ddp-2.torch").verdict, Verdict::unchanged);
   EXPECT_TRUE(r.not_compared.empty());
+}
+
+// What the attack found (helper, this issue): each a pass that should have failed, or a file
+// that should have been refused.
+TEST(AdversarialPairedGate, UnmeasuredDisjointOtherWorkAndOutliersDoNotPass) {
+  const auto base = rounds({{"ddp-2", drifting(6, 1.0, 12, 0.01)}});
+  // A metric the candidate no longer measures, where the baseline build did, fails the row.
+  auto unmeasured = base;
+  for (auto& run : unmeasured.runs) run.train_time_s = kNotMeasured;
+  const PairedResult lost = compare_paired(base, unmeasured, {});
+  EXPECT_TRUE(lost.regression());
+  ASSERT_EQ(lost.failed_rows.size(), 1u);
+  EXPECT_NE(lost.failed_rows[0].find("train_time_s not measured on the candidate"), std::string::npos);
+  // One row's rounds numbered apart pair nothing: bad input, not 0 pairs within the noise
+  // beside a row that pairs.
+  const auto two_rows = rounds({{"ddp-2", drifting(6, 1.0, 12, 0.01)}, {"single", drifting(9, 1.0, 12, 0.01)}});
+  auto renumbered = two_rows;
+  for (auto& run : renumbered.runs) {
+    if (run.name == "ddp-2") run.repetition += 100;
+  }
+  try {
+    compare_paired(two_rows, renumbered, {});
+    ADD_FAILURE() << "rounds 0-11 against 100-111 were taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ddp-2 (faithful) has no round that ran on both builds"), std::string::npos)
+        << e.what();
+  }
+  // Half the work on the same settings reads faster only if it is let through.
+  auto half = base;
+  for (auto& run : half.runs) run.images_trained /= 2;
+  EXPECT_THROW(compare_paired(base, half, {}), InputError);
+  auto elsewhere = base;
+  elsewhere.environment.host = "another-host";
+  EXPECT_THROW(compare_paired(base, elsewhere, {}), InputError);
+  PairedOptions twice;
+  twice.metrics = {"train_time_s", "train_time_s"};
+  EXPECT_THROW(compare_paired(base, base, twice), InputError);
+  PairedOptions accuracy;
+  accuracy.metrics = {"test_accuracy"};
+  EXPECT_THROW(compare_paired(base, base, accuracy), InputError);
+  auto negative = base;
+  negative.runs[0].repetition = -1;
+  EXPECT_THROW(compare_paired(negative, negative, {}), InputError);
+  auto tiny = base;
+  tiny.runs[0].train_time_s = 1e-300;
+  EXPECT_THROW(compare_paired(tiny, base, {}), InputError);
+  // Twice as slow in 11 rounds of 12; in the other, a 20x burst on the baseline build.
+  auto doubled = base;
+  for (auto& run : doubled.runs) run.train_time_s *= 2;
+  doubled.runs[11].train_time_s = base.runs[11].train_time_s / 20;
+  const PairedResult burst = compare_paired(base, doubled, {});
+  EXPECT_EQ(comparison(burst, "ddp-2").verdict, Verdict::regression) << markdown_paired(burst, {});
+  EXPECT_NEAR(comparison(burst, "ddp-2").change, 1.0, 0.05);
 }
 
 }  // namespace
