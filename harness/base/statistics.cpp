@@ -86,6 +86,37 @@ double regularized_incomplete_beta(double a, double b, double x) {
   return 1.0 - front * beta_continued_fraction(b, a, 1.0 - x) / b;
 }
 
+// The test of "mean 0" and the mean's two-sided interval, from its standard error on `df`
+// degrees of freedom; differences all equal (`no_spread`) are certain either way, where a
+// rounding error of the mean would otherwise pass for a spread.
+PairedTTest t_test_of_mean(double mean, double standard_error, double df, bool no_spread, double alpha, int64_t n) {
+  PairedTTest test;
+  test.n = n;
+  test.mean = mean;
+  if (no_spread) {
+    test.p_value = mean == 0 ? 1.0 : 0.0;
+    test.ci_low = test.ci_high = mean;
+    return test;
+  }
+  test.p_value = std::min(1.0, 2.0 * student_t_cdf(-std::fabs(mean / standard_error), df));
+  const double half_width = student_t_quantile(1.0 - alpha / 2, df) * standard_error;
+  test.ci_low = mean - half_width;
+  test.ci_high = mean + half_width;
+  return test;
+}
+
+double mean_of(std::vector<double>::const_iterator begin, std::vector<double>::const_iterator end) {
+  return std::accumulate(begin, end, 0.0) / static_cast<double>(end - begin);
+}
+
+// The sample standard deviation (n - 1 in the denominator).
+double standard_deviation(const std::vector<double>& values) {
+  const double mean = mean_of(values.begin(), values.end());
+  double squares = 0;
+  for (const double v : values) squares += (v - mean) * (v - mean);
+  return std::sqrt(squares / static_cast<double>(values.size() - 1));
+}
+
 }  // namespace
 
 double quantile(std::vector<double> values, double q) { return sorted_quantile(finite_sorted(std::move(values)), q); }
@@ -175,64 +206,28 @@ double student_t_quantile(double p, double df) {
 }
 
 PairedTTest paired_t_test(const std::vector<double>& differences, double alpha) {
-  std::vector<double> d;
-  for (const double v : differences) {
-    if (std::isfinite(v)) d.push_back(v);
-  }
+  const std::vector<double> d = finite_sorted(differences);
   PairedTTest test;
   test.n = static_cast<int64_t>(d.size());
   if (d.empty()) return test;
-  const auto n = static_cast<double>(d.size());
-  test.mean = std::accumulate(d.begin(), d.end(), 0.0) / n;
+  test.mean = mean_of(d.begin(), d.end());
   if (d.size() < 2) return test;
-  double squares = 0;
-  for (const double v : d) squares += (v - test.mean) * (v - test.mean);
-  const double standard_error = std::sqrt(squares / (n - 1) / n);
-  // Equal differences leave a rounding error of the mean for a spread, never a real one.
-  if (std::all_of(d.begin(), d.end(), [&](double v) { return v == d.front(); })) {
-    test.p_value = test.mean == 0 ? 1.0 : 0.0;
-    test.ci_low = test.ci_high = test.mean;
-    return test;
-  }
-  const double t = test.mean / standard_error;
-  test.p_value = std::min(1.0, 2.0 * student_t_cdf(-std::fabs(t), n - 1));
-  const double half_width = student_t_quantile(1.0 - alpha / 2, n - 1) * standard_error;
-  test.ci_low = test.mean - half_width;
-  test.ci_high = test.mean + half_width;
-  return test;
+  const auto n = static_cast<double>(d.size());
+  return t_test_of_mean(test.mean, standard_deviation(d) / std::sqrt(n), n - 1, d.front() == d.back(), alpha, test.n);
 }
 
 PairedTTest trimmed_paired_t_test(const std::vector<double>& differences, double alpha) {
-  std::vector<double> d = finite_sorted(differences);
+  const std::vector<double> d = finite_sorted(differences);
   const std::size_t n = d.size(), g = n / 5;  // floor(0.2 n)
   if (g == 0) return paired_t_test(d, alpha);
-  PairedTTest test;
-  test.n = static_cast<int64_t>(n);
-  const std::size_t kept = n - 2 * g;
-  test.mean = std::accumulate(d.begin() + static_cast<std::ptrdiff_t>(g), d.end() - static_cast<std::ptrdiff_t>(g), 0.0) /
-              static_cast<double>(kept);
-  if (d[g] == d[n - 1 - g]) {
-    test.p_value = test.mean == 0 ? 1.0 : 0.0;
-    test.ci_low = test.ci_high = test.mean;
-    return test;
-  }
+  const auto trim = static_cast<std::ptrdiff_t>(g);
   std::vector<double> winsorised = d;
-  for (std::size_t i = 0; i < g; ++i) {
-    winsorised[i] = d[g];
-    winsorised[n - 1 - i] = d[n - 1 - g];
-  }
-  const double w_mean = std::accumulate(winsorised.begin(), winsorised.end(), 0.0) / static_cast<double>(n);
-  double squares = 0;
-  for (const double v : winsorised) squares += (v - w_mean) * (v - w_mean);
+  std::fill(winsorised.begin(), winsorised.begin() + trim, d[g]);
+  std::fill(winsorised.end() - trim, winsorised.end(), d[n - 1 - g]);
   // (1 - 2 x 0.2) as Wilcox's trimse and SciPy's trimmed_stde write it, not kept / n.
-  const double standard_error = std::sqrt(squares / static_cast<double>(n - 1)) / (0.6 * std::sqrt(static_cast<double>(n)));
-  const auto df = static_cast<double>(kept - 1);
-  const double t = test.mean / standard_error;
-  test.p_value = std::min(1.0, 2.0 * student_t_cdf(-std::fabs(t), df));
-  const double half_width = student_t_quantile(1.0 - alpha / 2, df) * standard_error;
-  test.ci_low = test.mean - half_width;
-  test.ci_high = test.mean + half_width;
-  return test;
+  const double standard_error = standard_deviation(winsorised) / (0.6 * std::sqrt(static_cast<double>(n)));
+  return t_test_of_mean(mean_of(d.begin() + trim, d.end() - trim), standard_error, static_cast<double>(n - 2 * g - 1),
+                        d[g] == d[n - 1 - g], alpha, static_cast<int64_t>(n));
 }
 
 std::vector<double> holm_adjusted(const std::vector<double>& p_values) {

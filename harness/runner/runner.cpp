@@ -423,7 +423,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
         }
         // On a GPU the step returns before the device has run it: the slowdown is a fraction of
         // the step's work, so wait for the work before measuring it.
-        if (faults.slows_steps() && dist.device.is_cuda()) synchronize(dist.device);
+        if (faults.slows_steps()) synchronize(dist.device);
         if (faults.slows(SlowedPhase::optimizer)) {
           PhaseScope slowed(*timer, Phase::optimizer);
           nvtx::ScopedRange range("injected slowdown", global_step);
