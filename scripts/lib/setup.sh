@@ -10,6 +10,8 @@
 #                          a torch package's share/cmake) instead of the pinned PyPI torch
 #   DDPBENCH_PYTHON        a Python whose torch to use, when its version is the pinned one
 #   DDPBENCH_WERROR        ON (default) turns warnings in ddpbench's code into errors
+#   DDPBENCH_BUILD_TARGETS the ninja targets to build (default: all; scripts/ci-bench --against
+#                          builds its baseline's `ddpbench` alone)
 set -euo pipefail
 
 DDPBENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -105,10 +107,12 @@ setup_build() {
     setup_quietly "$DDPBENCH_BUILD_DIR/configure.log" cmake -S "$DDPBENCH_ROOT" -B "$DDPBENCH_BUILD_DIR" "${args[@]}"
     echo "${args[*]}" >"$stamp"
   fi
-  if [ "$(ninja -C "$DDPBENCH_BUILD_DIR" -n 2>/dev/null | grep -c '^\[')" -gt 0 ]; then
-    setup_log "building in $DDPBENCH_BUILD_DIR (a first build takes ~15 min on 2 cores)"
+  local targets
+  read -r -a targets <<<"${DDPBENCH_BUILD_TARGETS:-}"
+  if [ "$(ninja -C "$DDPBENCH_BUILD_DIR" -n "${targets[@]}" 2>/dev/null | grep -c '^\[')" -gt 0 ]; then
+    setup_log "building ${targets[*]:-everything} in $DDPBENCH_BUILD_DIR (a first build takes ~15 min on 2 cores)"
   fi
-  setup_quietly "$DDPBENCH_BUILD_DIR/build.log" ninja -C "$DDPBENCH_BUILD_DIR" --quiet
+  setup_quietly "$DDPBENCH_BUILD_DIR/build.log" ninja -C "$DDPBENCH_BUILD_DIR" --quiet "${targets[@]}"
 }
 
 ddpbench_setup() {

@@ -188,6 +188,81 @@ class CiBenchTest(unittest.TestCase):
         self.assertIn("commit 7", run.stdout)
         self.assertIn("# skip:", log, "no commit was skipped, so the test proved nothing about 125")
 
+    def test_git_bisect_run_against_a_good_commit_finds_the_commit_that_slowed_a_row(self) -> None:
+        """A small real history: each commit's "build" (its scripts/lib/setup.sh) is ddpbench run
+        with the commit's own slowdown; commit 4 doubles the row's time. ci-bench --against
+        builds the good commit in its worktree once and runs both builds' rounds."""
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        repo = self.dir / "repo"
+        (repo / "scripts" / "lib").mkdir(parents=True)
+        for name in ("ci-bench", "ci-bench.env", "lib/paired_rounds.py"):
+            shutil.copy2(SOURCE / "scripts" / name, repo / "scripts" / name)
+        (repo / "scripts" / "ci-bench.sweep.json").write_text(json.dumps({
+            "name": "ci-bench", "baseline": "single",
+            "defaults": {"model": "tiny", "num-classes": 10, "dataset": "synthetic", "synthetic-train-images": 1024,
+                         "synthetic-test-images": 64, "batch-size": 32, "workers": 0, "device": "cpu",
+                         "max-steps": 24, "warmup-steps": 2, "max-eval-batches": 1, "seed": 1, "threads": 1},
+            "rows": [{"name": "single", "options": {"strategy": "single"}}]}))
+        (repo / "scripts" / "lib" / "setup.sh").write_text(
+            'DDPBENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)\n'
+            'DDPBENCH_BUILD_DIR=${DDPBENCH_BUILD_DIR:-$DDPBENCH_ROOT/build}\n'
+            'ddpbench_setup() {\n'
+            '  [ ! -e "$DDPBENCH_ROOT/broken" ] || { echo "this commit does not compile" >&2; return 1; }\n'
+            '  mkdir -p "$DDPBENCH_BUILD_DIR"\n'
+            '  printf \'#!/bin/sh\\n[ "$1" = sweep ] && exec %s "$@" --inject-slowdown %s\\nexec %s "$@"\\n\' \\\n'
+            '    "$FAKE_REAL_DDPBENCH" "$(cat "$DDPBENCH_ROOT/slowdown")" "$FAKE_REAL_DDPBENCH" '
+            '>"$DDPBENCH_BUILD_DIR/ddpbench"\n'
+            '  chmod +x "$DDPBENCH_BUILD_DIR/ddpbench"\n'
+            '}\n')
+        (repo / ".gitignore").write_text("/build*/\n/results/\n")
+        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                   GIT_COMMITTER_EMAIL="t@t", FAKE_REAL_DDPBENCH=os.environ["DDPBENCH_BINARY"])
+        env.pop("DDPBENCH_BINARY")
+        env.pop("DDPBENCH_BUILD_DIR", None)
+
+        def git(*args: str) -> str:
+            return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True,
+                                  check=True).stdout
+
+        git("init", "-q")
+        # 1 good; 2 does not build; 3 good; 4 doubles the row's time; 5, 6 keep it.
+        history = [("0", False), ("0", True), ("0", False), ("1.0", False), ("1.0", False), ("1.0", False)]
+        commits = []
+        for number, (slowdown, broken) in enumerate(history, 1):
+            (repo / "slowdown").write_text(slowdown + "\n")
+            (repo / "broken").unlink(missing_ok=True)
+            if broken:
+                (repo / "broken").write_text("")
+            git("add", "-A")
+            git("commit", "-q", "--allow-empty", "-m", f"commit {number}")
+            commits.append(git("rev-parse", "HEAD").strip())
+
+        # A commit that does not build is skipped; one that is not a commit is bad input.
+        git("checkout", "-q", commits[1])
+        skipped = subprocess.run(["scripts/ci-bench", "--bisect", "--against", commits[0], "--no-twins"], cwd=repo,
+                                 env=env, capture_output=True, text=True, check=False, timeout=600)
+        self.assertEqual(skipped.returncode, 125, skipped.stderr)
+        self.assertIn("the set-up or build failed", skipped.stderr)
+        unknown = subprocess.run(["scripts/ci-bench", "--against", "no-such-rev"], cwd=repo, env=env,
+                                 capture_output=True, text=True, check=False, timeout=60)
+        self.assertEqual(unknown.returncode, 2, unknown.stderr)
+        self.assertIn("--against: 'no-such-rev' is not a commit", unknown.stderr)
+        git("checkout", "-q", commits[-1])
+
+        git("bisect", "start", commits[-1], commits[0])
+        run = subprocess.run(["git", "bisect", "run", "scripts/ci-bench", "--bisect", "--against", commits[0],
+                              "--no-twins", "--seed", "1", "--max-rounds", "6"], cwd=repo, env=env, capture_output=True, text=True,
+                             check=False, timeout=1200)
+        git("bisect", "reset")
+        self.assertIn(f"{commits[3]} is the first bad commit", run.stdout, run.stdout + run.stderr)
+        self.assertRegex(run.stdout, r"single \(faithful\) train_time_s: \d+\.\d % slower.*REGRESSION")
+        # The good commit is built in its own worktree beside the build folder, kept for the next run.
+        worktree = subprocess.run(["git", "-C", str(repo / "build-against" / "src"), "rev-parse", "HEAD"],
+                                  capture_output=True, text=True, check=True).stdout.strip()
+        self.assertEqual(worktree, commits[0])
+        self.assertTrue((repo / "build-against" / "build" / "ddpbench").exists())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,252 @@
+"""scripts/gate-power --paired: how often does the paired gate (scripts/ci-bench --against) cry
+wolf, and how often does it catch a slowdown of one row or of all rows?
+
+Measuring: rounds of the ci-bench sweep's rows on one binary, each row in each round run once
+per arm, back to back in a random order (the order of scripts/ci-bench --against): `base` (the
+baseline build), `aa` (the same build again: the A/A candidate) and one arm per slowdown level
+(`--inject-slowdown X` on that run's row: real busy work). Runs are kept in --work-dir and a
+later call goes on where the last stopped.
+
+Evaluating: a trial is one gate run, `ddpbench compare --paired` with the adaptive rounds of
+ci-bench (after --min-rounds only the undecided rows take another round, up to --max-rounds),
+whose candidate is, per row, the `aa` arm or a slowed one: A/A (a regression anywhere is a
+false alarm), one row slowed (a detection when that row is a regression), all rows slowed.
+Trials of one kind take disjoint rounds from the stream, in order, as consecutive gate runs
+would. Since a gate run of 4 to 12 rounds costs minutes, --resample N adds N trials per kind
+whose rounds are drawn without replacement from all measured rounds: the procedure applied to
+the measured noise many times over (trials share rounds, so their count overstates the
+evidence; the disjoint count is the honest one).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import paired_rounds  # noqa: E402
+
+
+def arm_label(level: float) -> str:
+    return f"slow-{round(level * 100)}pct"
+
+
+def measure(binary: str, sweep_file: Path, levels: list[float], rounds: int, seed: int, twins: bool,
+            work: Path) -> None:
+    rows = paired_rounds.sweep_rows(sweep_file)
+    arms = {"base": paired_rounds.Arm("base", binary), "aa": paired_rounds.Arm("aa", binary)}
+    for level in levels:
+        label = arm_label(level)
+        arms[label] = paired_rounds.Arm(label, binary, (), {row: ("--inject-slowdown", str(level)) for row in rows})
+    for round_index in range(rounds):
+        order = paired_rounds.round_order(rows, list(arms), seed, round_index)
+        if all((work / arm / f"round-{round_index:03d}" / row / "wall_s").exists() for row, arm in order):
+            continue
+        began = time.monotonic()
+        for row, label in order:
+            folder = work / label / f"round-{round_index:03d}" / row
+            if (folder / "wall_s").exists():
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            started = time.monotonic()
+            paired_rounds.run_row(arms[label], sweep_file, row, twins, folder)
+            (folder / "wall_s").write_text(f"{time.monotonic() - started:.2f}\n")
+        print(f"gate-power: round {round_index + 1}/{rounds} measured in {time.monotonic() - began:.0f} s",
+              file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of trial: which arm is the candidate of each row."""
+    name: str
+    slowed_row: str  # "" for A/A, "all" for every row
+    level: float
+
+    def arm(self, row: str) -> str:
+        return arm_label(self.level) if self.slowed_row in ("all", row) else "aa"
+
+
+def clopper_pearson_upper(hits: int, trials: int, confidence: float = 0.95) -> float:
+    """The one-sided upper bound of a binomial rate (exact)."""
+    if trials == 0:
+        return 1.0
+    if hits >= trials:
+        return 1.0
+
+    def cdf(p: float) -> float:
+        return sum(math.comb(trials, k) * p ** k * (1 - p) ** (trials - k) for k in range(hits + 1))
+
+    low, high = hits / trials, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        if cdf(mid) > 1 - confidence:
+            low = mid
+        else:
+            high = mid
+    return high
+
+
+@dataclass
+class Trial:
+    alarm: bool        # the gate failed
+    detected: bool     # the slowed row (any row, for `all`) was a regression
+    rounds: dict[str, int]
+    wall_s: float
+
+
+def regressions(text: str) -> set[str]:
+    """Rows the paired comparison's text calls a regression ("- ddp-2 (faithful) ...: REGRESSION (...)")."""
+    return {line[2:].split(" (", 1)[0] for line in text.splitlines() if line.startswith("- ") and ": REGRESSION" in line}
+
+
+def gate_trial(kind: Kind, rows: list[str], draws: dict[str, list[int]], gate: paired_rounds.Gate, work: Path,
+               scratch: Path) -> Trial | None:
+    """One adaptive gate run whose rounds of row r come from draws[r], in order; None when a row
+    would need more rounds than it was given."""
+    taken = {row: gate.min_rounds for row in rows}
+    while True:
+        if any(taken[row] > len(draws[row]) for row in rows):
+            return None
+        files: dict[str, list[tuple[int, Path]]] = {"base": [], "cand": []}
+        wall = 0.0
+        for row in rows:
+            for position, round_index in enumerate(draws[row][:taken[row]]):
+                for side, arm in (("base", "base"), ("cand", kind.arm(row))):
+                    folder = work / arm / f"round-{round_index:03d}" / row
+                    files[side].append((position, folder / "results.json"))
+                    wall += float((folder / "wall_s").read_text())
+        paired_rounds.merge_rounds(files["base"], scratch / "base.json")
+        paired_rounds.merge_rounds(files["cand"], scratch / "cand.json")
+        rc, text, undecided = gate.compare(scratch / "base.json", scratch / "cand.json", scratch / "undecided.txt")
+        again = {paired_rounds.row_of(name, rows) for name in undecided}
+        if not again:
+            found = regressions(text)
+            detected = bool(found & set(rows)) if kind.slowed_row == "all" else kind.slowed_row in found
+            return Trial(rc == 1, detected, dict(taken), wall)
+        for row in again:
+            taken[row] += 1
+
+
+def complete_rounds(work: Path, rows: list[str], arms: list[str]) -> list[int]:
+    found = sorted({int(p.name.split("-")[1]) for p in (work / "base").glob("round-*")}) if (work / "base").exists() else []
+    return [r for r in found if all((work / arm / f"round-{r:03d}" / row / "wall_s").exists()
+                                    for arm in arms for row in rows)]
+
+
+def evaluate(binary: str, sweep_file: Path, levels: list[float], targets: list[str], work: Path,
+             gate: paired_rounds.Gate, resample: int, seed: int) -> str:
+    rows = paired_rounds.sweep_rows(sweep_file)
+    arms = ["base", "aa"] + [arm_label(level) for level in levels]
+    pool = complete_rounds(work, rows, arms)
+    if len(pool) < gate.max_rounds:
+        raise paired_rounds.BadInput(f"{len(pool)} complete rounds in {work}: a trial may need --max-rounds "
+                                     f"({gate.max_rounds}); measure more")
+    kinds = [Kind("A/A", "", 0.0)] + [Kind(f"{t} +{round(level * 100)} %", t, level) for t in targets
+                                      for level in levels]
+    lines = ["| trials | kind | trials | false alarms (95 % upper bound) | detected | rounds per row (mean) | "
+             "minutes per gate run (mean) |", "|---|---|---:|---|---|---:|---:|"]
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        scratch = Path(scratch_dir)
+        for how in ("disjoint", "resampled"):
+            for kind in kinds:
+                trials: list[Trial] = []
+                if how == "disjoint":
+                    pointer = {row: 0 for row in rows}
+                    while True:
+                        trial = gate_trial(kind, rows, {row: pool[pointer[row]:] for row in rows}, gate, work,
+                                           scratch)
+                        if trial is None:
+                            break
+                        trials.append(trial)
+                        for row in rows:
+                            pointer[row] += trial.rounds[row]
+                else:
+                    rng = random.Random(f"gate-power-resample:{seed}:{kind.name}")
+                    for _ in range(resample):
+                        draws = {row: rng.sample(pool, min(len(pool), gate.max_rounds)) for row in rows}
+                        trial = gate_trial(kind, rows, draws, gate, work, scratch)
+                        if trial is not None:
+                            trials.append(trial)
+                if not trials:
+                    continue
+                n = len(trials)
+                alarms = sum(t.alarm for t in trials)
+                alarm_cell = (f"{alarms}/{n} ({100 * alarms / n:.0f} %, ≤ {100 * clopper_pearson_upper(alarms, n):.1f} %)"
+                              if not kind.slowed_row else "-")
+                hits = sum(t.detected for t in trials)
+                detect_cell = f"{hits}/{n} ({100 * hits / n:.0f} %)" if kind.slowed_row else "-"
+                mean_rounds = sum(sum(t.rounds.values()) / len(rows) for t in trials) / n
+                minutes = sum(t.wall_s for t in trials) / n / 60
+                lines.append(f"| {how} | {kind.name} | {n} | {alarm_cell} | {detect_cell} | {mean_rounds:.1f} | "
+                             f"{minutes:.1f} |")
+                print(lines[-1], file=sys.stderr, flush=True)
+    return "\n".join(lines) + (
+        f"\n\n{len(pool)} complete rounds measured in {work} (each: every row once per arm: "
+        f"{', '.join(arms)}); gate: threshold {gate.threshold}, alpha {gate.alpha}, metric {gate.metrics}, rounds "
+        f"{gate.min_rounds} to {gate.max_rounds}. Disjoint trials take consecutive unused rounds, as consecutive gate "
+        f"runs would; resampled trials draw {gate.max_rounds} rounds per row without replacement from the pool "
+        f"(they share rounds). Minutes per gate run: the runs' own wall time (two builds), no rebuild.\n")
+
+
+def main(argv: list[str], build: Callable[[], str], source: Path) -> int:
+    """`build` gives the ddpbench binary, building it when needed (after the arguments are read)."""
+    parser = argparse.ArgumentParser(prog="scripts/gate-power --paired", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--paired", action="store_true")
+    parser.add_argument("--rounds", type=int, default=30, help="rounds to measure (each: every row once per arm)")
+    parser.add_argument("--levels", default="0.05,0.10,0.15", help="slowdowns, as fractions")
+    parser.add_argument("--targets", default="single,ddp-2,dp-2,all", help="rows of the sweep slowed alone, or all")
+    parser.add_argument("--sweep-file", type=Path, default=source / "scripts" / "ci-bench.sweep.json")
+    parser.add_argument("--twins", action=argparse.BooleanOptionalAction, default=False,
+                        help="run PyTorch's twins too (each run twice as long)")
+    parser.add_argument("--min-rounds", type=int, default=4)
+    parser.add_argument("--max-rounds", type=int, default=12)
+    parser.add_argument("--thresholds", default="0.05")
+    parser.add_argument("--alphas", default="0.05")
+    parser.add_argument("--metric", default="train_time_s")
+    parser.add_argument("--resample", type=int, default=100, help="resampled trials per kind (0: none)")
+    parser.add_argument("--seed", type=int, default=1, help="the run order and the resampling")
+    parser.add_argument("--work-dir", type=Path, default=source / "results" / "gate-power-paired")
+    parser.add_argument("--evaluate-only", action="store_true", help="evaluate the rounds measured before")
+    args = parser.parse_args(argv)
+    try:
+        levels = [float(v) for v in args.levels.split(",") if v]
+        thresholds = [float(v) for v in args.thresholds.split(",") if v]
+        alphas = [float(v) for v in args.alphas.split(",") if v]
+    except ValueError as error:
+        print(f"scripts/gate-power: {error}", file=sys.stderr)
+        return 2
+    targets = [t for t in args.targets.split(",") if t]
+    try:
+        rows = paired_rounds.sweep_rows(args.sweep_file)
+        binary = build()
+        unknown = [t for t in targets if t != "all" and t not in rows]
+        if unknown or not levels or any(not 0 < v < 10 for v in levels) or any(not 0 < a < 1 for a in alphas):
+            raise paired_rounds.BadInput(f"--targets must be rows of {args.sweep_file.name} ({', '.join(rows)}) or all "
+                                         f"(unknown: {', '.join(unknown) or 'none'}); --levels in (0, 10); "
+                                         f"--alphas in (0, 1)")
+        if args.rounds < args.max_rounds or not 2 <= args.min_rounds <= args.max_rounds:
+            raise paired_rounds.BadInput("--rounds must be at least --max-rounds, and 2 <= --min-rounds <= --max-rounds")
+        args.work_dir.mkdir(parents=True, exist_ok=True)
+        if not args.evaluate_only:
+            measure(binary, args.sweep_file, levels, args.rounds, args.seed, args.twins, args.work_dir)
+        for threshold in thresholds:
+            for alpha in alphas:
+                gate = paired_rounds.Gate(binary, threshold, alpha, args.metric, args.min_rounds, args.max_rounds)
+                print(f"\n### threshold {threshold}, alpha {alpha}\n")
+                print(evaluate(binary, args.sweep_file, levels, targets, args.work_dir, gate, args.resample, args.seed),
+                      flush=True)
+    except paired_rounds.BadInput as error:
+        print(f"scripts/gate-power: {error}", file=sys.stderr)
+        return 2
+    except paired_rounds.Interrupted as error:
+        print(f"scripts/gate-power: {error}", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,236 @@
+"""Paired rounds of two builds (scripts/ci-bench --against): each round runs every row once on
+each build, back to back, the builds in a random order for each row and the rows in a random
+order (randomized multiple interleaved trials: Abedi & Brecht, ICPE 2017), so whatever the
+machine does to one build in a round it does to the other. Round r of a row is repetition r of
+that build's rounds file, which `ddpbench compare --paired` reads. After --min-rounds rounds of
+every row, each further round runs only the rows the comparison still calls undecided, up to
+--max-rounds. The order of round r depends only on the seed and r, so a seed reproduces it.
+
+Exit codes: 0 no regression, 1 a regression (or a row below the PyTorch floor), 2 bad input,
+130 a run interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class BadInput(Exception):
+    """What was asked cannot be judged: exit 2 (125 under git bisect)."""
+
+
+class Interrupted(Exception):
+    """A run ended by a signal, or the sweep itself failed: nothing to judge."""
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One side of the comparison: a build's binary and the sweep arguments it runs every row with."""
+    label: str
+    binary: str
+    sweep_args: tuple[str, ...] = ()
+    row_args: dict[str, tuple[str, ...]] = field(default_factory=dict)  # more arguments for one row
+
+
+def round_order(rows: list[str], arms: list[str], seed: int, round_index: int) -> list[tuple[str, str]]:
+    """Round `round_index`'s runs: every row once per arm, the rows shuffled, each row's arms
+    shuffled and run back to back. Depends on nothing but its arguments."""
+    rng = random.Random(f"ddpbench-paired-rounds:{seed}:{round_index}")
+    shuffled_rows = list(rows)
+    rng.shuffle(shuffled_rows)
+    order = []
+    for row in shuffled_rows:
+        row_arms = list(arms)
+        rng.shuffle(row_arms)
+        order += [(row, arm) for arm in row_arms]
+    return order
+
+
+def sweep_rows(sweep_file: Path) -> list[str]:
+    try:
+        sweep = json.loads(sweep_file.read_text())
+        rows = [row["name"] for row in sweep["rows"]]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise BadInput(f"--sweep-file: cannot read the rows of {sweep_file}: {error}") from None
+    if not rows or len(set(rows)) != len(rows):
+        raise BadInput(f"--sweep-file: {sweep_file} must name each row once (rows: {', '.join(rows) or 'none'})")
+    return rows
+
+
+def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path) -> Path:
+    """One row (and its PyTorch twin) on one build; its result file. A row that fails still
+    writes its row (exit 1): the comparison fails it closed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [arm.binary, "sweep", "--file", str(sweep_file), "--mode", "faithful", "--table", "tutorial", "--rows",
+               row, "--repeat", "1", "--out-dir", str(folder), *arm.sweep_args, *arm.row_args.get(row, ())]
+    if twins:
+        command.append("--reference")
+    with open(folder / "sweep.log", "w") as log:
+        rc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    results = folder / "results.json"
+    if rc == 2:
+        raise BadInput(f"{arm.label} build refused the sweep of row {row}: see {folder / 'sweep.log'}")
+    if rc not in (0, 1) or not results.exists():
+        raise Interrupted(f"{arm.label} build's sweep of row {row} exited with {rc}: see {folder / 'sweep.log'}")
+    return results
+
+
+def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
+    """One rounds file: every run of `files` (round, result file), repetition = its round."""
+    merged: dict | None = None
+    runs: list[dict] = []
+    rows: list[dict] = []
+    for round_index, path in sorted(files, key=lambda item: (item[0], str(item[1]))):
+        doc = json.loads(path.read_text())
+        if merged is None:
+            merged = doc
+        for run in doc["runs"]:
+            run["repetition"] = round_index
+            runs.append(run)
+        for row in (doc.get("sweep") or {}).get("rows", []):
+            if all(row.get("name") != r.get("name") or row.get("mode") != r.get("mode") for r in rows):
+                rows.append(row)
+    if merged is None:
+        raise BadInput("no round ran")
+    merged["runs"] = runs
+    merged.pop("summary", None)
+    sweep = merged.setdefault("sweep", {})
+    sweep["rows"] = rows
+    sweep["repeat"] = 1 + max(index for index, _ in files)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(merged, indent=1))
+    tmp.replace(out)
+
+
+@dataclass
+class Gate:
+    """The comparison's settings, passed to `ddpbench compare --paired`."""
+    binary: str
+    threshold: float
+    alpha: float
+    metrics: str
+    min_rounds: int
+    max_rounds: int
+    allow_missing: str = ""
+
+    def compare(self, baseline: Path, candidate: Path, undecided: Path, out: Path | None = None
+                ) -> tuple[int, str, list[str]]:
+        command = [self.binary, "compare", str(baseline), str(candidate), "--paired", "--threshold",
+                   str(self.threshold), "--alpha", str(self.alpha), "--metric", *self.metrics.split(","),
+                   "--min-rounds", str(self.min_rounds), "--max-rounds", str(self.max_rounds), "--undecided-out",
+                   str(undecided)]
+        if self.allow_missing:
+            command += ["--allow-missing", *self.allow_missing.split(",")]
+        if out is not None:
+            command += ["--out", str(out)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode == 2:
+            raise BadInput(f"ddpbench compare --paired refused the rounds: {done.stderr.strip()}")
+        if done.returncode not in (0, 1):
+            raise Interrupted(f"ddpbench compare --paired exited with {done.returncode}: {done.stderr.strip()}")
+        rows = [line.strip() for line in undecided.read_text().splitlines() if line.strip()]
+        return done.returncode, done.stdout, rows
+
+
+def row_of(name: str, rows: list[str]) -> str:
+    """The sweep row a compared row belongs to: a twin (`ddp-2.torch`) runs with its row."""
+    if name in rows:
+        return name
+    base = name.removesuffix(".torch")
+    if base in rows:
+        return base
+    raise BadInput(f"the comparison names a row '{name}' the sweep file does not have")
+
+
+def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed: int, twins: bool, out: Path,
+               log=sys.stderr) -> tuple[int, str]:
+    """The adaptive paired gate: the exit code (0 or 1) and the comparison's text."""
+    rows = sweep_rows(sweep_file)
+    out.mkdir(parents=True, exist_ok=True)
+    files: dict[str, list[tuple[int, Path]]] = {baseline.label: [], candidate.label: []}
+    plan = open(out / "order.jsonl", "w")
+    to_run = list(rows)
+    rounds_of = {row: 0 for row in rows}
+    started = time.monotonic()
+    for round_index in range(gate.max_rounds):
+        order = [(row, arm) for row, arm in round_order(rows, [baseline.label, candidate.label], seed, round_index)
+                 if row in to_run]
+        for row, label in order:
+            arm = baseline if label == baseline.label else candidate
+            began = time.time()
+            path = run_row(arm, sweep_file, row, twins, out / label / f"round-{round_index:02d}" / row)
+            files[label].append((round_index, path))
+            plan.write(json.dumps({"round": round_index, "row": row, "build": label, "started_unix_s": round(began, 3),
+                                   "wall_s": round(time.time() - began, 3)}) + "\n")
+            plan.flush()
+        for row in to_run:
+            rounds_of[row] += 1
+        print(f"ci-bench: round {round_index + 1} done ({', '.join(f'{r} {a}' for r, a in order)}), "
+              f"{time.monotonic() - started:.0f} s", file=log, flush=True)
+        if round_index + 1 < gate.min_rounds:
+            continue
+        merge_rounds(files[baseline.label], out / "baseline-rounds.json")
+        merge_rounds(files[candidate.label], out / "candidate-rounds.json")
+        rc, text, undecided = gate.compare(out / "baseline-rounds.json", out / "candidate-rounds.json",
+                                           out / "undecided.txt", out / "paired.md")
+        to_run = sorted({row_of(name, rows) for name in undecided}, key=rows.index)
+        if not to_run:
+            break
+        print(f"ci-bench: undecided after round {round_index + 1}: {', '.join(undecided)}: one more round of "
+              f"{', '.join(to_run)}", file=log, flush=True)
+    plan.close()
+    summary = ", ".join(f"{row} {n}" for row, n in rounds_of.items())
+    print(f"ci-bench: rounds run per row: {summary}; {time.monotonic() - started:.0f} s", file=log, flush=True)
+    return rc, text
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/lib/paired_rounds.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline-binary", required=True)
+    parser.add_argument("--baseline-label", default="baseline")
+    parser.add_argument("--candidate-binary", required=True)
+    parser.add_argument("--sweep-file", required=True, type=Path)
+    parser.add_argument("--out-dir", required=True, type=Path)
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--min-rounds", type=int, default=4)
+    parser.add_argument("--max-rounds", type=int, default=12)
+    parser.add_argument("--threshold", type=float, default=0.05)
+    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--metric", default="train_time_s")
+    parser.add_argument("--allow-missing", default="")
+    parser.add_argument("--twins", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("sweep_args", nargs="*", help="arguments for both builds' sweeps")
+    args = parser.parse_args(argv)
+    try:
+        if not 1 <= args.min_rounds <= args.max_rounds:
+            raise BadInput(f"--min-rounds ({args.min_rounds}) must be 1 or more and at most --max-rounds "
+                           f"({args.max_rounds})")
+        if args.min_rounds < 2:
+            raise BadInput("--min-rounds must be 2 or more: one pair has no spread to test")
+        for flag, path in (("--baseline-binary", args.baseline_binary), ("--candidate-binary", args.candidate_binary)):
+            if not os.access(path, os.X_OK):
+                raise BadInput(f"{flag}: '{path}' is not an executable")
+        baseline = Arm(args.baseline_label, args.baseline_binary, tuple(args.sweep_args))
+        candidate = Arm("candidate", args.candidate_binary, tuple(args.sweep_args))
+        gate = Gate(args.candidate_binary, args.threshold, args.alpha, args.metric, args.min_rounds, args.max_rounds,
+                    args.allow_missing)
+        rc, text = run_rounds(baseline, candidate, args.sweep_file, gate, args.seed, args.twins, args.out_dir)
+    except BadInput as error:
+        print(f"scripts/ci-bench: {error}", file=sys.stderr)
+        return 2
+    except Interrupted as error:
+        print(f"scripts/ci-bench: {error}", file=sys.stderr)
+        return 130
+    print(text, end="")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

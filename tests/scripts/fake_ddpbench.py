@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""A stand-in build for scripts/ci-bench --against's tests: `sweep` writes one row of the
+committed ci-bench baseline with a train_time_s drawn from FAKE_DDPBENCH_SPEC (per build and
+row: a mean and a relative spread, seeded by build, row and the row's count of runs on that
+build), and logs each run; anything else goes to the real ddpbench (DDPBENCH_BINARY). The build
+is FAKE_DDPBENCH_BUILD.
+
+FAKE_DDPBENCH_SPEC: {"log": PATH, "state": DIR, "rows": {ROW: {BUILD: [MEAN_S, SPREAD]}}}
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+from pathlib import Path
+
+SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+
+
+def sweep(args: list[str], spec: dict) -> int:
+    row = args[args.index("--rows") + 1]
+    out = Path(args[args.index("--out-dir") + 1])
+    build = os.environ["FAKE_DDPBENCH_BUILD"]
+    state = Path(spec["state"]) / f"{build}.{row}.count"
+    count = int(state.read_text()) if state.exists() else 0
+    state.write_text(str(count + 1))
+    mean, spread = spec["rows"][row][build]
+    rng = random.Random(f"{build}:{row}:{count}")
+    seconds = mean * (1 + spread * rng.uniform(-1, 1))
+    baseline = json.loads((SOURCE / "scripts" / "ci-bench.baseline.json").read_text())
+    runs = [r for r in baseline["runs"] if r["name"] == row and r["repetition"] == 0]
+    if "--reference" in args:
+        runs += [r for r in baseline["runs"] if r["name"] == f"{row}.torch" and r["repetition"] == 0]
+    for run in runs:
+        if run["name"] == row:
+            ratio = seconds / run["train_time_s"]
+            run["train_time_s"] = seconds
+            run["images_per_s"] /= ratio
+            run["steady_images_per_s"] /= ratio
+    baseline["runs"] = runs
+    baseline["sweep"]["rows"] = [r for r in baseline["sweep"]["rows"] if r["name"] in {run["name"] for run in runs}]
+    baseline["sweep"]["repeat"] = 1
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(baseline))
+    with open(spec["log"], "a") as log:
+        log.write(f"{build} {row}\n")
+    return 0
+
+
+def main() -> int:
+    spec = json.loads(os.environ["FAKE_DDPBENCH_SPEC"])
+    if sys.argv[1:2] == ["sweep"]:
+        return sweep(sys.argv[2:], spec)
+    os.execv(os.environ["DDPBENCH_BINARY"], [os.environ["DDPBENCH_BINARY"], *sys.argv[1:]])
+    return 127
+
+
+if __name__ == "__main__":
+    sys.exit(main())
