@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -153,7 +154,15 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
                log=sys.stderr) -> tuple[int, str]:
     """The adaptive paired gate: the exit code (0 or 1) and the comparison's text."""
     rows = sweep_rows(sweep_file)
+    if baseline.label == candidate.label:
+        raise BadInput(f"the two builds need two labels (both are '{baseline.label}')")
     out.mkdir(parents=True, exist_ok=True)
+    # A folder used before keeps nothing of an earlier gate that could be read as this one's;
+    # nothing else in it is touched.
+    for stale in (baseline.label, candidate.label):
+        shutil.rmtree(out / stale, ignore_errors=True)
+    for name in ("baseline-rounds.json", "candidate-rounds.json", "order.jsonl", "paired.md", "undecided.txt"):
+        (out / name).unlink(missing_ok=True)
     files: dict[str, list[tuple[int, Path]]] = {baseline.label: [], candidate.label: []}
     plan = open(out / "order.jsonl", "w")
     to_run = list(rows)
@@ -224,6 +233,9 @@ def main(argv: list[str]) -> int:
         rc, text = run_rounds(baseline, candidate, args.sweep_file, gate, args.seed, args.twins, args.out_dir)
     except BadInput as error:
         print(f"scripts/ci-bench: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # --out-dir or a file in it cannot be written
+        print(f"scripts/ci-bench: --out-dir {args.out_dir}: {error}", file=sys.stderr)
         return 2
     except Interrupted as error:
         print(f"scripts/ci-bench: {error}", file=sys.stderr)

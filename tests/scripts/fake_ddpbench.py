@@ -28,6 +28,8 @@ def sweep(args: list[str], spec: dict) -> int:
     mean, spread = spec["rows"][row][build]
     rng = random.Random(f"{build}:{row}:{count}")
     seconds = mean * (1 + spread * rng.uniform(-1, 1))
+    if "--inject-slowdown" in args:  # real busy work in ddpbench: here, the time it adds
+        seconds *= 1 + float(args[args.index("--inject-slowdown") + 1])
     baseline = json.loads((SOURCE / "scripts" / "ci-bench.baseline.json").read_text())
     runs = [r for r in baseline["runs"] if r["name"] == row and r["repetition"] == 0]
     if "--reference" in args:
