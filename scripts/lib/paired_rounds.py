@@ -6,16 +6,18 @@ that build's rounds file, which `ddpbench compare --paired` reads. After --min-r
 every row, each further round runs only the rows the comparison still calls undecided, up to
 --max-rounds. The order of round r depends only on the seed and r, so a seed reproduces it.
 
-Exit codes: 0 no regression, 1 a regression (or a row below the PyTorch floor), 2 bad input,
-130 a run interrupted.
+Exit codes: 0 no regression, 1 a regression (found at any look) or a candidate whose sweep died,
+2 bad input or a baseline build that cannot run the rows, 130 interrupted.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import math
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -42,16 +44,20 @@ class Arm:
 
 def round_order(rows: list[str], arms: list[str], seed: int, round_index: int) -> list[tuple[str, str]]:
     """Round `round_index`'s runs: every row once per arm, the rows shuffled, each row's arms
-    shuffled and run back to back. Depends on nothing but its arguments."""
+    run back to back. The arms' order is counterbalanced in blocks of two rounds: random in the
+    first, reversed in the second, so an effect of running first in a pair falls on each build
+    equally (unbalanced, the trimmed mean cut the minority order away and read the effect as a
+    change). Depends on nothing but its arguments."""
     rng = random.Random(f"ddpbench-paired-rounds:{seed}:{round_index}")
     shuffled_rows = list(rows)
     rng.shuffle(shuffled_rows)
-    order = []
-    for row in shuffled_rows:
+    block = random.Random(f"ddpbench-paired-rounds:{seed}:block:{round_index // 2}")
+    arm_orders = {}
+    for row in rows:
         row_arms = list(arms)
-        rng.shuffle(row_arms)
-        order += [(row, arm) for arm in row_arms]
-    return order
+        block.shuffle(row_arms)
+        arm_orders[row] = row_arms[::-1] if round_index % 2 else row_arms
+    return [(row, arm) for row in shuffled_rows for arm in arm_orders[row]]
 
 
 def sweep_rows(sweep_file: Path) -> list[str]:
@@ -65,9 +71,15 @@ def sweep_rows(sweep_file: Path) -> list[str]:
     return rows
 
 
-def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path) -> Path:
+class BrokenCandidate(Exception):
+    """The candidate build's sweep died or wrote nothing readable: the gate fails (exit 1)."""
+
+
+def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, candidate: bool = False) -> Path:
     """One row (and its PyTorch twin) on one build; its result file. A row that fails still
-    writes its row (exit 1): the comparison fails it closed."""
+    writes its row (exit 1): the comparison fails it closed. A sweep that itself dies or writes
+    no readable result fails the gate when it is the candidate's, and cannot be judged when it
+    is the baseline build's."""
     folder.mkdir(parents=True, exist_ok=True)
     command = [arm.binary, "sweep", "--file", str(sweep_file), "--mode", "faithful", "--table", "tutorial", "--rows",
                row, "--repeat", "1", "--out-dir", str(folder), *arm.sweep_args, *arm.row_args.get(row, ())]
@@ -76,10 +88,23 @@ def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path) -> 
     with open(folder / "sweep.log", "w") as log:
         rc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
     results = folder / "results.json"
+    where = f"the {arm.label} build's sweep of row {row} (log: {folder / 'sweep.log'})"
     if rc == 2:
-        raise BadInput(f"{arm.label} build refused the sweep of row {row}: see {folder / 'sweep.log'}")
-    if rc not in (0, 1) or not results.exists():
-        raise Interrupted(f"{arm.label} build's sweep of row {row} exited with {rc}: see {folder / 'sweep.log'}")
+        raise BadInput(f"{where} refused its input")
+    if rc in (-signal.SIGINT, -signal.SIGTERM, 130, 143):
+        raise Interrupted(f"{where} was interrupted (exit {rc})")
+    problem = "" if rc in (0, 1) else f"exited with {rc}"
+    if not problem:
+        try:
+            runs = json.loads(results.read_text())["runs"]
+            if not any(r.get("name") == row for r in runs):
+                problem = f"wrote no row {row} into {results}"
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            problem = f"wrote no readable result file ({results}: {error})"
+    if problem:
+        if candidate:
+            raise BrokenCandidate(f"{where} {problem}")
+        raise BadInput(f"{where} {problem}")
     return results
 
 
@@ -140,6 +165,11 @@ class Gate:
         return done.returncode, done.stdout, rows
 
 
+def regressions(text: str) -> set[str]:
+    """The comparisons `compare --paired`'s text calls a regression, as "ROW (MODE) METRIC"."""
+    return {line[2:].split(":", 1)[0] for line in text.splitlines() if line.startswith("- ") and ": REGRESSION" in line}
+
+
 def row_of(name: str, rows: list[str]) -> str:
     """The sweep row a compared row belongs to: a twin (`ddp-2.torch`) runs with its row."""
     if name in rows:
@@ -167,6 +197,7 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
     plan = open(out / "order.jsonl", "w")
     to_run = list(rows)
     rounds_of = {row: 0 for row in rows}
+    regressed: dict[str, int] = {}  # row (with its mode) -> the round its regression was found
     started = time.monotonic()
     for round_index in range(gate.max_rounds):
         order = [(row, arm) for row, arm in round_order(rows, [baseline.label, candidate.label], seed, round_index)
@@ -174,7 +205,8 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
         for row, label in order:
             arm = baseline if label == baseline.label else candidate
             began = time.time()
-            path = run_row(arm, sweep_file, row, twins, out / label / f"round-{round_index:02d}" / row)
+            path = run_row(arm, sweep_file, row, twins, out / label / f"round-{round_index:02d}" / row,
+                           candidate=arm is candidate)
             files[label].append((round_index, path))
             plan.write(json.dumps({"round": round_index, "row": row, "build": label, "started_unix_s": round(began, 3),
                                    "wall_s": round(time.time() - began, 3)}) + "\n")
@@ -189,6 +221,8 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
         merge_rounds(files[candidate.label], out / "candidate-rounds.json")
         rc, text, undecided = gate.compare(out / "baseline-rounds.json", out / "candidate-rounds.json",
                                            out / "undecided.txt", out / "paired.md")
+        for name in regressions(text) - set(regressed):
+            regressed[name] = round_index + 1
         to_run = sorted({row_of(name, rows) for name in undecided}, key=rows.index)
         if not to_run:
             break
@@ -197,6 +231,14 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
     plan.close()
     summary = ", ".join(f"{row} {n}" for row, n in rounds_of.items())
     print(f"ci-bench: rounds run per row: {summary}; {time.monotonic() - started:.0f} s", file=log, flush=True)
+    # Each look is at alpha / looks, so a regression found at any look stands: a later look at
+    # other rows (Holm's order changes as they gain rounds) does not take it back.
+    taken_back = {name: at for name, at in regressed.items() if name not in regressions(text)}
+    if taken_back:
+        text += "".join(f"\n**Regression**: {name} was a regression after round {at} (each look is at alpha / looks, "
+                        f"so a regression at any look stands; later rounds of other rows moved Holm's order)\n"
+                        for name, at in taken_back.items())
+        rc = 1
     return rc, text
 
 
@@ -223,6 +265,12 @@ def main(argv: list[str]) -> int:
                            f"({args.max_rounds})")
         if args.min_rounds < 2:
             raise BadInput("--min-rounds must be 2 or more: one pair has no spread to test")
+        if not (math.isfinite(args.threshold) and 0 <= args.threshold < 1):
+            raise BadInput(f"--threshold must be a fraction in [0, 1) (got {args.threshold})")
+        if not 0 < args.alpha < 1:
+            raise BadInput(f"--alpha must lie in (0, 1) (got {args.alpha})")
+        if not [m for m in args.metric.split(",") if m]:
+            raise BadInput("--metric names no metric")
         for flag, path in (("--baseline-binary", args.baseline_binary), ("--candidate-binary", args.candidate_binary)):
             if not os.access(path, os.X_OK):
                 raise BadInput(f"{flag}: '{path}' is not an executable")
@@ -237,8 +285,11 @@ def main(argv: list[str]) -> int:
     except OSError as error:  # --out-dir or a file in it cannot be written
         print(f"scripts/ci-bench: --out-dir {args.out_dir}: {error}", file=sys.stderr)
         return 2
-    except Interrupted as error:
-        print(f"scripts/ci-bench: {error}", file=sys.stderr)
+    except BrokenCandidate as error:
+        print(f"scripts/ci-bench: {error}: the candidate fails the gate", file=sys.stderr)
+        return 1
+    except (Interrupted, KeyboardInterrupt) as error:
+        print(f"scripts/ci-bench: {error or 'interrupted'}", file=sys.stderr)
         return 130
     print(text, end="")
     return rc

@@ -5,13 +5,16 @@ row: a mean and a relative spread, seeded by build, row and the row's count of r
 build), and logs each run; anything else goes to the real ddpbench (DDPBENCH_BINARY). The build
 is FAKE_DDPBENCH_BUILD.
 
-FAKE_DDPBENCH_SPEC: {"log": PATH, "state": DIR, "rows": {ROW: {BUILD: [MEAN_S, SPREAD]}}}
+FAKE_DDPBENCH_SPEC: {"log": PATH, "state": DIR, "first_penalty": X,
+                     "rows": {ROW: {BUILD: [MEAN_S, SPREAD] or {"times": [S, ...]} or "garbage" or "crash"}}}
+first_penalty: a run that opens a pair (the first of consecutive runs of a row) is X slower.
 """
 from __future__ import annotations
 
 import json
 import os
 import random
+import signal
 import sys
 from pathlib import Path
 
@@ -25,9 +28,21 @@ def sweep(args: list[str], spec: dict) -> int:
     state = Path(spec["state"]) / f"{build}.{row}.count"
     count = int(state.read_text()) if state.exists() else 0
     state.write_text(str(count + 1))
-    mean, spread = spec["rows"][row][build]
-    rng = random.Random(f"{build}:{row}:{count}")
-    seconds = mean * (1 + spread * rng.uniform(-1, 1))
+    how = spec["rows"][row][build]
+    if how == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if isinstance(how, dict):
+        seconds = how["times"][count]
+    else:
+        mean, spread = how if how != "garbage" else (1.0, 0.0)
+        rng = random.Random(f"{build}:{row}:{count}")
+        seconds = mean * (1 + spread * rng.uniform(-1, 1))
+    last = Path(spec["state"]) / "last"
+    previous, streak = (last.read_text().split() + ["", "0"])[:2] if last.exists() else ("", "0")
+    streak = int(streak) + 1 if previous == row else 1
+    last.write_text(f"{row} {streak}")
+    if streak % 2 == 1:
+        seconds *= 1 + spec.get("first_penalty", 0.0)
     if "--inject-slowdown" in args:  # real busy work in ddpbench: here, the time it adds
         seconds *= 1 + float(args[args.index("--inject-slowdown") + 1])
     baseline = json.loads((SOURCE / "scripts" / "ci-bench.baseline.json").read_text())
@@ -44,7 +59,7 @@ def sweep(args: list[str], spec: dict) -> int:
     baseline["sweep"]["rows"] = [r for r in baseline["sweep"]["rows"] if r["name"] in {run["name"] for run in runs}]
     baseline["sweep"]["repeat"] = 1
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(baseline))
+    (out / "results.json").write_text(json.dumps(baseline)[:100] if how == "garbage" else json.dumps(baseline))
     with open(spec["log"], "a") as log:
         log.write(f"{build} {row}\n")
     return 0

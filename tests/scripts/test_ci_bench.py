@@ -209,6 +209,7 @@ class CiBenchTest(unittest.TestCase):
             'DDPBENCH_BUILD_DIR=${DDPBENCH_BUILD_DIR:-$DDPBENCH_ROOT/build}\n'
             'ddpbench_setup() {\n'
             '  [ ! -e "$DDPBENCH_ROOT/broken" ] || { echo "this commit does not compile" >&2; return 1; }\n'
+            '  [ ! -e "$DDPBENCH_ROOT/nobinary" ] || return 0\n'
             '  mkdir -p "$DDPBENCH_BUILD_DIR"\n'
             '  printf \'#!/bin/sh\\n[ "$1" = sweep ] && exec %s "$@" --inject-slowdown %s\\nexec %s "$@"\\n\' \\\n'
             '    "$FAKE_REAL_DDPBENCH" "$(cat "$DDPBENCH_ROOT/slowdown")" "$FAKE_REAL_DDPBENCH" '
@@ -245,10 +246,11 @@ class CiBenchTest(unittest.TestCase):
                                  env=env, capture_output=True, text=True, check=False, timeout=600)
         self.assertEqual(skipped.returncode, 125, skipped.stderr)
         self.assertIn("the set-up or build failed", skipped.stderr)
-        unknown = subprocess.run(["scripts/ci-bench", "--against", "no-such-rev"], cwd=repo, env=env,
-                                 capture_output=True, text=True, check=False, timeout=60)
-        self.assertEqual(unknown.returncode, 2, unknown.stderr)
-        self.assertIn("--against: 'no-such-rev' is not a commit", unknown.stderr)
+        for flags, code in (([], 2), (["--bisect"], 128)):  # 128 stops git bisect run: no commit can be judged
+            unknown = subprocess.run(["scripts/ci-bench", *flags, "--against", "no-such-rev"], cwd=repo, env=env,
+                                     capture_output=True, text=True, check=False, timeout=60)
+            self.assertEqual(unknown.returncode, code, unknown.stderr)
+            self.assertIn("--against: 'no-such-rev' is not a commit", unknown.stderr)
         git("checkout", "-q", commits[-1])
 
         git("bisect", "start", commits[-1], commits[0])
@@ -258,6 +260,22 @@ class CiBenchTest(unittest.TestCase):
         git("bisect", "reset")
         self.assertIn(f"{commits[3]} is the first bad commit", run.stdout, run.stdout + run.stderr)
         self.assertRegex(run.stdout, r"single \(faithful\) train_time_s: \d+\.\d % slower.*REGRESSION")
+        # A REV whose set-up succeeds but leaves no binary does not build: the binary left by
+        # the last REV built there is not taken for its.
+        git("checkout", "-q", "-b", "nobin", commits[0])
+        (repo / "nobinary").write_text("")
+        git("add", "-A")
+        git("commit", "-q", "-m", "set-up that builds nothing")
+        git("checkout", "-q", commits[-1])
+        for flags, code in (([], 2), (["--bisect"], 128)):
+            stale = subprocess.run(["scripts/ci-bench", *flags, "--against", "nobin", "--no-twins"], cwd=repo,
+                                   env=env, capture_output=True, text=True, check=False, timeout=120)
+            self.assertEqual(stale.returncode, code, stale.stderr)
+            self.assertIn("--against: nobin", stale.stderr)
+            self.assertIn("does not build", stale.stderr)
+        subprocess.run(["scripts/ci-bench", "--against", commits[0], "--no-twins", "--max-rounds", "4", "--threshold",
+                        "0.9"], cwd=repo, env=env, capture_output=True, check=False, timeout=600)
+
         # The good commit is built in its own worktree beside the build folder, kept for the next run.
         worktree = subprocess.run(["git", "-C", str(repo / "build-against" / "src"), "rev-parse", "HEAD"],
                                   capture_output=True, text=True, check=True).stdout.strip()

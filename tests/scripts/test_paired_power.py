@@ -76,7 +76,7 @@ class TrialsTest(unittest.TestCase):
         self.assertIn("| 3 | 0/3 (0 %, ≤ 63.2 %) | - | 4.0 |", lines[("disjoint", "A/A")])
         self.assertIn("| 3 | - | 3/3 (100 %) | 4.0 |", lines[("disjoint", "single +50 %")])
         self.assertIn("| 3 | - | 3/3 (100 %) | 4.0 |", lines[("disjoint", "all +50 %")])
-        self.assertIn("| 4 | 0/4 (0 %, ≤ 52.7 %) |", lines[("resampled", "A/A")])
+        self.assertIn("| 4 | 0/4 (0 %) |", lines[("resampled", "A/A")])  # shared rounds: no bound
 
     def test_an_alarm_on_another_row_is_no_detection_of_the_slowed_one(self) -> None:
         paired_power.measure(str(self.binary), self.sweep, [0.5], rounds=8, seed=1, twins=False, work=self.work)

@@ -43,6 +43,19 @@ class RoundOrderTest(unittest.TestCase):
             self.assertGreaterEqual(firsts["candidate"], 4, f"{row}: {firsts}")
         self.assertGreater(len({tuple(r for r, _ in order[::2]) for order in orders}), 2, "the rows never change order")
 
+    def test_each_block_of_two_rounds_runs_each_rows_builds_in_both_orders(self) -> None:
+        # Unbalanced, an effect of running first in a pair was read as a change: the trimmed mean
+        # cut the rounds of the minority order away (the attack: 9 false alarms in 30).
+        for block in range(12):
+            first, second = (paired_rounds.round_order(ROWS, ["baseline", "candidate"], seed=9, round_index=r)
+                             for r in (2 * block, 2 * block + 1))
+            for row in ROWS:
+                self.assertEqual([a for r, a in first if r == row], [a for r, a in second if r == row][::-1])
+        # Which build opens a block is random, not a fixed alternation.
+        openers = Counter(next(a for r, a in paired_rounds.round_order(ROWS, ["baseline", "candidate"], 9, 2 * b)
+                               if r == "ddp-2") for b in range(12))
+        self.assertEqual(set(openers), {"baseline", "candidate"}, openers)
+
     def test_a_seed_reproduces_the_order_and_another_seed_changes_it(self) -> None:
         def orders(seed: int) -> list[list[tuple[str, str]]]:
             return [paired_rounds.round_order(ROWS, ["baseline", "candidate"], seed, r) for r in range(12)]
@@ -60,14 +73,15 @@ class PairedRoundsTest(unittest.TestCase):
         self.sweep = self.dir / "sweep.json"
         self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": row} for row in ROWS]}))
 
-    def builds(self, rows: dict[str, dict[str, list[float]]]) -> tuple[Path, Path, Path]:
+    def builds(self, rows: dict[str, dict[str, object]], first_penalty: float = 0.0) -> tuple[Path, Path, Path]:
         """Two stand-in builds with these times; their run log."""
         state = self.dir / "state"
         shutil.rmtree(state, ignore_errors=True)
         state.mkdir()
         log = self.dir / "runs.log"
         log.unlink(missing_ok=True)
-        os.environ["FAKE_DDPBENCH_SPEC"] = json.dumps({"log": str(log), "state": str(state), "rows": rows})
+        os.environ["FAKE_DDPBENCH_SPEC"] = json.dumps({"log": str(log), "state": str(state), "rows": rows,
+                                                       "first_penalty": first_penalty})
         paths = []
         for build in ("baseline", "candidate"):
             path = self.dir / f"{build}-ddpbench"
@@ -148,6 +162,48 @@ class PairedRoundsTest(unittest.TestCase):
             self.assertEqual(reps, Counter({(row, r): 1 for row in ROWS for r in range(4)}))
             self.assertEqual(doc["sweep"]["repeat"], 4)
 
+    def test_a_regression_found_at_one_look_stands_at_the_next(self) -> None:
+        # The attack's case: single is a regression after round 4 and stops; ddp-2's fifth round
+        # raises its p-value, which moves single's Holm p-value above alpha / looks. A
+        # regression at any look stands (each look is at alpha / looks).
+        five = {"times": [5.0] * 12}
+        baseline, candidate, _ = self.builds({
+            "single": {"baseline": five, "candidate": {"times": [5.6, 5.2, 5.5, 5.3]}},
+            "ddp-2": {"baseline": five, "candidate": {"times": [5.26, 5.14, 5.25, 5.16, 4.9]}},
+            "dp-2": {"baseline": five, "candidate": {"times": [5.0] * 12}}})
+        self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": "single"}, {"name": "ddp-2"}]}))
+        done = self.run_rounds(baseline, candidate, "--max-rounds", "5")
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("single (faithful) train_time_s was a regression after round 4", done.stdout)
+
+    def test_an_effect_of_running_first_is_no_regression(self) -> None:
+        spec = {row: {"baseline": [5.0, 0.01], "candidate": [5.0, 0.01]} for row in ROWS}
+        alarms = 0
+        for seed in range(1, 7):
+            baseline, candidate, _ = self.builds(spec, first_penalty=0.08)
+            done = self.run_rounds(baseline, candidate, "--max-rounds", "8", seed=seed)
+            self.assertIn(done.returncode, (0, 1), done.stderr)
+            alarms += done.returncode
+        self.assertEqual(alarms, 0, "the first run of each pair 8 % slower was read as a change")
+
+    def test_a_candidate_whose_sweep_dies_or_writes_garbage_fails_the_gate(self) -> None:
+        ok = [5.0, 0.005]
+        for broken in ("crash", "garbage"):
+            baseline, candidate, _ = self.builds({"single": {"baseline": ok, "candidate": broken},
+                                                  "ddp-2": {"baseline": ok, "candidate": ok},
+                                                  "dp-2": {"baseline": ok, "candidate": ok}})
+            done = self.run_rounds(baseline, candidate)
+            self.assertEqual(done.returncode, 1, broken + done.stderr)
+            self.assertIn("the candidate build's sweep of row single", done.stderr)
+            self.assertIn("the candidate fails the gate", done.stderr)
+            # The baseline build's broken output cannot judge the candidate: bad input.
+            baseline, candidate, _ = self.builds({"single": {"baseline": broken, "candidate": ok},
+                                                  "ddp-2": {"baseline": ok, "candidate": ok},
+                                                  "dp-2": {"baseline": ok, "candidate": ok}})
+            done = self.run_rounds(baseline, candidate)
+            self.assertEqual(done.returncode, 2, broken + done.stderr)
+            self.assertIn("the baseline build's sweep of row single", done.stderr)
+
     def test_bad_rounds_are_bad_input(self) -> None:
         baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.0], "candidate": [5.0, 0.0]} for row in ROWS})
         for args, message in ((["--min-rounds", "1"], "--min-rounds must be 2 or more"),
@@ -155,6 +211,20 @@ class PairedRoundsTest(unittest.TestCase):
             done = self.run_rounds(baseline, candidate, *args)
             self.assertEqual(done.returncode, 2, done.stderr)
             self.assertIn(message, done.stderr)
+        for args, message in ((["--threshold", "nan"], "--threshold must be a fraction"),
+                              (["--alpha", "0"], "--alpha must lie in (0, 1)"),
+                              (["--alpha", "2"], "--alpha must lie in (0, 1)")):
+            done = self.run_rounds(baseline, candidate, *args)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertIn(message, done.stderr)
+        self.assertFalse((self.dir / "runs.log").exists(), "rounds ran before the settings were checked")
+        (self.dir / "a-file").write_text("")
+        done = subprocess.run([sys.executable, str(PAIRED_ROUNDS), "--baseline-binary", str(baseline),
+                               "--candidate-binary", str(candidate), "--sweep-file", str(self.sweep), "--out-dir",
+                               str(self.dir / "a-file" / "out"), "--seed", "1", "--no-twins"], capture_output=True,
+                              text=True, check=False, timeout=60)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("--out-dir", done.stderr)
         self.sweep.write_text(json.dumps({"rows": [{"name": "single"}, {"name": "single"}]}))
         done = self.run_rounds(baseline, candidate)
         self.assertEqual(done.returncode, 2, done.stderr)
