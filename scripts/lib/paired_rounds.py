@@ -12,6 +12,7 @@ Exit codes: 0 no regression, 1 a regression (found at any look) or a candidate w
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import math
@@ -75,7 +76,26 @@ class BrokenCandidate(Exception):
     """The candidate build's sweep died or wrote nothing readable: the gate fails (exit 1)."""
 
 
-def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, candidate: bool = False) -> Path:
+def run_sweep(command: list[str], log_path: Path) -> int:
+    """The sweep in its own process group, so that an interrupted gate stops it and the rows it
+    started rather than leave them loading the machine."""
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return process.wait()
+        except BaseException:
+            for sig, grace_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+                try:
+                    os.killpg(process.pid, sig)
+                    process.wait(timeout=grace_s)
+                    break
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    continue
+            raise
+
+
+def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, candidate: bool = False,
+            ran_before: bool = False) -> Path:
     """One row (and its PyTorch twin) on one build; its result file. A row that fails still
     writes its row (exit 1): the comparison fails it closed. A sweep that itself dies or writes
     no readable result fails the gate when it is the candidate's, and cannot be judged when it
@@ -85,10 +105,11 @@ def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, can
                row, "--repeat", "1", "--out-dir", str(folder), *arm.sweep_args, *arm.row_args.get(row, ())]
     if twins:
         command.append("--reference")
-    with open(folder / "sweep.log", "w") as log:
-        rc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+    rc = run_sweep(command, folder / "sweep.log")
     results = folder / "results.json"
     where = f"the {arm.label} build's sweep of row {row} (log: {folder / 'sweep.log'})"
+    if rc == 2 and candidate and ran_before:
+        raise BrokenCandidate(f"{where} refused the input it ran in an earlier round")
     if rc == 2:
         raise BadInput(f"{where} refused its input")
     if rc in (-signal.SIGINT, -signal.SIGTERM, 130, 143):
@@ -180,8 +201,22 @@ def row_of(name: str, rows: list[str]) -> str:
     raise BadInput(f"the comparison names a row '{name}' the sweep file does not have")
 
 
+# The gate's own files in --out-dir, beside the two builds' round folders; verdict.txt is
+# written last, only by a gate that finished.
+OUTPUTS = ("baseline-rounds.json", "candidate-rounds.json", "order.jsonl", "paired.md", "undecided.txt", "verdict.txt")
+
+
+def never_ran_on_baseline(baseline_rounds: Path, expected_not_ok: set[str]) -> list[str]:
+    """Rows with no run that finished on the baseline build in any round, but those expected not to
+    run here: such a row would pass any candidate."""
+    runs = json.loads(baseline_rounds.read_text())["runs"]
+    names = dict.fromkeys(r["name"] for r in runs)
+    ok = {r["name"] for r in runs if r.get("status") == "ok"}
+    return [name for name in names if name not in ok and name not in expected_not_ok]
+
+
 def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed: int, twins: bool, out: Path,
-               log=sys.stderr) -> tuple[int, str]:
+               log=sys.stderr, expected_not_ok: frozenset[str] = frozenset()) -> tuple[int, str]:
     """The adaptive paired gate: the exit code (0 or 1) and the comparison's text."""
     rows = sweep_rows(sweep_file)
     if baseline.label == candidate.label:
@@ -191,7 +226,7 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
     # nothing else in it is touched.
     for stale in (baseline.label, candidate.label):
         shutil.rmtree(out / stale, ignore_errors=True)
-    for name in ("baseline-rounds.json", "candidate-rounds.json", "order.jsonl", "paired.md", "undecided.txt"):
+    for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
     files: dict[str, list[tuple[int, Path]]] = {baseline.label: [], candidate.label: []}
     plan = open(out / "order.jsonl", "w")
@@ -206,7 +241,7 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
             arm = baseline if label == baseline.label else candidate
             began = time.time()
             path = run_row(arm, sweep_file, row, twins, out / label / f"round-{round_index:02d}" / row,
-                           candidate=arm is candidate)
+                           candidate=arm is candidate, ran_before=bool(files[label]))
             files[label].append((round_index, path))
             plan.write(json.dumps({"round": round_index, "row": row, "build": label, "started_unix_s": round(began, 3),
                                    "wall_s": round(time.time() - began, 3)}) + "\n")
@@ -231,15 +266,43 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
     plan.close()
     summary = ", ".join(f"{row} {n}" for row, n in rounds_of.items())
     print(f"ci-bench: rounds run per row: {summary}; {time.monotonic() - started:.0f} s", file=log, flush=True)
+    never = never_ran_on_baseline(out / "baseline-rounds.json", expected_not_ok)
+    if never:
+        raise BadInput(f"the baseline build never ran {', '.join(never)} in any round, so it cannot judge the "
+                       f"candidate's (see {out / baseline.label}; rows expected not to run here: "
+                       f"{', '.join(sorted(expected_not_ok)) or 'none'})")
     # Each look is at alpha / looks, so a regression found at any look stands: a later look at
     # other rows (Holm's order changes as they gain rounds) does not take it back.
     taken_back = {name: at for name, at in regressed.items() if name not in regressions(text)}
     if taken_back:
-        text += "".join(f"\n**Regression**: {name} was a regression after round {at} (each look is at alpha / looks, "
-                        f"so a regression at any look stands; later rounds of other rows moved Holm's order)\n"
-                        for name, at in taken_back.items())
+        text = text.rstrip("\n").removesuffix("No regression.").rstrip("\n") + "\n\n" + "".join(
+            f"**Regression**: {name} was a regression after round {at} (each look is at alpha / looks, so a "
+            f"regression at any look stands; later rounds of other rows moved Holm's order).\n"
+            for name, at in taken_back.items())
         rc = 1
+        (out / "paired.md").write_text(text)
+    (out / "undecided.txt").write_text("".join(f"{name}\n" for name in undecided
+                                               if not any(name == k.split(" (")[0] for k in regressed)))
+    (out / "verdict.txt").write_text("regression\n" if rc == 1 else "no regression\n")
     return rc, text
+
+
+def terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt("terminated")
+
+
+def abandoned(out: Path, code: int) -> int:
+    """A gate that did not finish leaves no verdict of an earlier look to be read as its own."""
+    for name in ("paired.md", "undecided.txt", "verdict.txt"):
+        try:
+            (out / name).unlink(missing_ok=True)
+        except OSError:
+            pass
+    return code
+
+
+# What `compare --paired` can time (test_accuracy is no timing of two builds).
+PAIRED_METRICS = ("train_time_s", "images_per_s", "steady_images_per_s", "step_time_s")
 
 
 def main(argv: list[str]) -> int:
@@ -257,6 +320,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--metric", default="train_time_s")
     parser.add_argument("--allow-missing", default="")
     parser.add_argument("--twins", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--expected-not-ok", default="", help="rows expected not to run on this machine")
     parser.add_argument("sweep_args", nargs="*", help="arguments for both builds' sweeps")
     args = parser.parse_args(argv)
     try:
@@ -269,8 +333,16 @@ def main(argv: list[str]) -> int:
             raise BadInput(f"--threshold must be a fraction in [0, 1) (got {args.threshold})")
         if not 0 < args.alpha < 1:
             raise BadInput(f"--alpha must lie in (0, 1) (got {args.alpha})")
-        if not [m for m in args.metric.split(",") if m]:
-            raise BadInput("--metric names no metric")
+        metrics = [m for m in args.metric.split(",") if m]
+        unknown = [m for m in metrics if m not in PAIRED_METRICS]
+        if not metrics or unknown or len(set(metrics)) != len(metrics):
+            raise BadInput(f"--metric: '{args.metric}' must name each of {', '.join(PAIRED_METRICS)} at most once "
+                           f"(test_accuracy is no timing of two builds)")
+        rows = sweep_rows(args.sweep_file)
+        known = set(rows) | {f"{row}.torch" for row in rows}
+        strangers = [n for n in args.allow_missing.split(",") if n and n not in known]
+        if strangers:
+            raise BadInput(f"--allow-missing: the sweep file has no row {', '.join(strangers)} (rows: {', '.join(rows)})")
         for flag, path in (("--baseline-binary", args.baseline_binary), ("--candidate-binary", args.candidate_binary)):
             if not os.access(path, os.X_OK):
                 raise BadInput(f"{flag}: '{path}' is not an executable")
@@ -278,19 +350,27 @@ def main(argv: list[str]) -> int:
         candidate = Arm("candidate", args.candidate_binary, tuple(args.sweep_args))
         gate = Gate(args.candidate_binary, args.threshold, args.alpha, args.metric, args.min_rounds, args.max_rounds,
                     args.allow_missing)
-        rc, text = run_rounds(baseline, candidate, args.sweep_file, gate, args.seed, args.twins, args.out_dir)
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        lock = open(args.out_dir / ".ci-bench.lock", "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BadInput(f"another gate is writing into --out-dir {args.out_dir}") from None
+        signal.signal(signal.SIGTERM, terminated)
+        rc, text = run_rounds(baseline, candidate, args.sweep_file, gate, args.seed, args.twins, args.out_dir,
+                              expected_not_ok=frozenset(n for n in args.expected_not_ok.split(",") if n))
     except BadInput as error:
         print(f"scripts/ci-bench: {error}", file=sys.stderr)
-        return 2
+        return abandoned(args.out_dir, 2)
     except OSError as error:  # --out-dir or a file in it cannot be written
         print(f"scripts/ci-bench: --out-dir {args.out_dir}: {error}", file=sys.stderr)
-        return 2
+        return abandoned(args.out_dir, 2)
     except BrokenCandidate as error:
         print(f"scripts/ci-bench: {error}: the candidate fails the gate", file=sys.stderr)
-        return 1
+        return abandoned(args.out_dir, 1)
     except (Interrupted, KeyboardInterrupt) as error:
-        print(f"scripts/ci-bench: {error or 'interrupted'}", file=sys.stderr)
-        return 130
+        print(f"scripts/ci-bench: {str(error) or 'interrupted'}", file=sys.stderr)
+        return abandoned(args.out_dir, 130)
     print(text, end="")
     return rc
 

@@ -6,7 +6,8 @@ build), and logs each run; anything else goes to the real ddpbench (DDPBENCH_BIN
 is FAKE_DDPBENCH_BUILD.
 
 FAKE_DDPBENCH_SPEC: {"log": PATH, "state": DIR, "first_penalty": X,
-                     "rows": {ROW: {BUILD: [MEAN_S, SPREAD] or {"times": [S, ...]} or "garbage" or "crash"}}}
+                     "sleep_s": S, "rows": {ROW: {BUILD: [MEAN_S, SPREAD] or {"times": [S, ...]} or "garbage"
+                                                   or "crash" or "failed" or "refuse-after-first"}}}
 first_penalty: a run that opens a pair (the first of consecutive runs of a row) is X slower.
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import random
 import signal
 import sys
+import time
 from pathlib import Path
 
 SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[2]))
@@ -29,12 +31,17 @@ def sweep(args: list[str], spec: dict) -> int:
     count = int(state.read_text()) if state.exists() else 0
     state.write_text(str(count + 1))
     how = spec["rows"][row][build]
+    with open(Path(spec["state"]) / "pids", "a") as pids:
+        pids.write(f"{os.getpid()}\n")
+    time.sleep(spec.get("sleep_s", 0))
     if how == "crash":
         os.kill(os.getpid(), signal.SIGSEGV)
+    if how == "refuse-after-first" and count > 0:
+        return 2
     if isinstance(how, dict):
         seconds = how["times"][count]
     else:
-        mean, spread = how if how != "garbage" else (1.0, 0.0)
+        mean, spread = how if isinstance(how, list) else (1.0, 0.0)
         rng = random.Random(f"{build}:{row}:{count}")
         seconds = mean * (1 + spread * rng.uniform(-1, 1))
     last = Path(spec["state"]) / "last"
@@ -50,7 +57,9 @@ def sweep(args: list[str], spec: dict) -> int:
     if "--reference" in args:
         runs += [r for r in baseline["runs"] if r["name"] == f"{row}.torch" and r["repetition"] == 0]
     for run in runs:
-        if run["name"] == row:
+        if run["name"] == row and how == "failed":
+            run["status"], run["reason"] = "failed", "failed on purpose (test)"
+        elif run["name"] == row:
             ratio = seconds / run["train_time_s"]
             run["train_time_s"] = seconds
             run["images_per_s"] /= ratio
@@ -62,7 +71,7 @@ def sweep(args: list[str], spec: dict) -> int:
     (out / "results.json").write_text(json.dumps(baseline)[:100] if how == "garbage" else json.dumps(baseline))
     with open(spec["log"], "a") as log:
         log.write(f"{build} {row}\n")
-    return 0
+    return 1 if how == "failed" else 0
 
 
 def main() -> int:

@@ -214,6 +214,8 @@ class CiBenchTest(unittest.TestCase):
             '  printf \'#!/bin/sh\\n[ "$1" = sweep ] && exec %s "$@" --inject-slowdown %s\\nexec %s "$@"\\n\' \\\n'
             '    "$FAKE_REAL_DDPBENCH" "$(cat "$DDPBENCH_ROOT/slowdown")" "$FAKE_REAL_DDPBENCH" '
             '>"$DDPBENCH_BUILD_DIR/ddpbench"\n'
+            '  [ ! -e "$DDPBENCH_ROOT/crash" ] || printf \'#!/bin/sh\\n[ "$1" = sweep ] && kill -SEGV $$\\nexec %s "$@"\\n\' '
+            '"$FAKE_REAL_DDPBENCH" >"$DDPBENCH_BUILD_DIR/ddpbench"\n'
             '  chmod +x "$DDPBENCH_BUILD_DIR/ddpbench"\n'
             '}\n')
         (repo / ".gitignore").write_text("/build*/\n/results/\n")
@@ -273,6 +275,38 @@ class CiBenchTest(unittest.TestCase):
             self.assertEqual(stale.returncode, code, stale.stderr)
             self.assertIn("--against: nobin", stale.stderr)
             self.assertIn("does not build", stale.stderr)
+
+        # A candidate whose sweep crashes fails the gate, twins on (the floor has no rounds to read).
+        git("checkout", "-q", "-b", "crashing", commits[-1])
+        (repo / "crash").write_text("")
+        git("add", "-A")
+        git("commit", "-q", "-m", "a sweep that crashes")
+        crashed = subprocess.run(["scripts/ci-bench", "--bisect", "--against", commits[0], "--seed", "3"], cwd=repo,
+                                 env=env, capture_output=True, text=True, check=False, timeout=600)
+        self.assertEqual(crashed.returncode, 1, crashed.stdout + crashed.stderr)
+        self.assertIn("the candidate fails the gate", crashed.stderr)
+        git("checkout", "-q", commits[-1])
+
+        # --against-dir never removes or checks out a folder this repository did not make there:
+        # neither a stranger's src nor the candidate's own checkout.
+        foreign = self.dir / "foreign"
+        (foreign / "src").mkdir(parents=True)
+        (foreign / "src" / "notes.txt").write_text("precious")
+        refused = subprocess.run(["scripts/ci-bench", "--against", commits[0], "--no-twins", "--against-dir",
+                                  str(foreign)], cwd=repo, env=env, capture_output=True, text=True, check=False,
+                                 timeout=120)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("exists and is not a worktree this repository made", refused.stderr)
+        self.assertEqual((foreign / "src" / "notes.txt").read_text(), "precious")
+        own = self.dir / "lay" / "src"
+        subprocess.run(["git", "clone", "-q", str(repo), str(own)], env=env, check=True)
+        (own / "thesis.txt").write_text("uncommitted")
+        refused = subprocess.run(["scripts/ci-bench", "--against", commits[0], "--no-twins", "--against-dir",
+                                  str(own.parent)], cwd=own, env=env, capture_output=True, text=True, check=False,
+                                 timeout=120)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertEqual((own / "thesis.txt").read_text(), "uncommitted")
+
         subprocess.run(["scripts/ci-bench", "--against", commits[0], "--no-twins", "--max-rounds", "4", "--threshold",
                         "0.9"], cwd=repo, env=env, capture_output=True, check=False, timeout=600)
 

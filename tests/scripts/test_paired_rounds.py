@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from collections import Counter
 from pathlib import Path
@@ -175,6 +176,12 @@ class PairedRoundsTest(unittest.TestCase):
         done = self.run_rounds(baseline, candidate, "--max-rounds", "5")
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertIn("single (faithful) train_time_s was a regression after round 4", done.stdout)
+        self.assertNotIn("No regression.", done.stdout)
+        written = (self.dir / "out" / "paired.md").read_text()
+        self.assertIn("was a regression after round 4", written)
+        self.assertNotIn("No regression.", written)
+        self.assertNotIn("single", (self.dir / "out" / "undecided.txt").read_text())
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n")
 
     def test_an_effect_of_running_first_is_no_regression(self) -> None:
         spec = {row: {"baseline": [5.0, 0.01], "candidate": [5.0, 0.01]} for row in ROWS}
@@ -204,6 +211,53 @@ class PairedRoundsTest(unittest.TestCase):
             self.assertEqual(done.returncode, 2, broken + done.stderr)
             self.assertIn("the baseline build's sweep of row single", done.stderr)
 
+    def test_a_candidate_that_refuses_what_it_ran_before_fails(self) -> None:
+        ok = [5.0, 0.005]
+        baseline, candidate, _ = self.builds({"single": {"baseline": ok, "candidate": "refuse-after-first"},
+                                              "ddp-2": {"baseline": ok, "candidate": ok},
+                                              "dp-2": {"baseline": ok, "candidate": ok}})
+        done = self.run_rounds(baseline, candidate)
+        self.assertEqual(done.returncode, 1, done.stderr)
+        self.assertIn("refused the input it ran in an earlier round", done.stderr)
+        self.assertFalse((self.dir / "out" / "verdict.txt").exists())
+
+    def test_a_row_the_baseline_never_ran_cannot_judge_the_candidate(self) -> None:
+        ok = [5.0, 0.005]
+        rows = {"single": {"baseline": "failed", "candidate": [6.5, 0.005]},
+                "ddp-2": {"baseline": ok, "candidate": ok}, "dp-2": {"baseline": ok, "candidate": ok}}
+        baseline, candidate, _ = self.builds(rows)
+        done = self.run_rounds(baseline, candidate)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertIn("the baseline build never ran single in any round", done.stderr)
+        baseline, candidate, _ = self.builds(rows)
+        expected = self.run_rounds(baseline, candidate, "--expected-not-ok", "single")
+        self.assertEqual(expected.returncode, 0, expected.stdout + expected.stderr)
+
+    def test_a_terminated_gate_stops_its_runs_and_a_second_gate_waits_for_no_one(self) -> None:
+        ok = [5.0, 0.005]
+        baseline, candidate, _ = self.builds({row: {"baseline": ok, "candidate": ok} for row in ROWS})
+        spec = json.loads(os.environ["FAKE_DDPBENCH_SPEC"])
+        os.environ["FAKE_DDPBENCH_SPEC"] = json.dumps(dict(spec, sleep_s=30))
+        out = self.dir / "out"
+        command = [sys.executable, str(PAIRED_ROUNDS), "--baseline-binary", str(baseline), "--candidate-binary",
+                   str(candidate), "--sweep-file", str(self.sweep), "--out-dir", str(out), "--seed", "1", "--no-twins"]
+        first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        pids = Path(spec["state"]) / "pids"
+        for _ in range(100):
+            if pids.exists() and pids.read_text().strip():
+                break
+            time.sleep(0.1)
+        second = subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+        self.assertEqual(second.returncode, 2, second.stderr)
+        self.assertIn("another gate is writing into --out-dir", second.stderr)
+        first.terminate()
+        _, stderr = first.communicate(timeout=60)
+        self.assertEqual(first.returncode, 130, stderr)
+        self.assertIn("terminated", stderr)
+        for pid in pids.read_text().split():
+            with self.assertRaises(ProcessLookupError, msg=f"sweep {pid} outlived its gate"):
+                os.kill(int(pid), 0)
+
     def test_bad_rounds_are_bad_input(self) -> None:
         baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.0], "candidate": [5.0, 0.0]} for row in ROWS})
         for args, message in ((["--min-rounds", "1"], "--min-rounds must be 2 or more"),
@@ -213,7 +267,11 @@ class PairedRoundsTest(unittest.TestCase):
             self.assertIn(message, done.stderr)
         for args, message in ((["--threshold", "nan"], "--threshold must be a fraction"),
                               (["--alpha", "0"], "--alpha must lie in (0, 1)"),
-                              (["--alpha", "2"], "--alpha must lie in (0, 1)")):
+                              (["--alpha", "2"], "--alpha must lie in (0, 1)"),
+                              (["--metric", "bogus"], "--metric: 'bogus' must name"),
+                              (["--metric", "test_accuracy"], "test_accuracy is no timing"),
+                              (["--metric", "train_time_s,train_time_s"], "at most once"),
+                              (["--allow-missing", "no-such-row"], "--allow-missing: the sweep file has no row")):
             done = self.run_rounds(baseline, candidate, *args)
             self.assertEqual(done.returncode, 2, done.stderr)
             self.assertIn(message, done.stderr)
