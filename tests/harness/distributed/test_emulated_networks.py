@@ -11,7 +11,9 @@ a CI run.
 For each host count, each row (overlap on, overlap off, fp16 compression) runs on two
 shapings of the links; each shaping's link is measured with the allreduce microbenchmark
 across the hosts (BM_RankAllreduce), as the notes advise (a shaped veth can be bursty, so the
-setting is not trusted). Three checks, each printed as a table with its rate:
+setting is not trusted). Every row runs twice, in a forward sweep and a backward one, and the
+faster of its two runs is kept: the machine is shared, and a burst of a neighbour's load slowed
+whichever rows ran then. Three checks, each printed as a table with its rate:
 - its own point: every row's model on the default link (fitted to the row's own buckets' time
   on the wire), at the hosts and on the link it ran on, against the step it measured;
 - other links: every row measured on one shaping projected to the other's measured link
@@ -266,10 +268,37 @@ class EmulatedNetworksTest(unittest.TestCase):
                            f"--benchmark_out={out}", "--benchmark_out_format=json"])
         return Path(str(out).replace("{rank}", "0"))
 
-    def measure_row(self, hosts: int, shaping: str, variant: str) -> Path:
-        out = self.scratch / f"row-{hosts}-{shaping}-{variant}.json"
+    def measure_row(self, hosts: int, shaping: str, variant: str, sweep: int) -> Path:
+        out = self.scratch / f"row-{hosts}-{shaping}-{variant}-sweep{sweep}.json"
         self.world(hosts, [self.binary, *ROW, *VARIANTS[variant], "--out", str(out)])
         return out
+
+    def measure_rows(self) -> tuple[dict[tuple[int, str], Path], dict[tuple[int, str, str], Path], list[str]]:
+        """Every link once, every row twice: forwards, then backwards, each row kept from the
+        sweep where it ran faster. The machine is shared: in one CI run the first rows (2 hosts,
+        1 Gbit/s) computed 40 % slower than the rows after them, and every projection from them
+        to more hosts was 14-36 % off. A burst now slows one of a row's two runs, the one left out."""
+        links: dict[tuple[int, str], Path] = {}
+        runs: dict[tuple[int, str, str], list[Path]] = {}
+        plan = [(shaping, hosts, variant) for shaping in SHAPINGS for hosts in HOST_COUNTS for variant in VARIANTS]
+        shaped = None
+        for sweep, order in enumerate((plan, plan[::-1])):
+            for shaping, hosts, variant in order:
+                if shaped != shaping:
+                    self.shape(shaping)
+                    shaped = shaping
+                if (hosts, shaping) not in links:
+                    links[hosts, shaping] = self.measure_link(hosts, shaping)
+                runs.setdefault((hosts, shaping, variant), []).append(self.measure_row(hosts, shaping, variant, sweep))
+        def images_per_s(row: Path) -> float:
+            return json.loads(row.read_text())["runs"][0]["steady_images_per_s"]
+        rows = {key: max(found, key=images_per_s) for key, found in runs.items()}
+        spread = sorted(max(map(images_per_s, found)) / min(map(images_per_s, found)) - 1 for found in runs.values())
+        kept_second = sum(rows[key] == found[1] for key, found in runs.items())
+        noise = [f"each row run twice, the faster kept ({kept_second} of {len(rows)} from the second, backward, sweep); "
+                 f"the slower ran {100 * spread[len(spread) // 2]:.1f} % slower at the median, {100 * spread[-1]:.1f} % "
+                 f"at the worst"]
+        return links, rows, noise
 
     def project(self, row: Path, hosts: int, link: Path | None) -> dict:
         """The row projected to `hosts` hosts, on the link `link` measured (the default link,
@@ -286,14 +315,7 @@ class EmulatedNetworksTest(unittest.TestCase):
 
     def test_projections_hold_on_shaped_links(self) -> None:
         started = time.monotonic()
-        links: dict[tuple[int, str], Path] = {}
-        rows: dict[tuple[int, str, str], Path] = {}
-        for shaping in SHAPINGS:
-            self.shape(shaping)
-            for hosts in HOST_COUNTS:
-                links[hosts, shaping] = self.measure_link(hosts, shaping)
-                for variant in VARIANTS:
-                    rows[hosts, shaping, variant] = self.measure_row(hosts, shaping, variant)
+        links, rows, noise = self.measure_rows()
         def variant_words(variant: str) -> str:
             return f"{'off' if variant == 'no-overlap' else 'on'} | {'fp16' if variant == 'fp16' else 'none'}"
 
@@ -388,7 +410,7 @@ class EmulatedNetworksTest(unittest.TestCase):
         shaped = f"rate{' and delay' if self.delay else ' only (no netem here)'}"
         print("\n".join(["", f"links shaped in {shaped}, each host capped at the same share of "
                          f"{len(os.sched_getaffinity(0))} cores whatever the host count; "
-                         f"{time.monotonic() - started:.0f} s", "", "Its own point:", *own, "", "Other links:", *table, "",
+                         f"{time.monotonic() - started:.0f} s", *noise, "", "Its own point:", *own, "", "Other links:", *table, "",
                          "More hosts:", *more, "", *(line for line, _ in rates.values()), "", *comm, "", *contention]))
         self.assertEqual(wrong_way, [], "projected the wrong way")
         for error, what in compression_errors:
