@@ -52,11 +52,11 @@ std::string verdict_text(const PairedComparison& c) {
 }
 
 // Decides one comparison from its pairs, once Holm has adjusted its p-value.
-void decide(PairedComparison& c, const PairedOptions& o, int64_t looks) {
+void decide(PairedComparison& c, const PairedOptions& o) {
   const auto n = static_cast<int64_t>(c.log_ratios.size());
-  const double per_look_alpha = o.alpha / static_cast<double>(looks);
+  const double look_alpha = alpha_at_look(n, o);
   const bool beyond = std::isfinite(c.change) && std::fabs(c.change) > o.threshold;
-  const bool significant = std::isfinite(c.p_holm) && c.p_holm < per_look_alpha;
+  const bool significant = std::isfinite(c.p_holm) && c.p_holm < look_alpha;
   const bool inside = std::isfinite(c.ci_low) && c.ci_low > -o.threshold && c.ci_high < o.threshold;
   const std::string pairs = std::to_string(n) + (n == 1 ? " pair" : " pairs");
   c.needs_more_rounds = false;
@@ -66,8 +66,8 @@ void decide(PairedComparison& c, const PairedOptions& o, int64_t looks) {
     c.why = pairs + ", fewer than the " + std::to_string(o.min_rounds) + " any verdict needs";
   } else if (beyond && significant) {
     c.verdict = c.change > 0 ? Verdict::regression : Verdict::improved;
-    c.why = "beyond the " + format_percent(o.threshold) + " threshold; Holm p " + p_text(c.p_holm) +
-            ", below alpha / " + std::to_string(looks) + " looks = " + format_fixed(per_look_alpha, 4);
+    c.why = "beyond the " + format_percent(o.threshold) + " threshold; Holm p " + p_text(c.p_holm) + ", below " +
+            (n >= o.max_rounds ? "the cap's" : "this look's") + " alpha " + format_fixed(look_alpha, 5);
   } else if (inside) {
     c.verdict = Verdict::unchanged;
     c.why = "its " + format_fixed((1 - o.alpha) * 100, 0) + " % CI inside ±" + format_percent(o.threshold);
@@ -83,6 +83,14 @@ void decide(PairedComparison& c, const PairedOptions& o, int64_t looks) {
 }
 
 }  // namespace
+
+double alpha_at_look(int64_t pairs, const PairedOptions& o) {
+  if (pairs < o.min_rounds) return 0;
+  const int64_t looks = o.max_rounds - o.min_rounds + 1;
+  if (looks == 1) return o.alpha;
+  if (pairs >= o.max_rounds) return o.alpha * kCapLookShare;
+  return o.alpha * (1 - kCapLookShare) / static_cast<double>(looks - 1);
+}
 
 bool PairedResult::regression() const {
   return !failed_rows.empty() || std::any_of(comparisons.begin(), comparisons.end(), [](const PairedComparison& c) {
@@ -245,7 +253,10 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
       c.change = std::expm1(t.mean);
       c.ci_low = std::expm1(t.ci_low);
       c.ci_high = std::expm1(t.ci_high);
-      c.p_value = t.p_value;
+      // One-sided, from the two-sided p of a symmetric t: "slower" and "faster" are two tests.
+      c.p_slower = !std::isfinite(t.p_value) ? t.p_value : t.mean > 0 ? t.p_value / 2 : 1 - t.p_value / 2;
+      c.p_faster = !std::isfinite(t.p_value) ? t.p_value : t.mean < 0 ? t.p_value / 2 : 1 - t.p_value / 2;
+      c.p_value = t.mean < 0 ? c.p_faster : c.p_slower;
       result.comparisons.push_back(std::move(c));
     }
   }
@@ -255,12 +266,19 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
   if (result.comparisons.empty() && result.failed_rows.empty() && result.allowed_missing.empty()) {
     throw InputError("the two files have no row that ran on both builds");
   }
-  std::vector<double> p_values;
-  for (const auto& c : result.comparisons) p_values.push_back(c.p_value);
-  const std::vector<double> adjusted = holm_adjusted(p_values);
+  // Each direction is its own family under Holm: a false regression is held to alpha whatever
+  // the rows that got faster, and a false improvement likewise.
+  std::vector<double> slower, faster;
+  for (const auto& c : result.comparisons) {
+    slower.push_back(c.p_slower);
+    faster.push_back(c.p_faster);
+  }
+  const std::vector<double> slower_holm = holm_adjusted(slower);
+  const std::vector<double> faster_holm = holm_adjusted(faster);
   for (std::size_t i = 0; i < result.comparisons.size(); ++i) {
-    result.comparisons[i].p_holm = adjusted[i];
-    decide(result.comparisons[i], options, result.looks);
+    auto& c = result.comparisons[i];
+    c.p_holm = c.change < 0 ? faster_holm[i] : slower_holm[i];
+    decide(c, options);
   }
   return result;
 }
@@ -284,9 +302,16 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
   }
   md << "\nEach round ran the baseline build and the candidate back to back, in a random order; a change is "
         "the candidate over the baseline build (above 0: worse), from the 20 % trimmed mean of the log ratios. Paired "
-        "t test on that trimmed mean (Tukey-McLaughlin); Holm across the "
-     << r.comparisons.size() << " comparisons; each round a look at alpha / " << r.looks << " (rounds "
-     << o.min_rounds << " to " << o.max_rounds << ").\n";
+        "t test on that trimmed mean (Tukey-McLaughlin), one-sided in the direction of the change (a false regression "
+        "and a false improvement each at most alpha " << format_fixed(o.alpha, 2) << "); Holm across the "
+     << r.comparisons.size() << " comparisons in each direction; ";
+  if (r.looks == 1) {
+    md << "one look, at " << o.min_rounds << " rounds.\n";
+  } else {
+    md << r.looks << " looks (rounds " << o.min_rounds << " to " << o.max_rounds << "): each before the cap at alpha "
+       << format_fixed(alpha_at_look(o.min_rounds, o), 5) << ", the cap's at " << format_fixed(alpha_at_look(o.max_rounds, o), 5)
+       << ".\n";
+  }
   for (const auto& f : r.failed_rows) md << "\n- failed on the candidate: " << f;
   for (const auto& f : r.allowed_missing) md << "\n- missing on the candidate (allowed): " << f;
   for (const auto& n : r.not_compared) md << "\n- not compared: " << n;

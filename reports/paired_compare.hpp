@@ -3,9 +3,10 @@
 // on one machine in rounds (repetition r of each file is round r, in a random order within the
 // round). Each round gives one log ratio per row and metric, so the machine's drift between
 // rounds cancels. The test is a paired t test on the 20 % trimmed mean of the log ratios (one
-// round's burst cannot hide a slowdown the other rounds agree on); the false-alarm rate is held
-// across comparisons (Holm) and across the looks an adaptive gate takes (each round a look, at
-// alpha / looks). A round the candidate failed where the baseline build ran fails the row.
+// round's burst cannot hide a slowdown the other rounds agree on), one-sided in each direction;
+// the false-alarm rate is held across comparisons (Holm) and across the looks an adaptive gate
+// takes (alpha spent over them, most at the cap). A round the candidate failed where the
+// baseline build ran fails the row.
 // Every row is its own control, PyTorch's twins included. No LibTorch.
 #include <string>
 #include <vector>
@@ -34,8 +35,10 @@ struct PairedComparison {
   double change = kNotMeasured;     // exp(trimmed mean log ratio) - 1: above 0 worse
   double ci_low = kNotMeasured;     // the change's (1 - alpha) confidence interval
   double ci_high = kNotMeasured;
-  double p_value = kNotMeasured;    // trimmed paired t test of "no change"
-  double p_holm = kNotMeasured;     // Holm-adjusted across every comparison of the gate
+  double p_slower = kNotMeasured;   // trimmed paired t test, one-sided: "not slower"
+  double p_faster = kNotMeasured;   // and "not faster"
+  double p_value = kNotMeasured;    // the one in the direction of the change
+  double p_holm = kNotMeasured;     // Holm-adjusted across every comparison of the gate, in that direction
   Verdict verdict = Verdict::within_noise;
   bool needs_more_rounds = false;   // undecided, and fewer than max_rounds pairs
   std::string why;                  // why it stopped (or why it goes on), in words
@@ -54,6 +57,17 @@ struct PairedResult {
   /// Rows (by name) with a comparison still undecided below max_rounds: the rounds to run next.
   [[nodiscard]] std::vector<std::string> undecided_rows() const;
 };
+
+/// The share of alpha the look at the cap (max_rounds pairs) spends. Most of it: a row still
+/// undecided before the cap runs on anyway, so an early look only saves the rounds of a large
+/// change, and alpha split evenly over the looks (each at alpha / looks) caught 0-50 % of 10-15 %
+/// slowdowns on the CI machine. The looks before the cap share the rest evenly.
+inline constexpr double kCapLookShare = 0.8;
+
+/// The level a comparison of `pairs` pairs is tested at: 0 below min_rounds, alpha with a
+/// single look; the looks' levels add up to alpha, so the chance of a false alarm at any of
+/// them is at most alpha (Bonferroni over the looks).
+double alpha_at_look(int64_t pairs, const PairedOptions& options);
 
 /// Throws InputError when a file cannot be judged (check_result_rows), the environments or hosts
 /// differ (unless allowed), a metric is unknown, listed twice or test_accuracy, a row ran with

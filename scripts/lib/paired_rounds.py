@@ -271,13 +271,13 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
         raise BadInput(f"the baseline build never ran {', '.join(never)} in any round, so it cannot judge the "
                        f"candidate's (see {out / baseline.label}; rows expected not to run here: "
                        f"{', '.join(sorted(expected_not_ok)) or 'none'})")
-    # Each look is at alpha / looks, so a regression found at any look stands: a later look at
-    # other rows (Holm's order changes as they gain rounds) does not take it back.
+    # Each look spends its own share of alpha, so a regression found at any look stands: a later
+    # look at other rows (Holm's order changes as they gain rounds) does not take it back.
     taken_back = {name: at for name, at in regressed.items() if name not in regressions(text)}
     if taken_back:
         text = text.rstrip("\n").removesuffix("No regression.").rstrip("\n") + "\n\n" + "".join(
-            f"**Regression**: {name} was a regression after round {at} (each look is at alpha / looks, so a "
-            f"regression at any look stands; later rounds of other rows moved Holm's order).\n"
+            f"**Regression**: {name} was a regression after round {at} (each look spends its own share of "
+            f"alpha, so a regression at any look stands; later rounds of other rows moved Holm's order).\n"
             for name, at in taken_back.items())
         rc = 1
         (out / "paired.md").write_text(text)

@@ -165,11 +165,11 @@ class PairedRoundsTest(unittest.TestCase):
 
     def test_a_regression_found_at_one_look_stands_at_the_next(self) -> None:
         # The attack's case: single is a regression after round 4 and stops; ddp-2's fifth round
-        # raises its p-value, which moves single's Holm p-value above alpha / looks. A
-        # regression at any look stands (each look is at alpha / looks).
+        # raises its p-value, which moves single's Holm p-value above the first look's alpha. A
+        # regression at any look stands (each look spends its own share of alpha).
         five = {"times": [5.0] * 12}
         baseline, candidate, _ = self.builds({
-            "single": {"baseline": five, "candidate": {"times": [5.6, 5.2, 5.5, 5.3]}},
+            "single": {"baseline": five, "candidate": {"times": [5.6, 5.25, 5.5, 5.3]}},
             "ddp-2": {"baseline": five, "candidate": {"times": [5.26, 5.14, 5.25, 5.16, 4.9]}},
             "dp-2": {"baseline": five, "candidate": {"times": [5.0] * 12}}})
         self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": "single"}, {"name": "ddp-2"}]}))
