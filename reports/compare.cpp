@@ -75,6 +75,11 @@ void check_rows(const ResultDocument& doc, const std::string& side) {
   std::map<RowKey, const RunResult*> first_of;
   for (const auto& r : doc.runs) {
     const std::string row = "row '" + row_label(r.name, r.mode) + "'";
+    // A name is a line of the gate's outputs (the rows to run next, one a line; a table cell).
+    if (std::any_of(r.name.begin(), r.name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == '|'; })) {
+      throw InputError(side + ": a row's name holds a control character or '|' (" + nlohmann::json(r.name).dump() +
+                       "): rows are named by sweep files, and a name is a line and a table cell of the gate's outputs");
+    }
     if (++seen[{{r.name, r.mode}, r.repetition}] == 2) {
       throw InputError(side + ": " + row + " holds repetition " + std::to_string(r.repetition) +
                        " more than once; a result file holds each repetition of a row once (a sweep's --repeat numbers "
@@ -94,7 +99,7 @@ void check_rows(const ResultDocument& doc, const std::string& side) {
       if (metric.name == "test_accuracy") continue;
       const double v = metric_of(r, metric.name);
       // No run takes a year, nor trains a trillion images a second.
-      const double most = metric.higher_is_better ? 1e12 : 3.2e7;
+      const double most = metric.higher_is_better ? 1e12 : 365.0 * 24 * 3600;
       // Nor is any time shorter than a microsecond (a rate has no such floor: a stalled row).
       const double least = metric.higher_is_better ? 0 : 1e-6;
       if (std::isfinite(v) && (v <= least || v > most)) {
@@ -426,6 +431,18 @@ bool Comparison::regression() const {
 
 void check_result_rows(const ResultDocument& doc, const std::string& side) { check_rows(doc, side); }
 
+void check_baseline_unslowed(const ResultDocument& doc, const std::string& side) {
+  for (const auto& r : doc.runs) {
+    const auto slowdown = r.config.is_object() ? r.config.find("inject-slowdown") : r.config.end();
+    if (r.config.is_object() && slowdown != r.config.end() && slowdown->is_number() && slowdown->get<double>() > 0) {
+      throw InputError(side + ": " + row_label(r.name, r.mode) + " repetition " + std::to_string(r.repetition) +
+                       " ran with --inject-slowdown " + format_fixed(slowdown->get<double>(), 3) +
+                       ": a baseline slowed on purpose hides any regression up to that size (a slowdown is injected "
+                       "into the candidate, to measure the gate)");
+    }
+  }
+}
+
 double metric_value(const RunResult& run, const std::string& metric) { return metric_of(run, metric); }
 
 Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options) {
@@ -438,6 +455,7 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
   Comparison result;
   check_rows(baseline, "the baseline");
   check_rows(current, "the current file");
+  check_baseline_unslowed(baseline, "the baseline");
   std::vector<std::string> env = environment_differences(baseline.environment, current.environment);
 
   const Rows base_rows = rows_of(baseline);

@@ -104,6 +104,11 @@ std::string config_difference(const nlohmann::json& a, const nlohmann::json& b);
 /// what a run can measure. `side` names the file in the message ("the baseline").
 void check_result_rows(const ResultDocument& doc, const std::string& side);
 
+/// Throws InputError where a run of a baseline ran with --inject-slowdown: a baseline slowed on
+/// purpose would hide any regression up to that size. (A candidate may be slowed: that is how
+/// scripts/gate-power measures the gate, and why the setting is no difference of configuration.)
+void check_baseline_unslowed(const ResultDocument& doc, const std::string& side);
+
 /// A run's value of one of comparable_metrics(); kNotMeasured for any other name.
 double metric_value(const RunResult& run, const std::string& metric);
 

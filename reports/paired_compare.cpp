@@ -125,18 +125,28 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
   }
   check_result_rows(baseline, "the baseline build's file");
   check_result_rows(candidate, "the candidate's file");
+  check_baseline_unslowed(baseline, "the baseline build's file");
   PairedResult result;
   result.looks = options.max_rounds - options.min_rounds + 1;
-  result.environment_differences = environment_differences(baseline.environment, candidate.environment);
   // Both builds run on one machine, in one build type: the stored mode's fingerprint leaves
-  // the host out (runs of one gate move between machines), this mode cannot.
+  // the host out (runs of one gate move between machines), this mode cannot, and
+  // --allow-env-mismatch does not lift it: pairs from two machines pair nothing.
+  std::vector<std::string> not_side_by_side;
   if (baseline.environment.host != candidate.environment.host) {
-    result.environment_differences.push_back("host: " + baseline.environment.host + " vs " + candidate.environment.host);
+    not_side_by_side.push_back("host: " + baseline.environment.host + " vs " + candidate.environment.host);
   }
   if (baseline.environment.build_type != candidate.environment.build_type) {
-    result.environment_differences.push_back("build type: " + baseline.environment.build_type + " vs " +
-                                             candidate.environment.build_type);
+    not_side_by_side.push_back("build type: " + baseline.environment.build_type + " vs " +
+                               candidate.environment.build_type);
   }
+  if (!not_side_by_side.empty()) {
+    std::string text;
+    for (const auto& e : not_side_by_side) text += (text.empty() ? "" : "; ") + e;
+    throw InputError("the two builds' rounds were not run side by side (" + text +
+                     "): a paired comparison runs both builds on one machine, in one build type, whatever "
+                     "--allow-env-mismatch allows");
+  }
+  result.environment_differences = environment_differences(baseline.environment, candidate.environment);
   if (!result.environment_differences.empty() && !options.allow_env_mismatch) {
     std::string text;
     for (const auto& e : result.environment_differences) text += (text.empty() ? "" : "; ") + e;
@@ -145,6 +155,10 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
   }
   const auto base_rows = rounds_of(baseline);
   const auto cand_rows = rounds_of(candidate);
+  // The rounds the candidate ran at all: a row it left out of one of them is absent there, not
+  // a round on one side only.
+  std::set<int64_t> candidate_rounds;
+  for (const auto& r : candidate.runs) candidate_rounds.insert(r.repetition);
   for (const auto& name : options.allow_missing) {
     const bool known = std::any_of(base_rows.begin(), base_rows.end(), [&](const auto& row) { return row.first.first == name; });
     if (!known) throw InputError("--allow-missing: the baseline build's file has no row '" + name + "'");
@@ -172,13 +186,13 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
     }
     // A round the candidate did not finish, where the baseline build did, is the candidate's
     // failure: a build that crashes in some rounds must not pass on the rounds it survived.
-    std::vector<int64_t> paired, baseline_only, failed_on_candidate;
+    std::vector<int64_t> paired, baseline_only, failed_on_candidate, absent_on_candidate;
     for (const auto& [round, run] : base) {
       if (round < 0) throw InputError(label + " has round " + std::to_string(round) + ": rounds count from 0");
       const auto other = cand->second.find(round);
       if (run->status != RunStatus::ok) continue;
       if (other == cand->second.end()) {
-        baseline_only.push_back(round);
+        (candidate_rounds.count(round) ? absent_on_candidate : baseline_only).push_back(round);
       } else if (other->second->status != RunStatus::ok) {
         failed_on_candidate.push_back(round);
       } else {
@@ -206,18 +220,29 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
       for (const auto r : rounds) text += (text.empty() ? "" : ", ") + std::to_string(r);
       return text;
     };
-    if (!failed_on_candidate.empty()) {
-      const RunResult& first = *cand->second.at(failed_on_candidate.front());
-      (allowed(key.first) ? result.allowed_missing : result.failed_rows)
-          .push_back(label + ": " + std::string(status_name(first.status)) + " on the candidate in round(s) " +
-                     list(failed_on_candidate) + " where the baseline build ran (" + first.reason + ")");
-      continue;
-    }
-    if (paired.empty()) {
+    // A row whose rounds were all numbered apart on the two files is misnumbered, not absent.
+    if (paired.empty() && failed_on_candidate.empty()) {
       throw InputError(label + " has no round that ran on both builds (the baseline build's rounds " +
                        list(round_numbers(base)) + ", the candidate's " + list(round_numbers(cand->second)) +
                        "): repetition r of each file is round r");
     }
+    // Allowed to fail or be absent, a row is still judged on the rounds it ran: the allowance
+    // excuses the missing rounds, never a slowdown measured in the others.
+    if (!failed_on_candidate.empty()) {
+      const RunResult& first = *cand->second.at(failed_on_candidate.front());
+      (allowed(key.first) ? result.allowed_missing : result.failed_rows)
+          .push_back(label + ": " + std::string(status_name(first.status)) + " on the candidate in round(s) " +
+                     list(failed_on_candidate) + " where the baseline build ran" +
+                     (first.reason.empty() ? std::string() : " (" + first.reason + ")"));
+      if (!allowed(key.first)) continue;
+    }
+    if (!absent_on_candidate.empty()) {
+      (allowed(key.first) ? result.allowed_missing : result.failed_rows)
+          .push_back(label + ": absent on the candidate in round(s) " + list(absent_on_candidate) +
+                     ", which it ran other rows of, where the baseline build ran it");
+      if (!allowed(key.first)) continue;
+    }
+    if (paired.empty()) continue;
     for (const auto* side : {&baseline_only, &candidate_only}) {
       if (!side->empty()) {
         result.unpaired_rounds.push_back(label + ": round(s) " + list(*side) + " only in the " +
@@ -291,7 +316,8 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
     md << "- " << row_label(c.row, c.mode) << " " << c.metric << ": "
        << (std::isfinite(c.change) ? format_fixed(std::fabs(c.change) * 100, 1) + " %" + direction : "not measured")
        << ", " << level << " " << signed_percent(c.ci_low) << " to " << signed_percent(c.ci_high) << ", "
-       << c.log_ratios.size() << " pairs: " << verdict_text(c) << " (" << c.why << ")\n";
+       << c.log_ratios.size() << (c.log_ratios.size() == 1 ? " pair: " : " pairs: ") << verdict_text(c) << " (" << c.why
+       << ")\n";
   }
   md << "\n| row | metric | pairs | change | " << level << " | p | p (Holm) | verdict | why it stopped |\n"
      << "| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- |\n";

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <limits>
 #include <stdexcept>
 
 namespace ddpbench {
@@ -140,7 +141,16 @@ void to_json(json& j, const RunResult& r) {
 void from_json(const json& j, RunResult& r) {
   r.name = j.at("name").get<std::string>();
   r.mode = j.value("mode", "");
-  r.repetition = j.value("repetition", int64_t{0});
+  if (j.contains("repetition")) {
+    const auto& repetition = j.at("repetition");
+    // A repetition is a round's number: 2.9 is no round, and 2^63 read as an int64 is negative.
+    if (!repetition.is_number_integer() ||
+        (repetition.is_number_unsigned() &&
+         repetition.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
+      throw std::invalid_argument("run '" + r.name + "': repetition " + repetition.dump() + " is not a whole number");
+    }
+    r.repetition = repetition.get<int64_t>();
+  }
   r.strategy = j.at("strategy").get<std::string>();
   r.world_size = j.at("world_size").get<int64_t>();
   r.device = j.at("device").get<std::string>();

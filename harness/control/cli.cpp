@@ -106,8 +106,9 @@ Command parse_command_line(int argc, const char* const* argv) {
       ->delimiter(',');
   compare->add_flag("--paired", compare_command.paired,
                     "the files are the baseline build's and the candidate's rounds, run back to back on one machine "
-                    "(repetition r of each is round r): a paired t test on the trimmed mean of the log ratios, Holm across rows, "
-                    "each round a look (default threshold 0.05, metric train_time_s)");
+                    "(repetition r of each is round r): a paired t test on the trimmed mean of the log ratios, one-sided in the "
+                    "direction of the change, Holm across rows, each round a look with its share of alpha (80 % at "
+                    "--max-rounds) (default threshold 0.05, metric train_time_s)");
   compare->add_option("--min-rounds", compare_command.min_rounds, "--paired: no row is decided on fewer pairs (default 4)");
   compare->add_option("--max-rounds", compare_command.max_rounds,
                       "--paired: a row still undecided after this many pairs is within the noise (default 12)");

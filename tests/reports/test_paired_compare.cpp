@@ -377,5 +377,63 @@ TEST(AdversarialPairedGate, UnmeasuredDisjointOtherWorkAndOutliersDoNotPass) {
   EXPECT_NEAR(comparison(burst, "ddp-2").change, 1.0, 0.05);
 }
 
+// The second attack's cases (issue 27, after the one-sided test): each gave "no regression" or
+// took what it should have refused.
+TEST(AdversarialPairedGate, AbsentRoundsAllowedRowsSlowedBaselinesAndOtherMachines) {
+  const auto base = rounds({{"a", drifting(6, 1.0, 12, 0.01)}, {"b", drifting(9, 1.0, 12, 0.01)}});
+  // Row a left out of rounds 0-10 by a candidate that ran b in them, twice as slow in 11: not
+  // a round on one side only (dropped) but a row absent where the candidate ran.
+  auto absent = rounds({{"a", drifting(6, 2.0, 12, 0.01)}, {"b", drifting(9, 1.0, 12, 0.01)}});
+  std::erase_if(absent.runs, [](const RunResult& r) { return r.name == "a" && r.repetition < 11; });
+  const PairedResult left_out = compare_paired(base, absent, {});
+  EXPECT_TRUE(left_out.regression()) << markdown_paired(left_out, {});
+  ASSERT_EQ(left_out.failed_rows.size(), 1u);
+  EXPECT_EQ(left_out.failed_rows[0], "a (faithful): absent on the candidate in round(s) 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, "
+                                     "10, which it ran other rows of, where the baseline build ran it");
+  // Allowed to fail, a row 50 % slower in the rounds it ran is still a regression.
+  auto slower = rounds({{"a", drifting(6, 1.5, 12, 0.01)}, {"b", drifting(9, 1.0, 12, 0.01)}});
+  for (auto& r : slower.runs) {
+    if (r.name == "a" && r.repetition == 2) r.status = RunStatus::failed;
+  }
+  PairedOptions allow;
+  allow.allow_missing = {"a"};
+  const PairedResult allowed = compare_paired(base, slower, allow);
+  EXPECT_TRUE(allowed.regression()) << markdown_paired(allowed, allow);
+  EXPECT_EQ(comparison(allowed, "a").verdict, Verdict::regression);
+  EXPECT_EQ(comparison(allowed, "a").log_ratios.size(), 11u);
+  ASSERT_EQ(allowed.allowed_missing.size(), 1u);
+  EXPECT_EQ(allowed.allowed_missing[0], "a (faithful): failed on the candidate in round(s) 2 where the baseline build ran");
+  // A baseline slowed on purpose hides a regression of the candidate's: refused.
+  auto slowed = rounds({{"a", drifting(6, 1.5, 12, 0.01)}});
+  for (auto& r : slowed.runs) r.config["inject-slowdown"] = 0.5;
+  try {
+    compare_paired(slowed, rounds({{"a", drifting(6, 1.3, 12, 0.01)}}), {});
+    ADD_FAILURE() << "a slowed baseline was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ran with --inject-slowdown 0.500"), std::string::npos) << e.what();
+  }
+  // A slowed candidate is how the gate is measured: judged, and caught.
+  EXPECT_TRUE(compare_paired(rounds({{"a", drifting(6, 1.0, 12, 0.01)}}), slowed, {}).regression());
+  // Another machine or build type is never paired, whatever --allow-env-mismatch allows.
+  PairedOptions mismatch;
+  mismatch.allow_env_mismatch = true;
+  for (int field = 0; field < 2; ++field) {
+    auto other = base;
+    (field == 0 ? other.environment.host : other.environment.build_type) = "elsewhere";
+    try {
+      compare_paired(base, other, mismatch);
+      ADD_FAILURE() << "field " << field;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("not run side by side"), std::string::npos) << e.what();
+    }
+  }
+  // A name that is two lines would be two rows to run next.
+  auto named = base;
+  named.runs[0].name = "a\nb";
+  EXPECT_THROW(compare_paired(named, named, {}), InputError);
+  named.runs[0].name = "a|b";
+  EXPECT_THROW(compare_paired(named, named, {}), InputError);
+}
+
 }  // namespace
 }  // namespace ddpbench

@@ -83,6 +83,16 @@ TEST(ResultDocument, SchemaIsCheckedOnRead) {
   j = doc;
   j["runs"][0]["status"] = "great";
   EXPECT_THROW(j.get<ResultDocument>(), std::invalid_argument);
+  // A repetition is a round's number: 2.9 was read as round 2, -0.5 as round 0 and 2^63 as a
+  // negative one.
+  for (const json& repetition : {json(2.9), json(-0.5), json(9223372036854775808ULL), json("3")}) {
+    j = doc;
+    j["runs"][0]["repetition"] = repetition;
+    EXPECT_THROW(j.get<ResultDocument>(), std::exception) << repetition.dump();
+  }
+  j = doc;
+  j["runs"][0]["repetition"] = 7;
+  EXPECT_EQ(j.get<ResultDocument>().runs.at(0).repetition, 7);
 }
 
 TEST(RunResult, TimestampIsIsoUtc) {
