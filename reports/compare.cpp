@@ -66,6 +66,24 @@ std::string scientific(double v) {
   return text;
 }
 
+// No C0 or C1 control character, DEL, U+2028 or U+2029 (Python's splitlines() breaks a line at
+// each of them), nor a table's '|'.
+bool fits_a_line_and_a_cell(const std::string& text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f || c == '|') return false;
+    if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      return false;
+    }
+    if (c == 0xe2 && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x80 &&
+        (static_cast<unsigned char>(text[i + 2]) == 0xa8 || static_cast<unsigned char>(text[i + 2]) == 0xa9)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // A file the gate can judge: each repetition of a row once, every repetition of a row run
 // with one configuration, and no time or rate of a run that ran that is zero or negative
 // (NaN is "not measured" and stays so). Anything else is bad input naming the row: merged
@@ -76,9 +94,12 @@ void check_rows(const ResultDocument& doc, const std::string& side) {
   for (const auto& r : doc.runs) {
     const std::string row = "row '" + row_label(r.name, r.mode) + "'";
     // A name is a line of the gate's outputs (the rows to run next, one a line; a table cell).
-    if (std::any_of(r.name.begin(), r.name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == '|'; })) {
-      throw InputError(side + ": a row's name holds a control character or '|' (" + nlohmann::json(r.name).dump() +
-                       "): rows are named by sweep files, and a name is a line and a table cell of the gate's outputs");
+    for (const auto& [what, text] : {std::pair<const char*, const std::string*>{"name", &r.name}, {"mode", &r.mode}}) {
+      if (!fits_a_line_and_a_cell(*text) || (text == &r.name && text->empty())) {
+        throw InputError(side + ": a row's " + std::string(what) + " " + nlohmann::json(*text).dump() +
+                         " is empty or holds a control character, a line separator or '|': rows are named by sweep "
+                         "files, and a name is a line and a table cell of the gate's outputs");
+      }
     }
     if (++seen[{{r.name, r.mode}, r.repetition}] == 2) {
       throw InputError(side + ": " + row + " holds repetition " + std::to_string(r.repetition) +
@@ -433,13 +454,17 @@ void check_result_rows(const ResultDocument& doc, const std::string& side) { che
 
 void check_baseline_unslowed(const ResultDocument& doc, const std::string& side) {
   for (const auto& r : doc.runs) {
-    const auto slowdown = r.config.is_object() ? r.config.find("inject-slowdown") : r.config.end();
-    if (r.config.is_object() && slowdown != r.config.end() && slowdown->is_number() && slowdown->get<double>() > 0) {
-      throw InputError(side + ": " + row_label(r.name, r.mode) + " repetition " + std::to_string(r.repetition) +
-                       " ran with --inject-slowdown " + format_fixed(slowdown->get<double>(), 3) +
-                       ": a baseline slowed on purpose hides any regression up to that size (a slowdown is injected "
-                       "into the candidate, to measure the gate)");
+    if (!r.config.is_object() || !r.config.contains("inject-slowdown")) continue;
+    const json& slowdown = r.config.at("inject-slowdown");
+    if (slowdown.is_null() || (slowdown.is_number() && slowdown.get<double>() == 0)) continue;
+    const std::string run = side + ": " + row_label(r.name, r.mode) + " repetition " + std::to_string(r.repetition);
+    if (!slowdown.is_number() || !(slowdown.get<double>() > 0)) {
+      throw InputError(run + " has inject-slowdown " + slowdown.dump() +
+                       ": ddpbench writes a fraction of 0 or more (an edited file)");
     }
+    throw InputError(run + " ran with --inject-slowdown " + slowdown.dump() +
+                     ": a baseline slowed on purpose hides any regression up to that size (a slowdown is injected "
+                     "into the candidate, to measure the gate)");
   }
 }
 

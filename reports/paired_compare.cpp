@@ -51,44 +51,51 @@ std::string verdict_text(const PairedComparison& c) {
   return c.needs_more_rounds ? "undecided" : std::string(verdict_name(c.verdict));
 }
 
-// Decides one comparison from its pairs, once Holm has adjusted its p-value.
+// Decides one comparison from its pairs, once Holm has adjusted its p-value. Its look is the
+// rounds its row ran, not its pairs: a row that lost a round (a flake, a failure
+// --allow-missing excuses) reaches the cap with fewer pairs, and the gate stops there.
 void decide(PairedComparison& c, const PairedOptions& o) {
   const auto n = static_cast<int64_t>(c.log_ratios.size());
-  const double look_alpha = alpha_at_look(n, o);
+  const int64_t look = std::max(c.rounds_run, n);
+  const bool at_cap = look >= o.max_rounds;
+  const double look_alpha = alpha_at_look(look, o);
   const bool beyond = std::isfinite(c.change) && std::fabs(c.change) > o.threshold;
   const bool significant = std::isfinite(c.p_holm) && c.p_holm < look_alpha;
   const bool inside = std::isfinite(c.ci_low) && c.ci_low > -o.threshold && c.ci_high < o.threshold;
   const std::string pairs = std::to_string(n) + (n == 1 ? " pair" : " pairs");
+  const std::string cap = "the cap is " + std::to_string(o.max_rounds) + " rounds" +
+                          (look > n ? ", and its row ran " + std::to_string(look) : "");
   c.needs_more_rounds = false;
   if (n < o.min_rounds) {
     c.verdict = Verdict::within_noise;
-    c.needs_more_rounds = true;
-    c.why = pairs + ", fewer than the " + std::to_string(o.min_rounds) + " any verdict needs";
+    c.needs_more_rounds = !at_cap;
+    c.why = pairs + ", fewer than the " + std::to_string(o.min_rounds) + " any verdict needs" +
+            (at_cap ? " (" + cap + "): not judged" : "");
   } else if (beyond && significant) {
     c.verdict = c.change > 0 ? Verdict::regression : Verdict::improved;
     c.why = "beyond the " + format_percent(o.threshold) + " threshold; Holm p " + p_text(c.p_holm) + ", below " +
-            (n >= o.max_rounds ? "the cap's" : "this look's") + " alpha " + format_fixed(look_alpha, 5);
+            (at_cap ? "the cap's" : "this look's") + " alpha " + format_fixed(look_alpha, 5);
   } else if (inside) {
     c.verdict = Verdict::unchanged;
     c.why = "its " + format_fixed((1 - o.alpha) * 100, 0) + " % CI inside ±" + format_percent(o.threshold);
-  } else if (n < o.max_rounds) {
+  } else if (!at_cap) {
     c.verdict = Verdict::within_noise;
     c.needs_more_rounds = true;
     c.why = "undecided after " + pairs + ": the CI reaches past ±" + format_percent(o.threshold) +
             (beyond ? " and the test has not rejected" : "");
   } else {
     c.verdict = Verdict::within_noise;
-    c.why = "still undecided after " + pairs + " (the cap is " + std::to_string(o.max_rounds) + "): within the noise";
+    c.why = "still undecided after " + pairs + " (" + cap + "): within the noise";
   }
 }
 
 }  // namespace
 
-double alpha_at_look(int64_t pairs, const PairedOptions& o) {
-  if (pairs < o.min_rounds) return 0;
+double alpha_at_look(int64_t rounds, const PairedOptions& o) {
+  if (rounds < o.min_rounds) return 0;
   const int64_t looks = o.max_rounds - o.min_rounds + 1;
   if (looks == 1) return o.alpha;
-  if (pairs >= o.max_rounds) return o.alpha * kCapLookShare;
+  if (rounds >= o.max_rounds) return o.alpha * kCapLookShare;
   return o.alpha * (1 - kCapLookShare) / static_cast<double>(looks - 1);
 }
 
@@ -108,8 +115,10 @@ std::vector<std::string> PairedResult::undecided_rows() const {
 
 PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument& candidate,
                             const PairedOptions& options) {
-  if (!(options.min_rounds >= 2 && options.max_rounds >= options.min_rounds)) {
-    throw InputError("--min-rounds must be at least 2 and --max-rounds at least --min-rounds (got " +
+  // Past 100 rounds each look before the cap tests at under alpha / 500: a slowdown waits
+  // for a cap no gate reaches.
+  if (!(options.min_rounds >= 2 && options.max_rounds >= options.min_rounds && options.max_rounds <= 100)) {
+    throw InputError("--min-rounds must be at least 2 and --max-rounds at least --min-rounds and at most 100 (got " +
                      std::to_string(options.min_rounds) + " and " + std::to_string(options.max_rounds) + ")");
   }
   std::vector<const MetricInfo*> metrics;
@@ -199,17 +208,25 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
         const RunResult& a = *run;
         const RunResult& b = *other->second;
         if (a.world_size != b.world_size || a.global_batch != b.global_batch || a.images_trained != b.images_trained ||
-            a.device != b.device || a.dataset != b.dataset) {
+            a.device != b.device || a.dataset != b.dataset || a.steps != b.steps || a.strategy != b.strategy ||
+            a.eval_images != b.eval_images) {
           throw InputError(label + " round " + std::to_string(round) + " did other work on the two builds (world " +
                            std::to_string(a.world_size) + " vs " + std::to_string(b.world_size) + ", global batch " +
                            std::to_string(a.global_batch) + " vs " + std::to_string(b.global_batch) + ", images " +
                            std::to_string(a.images_trained) + " vs " + std::to_string(b.images_trained) + ", " +
-                           a.device + " vs " + b.device + ", " + a.dataset + " vs " + b.dataset +
-                           "): a paired comparison times the same work");
+                           a.device + " vs " + b.device + ", " + a.dataset + " vs " + b.dataset + ", steps " +
+                           std::to_string(a.steps) + " vs " + std::to_string(b.steps) + ", strategy " + a.strategy +
+                           " vs " + b.strategy + ", eval images " + std::to_string(a.eval_images) + " vs " +
+                           std::to_string(b.eval_images) + "): a paired comparison times the same work");
         }
         paired.push_back(round);
       }
     }
+    std::set<int64_t> ran;
+    for (const auto* side : {&base, &cand->second}) {
+      for (const auto& entry : *side) ran.insert(entry.first);
+    }
+    const auto rounds_run = static_cast<int64_t>(ran.size());
     std::vector<int64_t> candidate_only;
     for (const auto& [round, run] : cand->second) {
       if (round < 0) throw InputError(label + " has round " + std::to_string(round) + ": rounds count from 0");
@@ -228,18 +245,25 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
     }
     // Allowed to fail or be absent, a row is still judged on the rounds it ran: the allowance
     // excuses the missing rounds, never a slowdown measured in the others.
-    if (!failed_on_candidate.empty()) {
-      const RunResult& first = *cand->second.at(failed_on_candidate.front());
+    if (!failed_on_candidate.empty() || !absent_on_candidate.empty()) {
+      std::map<std::string, std::pair<std::vector<int64_t>, std::string>> by_status;  // status: rounds, first reason
+      for (const auto round : failed_on_candidate) {
+        const RunResult& run = *cand->second.at(round);
+        auto& [rounds, reason] = by_status[std::string(status_name(run.status))];
+        rounds.push_back(round);
+        if (reason.empty()) reason = run.reason;
+      }
+      std::string text;
+      for (const auto& [status, entry] : by_status) {
+        text += (text.empty() ? "" : "; ") + status + " on the candidate in round(s) " + list(entry.first) +
+                (entry.second.empty() ? "" : " (" + entry.second + ")");
+      }
+      if (!absent_on_candidate.empty()) {
+        text += (text.empty() ? "" : "; ") + std::string("absent on the candidate in round(s) ") +
+                list(absent_on_candidate) + ", which it ran other rows of";
+      }
       (allowed(key.first) ? result.allowed_missing : result.failed_rows)
-          .push_back(label + ": " + std::string(status_name(first.status)) + " on the candidate in round(s) " +
-                     list(failed_on_candidate) + " where the baseline build ran" +
-                     (first.reason.empty() ? std::string() : " (" + first.reason + ")"));
-      if (!allowed(key.first)) continue;
-    }
-    if (!absent_on_candidate.empty()) {
-      (allowed(key.first) ? result.allowed_missing : result.failed_rows)
-          .push_back(label + ": absent on the candidate in round(s) " + list(absent_on_candidate) +
-                     ", which it ran other rows of, where the baseline build ran it");
+          .push_back(label + ": " + text + ", where the baseline build ran it");
       if (!allowed(key.first)) continue;
     }
     if (paired.empty()) continue;
@@ -255,6 +279,7 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
       c.row = key.first;
       c.mode = key.second;
       c.metric = info->name;
+      c.rounds_run = rounds_run;
       std::vector<int64_t> unmeasured_on_candidate;
       for (const auto round : paired) {
         const double b = metric_value(*base.at(round), info->name);
@@ -268,7 +293,7 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
         (allowed(key.first) ? result.allowed_missing : result.failed_rows)
             .push_back(label + ": " + info->name + " not measured on the candidate in round(s) " +
                        list(unmeasured_on_candidate) + " where the baseline build measured it");
-        continue;
+        if (!allowed(key.first)) continue;
       }
       if (c.rounds.empty()) {
         result.not_compared.push_back(label + ": " + info->name + " measured on neither build");

@@ -31,6 +31,7 @@ struct PairedComparison {
   std::string mode;
   std::string metric;
   std::vector<int64_t> rounds;      // the paired rounds, in order
+  int64_t rounds_run = 0;           // the rounds its row ran in, on either build, paired or not: its look
   std::vector<double> log_ratios;   // per round: log(candidate / baseline), worse positive
   double change = kNotMeasured;     // exp(trimmed mean log ratio) - 1: above 0 worse
   double ci_low = kNotMeasured;     // the change's (1 - alpha) confidence interval
@@ -64,10 +65,10 @@ struct PairedResult {
 /// slowdowns on the CI machine. The looks before the cap share the rest evenly.
 inline constexpr double kCapLookShare = 0.8;
 
-/// The level a comparison of `pairs` pairs is tested at: 0 below min_rounds, alpha with a
-/// single look; the looks' levels add up to alpha, so the chance of a false alarm at any of
-/// them is at most alpha (Bonferroni over the looks).
-double alpha_at_look(int64_t pairs, const PairedOptions& options);
+/// The level a comparison is tested at once its row ran `rounds` rounds: 0 below min_rounds,
+/// alpha with a single look; the looks' levels add up to alpha, so the chance of a false alarm
+/// at any of them is at most alpha (Bonferroni over the looks).
+double alpha_at_look(int64_t rounds, const PairedOptions& options);
 
 /// Throws InputError when a file cannot be judged (check_result_rows), the environments or hosts
 /// differ (unless allowed), a metric is unknown, listed twice or test_accuracy, a row ran with

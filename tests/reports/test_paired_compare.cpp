@@ -112,7 +112,7 @@ TEST(PairedCompare, AnUndecidedRowAsksForMoreRoundsUntilTheCap) {
   const auto& capped = comparison(six, "ddp-2");
   EXPECT_FALSE(capped.needs_more_rounds);
   EXPECT_EQ(capped.verdict, Verdict::within_noise);
-  EXPECT_NE(capped.why.find("still undecided after 6 pairs (the cap is 6)"), std::string::npos) << capped.why;
+  EXPECT_NE(capped.why.find("still undecided after 6 pairs (the cap is 6 rounds)"), std::string::npos) << capped.why;
   EXPECT_TRUE(six.undecided_rows().empty());
   EXPECT_FALSE(six.regression());
 }
@@ -286,8 +286,8 @@ TEST(PairedCompare, FailedRowsUnpairedRoundsAndOtherSettings) {
   ASSERT_EQ(r.failed_rows.size(), 2u) << markdown_paired(r, {});
   EXPECT_EQ(r.failed_rows[0], "dp-2 (faithful): no round ran on the candidate");
   // A build that fails one round of five is no better for the four it survived.
-  EXPECT_EQ(r.failed_rows[1].rfind("single (faithful): interrupted on the candidate in round(s) 2 where the baseline "
-                                   "build ran", 0),
+  EXPECT_EQ(r.failed_rows[1].rfind("single (faithful): interrupted on the candidate in round(s) 2, where the baseline "
+                                   "build ran it", 0),
             0u)
       << r.failed_rows[1];
   EXPECT_TRUE(r.regression());
@@ -402,7 +402,7 @@ TEST(AdversarialPairedGate, AbsentRoundsAllowedRowsSlowedBaselinesAndOtherMachin
   EXPECT_EQ(comparison(allowed, "a").verdict, Verdict::regression);
   EXPECT_EQ(comparison(allowed, "a").log_ratios.size(), 11u);
   ASSERT_EQ(allowed.allowed_missing.size(), 1u);
-  EXPECT_EQ(allowed.allowed_missing[0], "a (faithful): failed on the candidate in round(s) 2 where the baseline build ran");
+  EXPECT_EQ(allowed.allowed_missing[0], "a (faithful): failed on the candidate in round(s) 2, where the baseline build ran it");
   // A baseline slowed on purpose hides a regression of the candidate's: refused.
   auto slowed = rounds({{"a", drifting(6, 1.5, 12, 0.01)}});
   for (auto& r : slowed.runs) r.config["inject-slowdown"] = 0.5;
@@ -410,7 +410,7 @@ TEST(AdversarialPairedGate, AbsentRoundsAllowedRowsSlowedBaselinesAndOtherMachin
     compare_paired(slowed, rounds({{"a", drifting(6, 1.3, 12, 0.01)}}), {});
     ADD_FAILURE() << "a slowed baseline was taken";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("ran with --inject-slowdown 0.500"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("ran with --inject-slowdown 0.5:"), std::string::npos) << e.what();
   }
   // A slowed candidate is how the gate is measured: judged, and caught.
   EXPECT_TRUE(compare_paired(rounds({{"a", drifting(6, 1.0, 12, 0.01)}}), slowed, {}).regression());
@@ -433,6 +433,74 @@ TEST(AdversarialPairedGate, AbsentRoundsAllowedRowsSlowedBaselinesAndOtherMachin
   EXPECT_THROW(compare_paired(named, named, {}), InputError);
   named.runs[0].name = "a|b";
   EXPECT_THROW(compare_paired(named, named, {}), InputError);
+}
+
+// The third attack's cases: a row that lost rounds reaches the cap with fewer pairs; an allowed
+// row's unmeasured round; an edited slowdown; names a line reader splits; other work.
+TEST(AdversarialPairedGate, ALostRoundStillReachesTheCapAndOtherEdits) {
+  const auto base = rounds({{"a", drifting(6, 1.0, 12, 0.01)}});
+  auto slower = rounds({{"a", drifting(6, 1.12, 12, 0.012)}});
+  // The baseline build's round 3 failed: 11 pairs, and the row ran its 12th round, the cap's.
+  auto flaky = base;
+  flaky.runs[3].status = RunStatus::failed;
+  const PairedResult lost = compare_paired(flaky, slower, {});
+  EXPECT_EQ(comparison(lost, "a").rounds_run, 12);
+  EXPECT_EQ(comparison(lost, "a").verdict, Verdict::regression) << markdown_paired(lost, {});
+  EXPECT_FALSE(comparison(lost, "a").needs_more_rounds);
+  // Allowed to fail in 9 of 12 rounds: 3 pairs at the cap are not judged, and not asked for again.
+  auto mostly_failed = rounds({{"a", drifting(6, 2.0, 12, 0.01)}});
+  for (auto& r : mostly_failed.runs) {
+    if (r.repetition < 9) r.status = RunStatus::failed;
+  }
+  PairedOptions allow;
+  allow.allow_missing = {"a"};
+  const PairedResult three = compare_paired(base, mostly_failed, allow);
+  EXPECT_FALSE(comparison(three, "a").needs_more_rounds);
+  EXPECT_NE(comparison(three, "a").why.find("3 pairs, fewer than the 4 any verdict needs (the cap is 12 rounds, and its "
+                                            "row ran 12): not judged"),
+            std::string::npos)
+      << comparison(three, "a").why;
+  EXPECT_TRUE(three.undecided_rows().empty());
+  // Allowed, one round unmeasured on the candidate: judged on the other 11.
+  auto unmeasured = rounds({{"a", drifting(6, 1.5, 12, 0.01)}});
+  unmeasured.runs[5].train_time_s = kNotMeasured;
+  const PairedResult eleven = compare_paired(base, unmeasured, allow);
+  EXPECT_EQ(comparison(eleven, "a").verdict, Verdict::regression) << markdown_paired(eleven, allow);
+  EXPECT_EQ(comparison(eleven, "a").log_ratios.size(), 11u);
+  // A slowdown as a string, true or negative is an edited baseline.
+  using nlohmann::json;
+  for (const json& edited : {json("0.5"), json(true), json(-0.5), json::array({0.5})}) {
+    auto slowed = base;
+    for (auto& r : slowed.runs) r.config["inject-slowdown"] = edited;
+    EXPECT_THROW(compare_paired(slowed, slower, {}), InputError) << edited.dump();
+  }
+  auto zero = base;
+  for (auto& r : zero.runs) r.config["inject-slowdown"] = 0.0;
+  auto zero_candidate = slower;
+  for (auto& r : zero_candidate.runs) r.config["inject-slowdown"] = 0.0;
+  EXPECT_TRUE(compare_paired(zero, zero_candidate, {}).regression());
+  // Names and modes Python's splitlines() would break, and an empty name.
+  for (const std::string& name : std::vector<std::string>{"a\x7f" "b", "a\xc2\x85" "b", "a\xe2\x80\xa8" "b", ""}) {
+    auto named = base;
+    named.runs[0].name = name;
+    EXPECT_THROW(compare_paired(named, named, {}), InputError) << nlohmann::json(name).dump();
+  }
+  auto moded = base;
+  for (auto& r : moded.runs) r.mode = "faith\nful";
+  EXPECT_THROW(compare_paired(moded, moded, {}), InputError);
+  // Half the steps, another strategy, no evaluation: other work.
+  for (int field = 0; field < 3; ++field) {
+    auto other = slower;
+    for (auto& r : other.runs) {
+      if (field == 0) r.steps = 8;
+      if (field == 1) r.strategy = "dp";
+      if (field == 2) r.eval_images = 0;
+    }
+    EXPECT_THROW(compare_paired(base, other, {}), InputError) << field;
+  }
+  PairedOptions endless;
+  endless.max_rounds = 1000000;
+  EXPECT_THROW(compare_paired(base, slower, endless), InputError);
 }
 
 }  // namespace
