@@ -111,6 +111,14 @@ def interrupted_records(measured: Any, device: torch.device, details: dict[str, 
             "ranks": [], "interrupted": True, "interrupted_by": measured.interrupted_by}
 
 
+def write_records(path: str, records: dict[str, Any]) -> None:
+    """Whole or not at all: the C++ rank reads the file once this process has exited."""
+    out = Path(path)
+    scratch = out.with_suffix(".partial")
+    scratch.write_text(json.dumps(records))
+    scratch.replace(out)
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     strategy = spec["strategy"]
     device = torch.device(spec["device"])
@@ -148,7 +156,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         else:
             measured = trainer.train(train, sampler)
         if measured.interrupted_by:
-            return interrupted_records(measured, device, details)
+            records = interrupted_records(measured, device, details)
+            write_records(spec["records"], records)
+            return records
         trainer.evaluate(test, wrapped, measured)
     if trainer.scaler is not None:
         details["loss_scale"] = float(trainer.scaler.get_scale())
@@ -168,6 +178,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images,
                "correct": measured.correct, "seen": measured.seen, "eval_cut": measured.eval_cut,
                "peak_memory_bytes": memory, "peak_memory_source": source, "ranks": ranks}
+    write_records(spec["records"], records)
     if world > 1:
         # DistributedDataParallel must go before its process group, or the process aborts at exit.
         del trainer, wrapped, optimizer
@@ -183,14 +194,14 @@ def main(argv: list[str]) -> int:
     spec = json.loads(Path(argv[0]).read_text())
     StopRequest.install()
     records = run(spec)
-    out = Path(spec["records"])
-    scratch = out.with_suffix(".partial")
-    scratch.write_text(json.dumps(records))
-    scratch.replace(out)
-    if records.get("interrupted"):
-        # Leave at once: a process group or DataLoader workers could hold the exit up.
-        os._exit(128 + StopRequest.signal)
-    return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Leave without the interpreter's finalization: C++ threads that torch.distributed leaves
+    # behind (Gloo's, the store's) can abort the process there ("terminate called without an
+    # active exception", seen once in CI under torchrun) after the row has ended well. An
+    # interrupted row leaves at once too: a process group or DataLoader workers could hold
+    # the exit up.
+    os._exit(128 + StopRequest.signal if records.get("interrupted") else 0)
 
 
 if __name__ == "__main__":

@@ -199,8 +199,10 @@ TEST(PyTorchReference, TorchDdpRunsUnderTorchrun) {
   auto rank_args = row_args("torch-ddp", dir, "x", {"--device", "cpu", "--no-sync-bn"});
   args.insert(args.end(), rank_args.begin(), rank_args.end());
   const auto r = testing::run_process(args);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto run = nlohmann::json::parse(testing::read_text(dir / "x.json"))["runs"][0];
+  const auto result = dir / "x.json";
+  ASSERT_EQ(r.exit_code, 0) << r.err << "\nrank 0's row: "
+                            << (std::filesystem::exists(result) ? testing::read_text(result) : "none written");
+  const auto run = nlohmann::json::parse(testing::read_text(result))["runs"][0];
   EXPECT_EQ(run["status"], "ok") << run["reason"];
   EXPECT_EQ(run["world_size"], 2);
   EXPECT_EQ(run["ranks"].size(), 2u);
