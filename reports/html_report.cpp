@@ -568,7 +568,8 @@ class HtmlReporter final : public Reporter {
               "<th>steady images/s</th><th>test accuracy</th><th>peak memory</th><th>status</th></tr>\n";
       for (const auto& r : rows) {
         if (r.mode != mode) continue;
-        html << "<tr><td>" << escape(r.name) << "</td><td>" << r.devices << "</td><td>"
+        html << "<tr><td>" << escape(r.name) << "</td><td>" << r.devices
+             << (r.placement.empty() ? "" : " (" + escape(r.placement) + ")") << "</td><td>"
              << format_seconds(r.tutorial_seconds) << "</td><td>" << format_seconds(r.train_time_s) << "</td><td>"
              << (std::isfinite(r.speedup) ? format_fixed(r.speedup, 2) + "x" : "-") << "</td><td>"
              << format_percent(r.scaling_efficiency) << "</td><td>" << format_rate(r.images_per_s) << "</td><td>"

@@ -70,7 +70,9 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
         " | steady images/s | step p50 | step p90 | test accuracy | final loss | peak memory |\n"
      << "| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const auto& r : runs) {
-    md << "| " << cell(r.name) << " | " << cell(r.strategy) << " | " << r.world_size << " | "
+    const std::string placement = placement_text(r);
+    md << "| " << cell(r.name) << " | " << cell(r.strategy) << " | " << r.world_size
+       << (placement.empty() ? "" : " (" + placement + ")") << " | "
        << cell(r.device) << " | " << cell(r.dataset) << " | " << status_name(r.status) << " | "
        << format_seconds(r.train_time_s) << " | " << format_rate(r.images_per_s) << " | "
        << format_rate(r.steady_images_per_s) << " | " << format_seconds(r.step_time_s.p50) << " | "
@@ -158,7 +160,8 @@ class MarkdownReporter final : public Reporter {
          << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
       for (const auto& r : rows) {
         if (r.mode != mode) continue;
-        md << "| " << cell(r.name) << " | " << r.devices << " | " << format_seconds(r.tutorial_seconds) << " | "
+        md << "| " << cell(r.name) << " | " << r.devices << (r.placement.empty() ? "" : " (" + r.placement + ")")
+           << " | " << format_seconds(r.tutorial_seconds) << " | "
            << seconds_with_spread(r) << " | " << ratio(r.speedup) << " | " << format_percent(r.scaling_efficiency)
            << " | " << format_rate(r.images_per_s) << " | " << format_rate(r.steady_images_per_s) << " | "
            << format_percent(r.test_accuracy) << " | " << format_bytes(r.peak_memory_bytes) << " | "

@@ -35,6 +35,7 @@ nlohmann::json summary_json(const RowSummary& r) {
           {"reason", r.reason},
           {"devices", r.devices},
           {"world_size", r.world_size},
+          {"placement", r.placement},
           {"repetitions", r.repetitions},
           {"tutorial_seconds", json_number(r.tutorial_seconds)},
           {"train_time_s", json_number(r.train_time_s)},

@@ -68,6 +68,18 @@ std::string row_label(const std::string& name, const std::string& mode) {
   return mode.empty() ? name : name + " (" + mode + ")";
 }
 
+std::string placement_text(const RunResult& r) {
+  if (r.nodes.size() < 2) return "";
+  const std::string nodes = std::to_string(r.nodes.size()) + " nodes";
+  if (r.ranks_per_node.size() != r.nodes.size()) return nodes;
+  const bool even = std::all_of(r.ranks_per_node.begin(), r.ranks_per_node.end(),
+                                [&](int64_t n) { return n == r.ranks_per_node.front(); });
+  if (even) return nodes + " x " + std::to_string(r.ranks_per_node.front()) + (r.ranks_per_node.front() == 1 ? " rank" : " ranks");
+  std::string split;
+  for (const int64_t n : r.ranks_per_node) split += (split.empty() ? "" : "+") + std::to_string(n);
+  return nodes + ": " + split + " ranks";
+}
+
 std::string_view status_name(RunStatus status) {
   switch (status) {
     case RunStatus::ok: return "ok";
@@ -124,6 +136,8 @@ void to_json(json& j, const RunResult& r) {
            {"images_trained", r.images_trained},
            {"peak_memory_bytes", r.peak_memory_bytes},
            {"peak_memory_source", r.peak_memory_source},
+           {"nodes", r.nodes},
+           {"ranks_per_node", r.ranks_per_node},
            {"ranks", ranks_json(r.ranks)},
            {"slowest_rank", r.slowest_rank >= 0 ? json(r.slowest_rank) : json(nullptr)},
            {"rank_spread", json_number(r.rank_spread)},
@@ -179,6 +193,8 @@ void from_json(const json& j, RunResult& r) {
   r.images_trained = j.value("images_trained", int64_t{0});
   r.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
   r.peak_memory_source = j.value("peak_memory_source", "");
+  r.nodes = j.value("nodes", std::vector<std::string>{});
+  r.ranks_per_node = j.value("ranks_per_node", std::vector<int64_t>{});
   r.ranks.clear();
   for (const auto& rank : j.value("ranks", json::array())) {
     r.ranks.push_back({rank.at("rank").get<int64_t>(), read_number(rank, "train_time_s"),

@@ -92,6 +92,11 @@ struct RunResult {
   // (p below kStragglerAlpha) where the steps were recorded rank by rank.
   bool straggler = false;
 
+  // Where the ranks ran: the nodes (SLURM's step list, else this host where every rank shared
+  // it; empty where the launcher did not say) and how many ranks each held, in that order.
+  std::vector<std::string> nodes;
+  std::vector<int64_t> ranks_per_node;
+
   nlohmann::json config = nlohmann::json::object();  // the row's full RunConfig, by option name
   nlohmann::json strategy_details = nlohmann::json::object();  // what only the strategy knows
   std::vector<StepRecord> step_records;               // rank 0's steps
@@ -158,6 +163,9 @@ std::string_view status_name(RunStatus status);
 /// A row as people read it across modes: "name (mode)", or the name where it has no mode.
 std::string row_label(const std::string& name, const std::string& mode);
 RunStatus parse_status(std::string_view name);  // throws std::invalid_argument
+/// How a row's ranks were placed, for the reports: "2 nodes x 2 ranks", "2 nodes: 2+1 ranks";
+/// empty for a row on one node.
+std::string placement_text(const RunResult& r);
 
 void to_json(nlohmann::json& j, const RunResult& r);
 void from_json(const nlohmann::json& j, RunResult& r);

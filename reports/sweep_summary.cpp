@@ -68,6 +68,7 @@ RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunRe
   s.repetitions = static_cast<int64_t>(train.size());
   if (!runs.empty()) {
     s.world_size = runs.front()->world_size;
+    s.placement = placement_text(*runs.front());
     s.device = runs.front()->device;
     s.dataset = runs.front()->dataset;
   }

@@ -21,6 +21,7 @@ struct RowSummary {
   double tutorial_seconds = kNotMeasured;
   int64_t devices = 1;
   int64_t world_size = 1;
+  std::string placement;  // the ranks over nodes, "2 nodes x 2 ranks"; empty on one node
   RunStatus status = RunStatus::skipped;  // ok when any repetition ran
   std::string reason;                     // why it did not
   int64_t repetitions = 0;                // that ran

@@ -68,6 +68,10 @@ Command parse_command_line(int argc, const char* const* argv) {
   sweep->add_flag("--reference", sweep_command.reference,
                   "after each row, run PyTorch's own implementation of it (torch-single, torch-dp, torch-ddp) on the "
                   "same data, weights and clock, and report the two side by side");
+  sweep->add_option("--launcher", sweep_command.launcher,
+                    "local (default): every row on this machine; srun: inside a SLURM allocation (salloc, sbatch), "
+                    "each row an srun job step over the allocation's nodes, its ranks spread as the row asks")
+      ->check(CLI::IsMember({"local", "srun"}));
   sweep->add_option("--project", sweep_command.project,
                     "project the DDP rows to this fabric (measured, hdr-ib, ndr-ib, ethernet-100g) in the reports: "
                     "1 to 512 ranks, 8 to a node (ddpbench project gives every choice)");

@@ -65,6 +65,7 @@ struct SweepCommand {
   bool dry_run = false;          // print each row's command, run nothing
   bool reference = false;        // run each row's PyTorch twin right after it
   std::string project;           // a fabric to project the DDP rows to in the reports; empty: none
+  std::string launcher = "local";  // local | srun (each row a job step of the SLURM allocation)
   std::vector<std::pair<std::string, std::string>> overrides;  // run options given, in order
 };
 

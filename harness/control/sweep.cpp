@@ -10,10 +10,12 @@
 #include "harness/base/closest_name.hpp"
 #include "harness/base/input_error.hpp"
 #include "harness/base/text_file.hpp"
+#include "harness/base/whole_integer.hpp"
 #include "harness/control/progress.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/launch/interruption.hpp"
 #include "harness/launch/process_supervisor.hpp"
+#include "harness/launch/slurm_hostlist.hpp"
 #include "reports/compare.hpp"
 #include "reports/projection.hpp"
 #include "reports/reporter.hpp"
@@ -38,7 +40,7 @@ const json kModeSettings = {
 
 std::string row_where_of(const std::string& origin, const std::string& row) { return origin + ", row '" + row + "'"; }
 
-bool is_distributed(const RunConfig& c) { return c.strategy == "ddp"; }
+bool is_distributed(const RunConfig& c) { return c.strategy == "ddp" || c.strategy == "torch-ddp"; }
 
 // A row runs on GPUs when its device says so, or says auto on a machine that has some.
 bool uses_gpus(const RunConfig& c, const SweepEnvironment& env) {
@@ -67,10 +69,29 @@ RunResult result_without_run(const PlannedRow& row, RunStatus status, std::strin
   RunResult r;
   r.name = row.info.name;
   r.strategy = row.config.strategy;
+  r.world_size = row.world_size;
   r.status = status;
   r.reason = std::move(reason);
   r.config = run_config_to_json(row.config);
   return r;
+}
+
+// srun's options for a row of a sweep with --launcher srun: one task per rank, spread evenly
+// over the nodes the row asks for; one task for a single-process row. Empty: the row runs here.
+std::vector<std::string> srun_launch(const SweepCommand& command, const SweepEnvironment& env, const SweepRowSpec& spec,
+                                     const RunConfig& c, const std::string& where) {
+  if (command.launcher != "srun") return {};
+  const int64_t tasks = is_distributed(c) ? c.nproc : 1;
+  if (tasks % spec.nodes != 0) {
+    throw InputError(where + ": " + std::to_string(tasks) + (tasks == 1 ? " process" : " processes") +
+                     " cannot be spread evenly over " + std::to_string(spec.nodes) + " nodes");
+  }
+  return {env.srun,
+          "--nodes=" + std::to_string(spec.nodes),
+          "--ntasks=" + std::to_string(tasks),
+          "--ntasks-per-node=" + std::to_string(tasks / spec.nodes),
+          "--kill-on-bad-exit=1",
+          "--job-name=ddpbench-" + spec.name};
 }
 
 // The result of a row: its file if it ran, else a row that says why not.
@@ -82,6 +103,13 @@ RunResult run_planned_row(const PlannedRow& row, bool& interrupted) {
   spec.label = "row " + row.info.name;
   spec.program = current_executable();
   spec.args = row_arguments(row);
+  if (!row.launch.empty()) {
+    spec.program = row.launch.front();
+    std::vector<std::string> args(row.launch.begin() + 1, row.launch.end());
+    args.push_back(current_executable());
+    args.insert(args.end(), spec.args.begin(), spec.args.end());
+    spec.args = std::move(args);
+  }
   spec.env = environment_with({});
   spec.discard_stdout = true;
   SuperviseOptions options;
@@ -110,6 +138,32 @@ RunResult run_planned_row(const PlannedRow& row, bool& interrupted) {
 }
 
 }  // namespace
+
+void read_slurm_allocation(SweepEnvironment& environment) {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  if (job == nullptr || *job == '\0') {
+    throw InputError("--launcher srun: not inside a SLURM allocation (SLURM_JOB_ID is not set): run the sweep under "
+                     "salloc, or in an sbatch script (scripts/slurm/ddpbench.sbatch)");
+  }
+  const char* list = std::getenv("SLURM_JOB_NODELIST");
+  const char* name = "SLURM_JOB_NODELIST";
+  if (list == nullptr || *list == '\0') {
+    list = std::getenv("SLURM_NODELIST");
+    name = "SLURM_NODELIST";
+  }
+  if (list == nullptr || *list == '\0') {
+    throw InputError("--launcher srun: the allocation names no nodes (SLURM_JOB_NODELIST is not set)");
+  }
+  environment.allocation_nodes = expand_hostlist(list, name);
+  environment.srun = find_executable("srun");
+  if (environment.srun.empty()) {
+    throw InputError("--launcher srun: no srun in PATH (install SLURM's client, Debian's slurm-client)");
+  }
+  // Each node's GPUs, where SLURM says (a sweep under salloc may run on a login node).
+  if (const char* gpus = std::getenv("SLURM_GPUS_ON_NODE"); gpus != nullptr) {
+    if (const auto count = whole_integer<int64_t>(gpus); count && *count >= 0) environment.visible_gpus = *count;
+  }
+}
 
 std::string plan_difference(const RunConfig& planned, const RunResult& ran) {
   return config_difference(comparable_config(run_config_to_json(planned)), comparable_config(ran.config));
@@ -195,7 +249,8 @@ SweepDefinition parse_sweep_file(std::string_view text, const std::string& sourc
   for (const auto& r : field(j, "rows", json::value_t::array, "an array", where)) {
     const std::string row_where = where + ", row " + std::to_string(d.rows.size() + 1);
     if (!r.is_object()) throw InputError(row_where + ": expected an object, got " + std::string(r.type_name()));
-    expect_known_keys(r, {"name", "devices", "tutorial_seconds", "no_twin", "options", "faithful", "controlled"},
+    expect_known_keys(r, {"name", "devices", "nodes", "tutorial_seconds", "no_twin", "options", "faithful",
+                          "controlled"},
                       row_where);
     if (!r.contains("name")) throw InputError(row_where + ": no 'name'");
     SweepRowSpec row;
@@ -216,6 +271,10 @@ SweepDefinition parse_sweep_file(std::string_view text, const std::string& sourc
     if (r.contains("devices")) {
       row.devices = field(r, "devices", json::value_t::number_integer, "an integer", named).get<int64_t>();
       if (row.devices <= 0) throw InputError(named + ": 'devices' must be positive");
+    }
+    if (r.contains("nodes")) {
+      row.nodes = field(r, "nodes", json::value_t::number_integer, "an integer", named).get<int64_t>();
+      if (row.nodes <= 0) throw InputError(named + ": 'nodes' must be positive");
     }
     if (r.contains("no_twin")) {
       row.no_twin = field(r, "no_twin", json::value_t::string, "a string (why the row has no PyTorch twin)", named)
@@ -344,12 +403,21 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
       std::optional<std::string> skip;
       if (std::find(env.strategies.begin(), env.strategies.end(), c.strategy) == env.strategies.end()) {
         skip = "strategy '" + c.strategy + "' is not in this build";
-      } else if (uses_gpus(c, env) && spec.devices > env.visible_gpus) {
-        skip = "needs " + std::to_string(spec.devices) + " GPUs, " + std::to_string(env.visible_gpus) + " visible";
+      } else if (spec.nodes > 1 && command.launcher != "srun") {
+        skip = "needs " + std::to_string(spec.nodes) + " nodes: run the sweep inside a SLURM allocation of as many "
+               "with --launcher srun";
+      } else if (command.launcher == "srun" && spec.nodes > static_cast<int64_t>(env.allocation_nodes.size())) {
+        skip = "needs " + std::to_string(spec.nodes) + " nodes; the allocation has " +
+               std::to_string(env.allocation_nodes.size());
+      } else if (uses_gpus(c, env) && (spec.devices + spec.nodes - 1) / spec.nodes > env.visible_gpus) {
+        skip = "needs " + std::to_string(spec.devices) + " GPUs" +
+               (spec.nodes > 1 ? " over " + std::to_string(spec.nodes) + " nodes" : "") + ", " +
+               std::to_string(env.visible_gpus) + (spec.nodes > 1 ? " on each" : " visible");
       } else if (cpu && c.amp != AmpMode::off && !native && !asked_for) {
         skip = "CPU preset: this CPU has no bf16/fp16 arithmetic (AVX512-BF16, AMX, AVX512-FP16), so autocast would "
                "emulate it, ~40x slower than fp32; name the row in --rows to run it anyway";
       }
+      const std::vector<std::string> launch = srun_launch(command, env, spec, c, where);
       // With --reference each repetition of a row is followed by its PyTorch twin: the same
       // configuration, PyTorch's own implementation of the strategy.
       std::optional<RunConfig> twin;
@@ -378,6 +446,9 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         row.notes = notes;
         row.result_file = std::filesystem::path(command.out_dir) / "rows" / mode / (spec.name + suffix + ".json");
         row.config.out = row.result_file.string();
+        row.launch = launch;
+        row.world_size = is_distributed(c) ? c.nproc : 1;
+        if (!launch.empty()) row.config.nproc = 1;  // srun's tasks are the ranks
         plan.rows.push_back(row);
         if (!twin) continue;
         row.info = plan.info.rows.back();
@@ -389,6 +460,7 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         }
         row.result_file = std::filesystem::path(command.out_dir) / "rows" / mode / (twin->name + suffix + ".json");
         row.config.out = row.result_file.string();
+        if (!launch.empty()) row.config.nproc = 1;
         plan.rows.push_back(std::move(row));
       }
     }
@@ -405,6 +477,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
         std::cout << "skipped: " << *row.skip_reason << "\n";
         continue;
       }
+      for (const auto& a : row.launch) std::cout << shell_quote(a) << " ";
       std::cout << "ddpbench";
       for (const auto& a : row_arguments(row)) std::cout << " " << shell_quote(a);
       std::cout << "\n";

@@ -24,11 +24,12 @@ inline constexpr const char* kPyTorchTwinSuffix = ".torch";
 
 struct SweepRowSpec {
   std::string name;
-  int64_t devices = 1;                     // GPUs the row needs
+  int64_t devices = 1;                     // GPUs the row needs, over all its nodes
   double tutorial_seconds = kNotMeasured;  // the tutorial's published time, if it has the row
   nlohmann::json options = nlohmann::json::object();       // run options, every mode
   nlohmann::json mode_options = nlohmann::json::object();  // {"faithful": {...}, "controlled": {...}}
   std::string no_twin = {};  // why --reference gives this row no PyTorch twin (its twin is skipped); empty: it has one
+  int64_t nodes = 1;         // nodes its ranks spread over, evenly (--launcher srun)
 };
 
 struct SweepDefinition {
@@ -63,7 +64,15 @@ struct SweepEnvironment {
   std::map<std::string, std::string> pytorch_twins;  // strategy -> PyTorch's own (ddp -> torch-ddp)
   Environment machine;
   std::string tool_version;
+  // The SLURM allocation the sweep runs in (--launcher srun): its nodes, and srun's path.
+  std::vector<std::string> allocation_nodes;
+  std::string srun;
 };
+
+/// The SLURM allocation this process runs in, for --launcher srun: its nodes (from
+/// SLURM_JOB_NODELIST, else SLURM_NODELIST) and srun's path in PATH. Throws InputError naming
+/// what is missing: no allocation (SLURM_JOB_ID unset), no srun.
+void read_slurm_allocation(SweepEnvironment& environment);
 
 struct PlannedRow {
   SweepRowInfo info;
@@ -72,6 +81,10 @@ struct PlannedRow {
   std::optional<std::string> skip_reason;  // set: the row is reported skipped, not run
   std::vector<std::string> notes;          // what the plan changed, added to the row's notes
   std::filesystem::path result_file;
+  // --launcher srun: the row runs as `srun <launch...> ddpbench run ...`, its ranks srun's
+  // tasks (then config.nproc is 1: each task is one rank); empty: the row runs here.
+  std::vector<std::string> launch;
+  int64_t world_size = 1;  // the ranks the row runs as (srun's tasks, or its --nproc)
 };
 
 struct SweepPlan {

@@ -280,6 +280,31 @@ struct Communicator::Impl {
   }
 };
 
+namespace {
+
+// Ranks on other nodes that never joined: where they run and what they had to reach, the
+// two sides of a master that the other nodes cannot reach (a loopback one, a wrong interface).
+std::string never_joined_from_elsewhere(const RankEnvironment& r, const ProgressVerdict& verdict) {
+  if (r.node_count < 2) return "";
+  std::vector<std::string> ranks;
+  for (std::size_t rank = 0; rank < verdict.records.size(); ++rank) {
+    if (verdict.records[rank]) continue;
+    const std::string node = node_of_rank(r, static_cast<int64_t>(rank));
+    ranks.push_back("rank " + std::to_string(rank) + (node.empty() ? "" : " runs on " + node));
+  }
+  if (ranks.empty()) return "";
+  std::string out = "; ";
+  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i == 0 ? "" : ", ") + ranks[i];
+  const bool served_here = r.rank == 0 && !r.store_served_by_launcher;
+  out += ranks.size() == 1 ? ", and the store it had to reach is " : ", and the store they had to reach is ";
+  out += r.master_addr + ":" + std::to_string(r.master_port) + (served_here ? " on " + this_host_name() : std::string()) +
+         " (address from " + r.master_addr_origin +
+         (is_loopback_address(r.master_addr) ? "; a loopback address, which no other node reaches)" : ")");
+  return out;
+}
+
+}  // namespace
+
 CommBackend resolve_backend(CommBackend requested, const c10::Device& device) {
   const CommBackend backend =
       requested != CommBackend::auto_select ? requested : (device.is_cuda() ? CommBackend::nccl : CommBackend::gloo);
@@ -305,8 +330,13 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
   try {
     raw = open_run_store(r, options.timeout);
   } catch (const std::exception& e) {
-    throw CollectiveError("rendezvous failed on rank " + std::to_string(r.rank) + ": cannot join the store at " +
-                          impl_->store_address() + ": " + first_line(e.what()));
+    const std::string what = first_line(e.what());
+    const bool serves = r.rank == 0 && !r.store_served_by_launcher;
+    const bool named = what.starts_with("could not reach the store");
+    throw CollectiveError("rendezvous failed on rank " + std::to_string(r.rank) + " on " + this_host_name() + ": " +
+                          (named ? what
+                                 : (serves ? "cannot serve the store at " : "cannot join the store at ") +
+                                       impl_->store_address() + ": " + what));
   }
   impl_->raw_store = raw;
   impl_->store = c10::make_intrusive<c10d::PrefixStore>(impl_->prefix, raw);
@@ -444,7 +474,9 @@ double Communicator::blocked_s() const { return static_cast<double>(impl_->block
 std::string Communicator::describe_failure(std::string_view phase, const std::exception& failure) const {
   const RankEnvironment& r = impl_->rank;
   std::ostringstream out;
-  out << phase << " failed on rank " << r.rank << ": ";
+  out << phase << " failed on rank " << r.rank;
+  if (r.node_count > 1) out << " on " << this_host_name();
+  out << ": ";
   // Read twice, a silence window apart: a heartbeat that did not move is a rank that stopped.
   const auto before = impl_->read_progress_records();
   if (before) std::this_thread::sleep_for(kSilenceWindow);
@@ -460,7 +492,8 @@ std::string Communicator::describe_failure(std::string_view phase, const std::ex
           << " did not answer: rank 0 stopped, or the link to it is cut)";
     }
   } else {
-    out << blame(*before, *after, std::chrono::duration<double>(kSilenceWindow).count(), r.rank).text;
+    const ProgressVerdict verdict = blame(*before, *after, std::chrono::duration<double>(kSilenceWindow).count(), r.rank);
+    out << verdict.text << never_joined_from_elsewhere(r, verdict);
   }
   out << "; c10d said: " << first_line(failure.what());
   return out.str();

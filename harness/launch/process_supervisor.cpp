@@ -165,6 +165,20 @@ std::vector<std::string> environment_with(const std::vector<std::string>& overri
   return env;
 }
 
+std::string find_executable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  const std::string dirs = path != nullptr ? path : "";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const auto end = dirs.find(':', start);
+    const auto candidate = std::filesystem::path(dirs.substr(start, end - start)) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return "";
+}
+
 std::string current_executable() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
 
 SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const SuperviseOptions& o) {

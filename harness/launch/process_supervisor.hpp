@@ -61,6 +61,10 @@ SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const Superv
 std::vector<std::string> environment_with(const std::vector<std::string>& overrides,
                                           const std::function<bool(std::string_view name)>& drop = {});
 
+/// `name`'s path from PATH, as a shell finds it (a name holding '/' is taken as given);
+/// empty when no executable of that name is found. ProcessSpec execs an absolute path.
+std::string find_executable(const std::string& name);
+
 /// The running executable's absolute path.
 std::string current_executable();
 

@@ -1,10 +1,15 @@
 #include "harness/launch/rank_environment.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <initializer_list>
 #include <string_view>
+#include <utility>
 
 #include "harness/base/input_error.hpp"
 #include "harness/base/whole_integer.hpp"
+#include "harness/launch/slurm_hostlist.hpp"
 
 namespace ddpbench {
 namespace {
@@ -48,6 +53,76 @@ bool is_launcher_variable(std::string_view name) {
   return false;
 }
 
+namespace {
+
+// The first set variable of `names`, with its name; {nullptr, ""} when none is.
+std::pair<const char*, std::string> first_set(const EnvironmentLookup& lookup, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (const char* value = lookup(name); value != nullptr && *value != '\0') return {value, name};
+  }
+  return {nullptr, ""};
+}
+
+// SLURM's nodes and tasks per node for this step, and the local world they give this node.
+// A node list that cannot be read matters only where the master must come from it: its
+// error is returned, for the caller to throw then.
+std::string read_slurm_layout(const EnvironmentLookup& lookup, RankEnvironment& env) {
+  std::string nodes_error;
+  if (const auto [list, name] = first_set(lookup, {"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"});
+      list != nullptr) {
+    try {
+      env.nodes = expand_hostlist(list, name);
+    } catch (const InputError& e) {
+      nodes_error = e.what();
+    }
+  }
+  if (const char* distribution = lookup("SLURM_DISTRIBUTION");
+      distribution != nullptr && *distribution != '\0' && !std::string_view(distribution).starts_with("block")) {
+    env.ranks_in_node_order = false;  // cyclic or arbitrary: which node holds a rank is not known here
+  }
+  if (const auto [layout, name] = first_set(lookup, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"});
+      layout != nullptr) {
+    env.ranks_per_node = expand_tasks_per_node(layout, name);
+  }
+  if (const auto [count, name] = first_set(lookup, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"});
+      count != nullptr) {
+    env.node_count = parse_variable(name.c_str(), count, 1);
+  } else if (!env.ranks_per_node.empty()) {
+    env.node_count = static_cast<int64_t>(env.ranks_per_node.size());
+  } else if (!env.nodes.empty()) {
+    env.node_count = static_cast<int64_t>(env.nodes.size());
+  }
+  const char* node_id = lookup("SLURM_NODEID");
+  if (node_id != nullptr && !env.ranks_per_node.empty()) {
+    const int64_t id = parse_variable("SLURM_NODEID", node_id, 0);
+    if (id >= static_cast<int64_t>(env.ranks_per_node.size())) {
+      throw InputError("SLURM_NODEID=" + std::string(node_id) + " is outside the step's " +
+                       std::to_string(env.ranks_per_node.size()) + " nodes");
+    }
+    env.local_world_size = env.ranks_per_node[static_cast<std::size_t>(id)];
+  }
+  return nodes_error;
+}
+
+// Without MASTER_ADDR, SLURM's ranks meet on the step's first node, on a port of the job's:
+// two jobs sharing a node do not collide (PyTorch Lightning's choice, 15000 + id % 10000).
+void derive_slurm_master(const EnvironmentLookup& lookup, RankEnvironment& env, bool addr_given, bool port_given) {
+  if (!addr_given && !env.nodes.empty()) {
+    const auto [list, name] = first_set(lookup, {"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"});
+    env.master_addr = env.nodes.front();
+    env.master_addr_origin = "the first host of " + name + "=" + list;
+  }
+  if (!port_given) {
+    if (const char* job = lookup("SLURM_JOB_ID"); job != nullptr && *job != '\0') {
+      const int64_t id = parse_variable("SLURM_JOB_ID", job, 0);
+      env.master_port = 15000 + id % 10000;
+      env.master_port_origin = "SLURM_JOB_ID=" + std::string(job) + " (15000 + id % 10000)";
+    }
+  }
+}
+
+}  // namespace
+
 std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup) {
   for (const Names& names : kLaunchers) {
     const char* rank = lookup(names.rank);
@@ -66,17 +141,45 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
     }
     const char* local_rank = lookup(names.local_rank);
     env.local_rank = local_rank != nullptr ? parse_variable(names.local_rank, local_rank, 0) : env.rank;
-    // SLURM's tasks-per-node can read "2(x3)"; only a plain number is taken as the local size.
+    // SLURM's tasks-per-node can read "2(x3)"; only a plain number is taken as the local size
+    // here (SLURM's own layout, read below, knows this node's).
     const char* local_size = lookup(names.local_world_size);
     const int64_t parsed_local_size = local_size != nullptr ? whole_integer<int64_t>(local_size).value_or(0) : 0;
     // Without a local size, assume one node: the whole world shares this machine.
     env.local_world_size = parsed_local_size > 0 ? parsed_local_size : env.world_size;
+    const bool slurm = env.source == std::string_view("slurm");
+    const std::string nodes_error = slurm ? read_slurm_layout(lookup, env) : "";
     if (env.local_rank >= env.local_world_size) {
       throw InputError(std::string(names.local_rank) + "=" + std::to_string(env.local_rank) +
                        " is outside the local world of " + std::to_string(env.local_world_size));
     }
-    if (const char* addr = lookup("MASTER_ADDR"); addr != nullptr && *addr != '\0') env.master_addr = addr;
-    if (const char* port = lookup("MASTER_PORT"); port != nullptr) env.master_port = master_port_variable(port);
+    if (env.local_world_size < env.world_size && env.node_count == 1) {
+      env.node_count = (env.world_size + env.local_world_size - 1) / env.local_world_size;
+    }
+    const char* addr = lookup("MASTER_ADDR");
+    const bool addr_given = addr != nullptr && *addr != '\0';
+    if (addr_given) {
+      env.master_addr = addr;
+      env.master_addr_origin = "MASTER_ADDR";
+    }
+    const char* port = lookup("MASTER_PORT");
+    if (port != nullptr) {
+      env.master_port = master_port_variable(port);
+      env.master_port_origin = "MASTER_PORT";
+    }
+    if (!addr_given && !nodes_error.empty()) {
+      throw InputError(nodes_error + "; the master is its first host unless MASTER_ADDR names it: export MASTER_ADDR=<an "
+                       "address of the node that runs rank 0>");
+    }
+    if (slurm) derive_slurm_master(lookup, env, addr_given, port != nullptr);
+    if (env.node_count > 1 && !addr_given && is_loopback_address(env.master_addr)) {
+      throw InputError("the " + std::to_string(env.world_size) + " ranks span " + std::to_string(env.node_count) +
+                       " nodes, and no master address was found (" +
+                       (slurm ? "MASTER_ADDR is not set, nor SLURM_STEP_NODELIST, SLURM_NODELIST or SLURM_JOB_NODELIST"
+                              : "MASTER_ADDR is not set") +
+                       "): every rank would wait on its own 127.0.0.1; export MASTER_ADDR=<an address of the node "
+                       "that runs rank 0>");
+    }
     if (const char* agent = lookup("TORCHELASTIC_USE_AGENT_STORE"); agent != nullptr) {
       env.store_served_by_launcher = std::string_view(agent) == "True" || std::string_view(agent) == "1";
     }
@@ -86,6 +189,35 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
     return env;
   }
   return std::nullopt;
+}
+
+std::string node_of_rank(const RankEnvironment& env, int64_t rank) {
+  if (!env.ranks_in_node_order || env.nodes.empty() || env.ranks_per_node.empty() ||
+      env.nodes.size() < env.ranks_per_node.size()) {
+    return "";
+  }
+  // SLURM's default block distribution: the first node's tasks first.
+  int64_t first = 0;
+  for (std::size_t node = 0; node < env.ranks_per_node.size(); ++node) {
+    if (rank < first + env.ranks_per_node[node]) return env.nodes[node];
+    first += env.ranks_per_node[node];
+  }
+  return "";
+}
+
+std::string this_host_name() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) return "this host";
+  return host;
+}
+
+bool is_loopback_address(std::string_view address) {
+  return address == "localhost" || address.starts_with("127.") || address == "::1";
+}
+
+std::string describe_master(const RankEnvironment& env) {
+  return env.master_addr + ":" + std::to_string(env.master_port) + " (address: " + env.master_addr_origin +
+         "; port: " + env.master_port_origin + ")";
 }
 
 std::optional<RankEnvironment> rank_environment_from_process() {

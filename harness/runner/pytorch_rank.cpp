@@ -33,17 +33,8 @@ std::string configured_python() {
 // ProcessSpec takes an absolute path (no PATH search at exec time): resolve it here once.
 std::string python_executable() {
   const std::string python = configured_python();
-  if (python.find('/') != std::string::npos) return python;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "";
-  for (std::size_t start = 0; start <= dirs.size();) {
-    const auto end = dirs.find(':', start);
-    const auto candidate = std::filesystem::path(dirs.substr(start, end - start)) / python;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
-  return python;
+  const std::string found = find_executable(python);
+  return found.empty() ? python : found;
 }
 
 std::string reference_script() {

@@ -86,6 +86,19 @@ int exit_code_of(const RunResult& result) {
 
 // The JSON goes to --out and, unless this process is a rank under our own launcher (which
 // reports for all ranks), the Markdown row to stdout.
+// Where a rank's world ran, as its launcher laid it out: SLURM's step nodes, or this host when
+// every rank shares it; unknown (left empty) for ranks of another launcher across nodes.
+void record_placement(RunResult& result, const RankEnvironment& env) {
+  const auto nodes = static_cast<std::size_t>(env.node_count);
+  if (env.nodes.size() >= nodes && nodes > 1) {
+    result.nodes.assign(env.nodes.begin(), env.nodes.begin() + static_cast<std::ptrdiff_t>(nodes));
+    if (env.ranks_per_node.size() == nodes) result.ranks_per_node = env.ranks_per_node;
+  } else if (env.local_world_size == env.world_size) {
+    result.nodes = {this_host_name()};
+    result.ranks_per_node = {env.world_size};
+  }
+}
+
 int report(const RunConfig& config, const std::vector<std::string>& argv, const RunResult& result, bool print) {
   ResultDocument document;
   document.tool_version = build_info().version;
@@ -158,7 +171,13 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
     threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / env.local_world_size);
     at::set_num_threads(static_cast<int>(threads));
   }
-  const RunResult result = failed_row_on_error(config, env.world_size, [&] {
+  if (env.rank == 0 && env.world_size > 1 && env.source != "self") {
+    // Where the ranks meet, and who said so: the first thing to check when one never joins.
+    std::cerr << "ddpbench: rank 0 of " << env.world_size << " (" << env.source << ", " << env.node_count
+              << (env.node_count == 1 ? " node" : " nodes") << ") on " << this_host_name() << ": the ranks meet at "
+              << describe_master(env) << "\n";
+  }
+  RunResult result = failed_row_on_error(config, env.world_size, [&] {
     // PyTorch's own rows form their process group in Python.
     if (find_strategy(config.strategy).pytorch) return run_pytorch_rank(config, env, dist.device, threads, row_start);
     dist.comm = std::make_shared<Communicator>(CommunicatorOptions{
@@ -166,6 +185,7 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
         flight_recorder_prefix(config, row_folder(config))});
     return run_guarded(config, dist, row_start);
   });
+  record_placement(result, env);
   // Only rank 0 reports: the others say why they failed, so the launcher can relay it.
   if (env.rank != 0 && result.status == RunStatus::failed) {
     std::cerr << "ddpbench: rank " << env.rank << ": " << result.reason << "\n";
@@ -365,15 +385,17 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   }
   const c10::Device device =
       strategy.primary_device ? strategy.primary_device(strategy_options(config)) : resolve_device(config.device);
+  const RankEnvironment one_process = local_rank_environment(0, 1, free_port());
+  RunResult result;
   if (strategy.pytorch) {
-    return report(config, argv, failed_row_on_error(config, 1, [&] {
-                    return run_pytorch_rank(config, local_rank_environment(0, 1, free_port()), device, 0, row_start);
-                  }),
-                  true);
+    result = failed_row_on_error(config, 1, [&] { return run_pytorch_rank(config, one_process, device, 0, row_start); });
+  } else {
+    DistContext dist;
+    dist.device = device;
+    result = run_guarded(config, dist, row_start);
   }
-  DistContext dist;
-  dist.device = device;
-  return report(config, argv, run_guarded(config, dist, row_start), true);
+  record_placement(result, one_process);
+  return report(config, argv, result, true);
 }
 
 int list_command() {

@@ -20,6 +20,7 @@ int sweep_command(const SweepCommand& command, const std::vector<std::string>& a
   }
   env.machine = capture_environment();
   env.tool_version = build_info().version;
+  if (command.launcher == "srun") read_slurm_allocation(env);
   return run_sweep(command, argv, env);
 }
 

@@ -26,6 +26,23 @@ TEST(MarkdownReport, OneRowPerRunWithUnitsFormatted) {
       << md;
 }
 
+// A row across nodes says so beside its processes; a row on one node does not.
+TEST(MarkdownReport, ARowAcrossNodesSaysHowItsRanksWerePlaced) {
+  RunResult r;
+  r.name = "ddp-2node";
+  r.strategy = "ddp";
+  r.world_size = 4;
+  r.nodes = {"node1", "node2"};
+  r.ranks_per_node = {2, 2};
+  RunResult local = r;
+  local.name = "ddp-4";
+  local.nodes = {"node1"};
+  local.ranks_per_node = {4};
+  const std::string md = markdown_runs_table({r, local});
+  EXPECT_NE(md.find("| ddp-2node | ddp | 4 (2 nodes x 2 ranks) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| ddp-4 | ddp | 4 |"), std::string::npos) << md;
+}
+
 // A row whose steps were all warm-up measured no steady figure and judged no straggler: said.
 TEST(MarkdownReport, ARowWithNoStepAfterTheWarmupSaysSo) {
   RunResult r;

@@ -65,6 +65,38 @@ TEST(RunResult, RoundTripsAndKeepsNotMeasuredAsNull) {
   EXPECT_EQ(json(back), j);
 }
 
+// Where the ranks ran: kept through a file, and said in a line for the reports.
+TEST(RunResult, NodesAndRanksPerNodeRoundTripAndReadAsAPlacement) {
+  RunResult r = sample_run();
+  EXPECT_EQ(placement_text(r), "");
+  r.nodes = {"node1"};
+  r.ranks_per_node = {4};
+  EXPECT_EQ(placement_text(r), "");  // one node: nothing to say
+  r.world_size = 4;
+  r.nodes = {"node1", "node2"};
+  r.ranks_per_node = {2, 2};
+  EXPECT_EQ(placement_text(r), "2 nodes x 2 ranks");
+  r.ranks_per_node = {1, 1};
+  EXPECT_EQ(placement_text(r), "2 nodes x 1 rank");
+  r.nodes = {"a", "b", "c"};
+  r.ranks_per_node = {2, 2, 1};
+  EXPECT_EQ(placement_text(r), "3 nodes: 2+2+1 ranks");
+  r.ranks_per_node.clear();
+  EXPECT_EQ(placement_text(r), "3 nodes");
+  r.ranks_per_node = {2, 2, 1};
+  const json j = r;
+  EXPECT_EQ(j["nodes"], json({"a", "b", "c"}));
+  EXPECT_EQ(j["ranks_per_node"], json({2, 2, 1}));
+  const auto back = json::parse(j.dump()).get<RunResult>();
+  EXPECT_EQ(back.nodes, r.nodes);
+  EXPECT_EQ(back.ranks_per_node, r.ranks_per_node);
+  // Files from before the placement was recorded read as "not said".
+  json old = j;
+  old.erase("nodes");
+  old.erase("ranks_per_node");
+  EXPECT_TRUE(old.get<RunResult>().nodes.empty());
+}
+
 TEST(ResultDocument, SchemaIsCheckedOnRead) {
   ResultDocument doc;
   doc.argv = {"ddpbench", "run"};

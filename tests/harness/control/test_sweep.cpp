@@ -320,6 +320,108 @@ std::string ci_bench_default(const std::filesystem::path& env_file, const std::s
 // scripts/ci-bench compares against a committed baseline: it must hold every row that
 // scripts/ci-bench.sweep.json plans, as often as scripts/ci-bench.env repeats it, with the
 // same configuration, or the gate would fail closed on its own baseline.
+// Under --launcher srun every row is a job step of the allocation: a distributed row's ranks
+// are srun's tasks, spread evenly over the nodes it asks for; a single-process row one task.
+TEST(Sweep, RowsRunAsJobStepsOfTheAllocationUnderSrun) {
+  testing::TempDir dir;
+  testing::write_text(dir / "s.json", R"({
+    "defaults": {"model": "tiny", "num-classes": 10, "device": "cpu"},
+    "rows": [
+      {"name": "single", "options": {"strategy": "single"}},
+      {"name": "ddp-2", "devices": 2, "options": {"strategy": "ddp", "nproc": 2}},
+      {"name": "ddp-2node", "devices": 4, "nodes": 2, "options": {"strategy": "ddp", "nproc": 4}},
+      {"name": "ddp-3node", "devices": 3, "nodes": 3, "options": {"strategy": "ddp", "nproc": 3}}
+    ]})");
+  SweepCommand cmd;
+  cmd.file = (dir / "s.json").string();
+  cmd.mode = "controlled";
+  cmd.launcher = "srun";
+  cmd.reference = true;
+  SweepEnvironment env = machine(0);
+  env.allocation_nodes = {"node1", "node2"};
+  env.srun = "/usr/bin/srun";
+  const SweepPlan plan = plan_sweep(cmd, env);
+  const auto& spread = row(plan, "ddp-2node", "controlled");
+  EXPECT_EQ(spread.launch, (std::vector<std::string>{"/usr/bin/srun", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2",
+                                                     "--kill-on-bad-exit=1", "--job-name=ddpbench-ddp-2node"}));
+  EXPECT_EQ(spread.config.nproc, 1);  // srun's tasks are the ranks
+  EXPECT_EQ(spread.world_size, 4);
+  EXPECT_EQ(spread.config.batch_size, 1024 / 8 / 4);  // the global batch split over the four ranks
+  EXPECT_FALSE(spread.skip_reason.has_value());
+  // Its PyTorch twin runs the same way.
+  EXPECT_EQ(row(plan, "ddp-2node.torch", "controlled").launch[1], "--nodes=2");
+  EXPECT_EQ(row(plan, "ddp-2node.torch", "controlled").config.nproc, 1);
+  EXPECT_EQ(row(plan, "ddp-2", "controlled").launch[1], "--nodes=1");
+  EXPECT_EQ(row(plan, "ddp-2", "controlled").launch[2], "--ntasks=2");
+  EXPECT_EQ(row(plan, "single", "controlled").launch[2], "--ntasks=1");
+  EXPECT_EQ(row(plan, "single", "controlled").world_size, 1);
+  const auto& beyond = row(plan, "ddp-3node", "controlled");
+  EXPECT_EQ(beyond.skip_reason.value_or(""), "needs 3 nodes; the allocation has 2");
+  EXPECT_EQ(beyond.world_size, 3);
+  // GPUs are counted per node: 4 over 2 nodes needs 2 on each.
+  cmd.overrides = {{"device", "cuda"}};
+  env.visible_gpus = 1;
+  EXPECT_EQ(row(plan_sweep(cmd, env), "ddp-2node", "controlled").skip_reason.value_or(""),
+            "needs 4 GPUs over 2 nodes, 1 on each");
+  env.visible_gpus = 2;
+  EXPECT_FALSE(row(plan_sweep(cmd, env), "ddp-2node", "controlled").skip_reason.has_value());
+  cmd.overrides.clear();
+  // Without srun a row across nodes is skipped, saying how to run it.
+  cmd.launcher = "local";
+  const auto local = plan_sweep(cmd, machine(0));
+  EXPECT_NE(row(local, "ddp-2node", "controlled").skip_reason.value_or("").find("needs 2 nodes: run the sweep inside a "
+                                                                               "SLURM allocation of as many with "
+                                                                               "--launcher srun"),
+            std::string::npos);
+  EXPECT_TRUE(row(local, "ddp-2", "controlled").launch.empty());
+  EXPECT_EQ(row(local, "ddp-2", "controlled").config.nproc, 2);
+  // Ranks that cannot be spread evenly, and nodes that are not a positive count: bad input.
+  cmd.launcher = "srun";
+  cmd.rows = {"ddp-3node"};
+  env.allocation_nodes = {"a", "b", "c"};
+  cmd.overrides = {{"nproc", "4"}};
+  try {
+    plan_sweep(cmd, env);
+    ADD_FAILURE() << "4 ranks over 3 nodes planned";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("row 'ddp-3node' (controlled): 4 processes cannot be spread evenly over 3 nodes"),
+              std::string::npos)
+        << e.what();
+  }
+  for (const char* nodes : {"0", "-1", "1.5", "\"2\""}) {
+    EXPECT_THROW(parse_sweep_file(std::string(R"({"rows": [{"name": "x", "nodes": )") + nodes +
+                                      R"(, "options": {"strategy": "ddp"}}]})",
+                                  "f.json"),
+                 InputError)
+        << nodes;
+  }
+}
+
+// scripts/slurm/cluster.sweep.json opens with the tutorial's rows, as the preset has them.
+TEST(Sweep, TheClusterSweepFileBeginsWithTheTutorialsRows) {
+  const char* source = std::getenv("DDPBENCH_SOURCE_DIR");
+  if (source == nullptr) GTEST_SKIP() << "DDPBENCH_SOURCE_DIR not set";
+  const SweepDefinition cluster =
+      read_sweep_file(std::filesystem::path(source) / "scripts" / "slurm" / "cluster.sweep.json");
+  const SweepDefinition tutorial = tutorial_sweep();
+  ASSERT_GT(cluster.rows.size(), tutorial.rows.size());
+  EXPECT_EQ(cluster.baseline_row, tutorial.baseline_row);
+  EXPECT_EQ(cluster.controlled_global_batch, tutorial.controlled_global_batch);
+  for (std::size_t i = 0; i < tutorial.rows.size(); ++i) {
+    const SweepRowSpec& a = cluster.rows[i];
+    const SweepRowSpec& b = tutorial.rows[i];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.devices, b.devices) << a.name;
+    EXPECT_EQ(a.nodes, 1) << a.name;
+    EXPECT_DOUBLE_EQ(a.tutorial_seconds, b.tutorial_seconds) << a.name;
+    EXPECT_EQ(a.options, b.options) << a.name;
+    EXPECT_EQ(a.mode_options, b.mode_options) << a.name;
+  }
+  for (std::size_t i = tutorial.rows.size(); i < cluster.rows.size(); ++i) {
+    EXPECT_EQ(cluster.rows[i].nodes, 2) << cluster.rows[i].name;
+  }
+}
+
 TEST(Sweep, TheCommittedCiBenchBaselineMatchesItsSweepFile) {
   const char* source = std::getenv("DDPBENCH_SOURCE_DIR");
   if (source == nullptr) GTEST_SKIP() << "DDPBENCH_SOURCE_DIR not set";

@@ -57,16 +57,112 @@ TEST(RankEnvironment, SlurmAndOpenMpi) {
   EXPECT_EQ(slurm->local_rank, 1);
   EXPECT_EQ(slurm->local_world_size, 2);
   EXPECT_EQ(slurm->master_addr, "node1");
-  // SLURM writes "2(x3)" for uneven layouts: then the world is assumed to share the node.
+  // SLURM_NTASKS_PER_NODE can read "2(x3)": without the step's layout and node id the world
+  // is assumed to share the node.
   const auto uneven = from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "6"}, {"SLURM_NTASKS_PER_NODE", "2(x3)"}});
   EXPECT_EQ(uneven->local_world_size, 6);
   const auto mpi = from({{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "3"},
-                         {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}});
+                         {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"},
+                         {"MASTER_ADDR", "node1"}});
   ASSERT_TRUE(mpi.has_value());
   EXPECT_EQ(mpi->source, "mpi");
   EXPECT_EQ(mpi->rank, 2);
   EXPECT_EQ(mpi->world_size, 3);
   EXPECT_EQ(mpi->local_world_size, 1);
+}
+
+// What srun gives each task of `srun -N 2 -n 3` on node[1-2] (block layout: 2 then 1).
+std::map<std::string, std::string> srun_task(int rank, int node, std::map<std::string, std::string> more = {}) {
+  std::map<std::string, std::string> vars = {{"SLURM_PROCID", std::to_string(rank)}, {"SLURM_NTASKS", "3"},
+                                             {"SLURM_LOCALID", std::to_string(rank == 2 ? 0 : rank)},
+                                             {"SLURM_NODEID", std::to_string(node)}, {"SLURM_NNODES", "2"},
+                                             {"SLURM_NODELIST", "node[1-2]"}, {"SLURM_STEP_NODELIST", "node[1-2]"},
+                                             {"SLURM_STEP_TASKS_PER_NODE", "2,1"}, {"SLURM_TASKS_PER_NODE", "2,1"},
+                                             {"SLURM_JOB_ID", "123456"}, {"SLURM_STEP_ID", "0"}};
+  for (auto& [k, v] : more) vars[k] = v;
+  return vars;
+}
+
+std::string error_of(const std::map<std::string, std::string>& vars) {
+  try {
+    from(vars);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(RankEnvironment, UnderSlurmTheMasterIsTheStepsFirstNodeOnAPortOfTheJob) {
+  const auto third = from(srun_task(2, 1));
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->master_addr, "node1");
+  EXPECT_EQ(third->master_port, 15000 + 123456 % 10000);
+  EXPECT_EQ(third->master_addr_origin, "the first host of SLURM_STEP_NODELIST=node[1-2]");
+  EXPECT_EQ(third->master_port_origin, "SLURM_JOB_ID=123456 (15000 + id % 10000)");
+  // The step's layout gives each node its own local world.
+  EXPECT_EQ(third->local_world_size, 1);
+  EXPECT_EQ(from(srun_task(0, 0))->local_world_size, 2);
+  EXPECT_EQ(third->node_count, 2);
+  EXPECT_EQ(node_of_rank(*third, 0), "node1");
+  EXPECT_EQ(node_of_rank(*third, 1), "node1");
+  EXPECT_EQ(node_of_rank(*third, 2), "node2");
+  EXPECT_EQ(node_of_rank(*third, 3), "");
+  EXPECT_EQ(describe_master(*third),
+            "node1:18456 (address: the first host of SLURM_STEP_NODELIST=node[1-2]; port: SLURM_JOB_ID=123456 "
+            "(15000 + id % 10000))");
+  // Two jobs on one node: two ports.
+  EXPECT_NE(from(srun_task(0, 0, {{"SLURM_JOB_ID", "123457"}}))->master_port, third->master_port);
+  // The step's list wins over the job's; SLURM_NODELIST serves where there is no step's.
+  auto job_only = srun_task(0, 0, {{"SLURM_JOB_NODELIST", "big[1-8]"}});
+  job_only.erase("SLURM_STEP_NODELIST");
+  EXPECT_EQ(from(job_only)->master_addr, "node1");
+  // Cyclic distribution: which node holds a rank is not guessed.
+  EXPECT_EQ(node_of_rank(*from(srun_task(2, 1, {{"SLURM_DISTRIBUTION", "cyclic"}})), 2), "");
+  EXPECT_EQ(node_of_rank(*from(srun_task(2, 1, {{"SLURM_DISTRIBUTION", "block:cyclic"}})), 2), "node2");
+}
+
+TEST(RankEnvironment, MasterAddrAndMasterPortWinOverSlurms) {
+  const auto env = from(srun_task(1, 0, {{"MASTER_ADDR", "10.0.0.9"}, {"MASTER_PORT", "29411"}}));
+  EXPECT_EQ(env->master_addr, "10.0.0.9");
+  EXPECT_EQ(env->master_port, 29411);
+  EXPECT_EQ(env->master_addr_origin, "MASTER_ADDR");
+  EXPECT_EQ(env->master_port_origin, "MASTER_PORT");
+  // A node list the binary cannot read matters not when MASTER_ADDR names the master.
+  const auto unread = from(srun_task(1, 0, {{"MASTER_ADDR", "10.0.0.9"}, {"SLURM_STEP_NODELIST", "node[2-1]"}}));
+  EXPECT_EQ(unread->master_addr, "10.0.0.9");
+  // The address alone given: the port still comes from the job.
+  EXPECT_EQ(from(srun_task(1, 0, {{"MASTER_ADDR", "10.0.0.9"}}))->master_port, 18456);
+}
+
+TEST(RankEnvironment, RanksAcrossNodesWithNoMasterToBeFoundAreBadInputNamingMasterAddr) {
+  auto no_list = srun_task(1, 0);
+  no_list.erase("SLURM_NODELIST");
+  no_list.erase("SLURM_STEP_NODELIST");
+  EXPECT_EQ(error_of(no_list),
+            "the 3 ranks span 2 nodes, and no master address was found (MASTER_ADDR is not set, nor "
+            "SLURM_STEP_NODELIST, SLURM_NODELIST or SLURM_JOB_NODELIST): every rank would wait on its own 127.0.0.1; "
+            "export MASTER_ADDR=<an address of the node that runs rank 0>");
+  const std::string unreadable = error_of(srun_task(1, 0, {{"SLURM_STEP_NODELIST", "node[1-"}}));
+  EXPECT_NE(unreadable.find("SLURM_STEP_NODELIST='node[1-' is not a SLURM host list"), std::string::npos) << unreadable;
+  EXPECT_NE(unreadable.find("export MASTER_ADDR="), std::string::npos) << unreadable;
+  // torchrun's and Open MPI's variables across nodes without MASTER_ADDR: the same.
+  EXPECT_NE(error_of({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}})
+                .find("the 2 ranks span 2 nodes, and no master address was found (MASTER_ADDR is not set)"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                      {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}})
+                .find("MASTER_ADDR"),
+            std::string::npos);
+  // A loopback master given on purpose (several "nodes" on one machine) is taken.
+  EXPECT_EQ(from({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"},
+                  {"MASTER_ADDR", "127.0.0.1"}})->master_addr,
+            "127.0.0.1");
+  // One node needs no master address: the default loopback serves.
+  auto one_node = srun_task(1, 0, {{"SLURM_NNODES", "1"}, {"SLURM_STEP_TASKS_PER_NODE", "3"}});
+  one_node.erase("SLURM_NODELIST");
+  one_node.erase("SLURM_STEP_NODELIST");
+  EXPECT_EQ(from(one_node)->master_addr, "127.0.0.1");
+  EXPECT_NE(error_of(srun_task(1, 5)).find("SLURM_NODEID=5 is outside the step's 2 nodes"), std::string::npos);
 }
 
 TEST(RankEnvironment, TorchrunWinsOverTheOthers) {
