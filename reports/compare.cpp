@@ -413,6 +413,8 @@ TwinComparison compare_with_twin(const RowSummary& row, const ResultDocument& do
 json comparable_config(const json& config) {
   json c = config;
   for (const char* key : kIgnoredConfigKeys) c.erase(key);
+  // Files from before --nodes ran on one node.
+  if (c.is_object() && !c.contains("nodes")) c["nodes"] = 1;
   return c;
 }
 
@@ -635,7 +637,14 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
       throw InputError("--min-vs-pytorch: the current file has no PyTorch twin rows (run the sweep with --reference)");
     }
   }
-  if (matched == 0) throw InputError("the two result files have no row in common (by name, mode and configuration)");
+  if (matched == 0) {
+    std::string why;
+    for (const auto& m : result.missing_rows) {
+      if (m.find("configured differently") != std::string::npos) why += (why.empty() ? "" : "; ") + m;
+    }
+    throw InputError("the two result files have no row in common (by name, mode and configuration)" +
+                     (why.empty() ? std::string() : ": " + why));
+  }
   return result;
 }
 

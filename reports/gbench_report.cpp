@@ -62,10 +62,12 @@ class GbenchReporter final : public Reporter {
     // Families in order of first appearance, each with its repetitions that ran.
     std::vector<std::string> families;
     std::map<std::string, std::vector<Repetition>> repetitions;
+    std::map<std::string, std::string> placements;  // Google Benchmark's label: the ranks over nodes
     for (const auto& r : doc.runs) {
       if (r.status != RunStatus::ok || r.steps <= 0 || !std::isfinite(r.train_time_s)) continue;
       const std::string name = (r.mode.empty() ? "" : r.mode + "/") + r.name;
       if (!repetitions.contains(name)) families.push_back(name);
+      if (!repetitions.contains(name)) placements[name] = placement_text(r);
       repetitions[name].push_back(
           {r.repetition, r.steps, r.train_time_s * kMsPerS / static_cast<double>(r.steps), r.images_per_s});
     }
@@ -75,8 +77,9 @@ class GbenchReporter final : public Reporter {
       const std::string& name = families[family];
       const auto& reps = repetitions[name];
       const auto count = static_cast<int64_t>(reps.size());
-      const json common = {{"family_index", family}, {"per_family_instance_index", 0}, {"run_name", name},
-                           {"repetitions", count},   {"threads", 1},                  {"time_unit", "ms"}};
+      json common = {{"family_index", family}, {"per_family_instance_index", 0}, {"run_name", name},
+                     {"repetitions", count},   {"threads", 1},                  {"time_unit", "ms"}};
+      if (!placements[name].empty()) common["label"] = placements[name];
       std::vector<double> times, rates;
       for (const auto& rep : reps) {
         json b = common;

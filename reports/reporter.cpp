@@ -76,9 +76,11 @@ std::unique_ptr<Reporter> make_json_reporter() { return std::make_unique<JsonRep
 
 std::vector<std::unique_ptr<Reporter>> default_reporters() {
   std::vector<std::unique_ptr<Reporter>> reporters;
-  reporters.push_back(make_json_reporter());
+  // JSON last: it is what a reader waits on (scripts/device-check, the tests), and the others
+  // are whole by the time it holds a row.
   reporters.push_back(make_markdown_reporter());
   reporters.push_back(make_html_reporter());
+  reporters.push_back(make_json_reporter());
   return reporters;
 }
 

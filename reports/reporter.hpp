@@ -39,7 +39,7 @@ std::unique_ptr<Reporter> make_html_reporter();
 /// Google Benchmark's JSON format, which its compare.py and CI dashboards read.
 std::unique_ptr<Reporter> make_gbench_reporter();
 
-/// The reporters a sweep writes by default: JSON, Markdown, HTML.
+/// The reporters a sweep writes by default, in the order it writes them: Markdown, HTML, JSON.
 std::vector<std::unique_ptr<Reporter>> default_reporters();
 
 nlohmann::json summary_json(const RowSummary& row);

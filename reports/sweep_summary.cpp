@@ -132,6 +132,9 @@ std::vector<std::string> differences_from_baseline(const RunResult& row, const R
   std::vector<std::string> out;
   if (row.strategy != baseline.strategy) out.push_back("strategy " + row.strategy);
   if (row.world_size != baseline.world_size) out.push_back(std::to_string(row.world_size) + " processes");
+  if (const std::string placement = placement_text(row); placement != placement_text(baseline) && !placement.empty()) {
+    out.push_back(placement);
+  }
   const json devices = config_value(row, "devices");
   if (devices != config_value(baseline, "devices") && !devices.is_null()) out.push_back("devices " + text_of(devices));
   if (row.global_batch != baseline.global_batch) {

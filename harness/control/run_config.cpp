@@ -101,6 +101,11 @@ void validate(const RunConfig& c) {
           "--data-dir must not be empty");
   require(!c.cache_dir.empty(), "--cache-dir must not be empty (auto, none or a folder)");
   require_positive(c.nproc, "--nproc");
+  require_positive(c.nodes, "--nodes");
+  require(c.nodes == 1 || c.nproc == 1,
+          "--nodes " + std::to_string(c.nodes) + " with --nproc " + std::to_string(c.nproc) +
+              ": ddpbench starts ranks on this machine only; start them across nodes with srun (sweep --launcher "
+              "srun) or torchrun");
   require(std::isfinite(c.bucket_mb) && c.bucket_mb > 0,
           "--bucket-mb must be a positive number (got " + std::to_string(c.bucket_mb) + ")");
   require_positive(c.timeout_s, "--timeout-s");

@@ -72,6 +72,9 @@ struct RunConfig {
 
   // Distributed strategies (ddp): one process per device.
   int64_t nproc = 1;            // processes this command starts, unless a launcher started it
+  // Nodes the ranks span. Recorded as the launcher placed them (with nproc as the ranks there
+  // were); above 1 it asks a launcher's ranks (srun's) to check that they span as many.
+  int64_t nodes = 1;
   CommBackend backend = CommBackend::auto_select;  // auto: NCCL on CUDA devices, Gloo on CPUs
   double bucket_mb = 25;        // gradient bucket cap in MiB, as DDP's bucket_cap_mb
   bool overlap = true;          // allreduce buckets during backward (off: after it)

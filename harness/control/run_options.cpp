@@ -140,6 +140,8 @@ std::vector<RunOption> make_run_options() {
   o.push_back(option("log-interval-steps", &RunConfig::log_interval_steps, "N", "steps between progress lines"));
   o.push_back(option("nproc", &RunConfig::nproc, "N",
                      "processes to start for a distributed strategy (one per device); ignored under a launcher"));
+  o.push_back(option("nodes", &RunConfig::nodes, "N",
+                     "nodes the ranks span: recorded as the launcher placed them; above 1, srun's ranks check it"));
   o.push_back(enum_option("backend", &RunConfig::backend, kCommBackendNames,
                           "c10d backend: auto is NCCL on CUDA devices, Gloo on CPUs"));
   o.push_back(option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"));

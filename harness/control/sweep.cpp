@@ -59,7 +59,9 @@ std::string shell_quote(const std::string& s) {
 
 std::vector<std::string> row_arguments(const PlannedRow& row) {
   std::vector<std::string> args{"run"};
-  const auto rest = run_config_to_args(row.config);
+  RunConfig given = row.config;
+  if (!row.launch.empty()) given.nproc = 1;  // srun's tasks are the ranks: none starts others
+  const auto rest = run_config_to_args(given);
   args.insert(args.end(), rest.begin(), rest.end());
   return args;
 }
@@ -79,18 +81,16 @@ RunResult result_without_run(const PlannedRow& row, RunStatus status, std::strin
 // srun's options for a row of a sweep with --launcher srun: one task per rank, spread evenly
 // over the nodes the row asks for; one task for a single-process row. Empty: the row runs here.
 std::vector<std::string> srun_launch(const SweepCommand& command, const SweepEnvironment& env, const SweepRowSpec& spec,
-                                     const RunConfig& c, const std::string& where) {
+                                     const RunConfig& c) {
   if (command.launcher != "srun") return {};
   const int64_t tasks = is_distributed(c) ? c.nproc : 1;
-  if (tasks % spec.nodes != 0) {
-    throw InputError(where + ": " + std::to_string(tasks) + (tasks == 1 ? " process" : " processes") +
-                     " cannot be spread evenly over " + std::to_string(spec.nodes) + " nodes");
-  }
+  // A rank that fails is found by the others (its collectives fail at once, or within
+  // --timeout-s), which then fail the row: srun's --kill-on-bad-exit would stop them with
+  // SIGTERM first, and a rank stopped by a signal reports the row interrupted.
   return {env.srun,
           "--nodes=" + std::to_string(spec.nodes),
           "--ntasks=" + std::to_string(tasks),
           "--ntasks-per-node=" + std::to_string(tasks / spec.nodes),
-          "--kill-on-bad-exit=1",
           "--job-name=ddpbench-" + spec.name};
 }
 
@@ -384,6 +384,10 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
       for (const auto& [key, value] : command.overrides) given.insert(key);
       apply_preset(c, given);
       c.name = spec.name;
+      if (c.nodes != 1) {
+        throw InputError(where + ": --nodes is the sweep's to give each rank; a row asks for nodes with \"nodes\" "
+                         "beside its \"devices\" in the sweep file");
+      }
       try {
         validate(c);
       } catch (const InputError& e) {
@@ -417,7 +421,14 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         skip = "CPU preset: this CPU has no bf16/fp16 arithmetic (AVX512-BF16, AMX, AVX512-FP16), so autocast would "
                "emulate it, ~40x slower than fp32; name the row in --rows to run it anyway";
       }
-      const std::vector<std::string> launch = srun_launch(command, env, spec, c, where);
+      if (spec.nodes > 1) {
+        const int64_t ranks = is_distributed(c) ? c.nproc : 1;
+        if (ranks % spec.nodes != 0 || ranks < spec.nodes) {
+          throw InputError(where + ": " + std::to_string(ranks) + (ranks == 1 ? " process" : " processes") +
+                           " cannot be spread evenly over 'nodes' " + std::to_string(spec.nodes));
+        }
+      }
+      const std::vector<std::string> launch = srun_launch(command, env, spec, c);
       // With --reference each repetition of a row is followed by its PyTorch twin: the same
       // configuration, PyTorch's own implementation of the strategy.
       std::optional<RunConfig> twin;
@@ -448,7 +459,7 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         row.config.out = row.result_file.string();
         row.launch = launch;
         row.world_size = is_distributed(c) ? c.nproc : 1;
-        if (!launch.empty()) row.config.nproc = 1;  // srun's tasks are the ranks
+        row.config.nodes = spec.nodes;  // the placement is part of what the row is
         plan.rows.push_back(row);
         if (!twin) continue;
         row.info = plan.info.rows.back();
@@ -460,7 +471,7 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         }
         row.result_file = std::filesystem::path(command.out_dir) / "rows" / mode / (twin->name + suffix + ".json");
         row.config.out = row.result_file.string();
-        if (!launch.empty()) row.config.nproc = 1;
+        row.config.nodes = spec.nodes;
         plan.rows.push_back(std::move(row));
       }
     }
@@ -515,7 +526,8 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     if (command.resume && std::filesystem::exists(row.result_file)) {
       try {
         RunResult previous = read_result_file(row.result_file).runs.at(0);
-        const bool finished = previous.status == RunStatus::ok || previous.status == RunStatus::skipped;
+        // A skip is decided again every time: the GPUs and nodes it depended on may have come.
+        const bool finished = previous.status == RunStatus::ok;
         if (finished && runs_the_same(previous.config, run_config_to_json(row.config))) {
           result = std::move(previous);
           resumed = true;
@@ -544,7 +556,10 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     result.name = row.info.name;
     result.mode = row.info.mode;
     result.repetition = row.repetition;
-    failed = failed || result.status == RunStatus::failed;
+    // A row stopped by a signal the sweep was not sent (scancel of its step, a kill) did not
+    // measure what it was asked to: the sweep fails.
+    failed = failed || result.status == RunStatus::failed ||
+             (result.status == RunStatus::interrupted && interruption_signal() == 0);
     document.runs.push_back(std::move(result));
     write_reports();
   }

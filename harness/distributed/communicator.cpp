@@ -38,6 +38,7 @@
 
 #include "harness/base/clock.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/distributed/finished_within.hpp"
 #include "harness/distributed/run_store.hpp"
 #include "harness/launch/rank_progress.hpp"
 
@@ -108,29 +109,6 @@ std::string interface_towards(const std::string& address) {
   }
   ::freeaddrinfo(found);
   return name;
-}
-
-// Runs `query` on a thread of its own and waits for it at most `limit`: nullopt when it has
-// not finished, its exception when it threw. A TCPStore client has no receive timeout, and
-// ncclCommInitRank waits for every rank: either would hold the caller forever, so it holds
-// only this thread (detached, it ends with the process).
-template <typename T>
-std::optional<T> finished_within(std::chrono::milliseconds limit, std::function<T()> query) {
-  auto task = std::make_shared<std::packaged_task<T()>>(std::move(query));
-  auto result = task->get_future();
-  std::thread([task] { (*task)(); }).detach();
-  if (result.wait_for(limit) != std::future_status::ready) return std::nullopt;
-  return result.get();
-}
-
-// The same, with an error taken as no answer.
-template <typename T>
-std::optional<T> within(std::chrono::milliseconds limit, std::function<T()> query) {
-  try {
-    return finished_within<T>(limit, std::move(query));
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
 }
 
 // This rank's way through the collectives, which the heartbeat publishes: the thread keeps it
@@ -286,17 +264,20 @@ namespace {
 // two sides of a master that the other nodes cannot reach (a loopback one, a wrong interface).
 std::string never_joined_from_elsewhere(const RankEnvironment& r, const ProgressVerdict& verdict) {
   if (r.node_count < 2) return "";
-  std::vector<std::string> ranks;
+  std::vector<std::string> placed;
+  std::size_t missing = 0;
   for (std::size_t rank = 0; rank < verdict.records.size(); ++rank) {
     if (verdict.records[rank]) continue;
+    ++missing;
     const std::string node = node_of_rank(r, static_cast<int64_t>(rank));
-    ranks.push_back("rank " + std::to_string(rank) + (node.empty() ? "" : " runs on " + node));
+    if (!node.empty()) placed.push_back("rank " + std::to_string(rank) + " runs on " + node);
   }
-  if (ranks.empty()) return "";
+  if (missing == 0) return "";
   std::string out = "; ";
-  for (std::size_t i = 0; i < ranks.size(); ++i) out += (i == 0 ? "" : ", ") + ranks[i];
+  for (std::size_t i = 0; i < placed.size(); ++i) out += (i == 0 ? "" : ", ") + placed[i];
+  out += placed.empty() ? "the store " : ", and the store ";
+  out += missing == 1 ? "it had to reach is " : "they had to reach is ";
   const bool served_here = r.rank == 0 && !r.store_served_by_launcher;
-  out += ranks.size() == 1 ? ", and the store it had to reach is " : ", and the store they had to reach is ";
   out += r.master_addr + ":" + std::to_string(r.master_port) + (served_here ? " on " + this_host_name() : std::string()) +
          " (address from " + r.master_addr_origin +
          (is_loopback_address(r.master_addr) ? "; a loopback address, which no other node reaches)" : ")");
@@ -324,7 +305,7 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
   impl_->rank = options.rank;
   impl_->device = options.device;
   impl_->backend = resolve_backend(options.backend, options.device);
-  impl_->prefix = run_store_prefix(options.rank.restart_count);
+  impl_->prefix = run_store_prefix(options.rank.restart_count, options.rank.run_id);
   const RankEnvironment& r = options.rank;
   c10::intrusive_ptr<c10d::Store> raw;
   try {

@@ -1,7 +1,6 @@
 #include "harness/distributed/run_store.hpp"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -16,8 +15,13 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "harness/distributed/finished_within.hpp"
+
 namespace ddpbench {
 namespace {
+
+// Where rank 0 writes its run's name (RankEnvironment::run_id), outside every run's prefix.
+constexpr const char* kRunKey = "ddpbench/run";
 
 // As torchrun's store, bound to MASTER_ADDR alone: c10d's traffic is unauthenticated.
 int listen_on(const std::string& address, int64_t port, const std::string& origin) {
@@ -41,6 +45,12 @@ int listen_on(const std::string& address, int64_t port, const std::string& origi
     const int on = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     if (::bind(fd, a->ai_addr, a->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
+      if (errno == EADDRINUSE) {
+        ::close(fd);
+        ::freeaddrinfo(found);
+        throw std::runtime_error("port " + service + " on " + address +
+                                 " is in use (another run's store, or another program's; MASTER_PORT names another)");
+      }
       why = std::strerror(errno);
       ::close(fd);
       fd = -1;
@@ -74,6 +84,11 @@ c10::intrusive_ptr<c10d::Store> serve(const std::string& address, int fd, int64_
   options.timeout = timeout;
   options.masterListenFd = fd;
   return c10::make_intrusive<c10d::TCPStore>(address, options);
+}
+
+std::string first_line_of(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  return line.size() > 300 ? line.substr(0, 300) + "..." : line;
 }
 
 // One attempt to open a TCP connection to `a` within `wait`; empty when it opened, else why not.
@@ -139,14 +154,19 @@ void wait_until_reachable(const RankEnvironment& r, std::chrono::milliseconds ti
 
 }  // namespace
 
-std::string run_store_prefix(int64_t restart_count) { return "ddpbench/attempt_" + std::to_string(restart_count); }
+std::string run_store_prefix(int64_t restart_count, const std::string& run_id) {
+  return "ddpbench/" + (run_id.empty() ? "" : run_id + "/") + "attempt_" + std::to_string(restart_count);
+}
 
 std::string progress_key(int64_t rank) { return "progress/" + std::to_string(rank); }
 
 c10::intrusive_ptr<c10d::Store> open_run_store(const RankEnvironment& r, std::chrono::milliseconds timeout) {
   if (r.rank == 0 && !r.store_served_by_launcher) {
-    return serve(r.master_addr, listen_on(r.master_addr, r.master_port, r.master_addr_origin), r.world_size, timeout);
+    auto served = serve(r.master_addr, listen_on(r.master_addr, r.master_port, r.master_addr_origin), r.world_size, timeout);
+    if (!r.run_id.empty()) served->set(kRunKey, std::vector<uint8_t>(r.run_id.begin(), r.run_id.end()));
+    return served;
   }
+  const auto start = std::chrono::steady_clock::now();
   wait_until_reachable(r, timeout);
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(r.master_port);
@@ -154,7 +174,47 @@ c10::intrusive_ptr<c10d::Store> open_run_store(const RankEnvironment& r, std::ch
   options.numWorkers = static_cast<std::size_t>(r.world_size);
   options.waitWorkers = false;
   options.timeout = timeout;  // every later read waits this long too
-  return c10::make_intrusive<c10d::TCPStore>(r.master_addr, options);
+  // Something that takes the connection but is no c10d store (another service on the port)
+  // sends c10d's client into its retries: they are held to what is left of the timeout.
+  const auto left = std::max(std::chrono::milliseconds(1000),
+                             timeout - std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now() - start));
+  const std::string where = r.master_addr + ":" + std::to_string(r.master_port) + " from " + this_host_name();
+  std::optional<c10::intrusive_ptr<c10d::Store>> store;
+  try {
+    store = finished_within<c10::intrusive_ptr<c10d::Store>>(
+        left, [address = r.master_addr, options]() -> c10::intrusive_ptr<c10d::Store> {
+          return c10::make_intrusive<c10d::TCPStore>(address, options);
+        });
+  } catch (const std::exception& e) {
+    throw std::runtime_error("could not reach the store at " + where + ": it answered, but not as a c10d store (" +
+                             first_line_of(e.what()) + "; address: " + r.master_addr_origin +
+                             "; port: " + r.master_port_origin + ")");
+  }
+  if (!store) {
+    throw std::runtime_error("could not reach the store at " + where + " within " +
+                             std::to_string(timeout.count() / 1000) +
+                             " s: something takes the connection there but does not answer as a c10d store (address: " +
+                             r.master_addr_origin + "; port: " + r.master_port_origin + ")");
+  }
+  // A store on a port two runs share: the other run's, said as such (its keys are its own, so
+  // this rank could only have waited for a rank 0 that is not there).
+  if (!r.run_id.empty() && !r.store_served_by_launcher) {
+    std::string theirs;
+    try {
+      (*store)->wait({kRunKey}, std::chrono::milliseconds(2000));
+      const auto bytes = (*store)->get(kRunKey);
+      theirs.assign(bytes.begin(), bytes.end());
+    } catch (const std::exception&) {
+      // No run's name there (not a ddpbench rank 0's store): the rendezvous says what is wrong.
+    }
+    if (!theirs.empty() && theirs != r.run_id) {
+      throw std::runtime_error("could not reach the store at " + where + ": the store there is another run's (" + theirs +
+                               "), not this run's (" + r.run_id + "): their ports collide (port: " +
+                               r.master_port_origin + "); export MASTER_PORT=<a free port>");
+    }
+  }
+  return *store;
 }
 
 std::vector<std::optional<RankProgress>> read_progress(c10d::Store& store, int64_t world_size) {

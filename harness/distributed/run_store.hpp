@@ -23,8 +23,9 @@ class Store;
 namespace ddpbench {
 
 /// The keys of one attempt of a run (TORCHELASTIC_RESTART_COUNT), shared by the ranks and
-/// the launcher.
-std::string run_store_prefix(int64_t restart_count);
+/// the launcher, under the run's own name where the launcher gives one (SLURM's job and step):
+/// a rank that reaches another run's store, on a port two runs share, never joins that run.
+std::string run_store_prefix(int64_t restart_count, const std::string& run_id = "");
 /// Where rank `rank` keeps its progress record, under the run's prefix.
 std::string progress_key(int64_t rank);
 

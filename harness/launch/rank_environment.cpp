@@ -104,20 +104,26 @@ std::string read_slurm_layout(const EnvironmentLookup& lookup, RankEnvironment& 
   return nodes_error;
 }
 
-// Without MASTER_ADDR, SLURM's ranks meet on the step's first node, on a port of the job's:
-// two jobs sharing a node do not collide (PyTorch Lightning's choice, 15000 + id % 10000).
+// Without MASTER_ADDR, SLURM's ranks meet on the step's first node (where task 0 runs under
+// every distribution but arbitrary), on a port of the job's and the step's: two jobs, or two
+// steps of one job, sharing a node seldom collide, and when they do, the store's keys are the
+// run's own (run_id), so that a rank can fail but never join another run.
 void derive_slurm_master(const EnvironmentLookup& lookup, RankEnvironment& env, bool addr_given, bool port_given) {
+  const char* job = lookup("SLURM_JOB_ID");
+  const char* step = lookup("SLURM_STEP_ID");
+  const bool has_job = job != nullptr && *job != '\0';
+  const int64_t job_id = has_job ? parse_variable("SLURM_JOB_ID", job, 0) : 0;
+  const int64_t step_id = step != nullptr && *step != '\0' ? parse_variable("SLURM_STEP_ID", step, 0) : 0;
+  if (has_job) env.run_id = "slurm-" + std::to_string(job_id) + "." + std::to_string(step_id);
   if (!addr_given && !env.nodes.empty()) {
     const auto [list, name] = first_set(lookup, {"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"});
     env.master_addr = env.nodes.front();
     env.master_addr_origin = "the first host of " + name + "=" + list;
   }
-  if (!port_given) {
-    if (const char* job = lookup("SLURM_JOB_ID"); job != nullptr && *job != '\0') {
-      const int64_t id = parse_variable("SLURM_JOB_ID", job, 0);
-      env.master_port = 15000 + id % 10000;
-      env.master_port_origin = "SLURM_JOB_ID=" + std::string(job) + " (15000 + id % 10000)";
-    }
+  if (!port_given && has_job) {
+    env.master_port = 15000 + (37 * (job_id % 10000) + step_id) % 10000;
+    env.master_port_origin = "SLURM_JOB_ID=" + std::to_string(job_id) + " and SLURM_STEP_ID=" +
+                             std::to_string(step_id) + " (15000 + (37 x job + step) % 10000)";
   }
 }
 
@@ -167,11 +173,27 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
       env.master_port = master_port_variable(port);
       env.master_port_origin = "MASTER_PORT";
     }
-    if (!addr_given && !nodes_error.empty()) {
+    // What matters only where the master must come from SLURM: ranks across nodes.
+    const bool master_needed = !addr_given && env.node_count > 1;
+    if (master_needed && !nodes_error.empty()) {
       throw InputError(nodes_error + "; the master is its first host unless MASTER_ADDR names it: export MASTER_ADDR=<an "
                        "address of the node that runs rank 0>");
     }
+    if (const char* distribution = lookup("SLURM_DISTRIBUTION");
+        slurm && master_needed && distribution != nullptr && std::string_view(distribution).starts_with("arbitrary")) {
+      throw InputError("SLURM_DISTRIBUTION=" + std::string(distribution) + ": rank 0 need not run on the step's first "
+                       "node, so the master cannot be taken from the node list; export MASTER_ADDR=<an address of the "
+                       "node that runs rank 0>");
+    }
     if (slurm) derive_slurm_master(lookup, env, addr_given, port != nullptr);
+    // Rank 0 serves the store on the master: where SLURM names rank 0's node otherwise, the
+    // derivation is wrong for this step, said at once rather than as an address it cannot bind.
+    if (const char* here = lookup("SLURMD_NODENAME");
+        slurm && master_needed && !env.nodes.empty() && env.rank == 0 && here != nullptr && *here != '\0' &&
+        env.master_addr != here) {
+      throw InputError("rank 0 runs on " + std::string(here) + ", not on " + env.master_addr + " (" +
+                       env.master_addr_origin + "); export MASTER_ADDR=<an address of " + here + ">");
+    }
     if (env.node_count > 1 && !addr_given && is_loopback_address(env.master_addr)) {
       throw InputError("the " + std::to_string(env.world_size) + " ranks span " + std::to_string(env.node_count) +
                        " nodes, and no master address was found (" +

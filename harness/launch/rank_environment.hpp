@@ -32,6 +32,9 @@ struct RankEnvironment {
   std::vector<int64_t> ranks_per_node;
   int64_t node_count = 1;  // nodes the ranks span (1: they share this machine)
   bool ranks_in_node_order = true;  // SLURM's block distribution: a node's ranks follow the previous node's
+  // The run's own name where the launcher gives one ("slurm-<job>.<step>"): its store keys go
+  // under it, so that two runs sharing a port can never join each other.
+  std::string run_id;
   // torchrun's agent serves the TCP store itself (TORCHELASTIC_USE_AGENT_STORE=True): then
   // every rank connects as a client, under a prefix per restart (TORCHELASTIC_RESTART_COUNT).
   bool store_served_by_launcher = false;
@@ -45,8 +48,10 @@ using EnvironmentLookup = std::function<const char*(const char*)>;
 /// variable when one is malformed or the set is inconsistent (rank outside the world).
 /// MASTER_ADDR and MASTER_PORT, when set, override the defaults under every launcher. Under
 /// SLURM without them: the first host of SLURM_STEP_NODELIST (else SLURM_NODELIST, else
-/// SLURM_JOB_NODELIST) and port 15000 + SLURM_JOB_ID % 10000. Ranks that span nodes with a
-/// loopback master (none found, or one given) are InputError naming MASTER_ADDR.
+/// SLURM_JOB_NODELIST) and port 15000 + (37 x SLURM_JOB_ID + SLURM_STEP_ID) % 10000. Ranks
+/// that span nodes with no master to be found (MASTER_ADDR unset and no node list, one that
+/// cannot be read, or an arbitrary distribution, where rank 0 need not be on the first node)
+/// are InputError naming MASTER_ADDR.
 std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup);
 
 /// The node rank `rank` runs on, where the launcher's layout says (SLURM's node list and

@@ -84,8 +84,6 @@ int exit_code_of(const RunResult& result) {
   return result.status == RunStatus::failed ? 1 : 0;
 }
 
-// The JSON goes to --out and, unless this process is a rank under our own launcher (which
-// reports for all ranks), the Markdown row to stdout.
 // Where a rank's world ran, as its launcher laid it out: SLURM's step nodes, or this host when
 // every rank shares it; unknown (left empty) for ranks of another launcher across nodes.
 void record_placement(RunResult& result, const RankEnvironment& env) {
@@ -99,6 +97,17 @@ void record_placement(RunResult& result, const RankEnvironment& env) {
   }
 }
 
+// The row as its world ran it: where (record_placement), and in its configuration as many
+// processes as the world had over the nodes it spanned, whoever started them (srun's ranks
+// were each given --nproc 1), so that a plan, --resume and compare see the placement.
+void record_world(RunResult& result, const RankEnvironment& env) {
+  record_placement(result, env);
+  result.config["nproc"] = env.world_size;
+  result.config["nodes"] = env.node_count;
+}
+
+// The JSON goes to --out and, unless this process is a rank under our own launcher (which
+// reports for all ranks), the Markdown row to stdout.
 int report(const RunConfig& config, const std::vector<std::string>& argv, const RunResult& result, bool print) {
   ResultDocument document;
   document.tool_version = build_info().version;
@@ -158,6 +167,11 @@ std::string flight_recorder_prefix(const RunConfig& config, const std::filesyste
 
 int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vector<std::string>& argv,
              Clock::time_point row_start) {
+  if (config.nodes > 1 && env.node_count != config.nodes) {
+    throw InputError("--nodes " + std::to_string(config.nodes) + ": this rank's launcher (" + env.source + ") placed " +
+                     std::to_string(env.world_size) + (env.world_size == 1 ? " rank" : " ranks") + " on " +
+                     std::to_string(env.node_count) + (env.node_count == 1 ? " node" : " nodes"));
+  }
   DistContext dist;
   dist.rank = env.rank;
   dist.world_size = env.world_size;
@@ -185,7 +199,7 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
         flight_recorder_prefix(config, row_folder(config))});
     return run_guarded(config, dist, row_start);
   });
-  record_placement(result, env);
+  record_world(result, env);
   // Only rank 0 reports: the others say why they failed, so the launcher can relay it.
   if (env.rank != 0 && result.status == RunStatus::failed) {
     std::cerr << "ddpbench: rank " << env.rank << ": " << result.reason << "\n";
@@ -368,13 +382,19 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
       }
     }
   }
+  if (!strategy.distributed && config.nodes > 1) {
+    throw InputError("--nodes " + std::to_string(config.nodes) + ": --strategy " + config.strategy +
+                     " runs as one process, on one node");
+  }
   const auto env = strategy.distributed && !starts_ranks ? rank_environment_from_process() : std::nullopt;
   check_injection_targets(config, env ? env->world_size : (starts_ranks ? config.nproc : 1));
   if (strategy.preflight) {
     if (auto reason = strategy.preflight(strategy_options(config))) {
       if (env && env->rank != 0) return 0;  // rank 0 reports the skipped row
       const int64_t world = env ? env->world_size : (strategy.distributed ? config.nproc : 1);
-      return report(config, argv, unfinished_result(config, RunStatus::skipped, *reason, world), true);
+      RunResult skipped = unfinished_result(config, RunStatus::skipped, *reason, world);
+      if (env) record_world(skipped, *env);
+      return report(config, argv, skipped, true);
     }
   }
   if (strategy.distributed) {

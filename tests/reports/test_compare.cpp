@@ -473,6 +473,34 @@ TEST(Compare, NoRowInCommonIsBadInput) {
   }
 }
 
+// The same row placed otherwise (2 nodes x 1 rank against 1 node x 2 ranks) is another
+// measurement, said with the option that differs, a file from before --nodes read as one node;
+// when no row is left in common, the error says why.
+TEST(Compare, RowsPlacedOnOtherNodesAreConfiguredDifferently) {
+  auto one_node = repetitions("ddp", {10.0, 10.2});
+  auto two_nodes = repetitions("ddp", {14.0, 14.1});
+  for (auto& r : one_node) r.config["nproc"] = 2;  // a file from before --nodes: no "nodes"
+  for (auto& r : two_nodes) {
+    r.config["nproc"] = 2;
+    r.config["nodes"] = 2;
+  }
+  try {
+    compare_results(document_with(one_node), document_with(two_nodes), {});
+    FAIL() << "compared 1 node against 2";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no row in common (by name, mode and configuration): ddp (faithful): configured "
+                                         "differently now, so not the same measurement (nodes 1 vs 2)"),
+              std::string::npos)
+        << e.what();
+  }
+  // One node recorded, or not recorded at all: the same configuration.
+  auto recorded = one_node;
+  for (auto& r : recorded) r.config["nodes"] = 1;
+  const Comparison same = compare_results(document_with(one_node), document_with(recorded), {});
+  EXPECT_TRUE(same.missing_rows.empty());
+  EXPECT_FALSE(same.metrics.empty());
+}
+
 // --min-vs-pytorch: a row whose every pair is under the floor is a regression.
 TEST(Compare, ARowBelowItsPyTorchTwinFailsTheFloor) {
   const ResultDocument slower = testing::twin_document({95, 96, 94}, {100, 100, 100});

@@ -229,6 +229,31 @@ TEST(Reporters, GoogleBenchmarkExportIsGoogleBenchmarksOwnSchema) {
   EXPECT_EQ(benchmarks[12]["repetitions"], 1);
 }
 
+// A row whose ranks ran on several nodes says how, in every report; rows on one node do not.
+TEST(Reporters, ARowAcrossNodesSaysItsPlacementInEveryReport) {
+  auto doc = testing::sample_sweep_document();
+  for (auto& r : doc.runs) {
+    if (r.name != "ddp-2gpu") continue;
+    r.nodes = {"node1", "node2"};
+    r.ranks_per_node = {1, 1};
+  }
+  const std::string md = make_markdown_reporter()->render(doc);
+  EXPECT_NE(md.find("| ddp-2gpu | 2 (2 nodes x 1 rank) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- ddp-2gpu (faithful): strategy ddp; 2 processes; 2 nodes x 1 rank"), std::string::npos) << md;
+  EXPECT_NE(md.find("| single | 1 |"), std::string::npos) << md;
+  const std::string html = make_html_reporter()->render(doc);
+  EXPECT_NE(html.find("<td>ddp-2gpu</td><td>2 (2 nodes x 1 rank)</td>"), std::string::npos);
+  const auto j = nlohmann::json::parse(make_json_reporter()->render(doc));
+  EXPECT_EQ(j["summary"][1]["placement"], "2 nodes x 1 rank");
+  EXPECT_EQ(j["summary"][0]["placement"], "");
+  EXPECT_EQ(j["runs"][2]["nodes"], nlohmann::json({"node1", "node2"}));
+  const auto gbench = nlohmann::json::parse(make_gbench_reporter()->render(doc));
+  for (const auto& b : gbench["benchmarks"]) {
+    const bool across = b["run_name"] == "faithful/ddp-2gpu" || b["run_name"] == "controlled/ddp-2gpu";
+    EXPECT_EQ(b.value("label", ""), across ? "2 nodes x 1 rank" : "") << b.dump();
+  }
+}
+
 TEST(Reporters, JsonCarriesTheDocumentAndItsSummary) {
   const auto j = nlohmann::json::parse(make_json_reporter()->render(testing::sample_sweep_document()));
   EXPECT_EQ(j["schema"], "ddpbench/result/v1");

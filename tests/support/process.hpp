@@ -1,10 +1,13 @@
 #pragma once
 // Runs a program to completion with its stdout and stderr captured (tests of the binary).
+#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -105,6 +108,20 @@ inline std::string ddpbench_binary() {
     throw std::runtime_error("DDPBENCH_BINARY is not set: ctest sets it (tests/CMakeLists.txt, ENVIRONMENT)");
   }
   return path;
+}
+
+/// The processes whose command line holds `marker`.
+inline std::vector<pid_t> pids_with(const std::string& marker) {
+  std::vector<pid_t> pids;
+  DIR* proc = ::opendir("/proc");
+  while (dirent* entry = ::readdir(proc)) {
+    if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
+    std::string cmdline = read_text(std::string("/proc/") + entry->d_name + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) != std::string::npos) pids.push_back(static_cast<pid_t>(std::stol(entry->d_name)));
+  }
+  ::closedir(proc);
+  return pids;
 }
 
 }  // namespace ddpbench::testing

@@ -342,15 +342,19 @@ TEST(Sweep, RowsRunAsJobStepsOfTheAllocationUnderSrun) {
   env.srun = "/usr/bin/srun";
   const SweepPlan plan = plan_sweep(cmd, env);
   const auto& spread = row(plan, "ddp-2node", "controlled");
+  // No --kill-on-bad-exit: srun's SIGTERM would make the surviving ranks report the row
+  // interrupted; they find the failed rank themselves and fail the row.
   EXPECT_EQ(spread.launch, (std::vector<std::string>{"/usr/bin/srun", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2",
-                                                     "--kill-on-bad-exit=1", "--job-name=ddpbench-ddp-2node"}));
-  EXPECT_EQ(spread.config.nproc, 1);  // srun's tasks are the ranks
+                                                     "--job-name=ddpbench-ddp-2node"}));
+  // The placement is part of the row: 4 processes over 2 nodes (each task is given --nproc 1).
+  EXPECT_EQ(spread.config.nproc, 4);
+  EXPECT_EQ(spread.config.nodes, 2);
   EXPECT_EQ(spread.world_size, 4);
   EXPECT_EQ(spread.config.batch_size, 1024 / 8 / 4);  // the global batch split over the four ranks
   EXPECT_FALSE(spread.skip_reason.has_value());
   // Its PyTorch twin runs the same way.
   EXPECT_EQ(row(plan, "ddp-2node.torch", "controlled").launch[1], "--nodes=2");
-  EXPECT_EQ(row(plan, "ddp-2node.torch", "controlled").config.nproc, 1);
+  EXPECT_EQ(row(plan, "ddp-2node.torch", "controlled").config.nodes, 2);
   EXPECT_EQ(row(plan, "ddp-2", "controlled").launch[1], "--nodes=1");
   EXPECT_EQ(row(plan, "ddp-2", "controlled").launch[2], "--ntasks=2");
   EXPECT_EQ(row(plan, "single", "controlled").launch[2], "--ntasks=1");
@@ -375,18 +379,31 @@ TEST(Sweep, RowsRunAsJobStepsOfTheAllocationUnderSrun) {
             std::string::npos);
   EXPECT_TRUE(row(local, "ddp-2", "controlled").launch.empty());
   EXPECT_EQ(row(local, "ddp-2", "controlled").config.nproc, 2);
-  // Ranks that cannot be spread evenly, and nodes that are not a positive count: bad input.
-  cmd.launcher = "srun";
+  // Ranks that cannot be spread evenly, and nodes that are not a positive count: bad input,
+  // with srun or without (found before any allocation is asked for).
   cmd.rows = {"ddp-3node"};
   env.allocation_nodes = {"a", "b", "c"};
   cmd.overrides = {{"nproc", "4"}};
+  for (const char* launcher : {"srun", "local"}) {
+    cmd.launcher = launcher;
+    try {
+      plan_sweep(cmd, env);
+      ADD_FAILURE() << "4 ranks over 3 nodes planned";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    "row 'ddp-3node' (controlled): 4 processes cannot be spread evenly over 'nodes' 3"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // --nodes is the sweep's to give: a row asks with its "nodes" key.
+  cmd.rows.clear();
+  cmd.overrides = {{"nodes", "2"}};
   try {
     plan_sweep(cmd, env);
-    ADD_FAILURE() << "4 ranks over 3 nodes planned";
+    ADD_FAILURE() << "--nodes taken as a sweep override";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("row 'ddp-3node' (controlled): 4 processes cannot be spread evenly over 3 nodes"),
-              std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--nodes is the sweep's to give each rank"), std::string::npos) << e.what();
   }
   for (const char* nodes : {"0", "-1", "1.5", "\"2\""}) {
     EXPECT_THROW(parse_sweep_file(std::string(R"({"rows": [{"name": "x", "nodes": )") + nodes +
@@ -395,6 +412,48 @@ TEST(Sweep, RowsRunAsJobStepsOfTheAllocationUnderSrun) {
                  InputError)
         << nodes;
   }
+}
+
+// The allocation --launcher srun runs in, from SLURM's variables; outside one, bad input.
+TEST(Sweep, TheAllocationComesFromSlurmsVariables) {
+  testing::TempDir dir;
+  const std::filesystem::path bin = dir / "bin";
+  std::filesystem::create_directories(bin);
+  testing::write_text(bin / "srun", "#!/bin/sh\n");
+  std::filesystem::permissions(bin / "srun", std::filesystem::perms::owner_all);
+  const std::string saved_path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
+  const auto restore = [&] {
+    for (const char* name : {"SLURM_JOB_ID", "SLURM_JOB_NODELIST", "SLURM_NODELIST", "SLURM_GPUS_ON_NODE"}) {
+      ::unsetenv(name);
+    }
+    ::setenv("PATH", saved_path.c_str(), 1);
+  };
+  restore();
+  const auto error = [] {
+    SweepEnvironment env;
+    try {
+      read_slurm_allocation(env);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error().find("--launcher srun: not inside a SLURM allocation (SLURM_JOB_ID is not set)"), std::string::npos);
+  ::setenv("SLURM_JOB_ID", "42", 1);
+  EXPECT_NE(error().find("the allocation names no nodes"), std::string::npos);
+  ::setenv("SLURM_JOB_NODELIST", "gpu[01-03]", 1);
+  ::setenv("PATH", "/nonexistent", 1);
+  EXPECT_NE(error().find("--launcher srun: no srun in PATH"), std::string::npos);
+  ::setenv("PATH", bin.c_str(), 1);
+  ::setenv("SLURM_GPUS_ON_NODE", "4", 1);
+  SweepEnvironment env;
+  read_slurm_allocation(env);
+  EXPECT_EQ(env.allocation_nodes, (std::vector<std::string>{"gpu01", "gpu02", "gpu03"}));
+  EXPECT_EQ(env.srun, (bin / "srun").string());
+  EXPECT_EQ(env.visible_gpus, 4);
+  ::setenv("SLURM_JOB_NODELIST", "gpu[03-01]", 1);
+  EXPECT_NE(error().find("SLURM_JOB_NODELIST='gpu[03-01]' is not a SLURM host list"), std::string::npos);
+  restore();
 }
 
 // scripts/slurm/cluster.sweep.json opens with the tutorial's rows, as the preset has them.

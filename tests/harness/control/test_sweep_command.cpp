@@ -114,6 +114,32 @@ TEST(SweepCommand, AKilledSweepResumesWithoutLosingOrRepeatingARow) {
   }
 }
 
+// A row stopped by a signal that the sweep was not sent (scancel of its srun step, a kill,
+// srun's --kill-on-bad-exit) did not measure its row: the sweep goes on and exits 1.
+TEST(SweepCommand, ARowStoppedByASignalTheSweepWasNotSentFailsTheSweep) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  testing::SpawnedProcess sweep(sweep_args(dir, {"--rows", "endless,quick"}));
+  const std::string marker = (dir / "out/rows/faithful/endless.json").string();
+  std::vector<pid_t> row;
+  for (int i = 0; i < 600 && row.empty(); ++i) {
+    row = testing::pids_with(marker);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(row.size(), 1u) << "the endless row never started";
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // some steps done
+  ::kill(row.front(), SIGTERM);
+  const auto r = sweep.wait(std::chrono::seconds(120));
+  ASSERT_FALSE(r.timed_out) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto doc = results(dir);
+  ASSERT_EQ(doc["runs"].size(), 2u);  // in the sweep file's order: quick, then endless
+  EXPECT_EQ(doc["runs"][0]["name"], "quick");
+  EXPECT_EQ(doc["runs"][0]["status"], "ok");
+  EXPECT_EQ(doc["runs"][1]["name"], "endless");
+  EXPECT_EQ(doc["runs"][1]["status"], "interrupted") << doc["runs"][1]["reason"];
+}
+
 // SIGINT or SIGTERM: the finished rows stay, the row in flight is `interrupted` with its
 // finished steps, the reports are written, and the exit status says which signal.
 TEST(SweepCommand, ASignalKeepsEveryFinishedRowAndTheStepsOfTheRowInFlight) {

@@ -2,7 +2,10 @@
 // by `--nproc`, ranks started by someone else's launcher, and a rank that dies.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <cctype>
 #include <chrono>
@@ -34,19 +37,7 @@ nlohmann::json first_run(const std::filesystem::path& file) {
   return nlohmann::json::parse(testing::read_text(file))["runs"][0];
 }
 
-// The processes whose command line holds `marker`.
-std::vector<pid_t> pids_with(const std::string& marker) {
-  std::vector<pid_t> pids;
-  DIR* proc = ::opendir("/proc");
-  while (dirent* entry = ::readdir(proc)) {
-    if (!std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) continue;
-    std::string cmdline = testing::read_text(std::string("/proc/") + entry->d_name + "/cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(marker) != std::string::npos) pids.push_back(static_cast<pid_t>(std::stol(entry->d_name)));
-  }
-  ::closedir(proc);
-  return pids;
-}
+using testing::pids_with;
 
 int processes_with(const std::string& marker) { return static_cast<int>(pids_with(marker).size()); }
 
@@ -483,6 +474,59 @@ TEST(GpuLauncher, AnNcclPeerThatNeverStartsIsNamedAndItsRankExits) {
   const std::string reason = run["reason"];
   EXPECT_NE(reason.find("rendezvous failed on rank 0"), std::string::npos) << reason;
   EXPECT_NE(reason.find("rank 1 never joined"), std::string::npos) << reason;
+}
+
+// Two SLURM runs whose ports collide (jobs 3 and 10003, the same step): each run's store keys
+// are its own, so a rank of one that reaches the other's store never joins it. Run A fails
+// naming its missing rank; it never reports a world it did not have.
+TEST(Launcher, ARankOfAnotherRunOnTheSamePortNeverJoins) {
+  TempDir dir;
+  const auto slurm = [&](int rank, const std::string& job) {
+    return std::vector<std::string>{"SLURM_PROCID=" + std::to_string(rank), "SLURM_NTASKS=2", "SLURM_LOCALID=" +
+                                    std::to_string(rank), "SLURM_JOB_ID=" + job, "SLURM_STEP_ID=0",
+                                    "MASTER_ADDR=127.0.0.1"};
+  };
+  testing::SpawnedProcess a0(ddp_args({"--timeout-s", "5", "--out", (dir / "a.json").string()}), slurm(0, "3"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  testing::SpawnedProcess b1(ddp_args({"--timeout-s", "5", "--out", (dir / "b1.json").string()}), slurm(1, "10003"));
+  const auto ra = a0.wait(std::chrono::seconds(60));
+  const auto rb = b1.wait(std::chrono::seconds(60));
+  ASSERT_FALSE(ra.timed_out || rb.timed_out);
+  EXPECT_EQ(ra.exit_code, 1) << ra.err;
+  EXPECT_NE(ra.err.find("the ranks meet at 127.0.0.1:"), std::string::npos) << ra.err;
+  const auto run = first_run(dir / "a.json");
+  EXPECT_EQ(run["status"], "failed");
+  EXPECT_NE(run["reason"].get<std::string>().find("rank 1 never joined"), std::string::npos) << run["reason"];
+  EXPECT_EQ(rb.exit_code, 1) << rb.err;
+  // The other run's rank says whose store it reached.
+  EXPECT_NE(rb.err.find("the store there is another run's (slurm-3.0), not this run's (slurm-10003.0)"),
+            std::string::npos)
+      << rb.err;
+}
+
+// Something that takes the connection on the master's port but is no c10d store holds c10d's
+// client in its retries: the rank still gives up within its timeout, saying so.
+TEST(Launcher, AMasterPortHeldByAnotherServiceFailsWithinTheTimeout) {
+  TempDir dir;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);  // connections are taken by the kernel, never answered
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const std::string port = std::to_string(ntohs(address.sin_port));
+  testing::SpawnedProcess rank1(ddp_args({"--timeout-s", "5", "--out", (dir / "r.json").string()}),
+                                {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + port});
+  const auto r = rank1.wait(std::chrono::seconds(90));
+  ::close(fd);
+  ASSERT_FALSE(r.timed_out) << r.err;
+  EXPECT_LT(r.elapsed_s, 5 + 10) << r.err;
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("could not reach the store at 127.0.0.1:" + port), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("does not answer as a c10d store"), std::string::npos) << r.err;
 }
 
 TEST(Launcher, CudaRanksBeyondTheVisibleGpusAreSkipped) {

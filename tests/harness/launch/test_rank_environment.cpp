@@ -96,9 +96,10 @@ TEST(RankEnvironment, UnderSlurmTheMasterIsTheStepsFirstNodeOnAPortOfTheJob) {
   const auto third = from(srun_task(2, 1));
   ASSERT_TRUE(third.has_value());
   EXPECT_EQ(third->master_addr, "node1");
-  EXPECT_EQ(third->master_port, 15000 + 123456 % 10000);
+  EXPECT_EQ(third->master_port, 15000 + (37 * 3456 + 0) % 10000);
   EXPECT_EQ(third->master_addr_origin, "the first host of SLURM_STEP_NODELIST=node[1-2]");
-  EXPECT_EQ(third->master_port_origin, "SLURM_JOB_ID=123456 (15000 + id % 10000)");
+  EXPECT_EQ(third->master_port_origin, "SLURM_JOB_ID=123456 and SLURM_STEP_ID=0 (15000 + (37 x job + step) % 10000)");
+  EXPECT_EQ(third->run_id, "slurm-123456.0");
   // The step's layout gives each node its own local world.
   EXPECT_EQ(third->local_world_size, 1);
   EXPECT_EQ(from(srun_task(0, 0))->local_world_size, 2);
@@ -108,10 +109,13 @@ TEST(RankEnvironment, UnderSlurmTheMasterIsTheStepsFirstNodeOnAPortOfTheJob) {
   EXPECT_EQ(node_of_rank(*third, 2), "node2");
   EXPECT_EQ(node_of_rank(*third, 3), "");
   EXPECT_EQ(describe_master(*third),
-            "node1:18456 (address: the first host of SLURM_STEP_NODELIST=node[1-2]; port: SLURM_JOB_ID=123456 "
-            "(15000 + id % 10000))");
-  // Two jobs on one node: two ports.
+            "node1:22872 (address: the first host of SLURM_STEP_NODELIST=node[1-2]; port: SLURM_JOB_ID=123456 and "
+            "SLURM_STEP_ID=0 (15000 + (37 x job + step) % 10000))");
+  // Two jobs on one node, or two steps of one job: two ports, and two runs' keys.
   EXPECT_NE(from(srun_task(0, 0, {{"SLURM_JOB_ID", "123457"}}))->master_port, third->master_port);
+  const auto next_step = from(srun_task(0, 0, {{"SLURM_STEP_ID", "1"}}));
+  EXPECT_EQ(next_step->master_port, third->master_port + 1);
+  EXPECT_EQ(next_step->run_id, "slurm-123456.1");
   // The step's list wins over the job's; SLURM_NODELIST serves where there is no step's.
   auto job_only = srun_task(0, 0, {{"SLURM_JOB_NODELIST", "big[1-8]"}});
   job_only.erase("SLURM_STEP_NODELIST");
@@ -131,7 +135,12 @@ TEST(RankEnvironment, MasterAddrAndMasterPortWinOverSlurms) {
   const auto unread = from(srun_task(1, 0, {{"MASTER_ADDR", "10.0.0.9"}, {"SLURM_STEP_NODELIST", "node[2-1]"}}));
   EXPECT_EQ(unread->master_addr, "10.0.0.9");
   // The address alone given: the port still comes from the job.
-  EXPECT_EQ(from(srun_task(1, 0, {{"MASTER_ADDR", "10.0.0.9"}}))->master_port, 18456);
+  EXPECT_EQ(from(srun_task(1, 0, {{"MASTER_ADDR", "10.0.0.9"}}))->master_port, 22872);
+  // An arbitrary distribution, or a rank 0 that SLURM places elsewhere, needs no master from
+  // the list when MASTER_ADDR gives it.
+  EXPECT_EQ(from(srun_task(0, 0, {{"MASTER_ADDR", "10.0.0.9"}, {"SLURM_DISTRIBUTION", "arbitrary"},
+                                  {"SLURMD_NODENAME", "node2"}}))->master_addr,
+            "10.0.0.9");
 }
 
 TEST(RankEnvironment, RanksAcrossNodesWithNoMasterToBeFoundAreBadInputNamingMasterAddr) {
@@ -163,6 +172,19 @@ TEST(RankEnvironment, RanksAcrossNodesWithNoMasterToBeFoundAreBadInputNamingMast
   one_node.erase("SLURM_STEP_NODELIST");
   EXPECT_EQ(from(one_node)->master_addr, "127.0.0.1");
   EXPECT_NE(error_of(srun_task(1, 5)).find("SLURM_NODEID=5 is outside the step's 2 nodes"), std::string::npos);
+  // A node list that cannot be read matters only where the master must come from it.
+  auto one_node_bad_list = one_node;
+  one_node_bad_list["SLURM_STEP_NODELIST"] = "node[2-1]";
+  EXPECT_EQ(from(one_node_bad_list)->master_addr, "127.0.0.1");
+  // Under an arbitrary distribution rank 0 need not be on the list's first node.
+  EXPECT_NE(error_of(srun_task(1, 0, {{"SLURM_DISTRIBUTION", "arbitrary"}}))
+                .find("SLURM_DISTRIBUTION=arbitrary: rank 0 need not run on the step's first node"),
+            std::string::npos);
+  // Rank 0 on another node than the list's first (SLURM says where it is): said at once.
+  EXPECT_EQ(error_of(srun_task(0, 0, {{"SLURMD_NODENAME", "node2"}})),
+            "rank 0 runs on node2, not on node1 (the first host of SLURM_STEP_NODELIST=node[1-2]); export "
+            "MASTER_ADDR=<an address of node2>");
+  EXPECT_EQ(error_of(srun_task(0, 0, {{"SLURMD_NODENAME", "node1"}})), "");
 }
 
 TEST(RankEnvironment, TorchrunWinsOverTheOthers) {

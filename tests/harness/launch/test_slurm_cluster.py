@@ -12,7 +12,9 @@ dies with the test) and no cgroups (proctrack/pgid). srun, salloc and sbatch are
 - A master the other node cannot reach (127.0.0.1) fails within --timeout-s plus 10 s, and the
   reasons name the address, the port and both nodes.
 - `salloc -N 2` with `ddpbench sweep --launcher srun` writes one report with every row, each
-  naming its nodes; a row needing 3 nodes is skipped with the reason.
+  naming its nodes; a row needing 3 nodes is skipped with the reason; a rank killed on node2
+  fails its row (never "interrupted") and the sweep. `--resume` in a larger allocation runs
+  what the smaller one skipped.
 - `sbatch --wait scripts/slurm/ddpbench.sbatch` does the same from the batch script.
 
 Needs root, `ip` (iproute2), nsenter and unshare (util-linux), and slurm-wlm (scripts/test
@@ -204,10 +206,14 @@ class SlurmClusterTest(unittest.TestCase):
         self.assertEqual(result["ranks_per_node"], [1, 1])
         # Where the master came from, said by rank 0: the step's first node, the job's port.
         said = re.search(r"the ranks meet at node1:(\d+) \(address: the first host of SLURM_STEP_NODELIST=node\[1-2\]; "
-                         r"port: SLURM_JOB_ID=(\d+) ", done.stderr)
+                         r"port: SLURM_JOB_ID=(\d+) and SLURM_STEP_ID=(\d+) ", done.stderr)
         self.assertIsNotNone(said, done.stderr[-3000:])
         assert said is not None
-        self.assertEqual(int(said.group(1)), 15000 + int(said.group(2)) % 10000)
+        port, job, step = (int(g) for g in said.groups())
+        self.assertEqual(port, 15000 + (37 * (job % 10000) + step) % 10000)
+        # The configuration says how the row was placed: 2 processes over 2 nodes.
+        self.assertEqual(result["config"]["nproc"], 2)
+        self.assertEqual(result["config"]["nodes"], 2)
         self.assertIn(f"{self.nodes[0].interface} (routes to MASTER_ADDR node1)",
                       result["strategy_details"]["gloo_interface"])
 
@@ -273,7 +279,9 @@ class SlurmClusterTest(unittest.TestCase):
             {"name": "single", "options": {"strategy": "single"}},
             {"name": "ddp-2", "devices": 2, "options": {"strategy": "ddp", "nproc": 2}},
             {"name": "ddp-2node", "devices": 2, "nodes": 2, "options": {"strategy": "ddp", "nproc": 2}},
-            {"name": "ddp-3node", "devices": 3, "nodes": 3, "options": {"strategy": "ddp", "nproc": 3}}]}))
+            {"name": "ddp-3node", "devices": 3, "nodes": 3, "options": {"strategy": "ddp", "nproc": 3}},
+            {"name": "broken-2node", "devices": 2, "nodes": 2,
+             "options": {"strategy": "ddp", "nproc": 2, "inject-fault-rank": 1, "inject-fault-step": 1}}]}))
         return path
 
     def test_the_sweep_runs_each_row_as_a_job_step_of_the_allocation(self) -> None:
@@ -281,9 +289,14 @@ class SlurmClusterTest(unittest.TestCase):
         command = ["salloc", "-N", "2", "--exclusive", self.binary, "sweep", "--launcher", "srun",
                    "--file", str(self.sweep_file()), "--mode", "controlled", "--out-dir", str(out_dir)]
         done = self.on(self.nodes[0], command, timeout=600)
-        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
+        # A rank killed on node2 fails its row (never "interrupted"), and so the sweep.
+        self.assertEqual(done.returncode, 1, done.stderr[-3000:])
         runs = {r["name"]: r for r in self.check_sweep(
-            out_dir, {"single": "ok", "ddp-2": "ok", "ddp-2node": "ok", "ddp-3node": "skipped"})}
+            out_dir, {"single": "ok", "ddp-2": "ok", "ddp-2node": "ok", "ddp-3node": "skipped",
+                      "broken-2node": "failed"})}
+        self.assertIn("rank 1", runs["broken-2node"]["reason"])
+        self.assertEqual(runs["ddp-2node"]["config"]["nodes"], 2)
+        self.assertEqual(runs["ddp-2node"]["config"]["nproc"], 2)
         self.assertEqual(runs["ddp-2node"]["nodes"], ["node1", "node2"])
         self.assertEqual(runs["ddp-2node"]["world_size"], 2)
         self.assertEqual(len(runs["ddp-2"]["nodes"]), 1)
@@ -310,6 +323,22 @@ class SlurmClusterTest(unittest.TestCase):
         logs = "".join(p.read_text()[-3000:] for p in self.scratch.glob("batch-*.out"))
         self.assertEqual(done.returncode, 0, done.stderr[-2000:] + logs)
         self.check_sweep(out_dir, {"single": "ok", "ddp-2node": "ok", "single.torch": "ok", "ddp-2node.torch": "ok"})
+
+    def test_resume_in_a_larger_allocation_runs_what_the_smaller_one_skipped(self) -> None:
+        out_dir = self.scratch / "resume"
+        sweep = [self.binary, "sweep", "--launcher", "srun", "--file", str(self.sweep_file()), "--mode", "controlled",
+                 "--rows", "single,ddp-2node", "--out-dir", str(out_dir)]
+        small = self.on(self.nodes[0], ["salloc", "-N", "1", "--exclusive", *sweep], timeout=600)
+        self.assertEqual(small.returncode, 0, small.stderr[-3000:])
+        first = {r["name"]: r for r in json.loads((out_dir / "results.json").read_text())["runs"]}
+        self.assertEqual(first["ddp-2node"]["reason"], "needs 2 nodes; the allocation has 1")
+        large = self.on(self.nodes[0], ["salloc", "-N", "2", "--exclusive", *sweep, "--resume"], timeout=600)
+        self.assertEqual(large.returncode, 0, large.stderr[-3000:])
+        self.assertIn("single (controlled): done before, kept (--resume)", large.stderr)
+        self.assertNotIn("ddp-2node (controlled): done before", large.stderr)
+        runs = {r["name"]: r for r in json.loads((out_dir / "results.json").read_text())["runs"]}
+        self.assertEqual(runs["ddp-2node"]["status"], "ok", runs["ddp-2node"]["reason"])
+        self.assertEqual(runs["ddp-2node"]["nodes"], ["node1", "node2"])
 
 
 if __name__ == "__main__":

@@ -208,6 +208,24 @@ TEST(PyTorchReference, TorchDdpRunsUnderTorchrun) {
   EXPECT_EQ(run["ranks"].size(), 2u);
 }
 
+// A twin that its preflight skips, as one rank of srun's world (each rank given --nproc 1):
+// still skipped, with the world it was one rank of and the nodes in its configuration, so
+// that a sweep's plan check sees the row it planned.
+TEST(PyTorchReference, ATwinSkippedAsARankOfAnotherLaunchersWorldRecordsThatWorld) {
+  TempDir dir;
+  const auto r = testing::run_process(
+      row_args("torch-ddp", dir, "x", {"--device", "cpu", "--sync-bn", "--nodes", "2"}),
+      {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0", "SLURM_NODEID=0", "SLURM_STEP_NUM_NODES=2",
+       "SLURM_STEP_NODELIST=node[1-2]", "SLURM_STEP_TASKS_PER_NODE=1(x2)", "SLURM_JOB_ID=7", "MASTER_ADDR=127.0.0.1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto run = nlohmann::json::parse(testing::read_text(dir / "x.json"))["runs"][0];
+  EXPECT_EQ(run["status"], "skipped") << run["reason"];
+  EXPECT_EQ(run["world_size"], 2);
+  EXPECT_EQ(run["config"]["nproc"], 2);
+  EXPECT_EQ(run["config"]["nodes"], 2);
+  EXPECT_EQ(run["nodes"], nlohmann::json({"node1", "node2"}));
+}
+
 // The multi-rank path on one GPU: two ranks (processes, never threads: see
 // tests/support/rank_threads.hpp) sharing cuda:0 over Gloo with CUDA tensors, the Reducer on
 // CUDA gradients and SyncBatchNorm's CUDA kernels (batch_norm_stats, gather_stats_with_counts,
