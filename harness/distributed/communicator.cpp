@@ -53,10 +53,6 @@ constexpr auto kSilenceWindow = std::chrono::milliseconds(1500);
 // the diagnosis (or the exit) for the group's whole timeout.
 constexpr auto kProbeTimeout = std::chrono::milliseconds(1000);
 
-bool is_loopback(const std::string& address) {
-  return address == "localhost" || address.rfind("127.", 0) == 0 || address == "::1";
-}
-
 std::string first_line(const std::string& text, std::size_t max_chars = 400) {
   std::string line = text.substr(0, text.find('\n'));
   if (line.size() > max_chars) line = line.substr(0, max_chars) + "...";
@@ -332,7 +328,7 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
       if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname != nullptr && *ifname != '\0') {
         gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
         impl_->interface = std::string(ifname) + " (GLOO_SOCKET_IFNAME)";
-      } else if (is_loopback(r.master_addr)) {
+      } else if (is_loopback_address(r.master_addr)) {
         gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
         impl_->interface = "lo (MASTER_ADDR is loopback)";
       } else if (const std::string towards = interface_towards(r.master_addr); !towards.empty()) {

@@ -86,11 +86,6 @@ c10::intrusive_ptr<c10d::Store> serve(const std::string& address, int fd, int64_
   return c10::make_intrusive<c10d::TCPStore>(address, options);
 }
 
-std::string first_line_of(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  return line.size() > 300 ? line.substr(0, 300) + "..." : line;
-}
-
 // One attempt to open a TCP connection to `a` within `wait`; empty when it opened, else why not.
 std::string try_connect(const addrinfo* a, std::chrono::milliseconds wait) {
   const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
@@ -187,9 +182,9 @@ c10::intrusive_ptr<c10d::Store> open_run_store(const RankEnvironment& r, std::ch
           return c10::make_intrusive<c10d::TCPStore>(address, options);
         });
   } catch (const std::exception& e) {
-    throw std::runtime_error("could not reach the store at " + where + ": it answered, but not as a c10d store (" +
-                             first_line_of(e.what()) + "; address: " + r.master_addr_origin +
-                             "; port: " + r.master_port_origin + ")");
+    // c10d's message last: it may run on for lines, which whoever reports this cuts.
+    throw std::runtime_error("could not reach the store at " + where + ": it answered, but not as a c10d store (address: " +
+                             r.master_addr_origin + "; port: " + r.master_port_origin + "): " + e.what());
   }
   if (!store) {
     throw std::runtime_error("could not reach the store at " + where + " within " +

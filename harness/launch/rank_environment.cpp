@@ -63,17 +63,25 @@ std::pair<const char*, std::string> first_set(const EnvironmentLookup& lookup, s
   return {nullptr, ""};
 }
 
+// The node list SLURM gave: where it came from ("SLURM_STEP_NODELIST=node[1-2]"), and why it
+// could not be read, if it could not.
+struct SlurmNodeList {
+  std::string origin;
+  std::string error;
+};
+
 // SLURM's nodes and tasks per node for this step, and the local world they give this node.
 // A node list that cannot be read matters only where the master must come from it: its
 // error is returned, for the caller to throw then.
-std::string read_slurm_layout(const EnvironmentLookup& lookup, RankEnvironment& env) {
-  std::string nodes_error;
+SlurmNodeList read_slurm_layout(const EnvironmentLookup& lookup, RankEnvironment& env) {
+  SlurmNodeList node_list;
   if (const auto [list, name] = first_set(lookup, {"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"});
       list != nullptr) {
+    node_list.origin = name + "=" + list;
     try {
       env.nodes = expand_hostlist(list, name);
     } catch (const InputError& e) {
-      nodes_error = e.what();
+      node_list.error = e.what();
     }
   }
   if (const char* distribution = lookup("SLURM_DISTRIBUTION");
@@ -101,14 +109,15 @@ std::string read_slurm_layout(const EnvironmentLookup& lookup, RankEnvironment& 
     }
     env.local_world_size = env.ranks_per_node[static_cast<std::size_t>(id)];
   }
-  return nodes_error;
+  return node_list;
 }
 
 // Without MASTER_ADDR, SLURM's ranks meet on the step's first node (where task 0 runs under
 // every distribution but arbitrary), on a port of the job's and the step's: two jobs, or two
 // steps of one job, sharing a node seldom collide, and when they do, the store's keys are the
 // run's own (run_id), so that a rank can fail but never join another run.
-void derive_slurm_master(const EnvironmentLookup& lookup, RankEnvironment& env, bool addr_given, bool port_given) {
+void derive_slurm_master(const EnvironmentLookup& lookup, const SlurmNodeList& node_list, RankEnvironment& env,
+                         bool addr_given, bool port_given) {
   const char* job = lookup("SLURM_JOB_ID");
   const char* step = lookup("SLURM_STEP_ID");
   const bool has_job = job != nullptr && *job != '\0';
@@ -116,9 +125,8 @@ void derive_slurm_master(const EnvironmentLookup& lookup, RankEnvironment& env, 
   const int64_t step_id = step != nullptr && *step != '\0' ? parse_variable("SLURM_STEP_ID", step, 0) : 0;
   if (has_job) env.run_id = "slurm-" + std::to_string(job_id) + "." + std::to_string(step_id);
   if (!addr_given && !env.nodes.empty()) {
-    const auto [list, name] = first_set(lookup, {"SLURM_STEP_NODELIST", "SLURM_NODELIST", "SLURM_JOB_NODELIST"});
     env.master_addr = env.nodes.front();
-    env.master_addr_origin = "the first host of " + name + "=" + list;
+    env.master_addr_origin = "the first host of " + node_list.origin;
   }
   if (!port_given && has_job) {
     env.master_port = 15000 + (37 * (job_id % 10000) + step_id) % 10000;
@@ -154,7 +162,7 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
     // Without a local size, assume one node: the whole world shares this machine.
     env.local_world_size = parsed_local_size > 0 ? parsed_local_size : env.world_size;
     const bool slurm = env.source == std::string_view("slurm");
-    const std::string nodes_error = slurm ? read_slurm_layout(lookup, env) : "";
+    const SlurmNodeList node_list = slurm ? read_slurm_layout(lookup, env) : SlurmNodeList{};
     if (env.local_rank >= env.local_world_size) {
       throw InputError(std::string(names.local_rank) + "=" + std::to_string(env.local_rank) +
                        " is outside the local world of " + std::to_string(env.local_world_size));
@@ -175,8 +183,8 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
     }
     // What matters only where the master must come from SLURM: ranks across nodes.
     const bool master_needed = !addr_given && env.node_count > 1;
-    if (master_needed && !nodes_error.empty()) {
-      throw InputError(nodes_error + "; the master is its first host unless MASTER_ADDR names it: export MASTER_ADDR=<an "
+    if (master_needed && !node_list.error.empty()) {
+      throw InputError(node_list.error + "; the master is its first host unless MASTER_ADDR names it: export MASTER_ADDR=<an "
                        "address of the node that runs rank 0>");
     }
     if (const char* distribution = lookup("SLURM_DISTRIBUTION");
@@ -185,7 +193,7 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
                        "node, so the master cannot be taken from the node list; export MASTER_ADDR=<an address of the "
                        "node that runs rank 0>");
     }
-    if (slurm) derive_slurm_master(lookup, env, addr_given, port != nullptr);
+    if (slurm) derive_slurm_master(lookup, node_list, env, addr_given, port != nullptr);
     // Rank 0 serves the store on the master: where SLURM names rank 0's node otherwise, the
     // derivation is wrong for this step, said at once rather than as an address it cannot bind.
     if (const char* here = lookup("SLURMD_NODENAME");

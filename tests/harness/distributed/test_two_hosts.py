@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from network_namespaces import ip, join_by_veth, remove_namespaces, why_namespaces_cannot_be_made  # noqa: E402
 
 TIMEOUT_S = 10
 ROW = ["run", "--strategy", "ddp", "--model", "tiny", "--num-classes", "10", "--dataset", "synthetic",
@@ -33,23 +36,6 @@ class Host:
     namespace: str
     interface: str
     address: str
-
-
-def ip(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
-
-
-def why_namespaces_cannot_be_made() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to create network namespaces"
-    if shutil.which("ip") is None:
-        return "needs `ip` from Debian's iproute2 (scripts/test installs it)"
-    probe = f"ddpb-probe-{os.getpid()}"
-    made = ip("netns", "add", probe)
-    if made.returncode != 0:
-        return f"`ip netns add` failed: {made.stderr.strip()}"
-    ip("netns", "del", probe)
-    return None
 
 
 class TwoHostsTest(unittest.TestCase):
@@ -69,16 +55,8 @@ class TwoHostsTest(unittest.TestCase):
         subnet = f"10.213.{pid % 250}"
         self.hosts = [Host(f"ddpb-a-{pid}", f"dda{pid}", f"{subnet}.1"),
                       Host(f"ddpb-b-{pid}", f"ddb{pid}", f"{subnet}.2")]
-        self.addCleanup(self.remove_namespaces)
-        for host in self.hosts:
-            self.run_checked("netns", "add", host.namespace)
-        a, b = self.hosts
-        self.run_checked("link", "add", a.interface, "netns", a.namespace, "type", "veth",
-                         "peer", "name", b.interface, "netns", b.namespace)
-        for host in self.hosts:
-            self.run_checked("-n", host.namespace, "addr", "add", f"{host.address}/24", "dev", host.interface)
-            self.run_checked("-n", host.namespace, "link", "set", host.interface, "up")
-            self.run_checked("-n", host.namespace, "link", "set", "lo", "up")
+        self.addCleanup(remove_namespaces, self.hosts)
+        join_by_veth(*self.hosts)
         self.scratch = Path(tempfile.mkdtemp(prefix="ddpbench-two-hosts-"))
         self.addCleanup(shutil.rmtree, self.scratch, True)
         self.port = 29000 + pid % 1000
@@ -86,16 +64,6 @@ class TwoHostsTest(unittest.TestCase):
     def run_checked(self, *args: str) -> None:
         done = ip(*args)
         self.assertEqual(done.returncode, 0, f"ip {' '.join(args)}: {done.stderr}")
-
-    def remove_namespaces(self) -> None:
-        for host in self.hosts:
-            pids = ip("netns", "pids", host.namespace).stdout.split()
-            for pid in pids:
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            ip("netns", "del", host.namespace)
 
     def start(self, host: Host, command: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
         environment = {k: v for k, v in os.environ.items()

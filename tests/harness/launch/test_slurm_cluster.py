@@ -28,13 +28,16 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 from dataclasses import dataclass
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "support"))
+from network_namespaces import join_by_veth, remove_namespaces, why_namespaces_cannot_be_made  # noqa: E402
 
 TIMEOUT_S = 10
 ROW = ["run", "--strategy", "ddp", "--model", "tiny", "--num-classes", "10", "--dataset", "synthetic",
@@ -55,21 +58,12 @@ class Node:
     address: str
 
 
-def ip(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
-
-
 def why_a_cluster_cannot_be_made() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root to create network namespaces and run slurmd"
-    for program in ["ip", "nsenter", "unshare", *SLURM_PROGRAMS]:
+    if reason := why_namespaces_cannot_be_made():
+        return reason
+    for program in ["nsenter", "unshare", *SLURM_PROGRAMS]:
         if shutil.which(program) is None and not Path("/usr/sbin", program).exists():
-            return f"needs `{program}` (Debian's iproute2, util-linux and slurm-wlm; scripts/test installs them)"
-    probe = f"ddpb-sprobe-{os.getpid()}"
-    made = ip("netns", "add", probe)
-    if made.returncode != 0:
-        return f"`ip netns add` failed: {made.stderr.strip()}"
-    ip("netns", "del", probe)
+            return f"needs `{program}` (Debian's util-linux and slurm-wlm; scripts/test installs them)"
     return None
 
 
@@ -105,15 +99,8 @@ class SlurmClusterTest(unittest.TestCase):
 
     @classmethod
     def make_cluster(cls) -> None:
-        for node in cls.nodes:
-            cls.ip_checked("netns", "add", node.namespace)
         a, b = cls.nodes
-        cls.ip_checked("link", "add", a.interface, "netns", a.namespace, "type", "veth",
-                       "peer", "name", b.interface, "netns", b.namespace)
-        for node in cls.nodes:
-            cls.ip_checked("-n", node.namespace, "addr", "add", f"{node.address}/24", "dev", node.interface)
-            cls.ip_checked("-n", node.namespace, "link", "set", node.interface, "up")
-            cls.ip_checked("-n", node.namespace, "link", "set", "lo", "up")
+        join_by_veth(a, b)
         cls.hosts_file = cls.scratch / "hosts"
         cls.hosts_file.write_text("127.0.0.1 localhost\n" + "".join(f"{n.address} {n.name}\n" for n in cls.nodes))
         for folder in ["state", "log", *(f"spool/{n.name}" for n in cls.nodes)]:
@@ -147,21 +134,9 @@ class SlurmClusterTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls) -> None:
-        for node in getattr(cls, "nodes", []):
-            for pid in ip("netns", "pids", node.namespace).stdout.split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            ip("netns", "del", node.namespace)
+        remove_namespaces(getattr(cls, "nodes", []))
         if hasattr(cls, "scratch"):
             shutil.rmtree(cls.scratch, ignore_errors=True)
-
-    @classmethod
-    def ip_checked(cls, *args: str) -> None:
-        done = ip(*args)
-        if done.returncode != 0:
-            raise RuntimeError(f"ip {' '.join(args)}: {done.stderr}")
 
     @classmethod
     def logs(cls) -> str:
