@@ -6,6 +6,7 @@
 
 #include "harness/base/units.hpp"
 #include "reports/projection.hpp"
+#include "reports/tuning_advice.hpp"
 #include "reports/reporter.hpp"
 
 namespace ddpbench {
@@ -463,6 +464,40 @@ std::string pytorch_chart(const std::vector<RowSummary>& rows) {
   return svg.str();
 }
 
+// The advised DDP settings per row and rank count (ddpbench advise gives every setting).
+std::string advice_table(const std::vector<RowAdvice>& advice) {
+  std::ostringstream html;
+  html << "<h2>Tuning advice</h2>\n<p>The DDP settings to use at other rank counts on the projection's fabric, "
+          "from each DDP row's gradients as measured here (bucket caps 1-100 MB, fp16 and bf16 compression, "
+          "overlap); settings within the model's own error of the fastest are a tie. Not modelled: "
+       << escape(kAdviceLeavesOut) << ".</p>\n<table>\n<tr><th>row</th><th>ranks</th><th>advice</th><th>flags</th>"
+          "<th>step</th><th>against PyTorch's defaults</th><th>ties</th></tr>\n";
+  for (const RowAdvice& a : advice) {
+    if (!a.not_advised.empty()) {
+      html << "<tr><td>" << escape(ddpbench::row_label(a.row, a.mode)) << "</td><td colspan=\"6\">no advice: "
+           << escape(a.not_advised) << "</td></tr>\n";
+      continue;
+    }
+    const std::string warning = !advice_off(a) ? ""
+                                : !a.unchecked.empty()
+                                    ? " (not to be trusted: " + a.unchecked + ")"
+                                    : " (not to be trusted: the model is " + format_fixed(100 * a.model_error, 1) +
+                                          " % off the step it measured)";
+    for (const RankAdvice& k : a.ranks) {
+      const SettingProjection& best = k.settings[k.advised];
+      const std::string against = k.best == k.defaults ? "the fastest"
+                                  : k.defaults_tie()   ? "a tie: keep the defaults"
+                                                       : format_fixed(1 + k.gain_over_defaults, 2) + "x";
+      html << "<tr><td>" << escape(ddpbench::row_label(a.row, a.mode) + warning) << "</td><td>" << k.ranks
+           << "</td><td>" << escape(setting_label(best.setting)) << "</td><td><code>"
+           << escape(setting_flags(best.setting)) << "</code></td><td>" << format_seconds(best.step_s)
+           << "</td><td>" << escape(against) << "</td><td>" << k.ties.size() - 1 << "</td></tr>\n";
+    }
+  }
+  html << "</table>\n";
+  return html.str();
+}
+
 // Images/s against rank count, both on log axes: each DDP row's projection as a line (its own
 // dash pattern), and the rows measured here as points, so the curve can be read against them.
 std::string projection_chart(const std::vector<RowProjection>& projections, const std::vector<RowSummary>& rows) {
@@ -655,6 +690,7 @@ class HtmlReporter final : public Reporter {
           html << "<p>" << escape(ddpbench::row_label(p.row, p.mode) + ": not projected: " + p.not_projected) << "</p>\n";
         }
       }
+      if (const auto advice = sweep_advice(doc)) html << advice_table(*advice);
     }
     html << "</body>\n</html>\n";
     return html.str();

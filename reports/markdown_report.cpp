@@ -6,6 +6,7 @@
 
 #include "harness/base/units.hpp"
 #include "reports/projection.hpp"
+#include "reports/tuning_advice.hpp"
 #include "reports/reporter.hpp"
 
 namespace ddpbench {
@@ -257,6 +258,14 @@ class MarkdownReporter final : public Reporter {
             "([docs/reports-and-gate.md](docs/reports-and-gate.md)). Left out: compute slowed by communication, "
             "stragglers, topologies beyond two levels.\n"
          << markdown_projection(*projections);
+    }
+    if (const auto advice = sweep_advice(doc)) {
+      md << "\n## tuning advice (" << cell(doc.sweep->projection.value("fabric", std::string("measured"))) << ")\n\n"
+         << "The DDP settings to use at 8, 64 and 512 ranks on that fabric, from each DDP row's gradients as "
+            "measured here: bucket caps 1-100 MB, compression hooks and overlap, each laid out as the Reducer lays "
+            "it out and projected as above (`ddpbench advise results.json` gives every setting; "
+            "[docs/reports-and-gate.md](docs/reports-and-gate.md)).\n"
+         << markdown_advice(*advice, false);
     }
 
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return std::isfinite(r.achieved_flops_per_s); })) {

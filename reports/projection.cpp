@@ -16,11 +16,6 @@ using nlohmann::json;
 
 constexpr double kGbit = 1e9 / 8;  // bytes per second in a Gbit/s
 
-double number_or(const json& object, const char* key, double fallback) {
-  if (!object.is_object() || !object.contains(key) || !object.at(key).is_number()) return fallback;
-  return object.at(key).get<double>();
-}
-
 // What the hook puts on the wire per gradient byte: fp16 and bf16 compression halve it.
 double wire_fraction(const RunResult& r) {
   const json hook = r.config.value("comm-hook", json("allreduce"));
@@ -168,7 +163,7 @@ MeasuredLink link_from_microbenchmark(const json& doc, const std::string& source
   std::map<int64_t, std::vector<std::pair<double, double>>> by_ranks;
   for (const json& b : doc.at("benchmarks")) {
     if (!b.is_object() || b.value("name", std::string()).rfind("BM_RankAllreduce", 0) != 0) continue;
-    const double bytes = number_or(b, "bytes", 0), ranks = number_or(b, "ranks", 0), time = number_or(b, "real_time", -1);
+    const double bytes = json_number_or(b, "bytes", 0), ranks = json_number_or(b, "ranks", 0), time = json_number_or(b, "real_time", -1);
     if (bytes <= 0 || ranks < 2 || time <= 0 || b.value("error_occurred", false)) continue;
     if (b.value("run_type", std::string("iteration")) != "iteration") continue;
     const std::string unit = b.value("time_unit", std::string("ns"));
@@ -205,13 +200,13 @@ RowProjection project_row(const std::vector<const RunResult*>& repetitions, cons
   p.measured_images_per_s = r.steady_images_per_s;
   p.measured_step_s = static_cast<double>(r.global_batch) / r.steady_images_per_s;
   const json& details = r.strategy_details;
-  const double backward_compute_s = number_or(details, "backward_compute_s", kNotMeasured);
+  const double backward_compute_s = json_number_or(details, "backward_compute_s", kNotMeasured);
   std::vector<MeasuredBucket> buckets;
   if (details.is_object() && details.contains("bucket_timeline") && details.at("bucket_timeline").is_array()) {
     for (const json& b : details.at("bucket_timeline")) {
-      buckets.push_back({number_or(b, "bytes", 0) * wire_fraction(r), number_or(b, "ready_s", kNotMeasured),
-                         number_or(b, "start_s", kNotMeasured), number_or(b, "allreduce_s", kNotMeasured),
-                         number_or(b, "wire_s", kNotMeasured)});
+      buckets.push_back({json_number_or(b, "bytes", 0) * wire_fraction(r), json_number_or(b, "ready_s", kNotMeasured),
+                         json_number_or(b, "start_s", kNotMeasured), json_number_or(b, "allreduce_s", kNotMeasured),
+                         json_number_or(b, "wire_s", kNotMeasured)});
     }
   }
   derive_wire_times(buckets);
@@ -308,17 +303,21 @@ bool model_off(const RowProjection& p) {
   return !p.unchecked.empty() || (std::isfinite(p.model_error) && std::fabs(p.model_error) > kModelTolerance);
 }
 
-std::vector<RowProjection> project_document(const ResultDocument& doc, const ProjectionOptions& options) {
-  std::map<std::pair<std::string, std::string>, std::vector<const RunResult*>> rows;
-  std::vector<std::pair<std::string, std::string>> order;
+std::vector<std::vector<const RunResult*>> ddp_rows(const ResultDocument& doc) {
+  std::map<std::pair<std::string, std::string>, std::size_t> index;
+  std::vector<std::vector<const RunResult*>> rows;
   for (const auto& r : doc.runs) {
     if (r.strategy != "ddp") continue;
-    const auto key = std::make_pair(r.name, r.mode);
-    if (rows.count(key) == 0) order.push_back(key);
-    rows[key].push_back(&r);
+    const auto [it, added] = index.try_emplace(std::make_pair(r.name, r.mode), rows.size());
+    if (added) rows.emplace_back();
+    rows[it->second].push_back(&r);
   }
+  return rows;
+}
+
+std::vector<RowProjection> project_document(const ResultDocument& doc, const ProjectionOptions& options) {
   std::vector<RowProjection> out;
-  for (const auto& key : order) out.push_back(project_row(rows.at(key), options));
+  for (const auto& repetitions : ddp_rows(doc)) out.push_back(project_row(repetitions, options));
   return out;
 }
 

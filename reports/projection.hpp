@@ -113,6 +113,9 @@ bool model_off(const RowProjection& projection);
 /// The projection of one row (the repetition with the median step), or why there is none.
 RowProjection project_row(const std::vector<const RunResult*>& repetitions, const ProjectionOptions& options);
 
+/// The document's DDP rows, each with its repetitions, in the order they first appear.
+std::vector<std::vector<const RunResult*>> ddp_rows(const ResultDocument& document);
+
 /// Every DDP row of the document (non-DDP rows are not listed).
 std::vector<RowProjection> project_document(const ResultDocument& document, const ProjectionOptions& options);
 

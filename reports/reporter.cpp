@@ -2,6 +2,7 @@
 
 #include "harness/base/atomic_file.hpp"
 #include "reports/projection.hpp"
+#include "reports/tuning_advice.hpp"
 
 namespace ddpbench {
 namespace {
@@ -14,6 +15,7 @@ class JsonReporter final : public Reporter {
       for (const auto& r : rows) summary.push_back(summary_json(r));
       j["summary"] = std::move(summary);
       if (const auto projections = sweep_projections(document)) j["projection"] = projection_json(*projections);
+      if (const auto advice = sweep_advice(document)) j["advice"] = advice_json(*advice);
     }
     return j.dump(2) + "\n";
   }

@@ -55,6 +55,11 @@ json ranks_json(const std::vector<RankTiming>& ranks) {
 
 }  // namespace
 
+double json_number_or(const json& object, const char* key, double fallback) {
+  if (!object.is_object() || !object.contains(key) || !object.at(key).is_number()) return fallback;
+  return object.at(key).get<double>();
+}
+
 json json_number(double value) { return std::isfinite(value) ? json(value) : json(nullptr); }
 
 json phases_json(const PhaseSeconds& p) {

@@ -156,6 +156,8 @@ struct ResultDocument {
 
 /// A measurement as JSON: the number, or null where it was not measured (NaN, infinite).
 nlohmann::json json_number(double value);
+/// `object[key]` where it is a number, else `fallback`.
+double json_number_or(const nlohmann::json& object, const char* key, double fallback);
 /// A step's (or a mean step's) phases as JSON, one "<phase>_s" key each.
 nlohmann::json phases_json(const PhaseSeconds& phases);
 

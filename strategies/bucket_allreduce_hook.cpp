@@ -72,6 +72,7 @@ struct BucketTimeline::Step {
   std::mutex mutex;
   std::vector<Interval> intervals;
   std::vector<std::pair<std::size_t, Mark>> ready;  // each bucket as the Reducer handed it over
+  std::vector<std::pair<std::size_t, Mark>> gradients;  // each parameter's gradient as backward made it
   Mark backward_start;
   Mark last_gradient;
   std::optional<BucketCommFigures> figures;  // once resolved
@@ -95,6 +96,12 @@ void BucketTimeline::backward_started() {
   step_->backward_start = mark_now(device_);
 }
 
+void BucketTimeline::gradient_ready(std::size_t parameter) {
+  std::lock_guard lock(mutex_);
+  std::lock_guard step_lock(step_->mutex);
+  step_->gradients.emplace_back(parameter, mark_now(device_));
+}
+
 void BucketTimeline::bucket_ready(std::size_t bucket_index) {
   std::lock_guard lock(mutex_);
   std::lock_guard step_lock(step_->mutex);
@@ -105,6 +112,27 @@ void BucketTimeline::last_gradient_ready() {
   std::lock_guard lock(mutex_);
   std::lock_guard step_lock(step_->mutex);
   step_->last_gradient = mark_now(device_);
+}
+
+void BucketTimeline::start_alone_backward() {
+  std::lock_guard lock(mutex_);
+  held_for_alone_ = std::exchange(step_, std::make_shared<Step>());
+}
+
+std::vector<GradientReady> BucketTimeline::finish_alone_backward() {
+  std::shared_ptr<Step> alone;
+  {
+    std::lock_guard lock(mutex_);
+    alone = std::exchange(step_, held_for_alone_ ? held_for_alone_ : std::make_shared<Step>());
+    held_for_alone_.reset();
+  }
+  std::lock_guard step_lock(alone->mutex);
+  std::vector<GradientReady> gradients;
+  if (!alone->backward_start.set) return gradients;
+  for (const auto& [parameter, mark] : alone->gradients) {
+    gradients.push_back({parameter, seconds_from(alone->backward_start, mark)});
+  }
+  return gradients;
 }
 
 std::vector<std::size_t> BucketTimeline::unfinished_buckets() {
@@ -153,6 +181,7 @@ BucketCommFigures BucketTimeline::Step::resolve() {
   // Every mark as seconds after backward's start (else the first launch, which comes first
   // on the stream too).
   const Mark& origin = backward_start.set ? backward_start : intervals.front().start;
+  for (const auto& [parameter, mark] : gradients) f.gradients.push_back({parameter, seconds_from(origin, mark)});
   std::vector<std::pair<double, double>> spans;
   double last_end = 0;
   for (const Interval& i : intervals) {
@@ -193,6 +222,10 @@ std::function<BucketCommFigures()> BucketTimeline::finish_step() {
     std::lock_guard lock(mutex_);
     step = std::exchange(step_, std::make_shared<Step>());
     finished_.push_back(step);
+    if (first_gradient_order_.empty()) {
+      std::lock_guard step_lock(step->mutex);
+      for (const auto& [parameter, mark] : step->gradients) first_gradient_order_.push_back(parameter);
+    }
     while (finished_.size() > kKeptSteps) finished_.pop_front();
   }
   return [step] {
@@ -215,8 +248,10 @@ BucketCommFigures BucketTimeline::last_step_figures() {
 BucketTimelineSummary BucketTimeline::summary(int64_t first_steady_step) {
   std::vector<BucketCommFigures> steps;
   std::vector<int64_t> numbers;
+  std::vector<std::size_t> order;
   {
     std::lock_guard lock(mutex_);
+    order = first_gradient_order_;
     for (const auto& step : finished_) {
       std::lock_guard step_lock(step->mutex);
       steps.push_back(step->resolve());
@@ -235,8 +270,10 @@ BucketTimelineSummary BucketTimeline::summary(int64_t first_steady_step) {
   while (steady < steps.size() && numbers[steady] < first_steady_step) ++steady;
   if (steady < steps.size()) first = steady;
   std::map<std::size_t, BucketSpan> sums;
+  std::map<std::size_t, double> gradient_sums;
   double backward = 0;
   for (std::size_t i = first; i < steps.size(); ++i) {
+    for (const GradientReady& g : steps[i].gradients) gradient_sums[g.parameter] += g.ready_s;
     for (const BucketSpan& span : steps[i].spans) {
       BucketSpan& sum = sums.try_emplace(span.bucket, BucketSpan{span.bucket, 0, 0, 0, 0}).first->second;
       sum.ready_s += span.ready_s;
@@ -252,6 +289,10 @@ BucketTimelineSummary BucketTimeline::summary(int64_t first_steady_step) {
     s.buckets.push_back(BucketSpan{bucket, sum.ready_s / n, sum.start_s / n, sum.end_s / n, sum.wire_s / n});
   }
   s.backward_compute_s = backward / n;
+  for (std::size_t parameter : order) {
+    const auto it = gradient_sums.find(parameter);
+    if (it != gradient_sums.end()) s.gradients.push_back({parameter, it->second / n});
+  }
   return s;
 }
 

@@ -36,6 +36,12 @@ struct BucketSpan {
   double wire_s = kNotMeasured;
 };
 
+/// When backward produced one parameter's gradient, in seconds after backward started.
+struct GradientReady {
+  std::size_t parameter = 0;  // the Reducer's index of the parameter
+  double ready_s = kNotMeasured;
+};
+
 /// One step's communication, resolved once the step has finished on the device.
 struct BucketCommFigures {
   double allreduce_s = 0;  // time with at least one bucket allreduce in flight
@@ -44,14 +50,19 @@ struct BucketCommFigures {
   int64_t launched_before_last_gradient = 0;  // buckets whose allreduce overlapped backward
   double backward_compute_s = kNotMeasured;   // from backward's start to its last gradient
   std::vector<BucketSpan> spans;              // in launch order
+  std::vector<GradientReady> gradients;       // as backward made them ready
 };
 
 /// What a projection of this row needs (reports/projection.hpp): each bucket's ready time and
 /// allreduce time after backward's start, and backward's compute, as means over the steady
 /// steps (after the warm-up, as the row's other steady figures) since the buckets took their
-/// final layout (the first such step, the rebuild's, left out).
+/// final layout (the first such step, the rebuild's, left out); and what the tuning advisor
+/// needs (reports/tuning_advice.hpp) to lay out buckets of any size: every gradient's ready
+/// time over the same steps, in the order of the first step, the order the Reducer rebuilt
+/// its buckets from.
 struct BucketTimelineSummary {
   std::vector<BucketSpan> buckets;  // by bucket index; the means of each step's marks
+  std::vector<GradientReady> gradients;
   double backward_compute_s = kNotMeasured;
   int64_t steps = 0;
 };
@@ -83,6 +94,9 @@ class BucketTimeline {
   };
   /// Backward starts (on a GPU: once the current stream reaches here).
   void backward_started();
+  /// Backward produced the gradient of the Reducer's parameter `parameter` (a hook on its
+  /// gradient accumulator, run before the Reducer's own).
+  void gradient_ready(std::size_t parameter);
   /// The Reducer hands a bucket over: its gradients are all ready.
   void bucket_ready(std::size_t bucket_index);
   /// Backward's last gradient is ready (on a GPU: once the current stream reaches here).
@@ -91,6 +105,12 @@ class BucketTimeline {
   Token launched(std::size_t bucket_index);
   /// The bucket's allreduce has completed (on a GPU: once the current stream reaches here).
   void completed(const Token& token);
+  /// A backward outside the steps, with no allreduce beside it (the Reducer not expecting
+  /// it): its gradient marks go to a record of their own, given back by finish_alone_backward
+  /// (after the device has finished it) as seconds after backward_started; the steps' records
+  /// are left as they were.
+  void start_alone_backward();
+  [[nodiscard]] std::vector<GradientReady> finish_alone_backward();
   /// This step's buckets whose allreduce was launched and has not completed (one that
   /// failed never completes), in launch order.
   [[nodiscard]] std::vector<std::size_t> unfinished_buckets();
@@ -100,7 +120,9 @@ class BucketTimeline {
   c10::Device device_;
   std::mutex mutex_;
   std::shared_ptr<Step> step_;
+  std::shared_ptr<Step> held_for_alone_;  // the step in progress while an alone backward runs
   std::deque<std::shared_ptr<Step>> finished_;  // the last kKeptSteps handed over
+  std::vector<std::size_t> first_gradient_order_;  // as the first step with gradients made them ready
 };
 
 class BucketAllreduceHook final : public c10d::CommHookInterface {

@@ -4,15 +4,22 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/logger.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
+#include <torch/cuda.h>
 #include <torch/version.h>
 
+#include "harness/base/clock.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "models/checkpoint.hpp"
 #include "models/sync_batch_norm.hpp"
@@ -57,11 +64,31 @@ std::string comm_hook_description(CommHook hook) {
   return "?";
 }
 
+// Seconds per gradient byte that a compression hook spends on the rank's own device: the cast
+// for the wire with its division, and the copy back into the bucket, as BucketAllreduceHook
+// does them (the fastest of three tries on up to 4 MiB of gradients). The tuning advisor
+// charges a compressed setting with it; a row measured without compression never paid it.
+double compression_seconds_per_byte(at::ScalarType wire, int64_t gradient_bytes, int64_t world, c10::Device device) {
+  const int64_t elements = std::clamp<int64_t>(gradient_bytes / 4, 1, int64_t{1} << 20);
+  const at::Tensor bucket = at::randn({elements}, at::TensorOptions().device(device));
+  double best = std::numeric_limits<double>::infinity();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+    const auto started = Clock::now();
+    at::Tensor on_wire = bucket.to(wire).div_(world);
+    bucket.copy_(on_wire);
+    if (device.is_cuda()) torch::cuda::synchronize(device.index());
+    best = std::min(best, seconds_between(started, Clock::now()));
+  }
+  return best / static_cast<double>(elements * 4);
+}
+
 class DdpStrategy final : public Strategy {
  public:
   at::Tensor train_step(const Batch& batch) override {
     TrainingSetup& s = setup();
     timeline_->start_step(s.timer.step());
+    last_batch_ = batch;
     const at::Tensor loss = forward_loss(batch, [&](const at::Tensor& images) { return ddp_forward(images); });
     timeline_->backward_started();
     try {
@@ -79,6 +106,7 @@ class DdpStrategy final : public Strategy {
   // As DDP's forward in eval mode right after training: rank 0's buffers first, so every
   // rank evaluates the same model (it matters without SyncBatchNorm).
   torch::nn::AnyModule eval_model() override {
+    measure_alone();
     sync_buffers();
     return setup().model;
   }
@@ -128,6 +156,25 @@ class DdpStrategy final : public Strategy {
                          {"wire_s", b.wire_s}});
     }
     d["bucket_timeline"] = buckets;
+    // What the tuning advisor (ddpbench advise) lays buckets of any size out from: every
+    // gradient in the order the Reducer rebuilt its buckets from, and when it was ready.
+    nlohmann::json gradients = nlohmann::json::array();
+    for (const GradientReady& g : timeline.gradients) {
+      gradients.push_back({{"parameter", g.parameter},
+                           {"name", parameter_names_.at(g.parameter)},
+                           {"bytes", gradient_bytes_.at(g.parameter)},
+                           {"dtype", gradient_dtypes_.at(g.parameter)},
+                           {"ready_s", g.ready_s},
+                           {"alone_ready_s", alone_ready_s_.count(g.parameter) > 0
+                                                 ? nlohmann::json(alone_ready_s_.at(g.parameter))
+                                                 : nlohmann::json(nullptr)}});
+    }
+    d["gradient_timeline"] = gradients;
+    // Backward's compute with no allreduce beside it (one backward after the timed steps).
+    d["backward_alone_s"] = backward_alone_s_;
+    // And the largest bucket's allreduce alone, as fp32, fp16 and bf16.
+    d["allreduce_alone"] = allreduce_alone_;
+    d["compression_s_per_byte"] = compression_s_per_byte_;
     d["bucket_timeline_steps"] = timeline.steps;
     d["backward_compute_s"] = timeline.backward_compute_s;
     // The Reducer's own runtime statistics, sampled at its iterations 1-10 and every 100th.
@@ -155,8 +202,10 @@ class DdpStrategy final : public Strategy {
     // DistributedDataParallel.__init__: the parameters that need gradients, checked alike on
     // every rank, then rank 0's parameters and buffers everywhere.
     std::vector<at::Tensor> params;
-    for (const auto& p : parameters()) {
-      if (p.requires_grad()) params.push_back(p);
+    for (const auto& named : module.named_parameters(/*recurse=*/true)) {
+      if (!named.value().requires_grad()) continue;
+      params.push_back(named.value());
+      parameter_names_.push_back(named.key());
     }
     std::vector<at::Tensor> state;
     for (const auto& [name, tensor] : state_dict(module)) state.push_back(tensor);
@@ -178,6 +227,28 @@ class DdpStrategy final : public Strategy {
                                               static_cast<std::size_t>(bucket_cap_bytes_)}
                    : std::vector<std::size_t>{static_cast<std::size_t>(bucket_cap_bytes_)};
     }
+    // When backward makes each gradient ready, for the tuning advisor: a hook on each
+    // parameter's gradient accumulator, added before the Reducer adds its own so that it runs
+    // first. The accumulators are kept: the Reducer finds these, with the hooks on them.
+    timeline_ = std::make_shared<BucketTimeline>(s.dist.device);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      auto accumulator = torch::autograd::impl::grad_accumulator(params[i]);
+      accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+          [timeline = std::weak_ptr<BucketTimeline>(timeline_), i](const torch::autograd::variable_list& outputs,
+                                                                  const torch::autograd::variable_list& /*inputs*/) {
+            if (auto t = timeline.lock()) t->gradient_ready(i);
+            return outputs;
+          }));
+      gradient_accumulators_.push_back(std::move(accumulator));
+      gradient_bytes_.push_back(params[i].numel() * static_cast<int64_t>(params[i].element_size()));
+      gradient_dtypes_.push_back(std::string(c10::toString(params[i].scalar_type())));
+    }
+    int64_t gradient_bytes = 0;
+    for (int64_t b : gradient_bytes_) gradient_bytes += b;
+    const auto world = static_cast<int64_t>(s.dist.world_size);
+    compression_s_per_byte_ = {
+        {"fp16", compression_seconds_per_byte(at::kHalf, gradient_bytes, world, s.dist.device)},
+        {"bf16", compression_seconds_per_byte(at::kBFloat16, gradient_bytes, world, s.dist.device)}};
     const std::vector<bool> expect_sparse(params.size(), false);
     auto bucket_indices = std::get<0>(c10d::compute_bucket_assignment_by_size(params, limits, expect_sparse));
     std::reverse(bucket_indices.begin(), bucket_indices.end());
@@ -192,7 +263,6 @@ class DdpStrategy final : public Strategy {
     const std::vector<int> device_ids = cuda ? std::vector<int>{s.dist.device.index()} : std::vector<int>{};
     logger_->set_construction_data_and_log(o.model, device_ids, cuda ? s.dist.device.index() : -1,
                                            /*broadcast_buffers=*/true, sync_bn_layers_ > 0, /*static_graph=*/false);
-    timeline_ = std::make_shared<BucketTimeline>(s.dist.device);
     if (o.comm_hook == CommHook::builtin_fp16) {
       reducer_->register_builtin_comm_hook(c10d::BuiltinCommHookType::FP16_COMPRESS);
     } else {
@@ -215,6 +285,67 @@ class DdpStrategy final : public Strategy {
     reducer_->prepare_for_backward(setup().options.find_unused_parameters ? std::vector<at::Tensor>{output}
                                                                           : std::vector<at::Tensor>{});
     return output;
+  }
+
+  // Backward once more on the last batch, with no allreduce beside it (the Reducer ignores a
+  // backward it was not prepared for), then one bucket's allreduce with no backward beside it,
+  // after the timed steps: on CPUs the allreduces share the cores with backward's compute, and
+  // the tuning advisor needs each without the other to tell what overlap costs. Every rank does
+  // it (SyncBatchNorm's collectives stay matched); the running statistics it moves are put back.
+  void measure_alone() {
+    if (!last_batch_ || alone_measured_) return;
+    alone_measured_ = true;
+    TrainingSetup& s = setup();
+    std::vector<at::Tensor> saved;
+    {
+      at::NoGradGuard no_grad;
+      for (const auto& b : buffers_) saved.push_back(b.clone());
+    }
+    for (const auto& p : parameters()) p.mutable_grad().reset();
+    at::Tensor loss;
+    {
+      auto autocast = s.precision.autocast();
+      loss = classification_loss(s.model.forward<at::Tensor>(last_batch_->images), last_batch_->labels);
+    }
+    timeline_->start_alone_backward();
+    timeline_->backward_started();
+    loss.backward();
+    if (s.dist.device.is_cuda()) torch::cuda::synchronize(s.dist.device.index());
+    for (const GradientReady& g : timeline_->finish_alone_backward()) {
+      alone_ready_s_[g.parameter] = g.ready_s;
+      backward_alone_s_ = std::isfinite(backward_alone_s_) ? std::max(backward_alone_s_, g.ready_s) : g.ready_s;
+    }
+    for (const auto& p : parameters()) p.mutable_grad().reset();
+    {
+      at::NoGradGuard no_grad;
+      for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(saved[i]);
+    }
+    measure_allreduce_alone();
+  }
+
+  // The largest bucket's allreduce with nothing beside it, as fp32 and as the fp16 and bf16
+  // hooks put it on the wire: the link alone, and what compression saves on it (half the bytes
+  // need not be half the time: Gloo sums half-precision values on the CPU).
+  void measure_allreduce_alone() {
+    const std::vector<int64_t> sizes = logger_->get_bucket_sizes();
+    if (sizes.empty() || setup().dist.world_size < 2) return;
+    const int64_t elements = *std::max_element(sizes.begin(), sizes.end()) / 4;
+    const c10::Device device = setup().dist.device;
+    nlohmann::json alone = {{"bytes", elements * 4}};
+    for (const auto& [name, dtype] : {std::pair{"fp32_s", at::kFloat}, std::pair{"fp16_s", at::kHalf},
+                                      std::pair{"bf16_s", at::kBFloat16}}) {
+      std::vector<at::Tensor> tensors{at::zeros({elements}, at::TensorOptions().dtype(dtype).device(device))};
+      double seconds = kNotMeasured;
+      comm_->guarded("allreduce alone", [&] {
+        if (device.is_cuda()) torch::cuda::synchronize(device.index());
+        const auto started = Clock::now();
+        group_->allreduce(tensors)->wait();
+        if (device.is_cuda()) torch::cuda::synchronize(device.index());
+        seconds = seconds_between(started, Clock::now());
+      });
+      alone[name] = seconds;
+    }
+    allreduce_alone_ = alone;
   }
 
   // broadcast_buffers: rank 0's running statistics on every rank.
@@ -248,6 +379,16 @@ class DdpStrategy final : public Strategy {
   std::shared_ptr<c10d::Reducer> reducer_;
   std::shared_ptr<c10d::Logger> logger_;
   std::shared_ptr<BucketTimeline> timeline_;
+  std::vector<std::shared_ptr<torch::autograd::Node>> gradient_accumulators_;
+  std::vector<std::string> parameter_names_;  // the Reducer's parameters, by its index
+  std::vector<int64_t> gradient_bytes_;
+  std::vector<std::string> gradient_dtypes_;
+  nlohmann::json compression_s_per_byte_;
+  std::optional<Batch> last_batch_;  // for the backward alone
+  bool alone_measured_ = false;
+  std::map<std::size_t, double> alone_ready_s_;  // by the Reducer's parameter index
+  double backward_alone_s_ = kNotMeasured;
+  nlohmann::json allreduce_alone_;  // the largest bucket's bytes and its allreduce's seconds, alone
   std::vector<at::Tensor> buffers_;
   int64_t sync_bn_layers_ = 0;
   int64_t bucket_cap_bytes_ = 0;

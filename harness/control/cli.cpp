@@ -31,6 +31,60 @@ void add_run_options(CLI::App& cmd, const std::function<void(const RunOption&, c
   }
 }
 
+// More ranks than any cluster has: past this the ring model's arithmetic overflows nothing useful.
+constexpr int64_t kMostRanks = 10'000'000;
+
+// The options of a projection: the result file, the rank counts, the fabric and link figures.
+void add_link_options(CLI::App& cmd, ProjectCommand& c, const std::string& ranks_help) {
+  cmd.add_option("results", c.results, "result JSON with DDP rows")->required();
+  cmd.add_option("--ranks", c.ranks, ranks_help)->delimiter(',');
+  cmd.add_option("--ranks-per-node", c.ranks_per_node, "ranks that share a node (default 8)");
+  cmd.add_option("--fabric", c.fabric,
+                 "measured (the link the row ran on), hdr-ib, ndr-ib or ethernet-100g (data-sheet figures)");
+  cmd.add_option("--intra-node-gbps", c.intra_node_gbps, "bandwidth between ranks of a node, Gbit/s");
+  cmd.add_option("--inter-node-gbps", c.inter_node_gbps, "bandwidth between nodes, Gbit/s");
+  cmd.add_option("--latency-us", c.latency_us, "latency of one ring step, microseconds");
+  cmd.add_option("--nics-per-node", c.nics_per_node,
+                 "NICs a node's ranks share across nodes (the fabric's: 8 for hdr-ib and ndr-ib, one per GPU; 1 "
+                 "for ethernet-100g and measured)");
+  cmd.add_option("--calibrate", c.calibrate,
+                 "ddpbench_microbench's JSON (--benchmark_format=json): the measured link's latency and bandwidth "
+                 "fitted to its allreduce times, instead of to the row's own buckets");
+}
+
+// Throws InputError for link options no projection can use; `least_ranks`: the fewest ranks
+// a rank count may have.
+void validate_link_options(const CLI::App& cmd, const ProjectCommand& c, int64_t least_ranks) {
+  if (c.ranks.empty()) throw InputError("--ranks must list at least one rank count");
+  for (int64_t n : c.ranks) {
+    if (n < 1 || n > kMostRanks) {
+      throw InputError("--ranks: " + std::to_string(n) + " is not a rank count (1 to " + std::to_string(kMostRanks) + ")");
+    }
+    if (n < least_ranks) {
+      throw InputError("--ranks: " + std::to_string(n) + ": one rank has no communication to tune (give 2 or more)");
+    }
+  }
+  if (c.ranks_per_node < 1) {
+    throw InputError("--ranks-per-node must be positive (got " + std::to_string(c.ranks_per_node) + ")");
+  }
+  if (!(c.intra_node_gbps >= 0) || !(c.inter_node_gbps >= 0) || !std::isfinite(c.intra_node_gbps) ||
+      !std::isfinite(c.inter_node_gbps)) {
+    throw InputError("--intra-node-gbps and --inter-node-gbps must be positive numbers");
+  }
+  if (!std::isfinite(c.latency_us)) throw InputError("--latency-us must be a number");
+  // Given, they must say something: 0 Gbit/s or a negative latency is no link (left out, the fabric's).
+  for (const char* flag : {"--intra-node-gbps", "--inter-node-gbps"}) {
+    const double gbps = std::string(flag) == "--intra-node-gbps" ? c.intra_node_gbps : c.inter_node_gbps;
+    if (cmd.count(flag) > 0 && !(gbps > 0)) throw InputError(std::string(flag) + " must be positive (got " + std::to_string(gbps) + ")");
+  }
+  if (cmd.count("--latency-us") > 0 && c.latency_us < 0) {
+    throw InputError("--latency-us must be 0 or more (got " + std::to_string(c.latency_us) + ")");
+  }
+  if (cmd.count("--nics-per-node") > 0 && c.nics_per_node < 1) {
+    throw InputError("--nics-per-node must be positive (got " + std::to_string(c.nics_per_node) + ")");
+  }
+}
+
 }  // namespace
 
 Command parse_command_line(int argc, const char* const* argv) {
@@ -123,24 +177,26 @@ Command parse_command_line(int argc, const char* const* argv) {
   ProjectCommand project_command;
   auto* project = app.add_subcommand("project", "project a result file's DDP rows to another cluster (ring model "
                                                 "over the measured bucket timeline)");
-  project->add_option("results", project_command.results, "result JSON with DDP rows")->required();
-  project->add_option("--ranks", project_command.ranks, "rank counts to project to (default 1,2,4,...,512)")
-      ->delimiter(',');
-  project->add_option("--ranks-per-node", project_command.ranks_per_node, "ranks that share a node (default 8)");
-  project->add_option("--fabric", project_command.fabric,
-                      "measured (the link the row ran on), hdr-ib, ndr-ib or ethernet-100g (data-sheet figures)");
-  project->add_option("--intra-node-gbps", project_command.intra_node_gbps, "bandwidth between ranks of a node, Gbit/s");
-  project->add_option("--inter-node-gbps", project_command.inter_node_gbps, "bandwidth between nodes, Gbit/s");
-  project->add_option("--latency-us", project_command.latency_us, "latency of one ring step, microseconds");
-  project->add_option("--nics-per-node", project_command.nics_per_node,
-                      "NICs a node's ranks share across nodes (the fabric's: 8 for hdr-ib and ndr-ib, one per GPU; 1 "
-                      "for ethernet-100g and measured)");
+  add_link_options(*project, project_command, "rank counts to project to (default 1,2,4,...,512)");
   project->add_flag("--force", project_command.force,
                     "exit 0 even where a row's model is more than 15 % off its own measured step");
-  project->add_option("--calibrate", project_command.calibrate,
-                      "ddpbench_microbench's JSON (--benchmark_format=json): the measured link's latency and bandwidth "
-                      "fitted to its allreduce times, instead of to the row's own buckets");
   project->add_option("--out-dir", project_command.out_dir, "also write projection.json and projection.md here");
+
+  AdviseCommand advise_command;
+  auto* advise = app.add_subcommand("advise", "the DDP settings (bucket cap, compression hook, overlap) to use at other "
+                                              "rank counts, from each DDP row of a result file");
+  add_link_options(*advise, advise_command, "rank counts to advise for, 2 or more (default 8,64,512)");
+  advise->add_flag("--force", advise_command.force,
+                   "exit 0 even where a row's model is more than 15 % off its own measured step");
+  advise->add_option("--out-dir", advise_command.out_dir, "also write advice.json and advice.md here");
+  advise->add_option("--bucket-mb", advise_command.bucket_mb, "only these bucket caps, MiB (default 1,5,10,25,50,100)")
+      ->delimiter(',');
+  advise->add_option("--comm-hook", advise_command.comm_hooks, "only these hooks (default allreduce,fp16,bf16)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"allreduce", "fp16", "bf16"}));
+  advise->add_option("--overlap", advise_command.overlap, "only overlap on, off or both (default on,off)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"on", "off"}));
 
   try {
     app.parse(argc, argv);
@@ -194,22 +250,18 @@ Command parse_command_line(int argc, const char* const* argv) {
     return compare_command;
   }
   if (project->parsed()) {
-    if (project_command.ranks.empty()) throw InputError("--ranks must list at least one rank count");
-    for (int64_t n : project_command.ranks) {
-      if (n < 1) throw InputError("--ranks: " + std::to_string(n) + " is not a rank count");
-    }
-    if (project_command.ranks_per_node < 1) {
-      throw InputError("--ranks-per-node must be positive (got " + std::to_string(project_command.ranks_per_node) + ")");
-    }
-    if (!(project_command.intra_node_gbps >= 0) || !(project_command.inter_node_gbps >= 0) ||
-        !std::isfinite(project_command.intra_node_gbps) || !std::isfinite(project_command.inter_node_gbps)) {
-      throw InputError("--intra-node-gbps and --inter-node-gbps must be positive numbers");
-    }
-    if (!std::isfinite(project_command.latency_us)) throw InputError("--latency-us must be a number");
-    if (project->count("--nics-per-node") > 0 && project_command.nics_per_node < 1) {
-      throw InputError("--nics-per-node must be positive (got " + std::to_string(project_command.nics_per_node) + ")");
-    }
+    validate_link_options(*project, project_command, 1);
     return project_command;
+  }
+  if (advise->parsed()) {
+    validate_link_options(*advise, advise_command, 2);
+    for (double mb : advise_command.bucket_mb) {
+      // DDP's caps in bytes are whole numbers: a cap below a kilobyte or above a terabyte is no cap.
+      if (!(std::isfinite(mb) && mb >= 0.001 && mb <= 1e6)) {
+        throw InputError("--bucket-mb: " + std::to_string(mb) + " is not a bucket cap (0.001 to 1000000 MiB)");
+      }
+    }
+    return advise_command;
   }
   throw InputError("no subcommand given (see --help)");
 }

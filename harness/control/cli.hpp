@@ -52,6 +52,17 @@ struct ProjectCommand {
   bool force = false;          // exit 0 though a row's model fails its own check
 };
 
+/// `ddpbench advise`: the DDP settings to use at other rank counts, from each DDP row of a
+/// result file (the link and fabric options are the projection's).
+struct AdviseCommand : ProjectCommand {
+  AdviseCommand() { ranks = {8, 64, 512}; }
+  // The grid to choose from, each empty for all of its values (1-100 MB; allreduce, fp16,
+  // bf16; on and off).
+  std::vector<double> bucket_mb;
+  std::vector<std::string> comm_hooks;
+  std::vector<std::string> overlap;
+};
+
 struct SweepCommand {
   std::string table = "auto";    // auto (tutorial with GPUs, cpu without) | tutorial | cpu
   std::string file;              // a sweep file instead of a preset
@@ -69,7 +80,8 @@ struct SweepCommand {
   std::vector<std::pair<std::string, std::string>> overrides;  // run options given, in order
 };
 
-using Command = std::variant<HelpRequest, RunCommand, ListCommand, CompareCommand, SweepCommand, ProjectCommand>;
+using Command =
+    std::variant<HelpRequest, RunCommand, ListCommand, CompareCommand, SweepCommand, ProjectCommand, AdviseCommand>;
 
 /// Parses argv (argv[0] included). Throws InputError on any bad flag or value; the
 /// returned RunConfig has passed validate().

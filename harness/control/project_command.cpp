@@ -32,6 +32,18 @@ ProjectionOptions projection_options(const ProjectCommand& c) {
   return o;
 }
 
+void write_projection_outputs(const ProjectCommand& command, const ProjectionOptions& options, const std::string& stem,
+                              const char* key, nlohmann::json body, const std::string& markdown) {
+  const std::filesystem::path dir(command.out_dir);
+  const nlohmann::json out = {{"source", command.results},
+                              {"options", projection_options_json(options)},
+                              {"calibration", options.calibration ? nlohmann::json(options.calibration->source)
+                                                                  : nlohmann::json(nullptr)},
+                              {key, std::move(body)}};
+  write_file_atomically(dir / (stem + ".json"), out.dump(2) + "\n");
+  write_file_atomically(dir / (stem + ".md"), markdown);
+}
+
 int project_command(const ProjectCommand& command) {
   const ProjectionOptions options = projection_options(command);
   if (!command.out_dir.empty()) require_writable(std::filesystem::path(command.out_dir) / "projection.json", "--out-dir");
@@ -40,14 +52,7 @@ int project_command(const ProjectCommand& command) {
   if (projections.empty()) throw InputError(command.results + " has no DDP row to project");
   const std::string md = "# ddpbench projection of " + command.results + "\n" + markdown_projection(projections);
   if (!command.out_dir.empty()) {
-    const std::filesystem::path dir(command.out_dir);
-    const nlohmann::json out = {{"source", command.results},
-                                {"options", projection_options_json(options)},
-                                {"calibration", options.calibration ? nlohmann::json(options.calibration->source)
-                                                                    : nlohmann::json(nullptr)},
-                                {"projections", projection_json(projections)}};
-    write_file_atomically(dir / "projection.json", out.dump(2) + "\n");
-    write_file_atomically(dir / "projection.md", md);
+    write_projection_outputs(command, options, "projection", "projections", projection_json(projections), md);
   }
   std::cout << md << std::flush;
   // A model that misses the step it measured projects nothing worth acting on.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "harness/base/input_error.hpp"
+#include "harness/control/advise_command.hpp"
 #include "harness/control/compare_command.hpp"
 #include "harness/control/project_command.hpp"
 #include "harness/runner/commands.hpp"
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
     if (const auto* compare = std::get_if<CompareCommand>(&command)) return compare_command(*compare);
     if (const auto* sweep = std::get_if<SweepCommand>(&command)) return sweep_command(*sweep, args);
     if (const auto* project = std::get_if<ProjectCommand>(&command)) return project_command(*project);
+    if (const auto* advise = std::get_if<AdviseCommand>(&command)) return advise_command(*advise);
     std::cerr << "ddpbench: internal error: unhandled command\n";
     return 1;
   } catch (const InputError& e) {

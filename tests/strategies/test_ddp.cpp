@@ -2,8 +2,11 @@
 
 #include <map>
 #include <mutex>
+#include <random>
+#include <set>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
 #include <torch/cuda.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/optim/sgd.h>
@@ -12,6 +15,8 @@
 #include "harness/control/run_config.hpp"
 #include "harness/runner/runner.hpp"
 #include "models/registry.hpp"
+#include "reports/bucket_assignment.hpp"
+#include "reports/tuning_advice.hpp"
 #include "strategies/ddp.hpp"
 #include "strategies/single.hpp"
 #include "support/rank_threads.hpp"
@@ -310,6 +315,72 @@ TEST(Ddp, ResNet50BucketsAreDistributedDataParallels) {
   EXPECT_EQ(details["bucket_bytes_initial"], nlohmann::json::array({102228128}));
   EXPECT_EQ(details["bucket_bytes"], nlohmann::json::array({8196000, 31502336, 26255360, 26550272, 9724160}));
   EXPECT_EQ(details["first_bucket_cap_bytes"], 1 << 20);
+}
+
+// The tuning advisor's buckets (reports/bucket_assignment.hpp, no LibTorch) are the Reducer's:
+// c10d::compute_bucket_assignment_by_size as the rebuild calls it, over ResNet-50's 161
+// gradients in three orders (the order backward makes them ready, registration order, a
+// shuffle), for every cap the advisor weighs and a few odd ones.
+TEST(Ddp, TheAdvisorsBucketAssignmentIsTheReducersForEveryCap) {
+  std::vector<at::Tensor> params = initial_model("resnet50", 1000).ptr()->parameters();
+  std::vector<std::vector<int64_t>> orders(3);
+  for (int64_t i = 0; i < static_cast<int64_t>(params.size()); ++i) orders[0].insert(orders[0].begin(), i);
+  for (int64_t i = 0; i < static_cast<int64_t>(params.size()); ++i) orders[1].push_back(i);
+  orders[2] = orders[1];
+  std::mt19937 shuffle(7);
+  std::shuffle(orders[2].begin(), orders[2].end(), shuffle);
+  for (const auto& order : orders) {
+    std::vector<at::Tensor> tensors;
+    std::vector<GradientSize> sizes;
+    for (int64_t i : order) {
+      tensors.push_back(params[static_cast<std::size_t>(i)]);
+      sizes.push_back({params[static_cast<std::size_t>(i)].numel() * 4, "Float"});
+    }
+    for (double mb : {0.1, 1.0, 5.0, 10.0, 25.0, 50.0, 100.0, 3.3}) {
+      const std::vector<int64_t> limits = ddp_bucket_limits(mb);
+      const std::vector<std::size_t> c10d_limits(limits.begin(), limits.end());
+      const auto reducer = std::get<0>(c10d::compute_bucket_assignment_by_size(
+          tensors, c10d_limits, std::vector<bool>(params.size(), false), order));
+      std::vector<std::vector<std::size_t>> ours;
+      for (const auto& bucket : assign_buckets(sizes, limits)) {
+        ours.emplace_back();
+        for (std::size_t position : bucket) ours.back().push_back(static_cast<std::size_t>(order[position]));
+      }
+      EXPECT_EQ(ours, reducer) << mb << " MB";
+    }
+  }
+}
+
+// From what a row records (every gradient's bytes in the order the Reducer rebuilt from), the
+// advisor lays out the buckets the Reducer built, byte for byte, at caps below, at and above the
+// default; with find_unused_parameters, which keeps the first layout (registration order, last
+// parameters first), too. Each gradient is listed once, ready no later than backward's last.
+TEST(Ddp, TheRecordedGradientsRebucketIntoTheReducersBuckets) {
+  for (const auto& [mb, find_unused] : std::vector<std::pair<double, bool>>{
+           {0.5, false}, {2.0, false}, {25.0, false}, {25.0, true}, {5.0, true}}) {
+    RunConfig config;
+    config.bucket_mb = mb;
+    config.sync_bn = false;
+    config.find_unused_parameters = find_unused;
+    const auto details = details_after_steps("resnet18", 10, config, 3, 2);
+    const auto& gradients = details.at("gradient_timeline");
+    ASSERT_EQ(gradients.size(), initial_model("resnet18", 10).ptr()->parameters().size()) << mb;
+    std::set<int64_t> seen;
+    for (const auto& g : gradients) {
+      EXPECT_TRUE(seen.insert(g.at("parameter").get<int64_t>()).second) << g;
+      EXPECT_LE(g.at("ready_s").get<double>(), details.at("backward_compute_s").get<double>() + 1e-9) << g;
+      EXPECT_GE(g.at("ready_s").get<double>(), 0.0) << g;
+    }
+    EXPECT_EQ(gradients.front().at("name"), "fc.bias") << "backward reaches the last layer first";
+    RunResult row;
+    row.config = {{"find-unused-parameters", find_unused}};
+    row.strategy_details = details;
+    EXPECT_EQ(nlohmann::json(ddp_bucket_bytes(row, mb)), details.at("bucket_bytes"))
+        << mb << " MB" << (find_unused ? ", find_unused_parameters" : "");
+    EXPECT_EQ(details.at("buckets_rebuilt"), !find_unused);
+    EXPECT_GT(details.at("compression_s_per_byte").at("fp16").get<double>(), 0.0);
+    EXPECT_GT(details.at("compression_s_per_byte").at("bf16").get<double>(), 0.0);
+  }
 }
 
 // The Reducer's hooks start a bucket's allreduce while backward is still computing the

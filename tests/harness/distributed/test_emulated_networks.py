@@ -162,7 +162,10 @@ class Host:
     cgroup: Path  # caps the host's CPU time: its own share of the machine's cores
 
 
-class EmulatedNetworksTest(unittest.TestCase):
+class EmulatedHostsCase(unittest.TestCase):
+    """Up to max(HOST_COUNTS) hosts behind a bridge, each capped at its share of the cores,
+    their links shaped alike; `world` runs a command as the ranks of the first N of them."""
+
     @classmethod
     def setUpClass(cls) -> None:
         reason = why_it_cannot_run()
@@ -236,9 +239,9 @@ class EmulatedNetworksTest(unittest.TestCase):
                 (host.cgroup / "cpu.cfs_period_us").write_text(str(period_us))
                 (host.cgroup / "cpu.cfs_quota_us").write_text(str(quota_us))
 
-    def shape(self, name: str) -> None:
+    def shape(self, name: str, shapings: dict[str, tuple[str, str, str]] = SHAPINGS) -> None:
         """Every link, both ways: the host's side and the bridge's side of its veth."""
-        rate, delay, burst = SHAPINGS[name]
+        rate, delay, burst = shapings[name]
         for host in self.hosts:
             for namespace, device in ((host.namespace, host.interface), (self.switch, host.port)):
                 run("ip", "netns", "exec", namespace, "tc", "qdisc", "del", "dev", device, "root")
@@ -270,6 +273,8 @@ class EmulatedNetworksTest(unittest.TestCase):
             _, err = process.communicate(timeout=timeout)
             self.assertEqual(process.returncode, 0, err[-3000:])
 
+
+class EmulatedNetworksTest(EmulatedHostsCase):
     def measure_link(self, hosts: int, shaping: str) -> Path:
         out = self.scratch / f"link-{hosts}-{shaping}-rank{{rank}}.json"
         self.world(hosts, [self.microbench, "--benchmark_filter=RankAllreduce", "--benchmark_format=json",

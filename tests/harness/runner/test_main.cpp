@@ -37,7 +37,7 @@ void expect_bad_input(const ProcessResult& r, const std::string& message) {
 }
 
 // Nothing the binary offers is undocumented: every flag that `run --help`, `sweep --help`,
-// `compare --help` and `project --help` list (a switch's `--no-` form with it) is in docs/.
+// `compare --help`, `project --help` and `advise --help` list (a switch's `--no-` form with it) is in docs/.
 TEST(Main, EveryOptionTheHelpListsIsInTheDocs) {
   const char* source = DDPBENCH_TEST_SOURCE_DIR;  // compiled in: the binary's own tree
   std::string docs;
@@ -46,7 +46,7 @@ TEST(Main, EveryOptionTheHelpListsIsInTheDocs) {
   }
   ASSERT_FALSE(docs.empty());
   int flags = 0;
-  for (const char* command : {"run", "sweep", "compare", "project"}) {
+  for (const char* command : {"run", "sweep", "compare", "project", "advise"}) {
     const auto help = ddpbench({command, "--help"});
     ASSERT_EQ(help.exit_code, 0) << help.err;
     std::istringstream lines(help.out);

@@ -1,0 +1,707 @@
+#include "reports/tuning_advice.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "harness/base/units.hpp"
+#include "reports/bucket_assignment.hpp"
+
+namespace ddpbench {
+namespace {
+
+using nlohmann::json;
+
+// One gradient as the row measured it: its bytes, dtype, and when backward made it ready
+// with no compression cast before it (its own time, less the casts of the buckets the row
+// launched earlier in backward).
+struct MeasuredGradient {
+  GradientSize size;
+  double ready_s = kNotMeasured;
+  int64_t parameter = -1;  // the Reducer's index: its registration order
+};
+
+// The buckets DDP builds from `gradients` (as listed: the order of the first backward) at
+// `bucket_mb`: the rebuild's, from that order; with find_unused_parameters the Reducer never
+// rebuilds and keeps its first layout, from the registration order, last parameters first.
+// Each bucket lists positions in `gradients`.
+std::vector<std::vector<std::size_t>> ddp_buckets(const std::vector<MeasuredGradient>& gradients, double bucket_mb,
+                                                  bool find_unused) {
+  std::vector<std::size_t> order(gradients.size());
+  std::iota(order.begin(), order.end(), 0);
+  if (find_unused) {
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t x, std::size_t y) { return gradients[x].parameter < gradients[y].parameter; });
+  }
+  std::vector<GradientSize> sizes;
+  for (std::size_t i : order) sizes.push_back(gradients[i].size);
+  auto buckets = assign_buckets(sizes, ddp_bucket_limits(bucket_mb));
+  for (auto& bucket : buckets) {
+    for (std::size_t& position : bucket) position = order[position];
+  }
+  if (find_unused) std::reverse(buckets.begin(), buckets.end());
+  return buckets;
+}
+
+// What one step of the row costs apart from its buckets, and how much its compute slowed
+// beside its allreduces where they shared the host (CPUs: Gloo's threads and backward's
+// kernels on the same cores).
+struct StepParts {
+  double data_s = 0, forward_s = 0, optimizer_s = 0;
+  double backward_compute_s = kNotMeasured;  // to the last gradient alone: no cast, no allreduce beside it
+  double compute_slowdown = 0;  // the share of its speed backward loses while an allreduce is in flight
+  double comm_slowdown = 0;     // the share of its speed an allreduce loses while backward computes
+  // An fp16 or bf16 allreduce's time against fp32's on the same elements, as measured alone: half
+  // the bytes need not be half the time (Gloo sums half-precision values on the CPU).
+  double fp16_wire_fraction = 0.5, bf16_wire_fraction = 0.5;
+  bool find_unused = false;  // the row's --find-unused-parameters: buckets in its first layout
+  bool contention_measured = false;  // an allreduce ran beside backward, and backward ran alone
+  bool allreduce_alone_measured = false;
+};
+
+double wire_fraction_of(const StepParts& parts, const std::string& hook) {
+  return hook == "fp16" ? parts.fp16_wire_fraction : hook == "bf16" ? parts.bf16_wire_fraction : 1.0;
+}
+
+// Backward's compute and the communication stream over one step, as two fluids: the compute
+// works through `work_s` seconds of work (its gradients and the casts), launching bucket b once
+// it has done launch_at[b] of it; the stream runs the launched buckets one after another,
+// `duration[b]` seconds of work each; while both run, each goes at (1 - its slowdown) of its speed.
+struct Fluid {
+  double compute_end_s = 0, stream_end_s = 0;
+};
+Fluid run_fluid(const std::vector<double>& launch_at, const std::vector<double>& duration, double work_s,
+                double compute_slowdown, double comm_slowdown) {
+  constexpr double kEpsilon = 1e-12;
+  double t = 0, done = 0;               // wall clock, compute work done
+  std::size_t launched = 0, next = 0;   // buckets launched; the next to run on the stream
+  bool running = false;
+  double left = 0;                      // work left of the bucket on the stream
+  Fluid f;
+  bool computing = work_s > kEpsilon;
+  while (true) {
+    while (launched < launch_at.size() && done + kEpsilon >= launch_at[launched]) ++launched;
+    if (!running && next < launched) {
+      running = true;
+      left = duration[next];
+    }
+    if (!computing && !running) break;
+    const double compute_rate = running ? 1 - compute_slowdown : 1;
+    const double comm_rate = computing ? 1 - comm_slowdown : 1;
+    double dt = std::numeric_limits<double>::infinity();
+    if (computing) {
+      const double target = launched < launch_at.size() ? std::min(launch_at[launched], work_s) : work_s;
+      dt = std::max(0.0, target - done) / compute_rate;
+    }
+    if (running) dt = std::min(dt, left / comm_rate);
+    t += dt;
+    if (computing) {
+      done += dt * compute_rate;
+      if (done + kEpsilon >= work_s) {
+        computing = false;
+        done = std::max(done, work_s);
+        f.compute_end_s = t;
+      }
+    }
+    if (running) {
+      left -= dt * comm_rate;
+      if (left <= kEpsilon) {
+        running = false;
+        ++next;
+        f.stream_end_s = t;
+      }
+    }
+  }
+  if (work_s <= kEpsilon) f.compute_end_s = 0;
+  return f;
+}
+
+// A hook's device time per gradient byte, the cast with its division for the wire and the
+// copy back (measured by the row): taken as half each.
+double cast_seconds_per_byte(const json& details, const std::string& hook) {
+  if (hook == "allreduce") return 0;
+  const json costs = details.value("compression_s_per_byte", json::object());
+  return json_number_or(costs, hook.c_str(), 0);
+}
+
+std::string format_mb(double mb) {
+  std::ostringstream out;
+  out << mb;
+  return out.str();
+}
+
+// The first DDP setting (or rank count, or batch) in which two repetitions of a row differ; empty
+// where none does.
+std::string differing_setting(const RunResult& a, const RunResult& b) {
+  if (a.world_size != b.world_size) return "ranks " + std::to_string(a.world_size) + " and " + std::to_string(b.world_size);
+  if (a.global_batch != b.global_batch) return "global batch";
+  for (const char* key : {"model", "batch-size", "bucket-mb", "comm-hook", "overlap", "find-unused-parameters",
+                          "gradient-as-bucket-view", "amp", "sync-bn", "nodes"}) {
+    const json x = a.config.is_object() ? a.config.value(key, json(nullptr)) : json(nullptr);
+    const json y = b.config.is_object() ? b.config.value(key, json(nullptr)) : json(nullptr);
+    if (x != y) return std::string("--") + key + " " + x.dump() + " and " + y.dump();
+  }
+  return "";
+}
+
+// Why the row's recorded figures cannot be advised from (empty where they can): what a real
+// row never writes, named with the field.
+std::string unusable_inputs(const RunResult& r) {
+  const json& d = r.strategy_details;
+  if (r.global_batch <= 0) return "global_batch " + std::to_string(r.global_batch) + ": no step to advise on";
+  const json hook = r.config.is_object() ? r.config.value("comm-hook", json("allreduce")) : json("allreduce");
+  if (hook != "allreduce" && hook != "fp16" && hook != "bf16") {
+    return "--comm-hook " + hook.dump() + ": only ddpbench's own hooks (allreduce, fp16, bf16) are timed";
+  }
+  if (!d.is_object() || !d.contains("gradient_timeline") || !d.at("gradient_timeline").is_array() ||
+      d.at("gradient_timeline").empty()) {
+    return "no gradient timeline (rows of ddpbench's own hook record one from this version on)";
+  }
+  const double backward_s = json_number_or(d, "backward_compute_s", kNotMeasured);
+  if (!(backward_s > 0)) return "backward_compute_s " + d.value("backward_compute_s", json(nullptr)).dump() + ": not a time";
+  std::set<int64_t> parameters;
+  double bytes = 0;
+  for (const json& g : d.at("gradient_timeline")) {
+    const double b = json_number_or(g, "bytes", 0), ready = json_number_or(g, "ready_s", kNotMeasured);
+    if (!(b > 0) || b != std::floor(b)) return "gradient_timeline: a gradient of " + g.value("bytes", json(nullptr)).dump() + " bytes";
+    if (!(ready >= 0 && ready <= backward_s * 1.05 + 1e-3)) {
+      return "gradient_timeline: a gradient ready at " + g.value("ready_s", json(nullptr)).dump() +
+             " s, outside backward (0 to " + json(backward_s).dump() + " s)";
+    }
+    if (g.contains("parameter") && !parameters.insert(g.value("parameter", int64_t{-1})).second) {
+      return "gradient_timeline: parameter " + g.at("parameter").dump() + " listed twice";
+    }
+    bytes += b;
+  }
+  double expected = json_number_or(d, "gradient_bytes_per_step", kNotMeasured);
+  if (!std::isfinite(expected) && d.contains("bucket_bytes") && d.at("bucket_bytes").is_array()) {
+    expected = 0;
+    for (const json& b : d.at("bucket_bytes")) expected += b.is_number() ? b.get<double>() : 0;
+  }
+  if (std::isfinite(expected) && expected != bytes) {
+    return "gradient_timeline: its gradients hold " + json(bytes).dump() + " bytes, the buckets " + json(expected).dump();
+  }
+  for (const char* key : {"backward_alone_s"}) {
+    if (d.contains(key) && !d.at(key).is_null() && !(json_number_or(d, key, -1) > 0)) {
+      return std::string(key) + " " + d.at(key).dump() + ": not a time";
+    }
+  }
+  for (const char* object : {"compression_s_per_byte", "allreduce_alone"}) {
+    if (!d.contains(object) || d.at(object).is_null()) continue;
+    if (!d.at(object).is_object()) return std::string(object) + ": not an object";
+    for (const auto& [key, value] : d.at(object).items()) {
+      if (!value.is_null() && !(value.is_number() && value.get<double>() >= 0)) {
+        return std::string(object) + "." + key + " " + value.dump() + ": not a figure";
+      }
+    }
+  }
+  return "";
+}
+
+TuningSetting measured_setting(const RunResult& r) {
+  TuningSetting s;
+  if (!r.config.is_object()) return s;
+  s.bucket_mb = json_number_or(r.config, "bucket-mb", s.bucket_mb);
+  s.comm_hook = r.config.value("comm-hook", s.comm_hook);
+  s.overlap = r.config.value("overlap", s.overlap);
+  return s;
+}
+
+// The step of `setting` at `ranks` ranks, `per_node` a node, on `fabric`: buckets from the
+// Reducer's assignment, each launched once its last gradient and every bucket before it are
+// ready (the Reducer launches them in order) and its cast done (on backward's thread, so the
+// casts are backward's work too); one allreduce after another on one communication stream,
+// each followed by its copy back; backward and the stream slower while the other runs
+// (run_fluid); the step forward + the later of backward's end and the last bucket's + the
+// optimizer + data.
+SettingProjection project_setting(const TuningSetting& setting, const std::vector<MeasuredGradient>& gradients,
+                                  const StepParts& parts, double cast_s_per_byte, int64_t ranks, int64_t per_node,
+                                  const Fabric& fabric, double images_per_rank) {
+  const auto buckets = ddp_buckets(gradients, setting.bucket_mb, parts.find_unused);
+  const bool compressed = setting.comm_hook != "allreduce";
+  const double wire_fraction = wire_fraction_of(parts, setting.comm_hook);
+  const double half_cast = compressed ? cast_s_per_byte / 2 : 0;
+  std::vector<double> launch_at, duration;
+  double ready = 0, casts = 0, comm = 0;
+  for (const auto& bucket : buckets) {
+    double bytes = 0, last_gradient = 0;
+    for (std::size_t i : bucket) {
+      bytes += static_cast<double>(gradients[i].size.bytes);
+      last_gradient = std::max(last_gradient, gradients[i].ready_s);
+    }
+    // Overlap off: held until backward's last gradient, then cast and launched in order.
+    ready = std::max(ready, setting.overlap ? last_gradient : parts.backward_compute_s);
+    casts += bytes * half_cast;
+    launch_at.push_back(ready + casts);
+    const double t = ranks > 1 ? allreduce_seconds(bytes * wire_fraction, ranks, per_node, fabric) + bytes * half_cast : 0;
+    duration.push_back(t);
+    comm += t;
+  }
+  const double work_s = std::max(parts.backward_compute_s + casts, launch_at.empty() ? 0.0 : launch_at.back());
+  const Fluid f = run_fluid(launch_at, duration, work_s, parts.compute_slowdown, parts.comm_slowdown);
+  SettingProjection p;
+  p.setting = setting;
+  p.buckets = static_cast<int64_t>(buckets.size());
+  p.comm_s = comm;
+  p.exposed_comm_s = std::max(0.0, f.stream_end_s - f.compute_end_s);
+  p.step_s = parts.data_s + parts.forward_s + std::max(f.compute_end_s, f.stream_end_s) + parts.optimizer_s;
+  p.images_per_s = static_cast<double>(ranks) * images_per_rank / p.step_s;
+  return p;
+}
+
+// The row's gradients with the casts its own compression hook made inside backward taken out
+// (each gradient after a bucket launched during backward came that much later), and backward's
+// compute likewise; an uncompressed row or one without overlap had none.
+std::vector<MeasuredGradient> gradients_without_casts(const RunResult& r, const TuningSetting& measured,
+                                                      double cast_s_per_byte, StepParts& parts) {
+  const json& details = r.strategy_details;
+  std::vector<MeasuredGradient> gradients;
+  for (const json& g : details.at("gradient_timeline")) {
+    gradients.push_back({{static_cast<int64_t>(json_number_or(g, "bytes", 0)), g.value("dtype", std::string("float"))},
+                         json_number_or(g, "ready_s", kNotMeasured),
+                         static_cast<int64_t>(json_number_or(g, "parameter", -1))});
+  }
+  if (measured.comm_hook == "allreduce" || !measured.overlap || cast_s_per_byte <= 0) return gradients;
+  std::vector<std::pair<double, double>> launches;  // (ready, bytes) of each bucket the row launched
+  if (details.contains("bucket_timeline") && details.at("bucket_timeline").is_array()) {
+    for (const json& b : details.at("bucket_timeline")) {
+      launches.emplace_back(json_number_or(b, "ready_s", kNotMeasured), json_number_or(b, "bytes", 0));
+    }
+  }
+  std::sort(launches.begin(), launches.end());
+  const double half_cast = cast_s_per_byte / 2;
+  for (auto& g : gradients) {
+    double before = 0;
+    for (const auto& [ready, bytes] : launches) before += ready < g.ready_s ? bytes * half_cast : 0;
+    g.ready_s -= before;
+  }
+  double all_but_last = 0;
+  for (std::size_t i = 0; i + 1 < launches.size(); ++i) all_but_last += launches[i].second * half_cast;
+  parts.backward_compute_s -= all_but_last;
+  return gradients;
+}
+
+// How the row's backward and its allreduces slowed each other (they shared the host), from
+// what it measured: backward alone and the largest bucket's allreduce alone (after the timed
+// steps, each with nothing beside it) against both as they ran in the steps. Backward lost
+// (beside - alone) / the time an allreduce was in flight during it; the allreduces, on the link
+// alone, would have taken D, and took their time busy W, of which O beside backward, so they
+// lost (W - D) / O. Sets the parts' slowdowns and compression's wire fractions, puts the
+// gradients on backward's time alone, and returns the link alone (`calibration` where given,
+// else the row's own allreduce alone; none where neither was measured).
+std::optional<Link> measure_contention(const RunResult& r, const TuningSetting& measured,
+                                       const std::optional<MeasuredLink>& calibration,
+                                       std::vector<MeasuredGradient>& gradients, StepParts& parts) {
+  const json& details = r.strategy_details;
+  const double n = static_cast<double>(r.world_size);
+  const json alone_allreduce = details.value("allreduce_alone", json::object());
+  const double probe_bytes = json_number_or(alone_allreduce, "bytes", 0);
+  const double fp32_s = json_number_or(alone_allreduce, "fp32_s", kNotMeasured);
+  if (probe_bytes > 0 && fp32_s > 0) {
+    for (const auto& [key, fraction] : {std::pair{"fp16_s", &parts.fp16_wire_fraction},
+                                        std::pair{"bf16_s", &parts.bf16_wire_fraction}}) {
+      const double seconds = json_number_or(alone_allreduce, key, kNotMeasured);
+      if (seconds > 0) *fraction = seconds / fp32_s;
+    }
+  }
+  parts.allreduce_alone_measured = probe_bytes > 0 && fp32_s > 0;
+  std::optional<Link> link;
+  if (calibration) {
+    link = calibration->link;
+  } else if (probe_bytes > 0 && fp32_s > 0 && r.world_size > 1) {
+    link = Link{0, 2 * (n - 1) / n * probe_bytes / fp32_s};
+  }
+  const double backward_s = json_number_or(details, "backward_compute_s", kNotMeasured);
+  if (!std::isfinite(backward_s) || !details.contains("bucket_timeline") || !details.at("bucket_timeline").is_array()) {
+    return link;
+  }
+  std::vector<std::pair<double, double>> spans;
+  double alone_comm_s = 0;
+  for (const json& b : details.at("bucket_timeline")) {
+    const double start = json_number_or(b, "start_s", kNotMeasured);
+    const double end = start + json_number_or(b, "allreduce_s", kNotMeasured);
+    if (std::isfinite(start) && std::isfinite(end)) spans.emplace_back(start, end);
+    if (link) {
+      alone_comm_s += allreduce_seconds(json_number_or(b, "bytes", 0) * wire_fraction_of(parts, measured.comm_hook),
+                                        r.world_size, r.world_size, Fabric{"alone", *link, *link, "", 1});
+    }
+  }
+  std::sort(spans.begin(), spans.end());
+  // Time with at least one allreduce in flight, in all and within backward (as the row ran it).
+  double busy = 0, beside = 0, covered_until = -std::numeric_limits<double>::infinity();
+  for (const auto& [start, end] : spans) {
+    const double from = std::max(start, covered_until);
+    if (end > from) busy += end - from;
+    if (std::min(end, backward_s) > std::max(from, 0.0)) beside += std::min(end, backward_s) - std::max(from, 0.0);
+    covered_until = std::max(covered_until, end);
+  }
+  if (!(beside > 0)) return link;
+  const double alone = json_number_or(details, "backward_alone_s", kNotMeasured);
+  if (std::isfinite(alone) && alone > 0 && alone < parts.backward_compute_s) {
+    parts.contention_measured = true;
+    parts.compute_slowdown = std::clamp((parts.backward_compute_s - alone) / beside, 0.0, 0.9);
+    for (auto& g : gradients) g.ready_s *= alone / parts.backward_compute_s;
+    parts.backward_compute_s = alone;
+  }
+  if (link && alone_comm_s > 0) parts.comm_slowdown = std::clamp((busy - alone_comm_s) / beside, 0.0, 0.9);
+  return link;
+}
+
+}  // namespace
+
+const char* const kAdviceLeavesOut =
+    "compression's effect on accuracy (fp16 and bf16 round every gradient; check the row's accuracy with the flags), "
+    "memory (gradient_as_bucket_view and bucket sizes change it), stragglers, topologies of more than two levels, "
+    "collectives other than the ring";
+
+std::vector<TuningSetting> tuning_grid(const TuningGridValues& values) {
+  std::vector<TuningSetting> grid;
+  for (bool overlap : values.overlap) {
+    for (const std::string& hook : values.comm_hooks) {
+      for (double mb : values.bucket_mb) {
+        const TuningSetting s{mb, hook, overlap};
+        if (std::find(grid.begin(), grid.end(), s) == grid.end()) grid.push_back(s);
+      }
+    }
+  }
+  if (std::find(grid.begin(), grid.end(), kPyTorchDefaults) == grid.end()) grid.push_back(kPyTorchDefaults);
+  return grid;
+}
+
+std::vector<TuningSetting> default_tuning_grid() { return tuning_grid({}); }
+
+std::string setting_label(const TuningSetting& s) {
+  return format_mb(s.bucket_mb) + " MB, " + (s.comm_hook == "allreduce" ? "no hook" : s.comm_hook) + ", " +
+         (s.overlap ? "overlap" : "no overlap");
+}
+
+std::string setting_flags(const TuningSetting& s) {
+  std::string flags;
+  const auto add = [&](const std::string& flag) { flags += (flags.empty() ? "" : " ") + flag; };
+  if (s.bucket_mb != kPyTorchDefaults.bucket_mb) add("--bucket-mb " + format_mb(s.bucket_mb));
+  if (s.comm_hook != kPyTorchDefaults.comm_hook) add("--comm-hook " + s.comm_hook);
+  if (!s.overlap) add("--no-overlap");
+  return flags.empty() ? "(the defaults)" : flags;
+}
+
+std::vector<int64_t> ddp_bucket_bytes(const RunResult& row, double bucket_mb) {
+  std::vector<MeasuredGradient> gradients;
+  for (const json& g : row.strategy_details.value("gradient_timeline", json::array())) {
+    gradients.push_back({{static_cast<int64_t>(json_number_or(g, "bytes", 0)), g.value("dtype", std::string("float"))},
+                         kNotMeasured, static_cast<int64_t>(json_number_or(g, "parameter", -1))});
+  }
+  const bool find_unused = row.config.is_object() && row.config.value("find-unused-parameters", false);
+  std::vector<int64_t> bytes;
+  for (const auto& bucket : ddp_buckets(gradients, bucket_mb, find_unused)) {
+    bytes.push_back(0);
+    for (std::size_t i : bucket) bytes.back() += gradients[i].size.bytes;
+  }
+  return bytes;
+}
+
+bool advice_off(const RowAdvice& a) {
+  return a.not_advised.empty() &&
+         (!a.unchecked.empty() || !std::isfinite(a.model_error) || std::fabs(a.model_error) > kModelTolerance);
+}
+
+bool RankAdvice::defaults_tie() const { return std::find(ties.begin(), ties.end(), defaults) != ties.end(); }
+
+RowAdvice advise_row(const std::vector<const RunResult*>& repetitions, const ProjectionOptions& options,
+                     const std::vector<TuningSetting>& grid) {
+  RowAdvice a;
+  // The projection picks the repetition, fits the link and names the fabric.
+  if (repetitions.empty()) return a;
+  a.row = repetitions.front()->name;
+  a.mode = repetitions.front()->mode;
+  // The repetition the projection takes (the median of those that ran), and only when every
+  // one of them ran the same settings: rows that share a name are not pooled otherwise.
+  std::vector<const RunResult*> ok;
+  for (const RunResult* r : repetitions) {
+    if (r->status == RunStatus::ok && std::isfinite(r->steady_images_per_s) && r->steady_images_per_s > 0) ok.push_back(r);
+  }
+  if (ok.empty()) {
+    a.not_advised = "no repetition ran to a steady state";
+    return a;
+  }
+  for (const RunResult* r : ok) {
+    if (const std::string differs = differing_setting(*ok.front(), *r); !differs.empty()) {
+      a.not_advised = "its repetitions ran different settings (" + differs + "): give each its own row name";
+      return a;
+    }
+  }
+  std::sort(ok.begin(), ok.end(), [](auto* x, auto* y) { return x->steady_images_per_s < y->steady_images_per_s; });
+  const RunResult& r = *ok[(ok.size() - 1) / 2];
+  if (const std::string bad = unusable_inputs(r); !bad.empty()) {
+    a.not_advised = bad;
+    return a;
+  }
+  const RowProjection projection = project_row({&r}, options);
+  a.repetition = projection.repetition;
+  a.measured_ranks = projection.measured_ranks;
+  a.measured_step_s = projection.measured_step_s;
+  a.measured_link = projection.measured_link;
+  a.fabric = projection.fabric;
+  if (!projection.not_projected.empty()) {
+    a.not_advised = projection.not_projected;
+    return a;
+  }
+  const json& details = r.strategy_details;
+  // How far the row's own steps spread (p90 against p50), and its repetitions' from each other.
+  a.step_spread = r.step_time_s.p90 / r.step_time_s.p50 - 1;
+  if (!std::isfinite(a.step_spread) || a.step_spread < 0) a.step_spread = 0;
+  a.step_spread = std::max(a.step_spread, ok.back()->steady_images_per_s / ok.front()->steady_images_per_s - 1);
+  a.measured_setting = measured_setting(r);
+  a.compression_cost_measured = details.contains("compression_s_per_byte");
+  StepParts parts{r.mean_phase_s.data_s, r.mean_phase_s.forward_s, r.mean_phase_s.optimizer_s,
+                  json_number_or(details, "backward_compute_s", kNotMeasured)};
+  parts.find_unused = r.config.is_object() && r.config.value("find-unused-parameters", false);
+  std::vector<MeasuredGradient> gradients = gradients_without_casts(
+      r, a.measured_setting, cast_seconds_per_byte(details, a.measured_setting.comm_hook), parts);
+  // The link alone and how backward and the allreduces slowed each other, where measured.
+  if (const std::optional<Link> alone = measure_contention(r, a.measured_setting, options.calibration, gradients, parts)) {
+    a.measured_link.intra = a.measured_link.inter = *alone;
+    a.measured_link.source = options.calibration ? a.measured_link.source
+                                                 : "the row's largest bucket allreduced alone after its steps";
+    if (options.fabric == "measured" && !options.intra_node_gbps && !options.inter_node_gbps) {
+      a.fabric.intra.bytes_per_s = a.fabric.inter.bytes_per_s = alone->bytes_per_s;
+      a.fabric.source = a.measured_link.source;
+    }
+  }
+  a.compute_slowdown = parts.compute_slowdown;
+  a.comm_slowdown = parts.comm_slowdown;
+  a.contention_measured = parts.contention_measured;
+  a.allreduce_alone_measured = parts.allreduce_alone_measured;
+  a.fp16_wire_fraction = parts.fp16_wire_fraction;
+  a.bf16_wire_fraction = parts.bf16_wire_fraction;
+  const bool timed = std::isfinite(parts.backward_compute_s) &&
+                     std::all_of(gradients.begin(), gradients.end(), [](const MeasuredGradient& g) {
+                       return std::isfinite(g.ready_s) && g.size.bytes > 0;
+                     });
+  if (!timed) {
+    a.not_advised = "the gradient timeline has a gradient with no ready time or no bytes, or backward's compute was "
+                    "not measured";
+    return a;
+  }
+  const double images_per_rank =
+      static_cast<double>(r.global_batch) / static_cast<double>(std::max<int64_t>(1, r.world_size));
+  const auto at = [&](const TuningSetting& s, int64_t ranks, int64_t per_node, const Fabric& fabric) {
+    return project_setting(s, gradients, parts, cast_seconds_per_byte(details, s.comm_hook), ranks, per_node, fabric,
+                           images_per_rank);
+  };
+  // Its own check: the measured setting, where it was measured (all its ranks on the link fitted there).
+  if (r.world_size > 1 && a.measured_link.intra.bytes_per_s > 0) {
+    a.model_step_s = at(a.measured_setting, r.world_size, r.world_size, a.measured_link).step_s;
+    a.model_error = a.model_step_s / a.measured_step_s - 1;
+    a.tie_band = std::max({kMinimumTieBand, std::fabs(a.model_error), a.step_spread});
+  } else {
+    a.unchecked = "measured on one rank: no link was measured to set the model on";
+    a.tie_band = std::max(kMinimumTieBand, a.step_spread);
+  }
+  std::vector<TuningSetting> settings = grid;
+  if (std::find(settings.begin(), settings.end(), kPyTorchDefaults) == settings.end()) settings.push_back(kPyTorchDefaults);
+  for (int64_t ranks : options.ranks) {
+    if (ranks < 2) continue;
+    RankAdvice advice;
+    advice.ranks = ranks;
+    for (const TuningSetting& s : settings) advice.settings.push_back(at(s, ranks, options.ranks_per_node, a.fabric));
+    std::vector<std::size_t> order(advice.settings.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+      return advice.settings[x].step_s < advice.settings[y].step_s;
+    });
+    advice.best = order.front();
+    const double best_s = advice.settings[advice.best].step_s;
+    for (std::size_t i : order) {
+      if (advice.settings[i].step_s <= best_s * (1 + a.tie_band)) advice.ties.push_back(i);
+    }
+    advice.defaults = static_cast<std::size_t>(std::find(settings.begin(), settings.end(), kPyTorchDefaults) -
+                                               settings.begin());
+    advice.gain_over_defaults = advice.settings[advice.defaults].step_s / best_s - 1;
+    // A tie with the defaults is no reason to change them.
+    advice.advised = advice.defaults_tie() ? advice.defaults : advice.best;
+    a.ranks.push_back(std::move(advice));
+  }
+  return a;
+}
+
+std::vector<RowAdvice> advise_document(const ResultDocument& doc, const ProjectionOptions& options,
+                                       const std::vector<TuningSetting>& grid) {
+  std::vector<RowAdvice> out;
+  for (const auto& repetitions : ddp_rows(doc)) out.push_back(advise_row(repetitions, options, grid));
+  return out;
+}
+
+std::optional<std::vector<RowAdvice>> sweep_advice(const ResultDocument& doc) {
+  if (!doc.sweep || doc.sweep->projection.is_null()) return std::nullopt;
+  try {
+    ProjectionOptions options = projection_options_from_json(doc.sweep->projection);
+    options.ranks = {8, 64, 512};
+    return advise_document(doc, options);
+  } catch (const std::exception& e) {
+    RowAdvice why;
+    why.row = "advice";
+    why.not_advised = e.what();
+    return std::vector<RowAdvice>{why};
+  }
+}
+
+json advice_json(const std::vector<RowAdvice>& advice) {
+  const auto setting_json = [](const TuningSetting& s) {
+    return json{{"bucket_mb", s.bucket_mb}, {"comm_hook", s.comm_hook}, {"overlap", s.overlap},
+                {"label", setting_label(s)}, {"flags", setting_flags(s)}};
+  };
+  json out = json::array();
+  for (const RowAdvice& a : advice) {
+    json ranks = json::array();
+    for (const RankAdvice& k : a.ranks) {
+      json settings = json::array();
+      for (const SettingProjection& p : k.settings) {
+        settings.push_back({{"setting", setting_json(p.setting)},
+                            {"buckets", p.buckets},
+                            {"step_s", json_number(p.step_s)},
+                            {"images_per_s", json_number(p.images_per_s)},
+                            {"comm_s", json_number(p.comm_s)},
+                            {"exposed_comm_s", json_number(p.exposed_comm_s)}});
+      }
+      json ties = json::array();
+      for (std::size_t i : k.ties) ties.push_back(setting_json(k.settings[i].setting));
+      ranks.push_back({{"ranks", k.ranks},
+                       {"advised", setting_json(k.settings[k.advised].setting)},
+                       {"advised_step_s", json_number(k.settings[k.advised].step_s)},
+                       {"fastest", setting_json(k.settings[k.best].setting)},
+                       {"fastest_step_s", json_number(k.settings[k.best].step_s)},
+                       {"defaults_step_s", json_number(k.settings[k.defaults].step_s)},
+                       {"gain_over_defaults", json_number(k.gain_over_defaults)},
+                       {"defaults_tie", k.defaults_tie()},
+                       {"ties", std::move(ties)},
+                       {"settings", std::move(settings)}});
+    }
+    const auto link = [](const Link& l) {
+      return json{{"latency_s", json_number(l.latency_s)}, {"bytes_per_s", json_number(l.bytes_per_s)}};
+    };
+    out.push_back({{"row", a.row},
+                   {"mode", a.mode},
+                   {"repetition", a.repetition},
+                   {"measured_ranks", a.measured_ranks},
+                   {"measured_setting", setting_json(a.measured_setting)},
+                   {"measured_step_s", json_number(a.measured_step_s)},
+                   {"model_step_s", json_number(a.model_step_s)},
+                   {"model_error", json_number(a.model_error)},
+                   {"step_spread", a.step_spread},
+                   {"tie_band", a.tie_band},
+                   {"advice_off", advice_off(a)},
+                   {"unchecked", a.unchecked},
+                   {"compression_cost_measured", a.compression_cost_measured},
+                   {"contention_measured", a.contention_measured},
+                   {"compute_slowdown", a.compute_slowdown},
+                   {"comm_slowdown", a.comm_slowdown},
+                   {"fp16_wire_fraction", a.fp16_wire_fraction},
+                   {"bf16_wire_fraction", a.bf16_wire_fraction},
+                   {"measured_link", {{"intra", link(a.measured_link.intra)}, {"source", a.measured_link.source}}},
+                   {"fabric", {{"name", a.fabric.name}, {"intra", link(a.fabric.intra)}, {"inter", link(a.fabric.inter)},
+                               {"nics_per_node", a.fabric.nics_per_node}, {"source", a.fabric.source}}},
+                   {"ranks", std::move(ranks)},
+                   {"not_modelled", kAdviceLeavesOut},
+                   {"not_advised", a.not_advised}});
+  }
+  return out;
+}
+
+std::string markdown_advice(const std::vector<RowAdvice>& advice, bool every_setting) {
+  std::ostringstream md;
+  for (const RowAdvice& a : advice) {
+    const std::string label = row_label(a.row, a.mode);
+    if (!a.not_advised.empty()) {
+      md << "- " << label << ": no advice: " << a.not_advised << "\n";
+      continue;
+    }
+    md << "\n### " << label << " on " << a.fabric.name << "\n\n"
+       << "Measured at " << a.measured_ranks << " ranks with " << setting_label(a.measured_setting) << ": "
+       << format_seconds(a.measured_step_s) << " per step; this model there: " << format_seconds(a.model_step_s);
+    if (std::isfinite(a.model_error)) {
+      md << " (" << (a.model_error >= 0 ? "+" : "") << format_fixed(100 * a.model_error, 1) << " %)";
+    }
+    md << "; its steps spread " << format_percent(a.step_spread) << " (p90 against p50"
+       << (a.repetition > 0 || a.step_spread > 0 ? ", or its repetitions apart" : "") << "); so settings within "
+       << format_percent(a.tie_band) << " of each other are a tie.";
+    if (!a.unchecked.empty()) {
+      md << " **Not to be trusted: the model could not be checked at its own point (" << a.unchecked << ").**";
+    } else if (advice_off(a)) {
+      md << " **Not to be trusted: the model is more than " << format_percent(kModelTolerance)
+         << " off the step it measured.**";
+    }
+    if (!a.compression_cost_measured) md << " The row did not measure compression's cost: fp16 and bf16 pay none here.";
+    if (a.contention_measured) {
+      md << " Backward and the allreduces shared the host: backward lost " << format_percent(a.compute_slowdown)
+         << " of its speed while an allreduce ran, the allreduces "
+         << (a.allreduce_alone_measured ? format_percent(a.comm_slowdown) + " of theirs while backward ran"
+                                        : std::string("an unmeasured share of theirs (no allreduce alone)"))
+         << " (as measured: each alone against both together), in every setting.";
+      if (std::max(a.compute_slowdown, a.comm_slowdown) >= 0.9) {
+        md << " **A slowdown this large (90 %, the most the model takes) says the host could not run both; the "
+              "advice on overlap is as uncertain as that measurement.**";
+      }
+    } else {
+      md << " How backward and the allreduces slow each other was not measured (the row ran no allreduce beside "
+            "backward, or no backward alone): overlapped settings are advised as if they did not.";
+    }
+    if (a.fabric.inter.latency_s == 0 && a.fabric.intra.latency_s == 0) {
+      md << " Latency taken as 0 (the measured link cannot show one): small buckets look cheaper than they are; "
+            "give --latency-us.";
+    }
+    if (a.fp16_wire_fraction != 0.5 || a.bf16_wire_fraction != 0.5) {
+      md << " An fp16 allreduce took " << format_fixed(a.fp16_wire_fraction, 2) << " and a bf16 one "
+         << format_fixed(a.bf16_wire_fraction, 2) << " of an fp32 one's time alone here.";
+    }
+    md << "\n\n| ranks | advice | flags | step | images/s | against PyTorch's defaults | also within " << format_percent(a.tie_band)
+       << " |\n| ---: | --- | --- | ---: | ---: | --- | --- |\n";
+    for (const RankAdvice& k : a.ranks) {
+      const SettingProjection& best = k.settings[k.advised];
+      std::string against;
+      if (k.best == k.defaults) {
+        against = "the defaults are the fastest";
+      } else if (k.defaults_tie()) {
+        against = "the fastest, " + setting_label(k.settings[k.best].setting) + " (" +
+                  format_seconds(k.settings[k.best].step_s) + "), is a tie with them: keep them";
+      } else {
+        against = format_fixed(1 + k.gain_over_defaults, 2) + "x the defaults' speed (" +
+                  format_seconds(k.settings[k.defaults].step_s) + ")";
+      }
+      // The closest three by name, the rest counted (every one is in the table below and the JSON).
+      std::string ties;
+      std::size_t named = 0;
+      for (std::size_t i : k.ties) {
+        if (i == k.advised || ++named > 3) continue;
+        ties += (ties.empty() ? "" : "; ") + setting_label(k.settings[i].setting);
+      }
+      if (named > 3) ties += "; and " + std::to_string(named - 3) + " more";
+      md << "| " << k.ranks << " | " << setting_label(best.setting) << " | `" << setting_flags(best.setting) << "` | "
+         << format_seconds(best.step_s) << " | " << format_rate(best.images_per_s) << " | " << against << " | "
+         << (ties.empty() ? "-" : ties) << " |\n";
+    }
+    if (every_setting && !a.ranks.empty()) {
+      md << "\nEvery setting, projected step (buckets):\n\n| setting |";
+      for (const RankAdvice& k : a.ranks) md << " " << k.ranks << " ranks |";
+      md << "\n| --- |";
+      for (std::size_t i = 0; i < a.ranks.size(); ++i) md << " ---: |";
+      md << "\n";
+      for (std::size_t s = 0; s < a.ranks.front().settings.size(); ++s) {
+        md << "| " << setting_label(a.ranks.front().settings[s].setting) << " |";
+        for (const RankAdvice& k : a.ranks) {
+          const bool mark = s == k.advised;
+          md << " " << (mark ? "**" : "") << format_seconds(k.settings[s].step_s) << (mark ? "**" : "") << " ("
+             << k.settings[s].buckets << ") |";
+        }
+        md << "\n";
+      }
+    }
+    md << "\nNot modelled: " << kAdviceLeavesOut << ".\n";
+  }
+  return md.str();
+}
+
+}  // namespace ddpbench
