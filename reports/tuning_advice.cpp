@@ -16,6 +16,10 @@ namespace {
 
 using nlohmann::json;
 
+// The most of its speed the model lets backward or the stream lose beside the other: past it the
+// two did not share the host so much as take turns, which the model does not describe.
+constexpr double kMostSlowdown = 0.9;
+
 // One gradient as the row measured it: its bytes, dtype, and when backward made it ready
 // with no compression cast before it (its own time, less the casts of the buckets the row
 // launched earlier in backward).
@@ -343,11 +347,11 @@ std::optional<Link> measure_contention(const RunResult& r, const TuningSetting& 
   const double alone = json_number_or(details, "backward_alone_s", kNotMeasured);
   if (std::isfinite(alone) && alone > 0 && alone < parts.backward_compute_s) {
     parts.contention_measured = true;
-    parts.compute_slowdown = std::clamp((parts.backward_compute_s - alone) / beside, 0.0, 0.9);
+    parts.compute_slowdown = std::clamp((parts.backward_compute_s - alone) / beside, 0.0, kMostSlowdown);
     for (auto& g : gradients) g.ready_s *= alone / parts.backward_compute_s;
     parts.backward_compute_s = alone;
   }
-  if (link && alone_comm_s > 0) parts.comm_slowdown = std::clamp((busy - alone_comm_s) / beside, 0.0, 0.9);
+  if (link && alone_comm_s > 0) parts.comm_slowdown = std::clamp((busy - alone_comm_s) / beside, 0.0, kMostSlowdown);
   return link;
 }
 
@@ -474,6 +478,11 @@ RowAdvice advise_row(const std::vector<const RunResult*>& repetitions, const Pro
   a.compute_slowdown = parts.compute_slowdown;
   a.comm_slowdown = parts.comm_slowdown;
   a.contention_measured = parts.contention_measured;
+  if (std::max(a.compute_slowdown, a.comm_slowdown) >= kMostSlowdown) {
+    a.unchecked = "backward or its allreduces lost " + format_percent(kMostSlowdown) +
+                  " of their speed or more beside each other, past what the model takes: the host could not run both, "
+                  "and what overlap costs is not known";
+  }
   a.allreduce_alone_measured = parts.allreduce_alone_measured;
   a.fp16_wire_fraction = parts.fp16_wire_fraction;
   a.bf16_wire_fraction = parts.bf16_wire_fraction;
@@ -641,10 +650,6 @@ std::string markdown_advice(const std::vector<RowAdvice>& advice, bool every_set
          << (a.allreduce_alone_measured ? format_percent(a.comm_slowdown) + " of theirs while backward ran"
                                         : std::string("an unmeasured share of theirs (no allreduce alone)"))
          << " (as measured: each alone against both together), in every setting.";
-      if (std::max(a.compute_slowdown, a.comm_slowdown) >= 0.9) {
-        md << " **A slowdown this large (90 %, the most the model takes) says the host could not run both; the "
-              "advice on overlap is as uncertain as that measurement.**";
-      }
     } else {
       md << " How backward and the allreduces slow each other was not measured (the row ran no allreduce beside "
             "backward, or no backward alone): overlapped settings are advised as if they did not.";
