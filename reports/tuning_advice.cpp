@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -134,7 +135,15 @@ double cast_seconds_per_byte(const json& details, const std::string& hook) {
 
 std::string format_mb(double mb) {
   std::ostringstream out;
-  out << mb;
+  out << std::setprecision(12) << std::noshowpoint;
+  if (mb == std::floor(mb) && mb < 1e12) {
+    out << static_cast<int64_t>(mb);
+  } else {
+    out << std::fixed << std::setprecision(6) << mb;
+    std::string text = out.str();
+    text.erase(text.find_last_not_of('0') + 1);
+    return text;
+  }
   return out.str();
 }
 
@@ -181,12 +190,33 @@ std::string unusable_inputs(const RunResult& r) {
     }
     bytes += b;
   }
+  const Quantiles& q = r.step_time_s;
+  if (std::isfinite(q.p50) || std::isfinite(q.p90)) {
+    if (!(q.p50 > 0 && q.p90 >= q.p50 && (!std::isfinite(q.max) || q.p90 <= q.max * (1 + 1e-9)))) {
+      return "step_time_s p50 " + json(json_number(q.p50)).dump() + ", p90 " + json(json_number(q.p90)).dump() +
+             ", max " + json(json_number(q.max)).dump() + ": not the quantiles of a row's steps";
+    }
+  }
+  const double cap_bytes = json_number_or(d, "bucket_cap_bytes", kNotMeasured);
+  const double bucket_mb = r.config.is_object() ? json_number_or(r.config, "bucket-mb", kDefaultBucketCapMb) : kDefaultBucketCapMb;
+  if (std::isfinite(cap_bytes) && cap_bytes != std::floor(bucket_mb * 1024 * 1024)) {
+    return "--bucket-mb " + json(bucket_mb).dump() + " in its configuration, bucket_cap_bytes " + json(cap_bytes).dump() +
+           " in its details: which it ran is not known";
+  }
+  if (d.contains("overlap") && r.config.is_object() && r.config.contains("overlap") && d.at("overlap") != r.config.at("overlap")) {
+    return "overlap " + r.config.at("overlap").dump() + " in its configuration, " + d.at("overlap").dump() +
+           " in its details: which it ran is not known";
+  }
   double expected = json_number_or(d, "gradient_bytes_per_step", kNotMeasured);
   if (!std::isfinite(expected) && d.contains("bucket_bytes") && d.at("bucket_bytes").is_array()) {
     expected = 0;
     for (const json& b : d.at("bucket_bytes")) expected += b.is_number() ? b.get<double>() : 0;
   }
   if (std::isfinite(expected) && expected != bytes) {
+    if (r.config.is_object() && r.config.value("find-unused-parameters", false) && bytes < expected) {
+      return "parameters of " + json(expected - bytes).dump() + " bytes produced no gradient in its steps "
+             "(--find-unused-parameters): where their buckets start is not known";
+    }
     return "gradient_timeline: its gradients hold " + json(bytes).dump() + " bytes, the buckets " + json(expected).dump();
   }
   for (const char* key : {"backward_alone_s"}) {
@@ -345,6 +375,8 @@ std::optional<Link> measure_contention(const RunResult& r, const TuningSetting& 
   }
   if (!(beside > 0)) return link;
   const double alone = json_number_or(details, "backward_alone_s", kNotMeasured);
+  // Alone no faster than beside the allreduces: measured, and no slowdown.
+  if (std::isfinite(alone) && alone >= parts.backward_compute_s) parts.contention_measured = true;
   if (std::isfinite(alone) && alone > 0 && alone < parts.backward_compute_s) {
     parts.contention_measured = true;
     parts.compute_slowdown = std::clamp((parts.backward_compute_s - alone) / beside, 0.0, kMostSlowdown);
@@ -431,6 +463,14 @@ RowAdvice advise_row(const std::vector<const RunResult*>& repetitions, const Pro
     a.not_advised = "no repetition ran to a steady state";
     return a;
   }
+  a.repetitions_left_out = static_cast<int64_t>(repetitions.size() - ok.size());
+  std::set<int64_t> numbers;
+  for (const RunResult* r : ok) {
+    if (!numbers.insert(r->repetition).second) {
+      a.not_advised = "two runs are its repetition " + std::to_string(r->repetition) + ": give each its own number or name";
+      return a;
+    }
+  }
   for (const RunResult* r : ok) {
     if (const std::string differs = differing_setting(*ok.front(), *r); !differs.empty()) {
       a.not_advised = "its repetitions ran different settings (" + differs + "): give each its own row name";
@@ -456,7 +496,8 @@ RowAdvice advise_row(const std::vector<const RunResult*>& repetitions, const Pro
   const json& details = r.strategy_details;
   // How far the row's own steps spread (p90 against p50), and its repetitions' from each other.
   a.step_spread = r.step_time_s.p90 / r.step_time_s.p50 - 1;
-  if (!std::isfinite(a.step_spread) || a.step_spread < 0) a.step_spread = 0;
+  a.step_spread_measured = std::isfinite(a.step_spread) || ok.size() > 1;
+  if (!std::isfinite(a.step_spread)) a.step_spread = 0;
   a.step_spread = std::max(a.step_spread, ok.back()->steady_images_per_s / ok.front()->steady_images_per_s - 1);
   a.measured_setting = measured_setting(r);
   a.compression_cost_measured = details.contains("compression_s_per_byte");
@@ -532,6 +573,8 @@ RowAdvice advise_row(const std::vector<const RunResult*>& repetitions, const Pro
     advice.gain_over_defaults = advice.settings[advice.defaults].step_s / best_s - 1;
     // A tie with the defaults is no reason to change them.
     advice.advised = advice.defaults_tie() ? advice.defaults : advice.best;
+    advice.fastest_gain_over_defaults = advice.gain_over_defaults;
+    advice.gain_over_defaults = advice.settings[advice.defaults].step_s / advice.settings[advice.advised].step_s - 1;
     a.ranks.push_back(std::move(advice));
   }
   return a;
@@ -577,7 +620,9 @@ json advice_json(const std::vector<RowAdvice>& advice) {
                             {"exposed_comm_s", json_number(p.exposed_comm_s)}});
       }
       json ties = json::array();
-      for (std::size_t i : k.ties) ties.push_back(setting_json(k.settings[i].setting));
+      for (std::size_t i : k.ties) {
+        if (i != k.advised) ties.push_back(setting_json(k.settings[i].setting));
+      }
       ranks.push_back({{"ranks", k.ranks},
                        {"advised", setting_json(k.settings[k.advised].setting)},
                        {"advised_step_s", json_number(k.settings[k.advised].step_s)},
@@ -585,6 +630,7 @@ json advice_json(const std::vector<RowAdvice>& advice) {
                        {"fastest_step_s", json_number(k.settings[k.best].step_s)},
                        {"defaults_step_s", json_number(k.settings[k.defaults].step_s)},
                        {"gain_over_defaults", json_number(k.gain_over_defaults)},
+                       {"fastest_gain_over_defaults", json_number(k.fastest_gain_over_defaults)},
                        {"defaults_tie", k.defaults_tie()},
                        {"ties", std::move(ties)},
                        {"settings", std::move(settings)}});
@@ -600,7 +646,8 @@ json advice_json(const std::vector<RowAdvice>& advice) {
                    {"measured_step_s", json_number(a.measured_step_s)},
                    {"model_step_s", json_number(a.model_step_s)},
                    {"model_error", json_number(a.model_error)},
-                   {"step_spread", a.step_spread},
+                   {"step_spread", a.step_spread_measured ? json_number(a.step_spread) : json(nullptr)},
+                   {"repetitions_left_out", a.repetitions_left_out},
                    {"tie_band", a.tie_band},
                    {"advice_off", advice_off(a)},
                    {"unchecked", a.unchecked},
@@ -634,9 +681,15 @@ std::string markdown_advice(const std::vector<RowAdvice>& advice, bool every_set
     if (std::isfinite(a.model_error)) {
       md << " (" << (a.model_error >= 0 ? "+" : "") << format_fixed(100 * a.model_error, 1) << " %)";
     }
-    md << "; its steps spread " << format_percent(a.step_spread) << " (p90 against p50"
-       << (a.repetition > 0 || a.step_spread > 0 ? ", or its repetitions apart" : "") << "); so settings within "
-       << format_percent(a.tie_band) << " of each other are a tie.";
+    if (a.step_spread_measured) {
+      md << "; its steps spread " << format_percent(a.step_spread) << " (p90 against p50, or its repetitions apart)";
+    } else {
+      md << "; its steps' spread was not recorded";
+    }
+    md << "; so settings within " << format_percent(a.tie_band) << " of each other are a tie.";
+    if (a.repetitions_left_out > 0) {
+      md << " " << a.repetitions_left_out << " of its repetitions did not run to a steady state and are left out.";
+    }
     if (!a.unchecked.empty()) {
       md << " **Not to be trusted: the model could not be checked at its own point (" << a.unchecked << ").**";
     } else if (advice_off(a)) {

@@ -69,7 +69,8 @@ struct RankAdvice {
   std::size_t advised = 0;                  // the fastest, or PyTorch's defaults where they tie with it
   std::vector<std::size_t> ties;            // within the tie band of the fastest, fastest first (best included)
   std::size_t defaults = 0;                 // PyTorch's defaults, in the grid
-  double gain_over_defaults = kNotMeasured;  // the defaults' step / the best's - 1
+  double gain_over_defaults = kNotMeasured;  // the defaults' step / the advised one's - 1 (0 where they are advised)
+  double fastest_gain_over_defaults = kNotMeasured;  // the defaults' step / the fastest's - 1
   [[nodiscard]] bool defaults_tie() const;
 };
 
@@ -83,6 +84,8 @@ struct RowAdvice {
   double model_step_s = kNotMeasured;  // the advisor's model of the measured setting where it was measured
   double model_error = kNotMeasured;   // model_step_s / measured_step_s - 1
   double step_spread = 0;              // its steady steps' p90 / p50 - 1, or its repetitions' apart if more
+  bool step_spread_measured = false;   // else taken as 0
+  int64_t repetitions_left_out = 0;    // those that did not run to a steady state
   double tie_band = kMinimumTieBand;   // the larger of |model_error|, step_spread and kMinimumTieBand
   std::string unchecked;               // why the model could not be held against its own step
   bool compression_cost_measured = false;  // else compressed settings pay nothing for their casts

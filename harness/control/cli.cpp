@@ -1,5 +1,6 @@
 #include "harness/control/cli.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <set>
@@ -75,10 +76,12 @@ void validate_link_options(const CLI::App& cmd, const ProjectCommand& c, int64_t
   // Given, they must say something: 0 Gbit/s or a negative latency is no link (left out, the fabric's).
   for (const char* flag : {"--intra-node-gbps", "--inter-node-gbps"}) {
     const double gbps = std::string(flag) == "--intra-node-gbps" ? c.intra_node_gbps : c.inter_node_gbps;
-    if (cmd.count(flag) > 0 && !(gbps > 0)) throw InputError(std::string(flag) + " must be positive (got " + std::to_string(gbps) + ")");
+    if (cmd.count(flag) > 0 && !(gbps >= 1e-6 && gbps <= 1e6)) {
+      throw InputError(std::string(flag) + " must be from 0.000001 to 1000000 Gbit/s (got " + std::to_string(gbps) + ")");
+    }
   }
-  if (cmd.count("--latency-us") > 0 && c.latency_us < 0) {
-    throw InputError("--latency-us must be 0 or more (got " + std::to_string(c.latency_us) + ")");
+  if (cmd.count("--latency-us") > 0 && !(c.latency_us >= 0 && c.latency_us <= 1e6)) {
+    throw InputError("--latency-us must be from 0 to 1000000 us (got " + std::to_string(c.latency_us) + ")");
   }
   if (cmd.count("--nics-per-node") > 0 && c.nics_per_node < 1) {
     throw InputError("--nics-per-node must be positive (got " + std::to_string(c.nics_per_node) + ")");
@@ -255,6 +258,12 @@ Command parse_command_line(int argc, const char* const* argv) {
   }
   if (advise->parsed()) {
     validate_link_options(*advise, advise_command, 2);
+    // Each rank count once, in the order given.
+    std::vector<int64_t> once;
+    for (int64_t n : advise_command.ranks) {
+      if (std::find(once.begin(), once.end(), n) == once.end()) once.push_back(n);
+    }
+    advise_command.ranks = once;
     for (double mb : advise_command.bucket_mb) {
       // DDP's caps in bytes are whole numbers: a cap below a kilobyte or above a terabyte is no cap.
       if (!(std::isfinite(mb) && mb >= 0.001 && mb <= 1e6)) {

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "reports/bucket_assignment.hpp"
+#include "reports/reporter.hpp"
 #include "reports/tuning_advice.hpp"
 
 namespace ddpbench {
@@ -309,6 +310,9 @@ TEST(TuningAdvice, ARowsOwnSpreadWidensTheTieAndATieWithTheDefaultsKeepsThem) {
   const json j = advice_json({a});
   EXPECT_EQ(j[0]["ranks"][0]["advised"]["flags"], "(the defaults)");
   EXPECT_EQ(j[0]["ranks"][0]["fastest"]["bucket_mb"], 100);
+  EXPECT_EQ(j[0]["ranks"][0]["gain_over_defaults"], 0.0) << "keeping the defaults gains nothing";
+  EXPECT_GT(j[0]["ranks"][0]["fastest_gain_over_defaults"].get<double>(), 0.0);
+  for (const auto& tie : j[0]["ranks"][0]["ties"]) EXPECT_NE(tie["flags"], "(the defaults)") << "the advised is no tie of its own";
   const std::string md = markdown_advice({a}, false);
   EXPECT_NE(md.find("| 8 | 25 MB, no hook, overlap | `(the defaults)` |"), std::string::npos) << md;
   EXPECT_NE(md.find("is a tie with them: keep them"), std::string::npos) << md;
@@ -329,8 +333,19 @@ TEST(TuningAdvice, RepetitionsOfOtherSettingsAreNotPooled) {
   EXPECT_NE(advise_row({&two, &four}, on_link(10, 5), default_tuning_grid()).not_advised.find("ranks 2 and 4"),
             std::string::npos);
   RunResult fp16 = two;
+  fp16.repetition = 1;
   fp16.config["comm-hook"] = "fp16";
   EXPECT_NE(advise_row({&two, &fp16}, on_link(10, 5), default_tuning_grid()).not_advised.find("--comm-hook"),
+            std::string::npos);
+  // Two runs numbered alike are not repetitions of one row; a failed one is left out, and said.
+  EXPECT_NE(advise_row({&two, &two}, on_link(10, 5), default_tuning_grid()).not_advised.find("two runs are its repetition 0"),
+            std::string::npos);
+  RunResult failed = two;
+  failed.repetition = 1;
+  failed.status = RunStatus::failed;
+  const RowAdvice without = advise_row({&two, &failed}, on_link(10, 5), default_tuning_grid());
+  EXPECT_EQ(without.repetitions_left_out, 1);
+  EXPECT_NE(markdown_advice({without}, false).find("1 of its repetitions did not run to a steady state"),
             std::string::npos);
 }
 
@@ -350,6 +365,15 @@ TEST(AdversarialTuningAdvice, FiguresNoRowWritesAreNamedNotAdvisedFrom) {
       {[](RunResult& r) { r.strategy_details["backward_alone_s"] = "abc"; }, "backward_alone_s \"abc\""},
       {[](RunResult& r) { r.strategy_details["allreduce_alone"] = {{"fp32_s", -2}}; }, "allreduce_alone.fp32_s"},
       {[](RunResult& r) { r.config["comm-hook"] = "builtin-fp16"; }, "only ddpbench's own hooks"},
+      {[](RunResult& r) { r.step_time_s = Quantiles{0.2, 0.1, 0.3}; }, "not the quantiles of a row's steps"},
+      {[](RunResult& r) { r.step_time_s = Quantiles{0.2, 1e6, 0.3}; }, "not the quantiles of a row's steps"},
+      {[](RunResult& r) { r.step_time_s = Quantiles{-0.1, 0.2, 0.3}; }, "step_time_s p50 -0.1"},
+      {[](RunResult& r) { r.strategy_details["bucket_cap_bytes"] = 26214400; r.config["bucket-mb"] = 5; }, "which it ran is not known"},
+      {[](RunResult& r) { r.strategy_details["overlap"] = false; }, "overlap true in its configuration, false"},
+      {[](RunResult& r) {
+         r.config["find-unused-parameters"] = true;
+         r.strategy_details["gradient_bytes_per_step"] = 5e6;
+       }, "produced no gradient in its steps (--find-unused-parameters)"},
   };
   EXPECT_EQ(why(good), "");
   for (const auto& [spoil, says] : cases) {
@@ -378,6 +402,8 @@ TEST(TuningAdvice, TheGridIsTheIssuesAndItsLabelsAndFlagsAreTheRunFlags) {
   EXPECT_EQ(setting_flags(kPyTorchDefaults), "(the defaults)");
   EXPECT_EQ(setting_flags({5, "bf16", false}), "--bucket-mb 5 --comm-hook bf16 --no-overlap");
   EXPECT_EQ(setting_label({0.5, "allreduce", true}), "0.5 MB, no hook, overlap");
+  EXPECT_EQ(setting_flags({1e6, "allreduce", true}), "--bucket-mb 1000000") << "no 1e+06";
+  EXPECT_EQ(setting_flags({0.001, "allreduce", true}), "--bucket-mb 0.001");
   const RunResult r = row_of(std::vector<Gradient>(8, Gradient{1'000'000, 0.1}), 0.1);
   const json j = advice_json({advise_row({&r}, on_link(10, 5, {8, 64}), grid)});
   ASSERT_EQ(j.size(), 1u);
@@ -412,6 +438,25 @@ TEST(TuningAdvice, ASweepCarriesItsAdviceIntoTheReports) {
   EXPECT_NE(bad->front().not_advised.find("--fabric nowhere"), std::string::npos);
   doc.sweep.reset();
   EXPECT_FALSE(sweep_advice(doc).has_value());
+}
+
+// Every report of a sweep says when its advice is not to be trusted: the Markdown, the JSON and
+// the HTML table alike (the HTML once showed the advice without the warning).
+TEST(TuningAdvice, EveryReportSaysWhenTheAdviceIsNotToBeTrusted) {
+  ResultDocument doc;
+  doc.runs = {row_of(std::vector<Gradient>(8, Gradient{1'000'000, 0.1}), 0.1, {}, nullptr, 0.40)};  // 40 % off
+  SweepInfo sweep;
+  sweep.rows = {{"ddp", "faithful", 0, 2, ""}};
+  sweep.projection = projection_options_json(ProjectionOptions{});
+  doc.sweep = sweep;
+  ASSERT_TRUE(advice_off(sweep_advice(doc)->front()));
+  const std::string md = make_markdown_reporter()->render(doc);
+  EXPECT_NE(md.find("## tuning advice"), std::string::npos);
+  EXPECT_NE(md.find("**Not to be trusted", md.find("## tuning advice")), std::string::npos) << md;
+  const std::string html = make_html_reporter()->render(doc);
+  EXPECT_NE(html.find("<h2>Tuning advice</h2>"), std::string::npos);
+  EXPECT_NE(html.find("(not to be trusted: the model is"), std::string::npos);
+  EXPECT_TRUE(json::parse(make_json_reporter()->render(doc))["advice"][0]["advice_off"].get<bool>());
 }
 
 // The Reducer's rule, by hand: a bucket closes once it reaches its limit, the crossing gradient

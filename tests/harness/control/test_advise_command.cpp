@@ -116,8 +116,10 @@ TEST(AdviseCommand, BadInputExitsTwoNamingIt) {
       {{file, "--bucket-mb", "1e-7"}, "is not a bucket cap (0.001 to 1000000 MiB)"},
       {{file, "--bucket-mb", "1e13"}, "is not a bucket cap"},
       {{file, "--ranks", "9223372036854775807"}, "is not a rank count (1 to 10000000)"},
-      {{file, "--latency-us", "-100"}, "--latency-us must be 0 or more"},
-      {{file, "--intra-node-gbps", "0"}, "--intra-node-gbps must be positive"},
+      {{file, "--latency-us", "-100"}, "--latency-us must be from 0 to 1000000 us"},
+      {{file, "--latency-us", "1e300"}, "--latency-us must be from 0 to 1000000 us"},
+      {{file, "--intra-node-gbps", "0"}, "--intra-node-gbps must be from 0.000001 to 1000000 Gbit/s"},
+      {{file, "--inter-node-gbps", "1e-300"}, "--inter-node-gbps must be from 0.000001"},
   };
   for (const auto& [args, says] : cases) {
     const auto r = advise(args);
