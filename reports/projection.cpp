@@ -355,11 +355,13 @@ ProjectionOptions projection_options_from_json(const json& j) {
   return o;
 }
 
+json link_json(const Link& l) {
+  return json{{"latency_s", json_number(l.latency_s)}, {"bytes_per_s", json_number(l.bytes_per_s)}};
+}
+
 json projection_json(const std::vector<RowProjection>& projections) {
   json out = json::array();
-  const auto link = [](const Link& l) {
-    return json{{"latency_s", json_number(l.latency_s)}, {"bytes_per_s", json_number(l.bytes_per_s)}};
-  };
+  const auto link = link_json;
   for (const auto& p : projections) {
     json points = json::array();
     for (const auto& q : p.points) {

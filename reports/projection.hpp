@@ -127,6 +127,8 @@ ProjectionOptions projection_options_from_json(const nlohmann::json& j);
 /// projection that cannot be made is one entry saying why.
 std::optional<std::vector<RowProjection>> sweep_projections(const ResultDocument& document);
 
+/// A link as JSON: {latency_s, bytes_per_s}, null where not measured.
+nlohmann::json link_json(const Link& link);
 nlohmann::json projection_json(const std::vector<RowProjection>& projections);
 /// The projections as Markdown: rows whose model failed its own check said so first.
 std::string markdown_projection(const std::vector<RowProjection>& projections);

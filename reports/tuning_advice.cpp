@@ -635,9 +635,7 @@ json advice_json(const std::vector<RowAdvice>& advice) {
                        {"ties", std::move(ties)},
                        {"settings", std::move(settings)}});
     }
-    const auto link = [](const Link& l) {
-      return json{{"latency_s", json_number(l.latency_s)}, {"bytes_per_s", json_number(l.bytes_per_s)}};
-    };
+    const auto link = link_json;
     out.push_back({{"row", a.row},
                    {"mode", a.mode},
                    {"repetition", a.repetition},

@@ -35,8 +35,11 @@ void add_run_options(CLI::App& cmd, const std::function<void(const RunOption&, c
 // More ranks than any cluster has: past this the ring model's arithmetic overflows nothing useful.
 constexpr int64_t kMostRanks = 10'000'000;
 
-// The options of a projection: the result file, the rank counts, the fabric and link figures.
-void add_link_options(CLI::App& cmd, ProjectCommand& c, const std::string& ranks_help) {
+// The options of a projection: the result file, the rank counts, the fabric and link figures,
+// --force and --out-dir (for `stem`.json and `stem`.md).
+void add_link_options(CLI::App& cmd, ProjectCommand& c, const std::string& ranks_help, const std::string& stem) {
+  cmd.add_flag("--force", c.force, "exit 0 even where a row's model is more than 15 % off its own measured step");
+  cmd.add_option("--out-dir", c.out_dir, "also write " + stem + ".json and " + stem + ".md here");
   cmd.add_option("results", c.results, "result JSON with DDP rows")->required();
   cmd.add_option("--ranks", c.ranks, ranks_help)->delimiter(',');
   cmd.add_option("--ranks-per-node", c.ranks_per_node, "ranks that share a node (default 8)");
@@ -180,18 +183,12 @@ Command parse_command_line(int argc, const char* const* argv) {
   ProjectCommand project_command;
   auto* project = app.add_subcommand("project", "project a result file's DDP rows to another cluster (ring model "
                                                 "over the measured bucket timeline)");
-  add_link_options(*project, project_command, "rank counts to project to (default 1,2,4,...,512)");
-  project->add_flag("--force", project_command.force,
-                    "exit 0 even where a row's model is more than 15 % off its own measured step");
-  project->add_option("--out-dir", project_command.out_dir, "also write projection.json and projection.md here");
+  add_link_options(*project, project_command, "rank counts to project to (default 1,2,4,...,512)", "projection");
 
   AdviseCommand advise_command;
   auto* advise = app.add_subcommand("advise", "the DDP settings (bucket cap, compression hook, overlap) to use at other "
                                               "rank counts, from each DDP row of a result file");
-  add_link_options(*advise, advise_command, "rank counts to advise for, 2 or more (default 8,64,512)");
-  advise->add_flag("--force", advise_command.force,
-                   "exit 0 even where a row's model is more than 15 % off its own measured step");
-  advise->add_option("--out-dir", advise_command.out_dir, "also write advice.json and advice.md here");
+  add_link_options(*advise, advise_command, "rank counts to advise for, 2 or more (default 8,64,512)", "advice");
   advise->add_option("--bucket-mb", advise_command.bucket_mb, "only these bucket caps, MiB (default 1,5,10,25,50,100)")
       ->delimiter(',');
   advise->add_option("--comm-hook", advise_command.comm_hooks, "only these hooks (default allreduce,fp16,bf16)")
