@@ -52,6 +52,17 @@ std::vector<std::vector<std::size_t>> ddp_buckets(const std::vector<MeasuredGrad
   return buckets;
 }
 
+// The row's gradient_timeline as the model reads it.
+std::vector<MeasuredGradient> read_gradients(const json& timeline) {
+  std::vector<MeasuredGradient> gradients;
+  for (const json& g : timeline) {
+    gradients.push_back({{static_cast<int64_t>(json_number_or(g, "bytes", 0)), g.value("dtype", std::string("float"))},
+                         json_number_or(g, "ready_s", kNotMeasured),
+                         static_cast<int64_t>(json_number_or(g, "parameter", -1))});
+  }
+  return gradients;
+}
+
 // What one step of the row costs apart from its buckets, and how much its compute slowed
 // beside its allreduces where they shared the host (CPUs: Gloo's threads and backward's
 // kernels on the same cores).
@@ -133,18 +144,14 @@ double cast_seconds_per_byte(const json& details, const std::string& hook) {
   return json_number_or(costs, hook.c_str(), 0);
 }
 
+// As the --bucket-mb flag takes it: whole numbers without a point, never an exponent.
 std::string format_mb(double mb) {
+  if (mb == std::floor(mb) && mb < 1e12) return std::to_string(static_cast<int64_t>(mb));
   std::ostringstream out;
-  out << std::setprecision(12) << std::noshowpoint;
-  if (mb == std::floor(mb) && mb < 1e12) {
-    out << static_cast<int64_t>(mb);
-  } else {
-    out << std::fixed << std::setprecision(6) << mb;
-    std::string text = out.str();
-    text.erase(text.find_last_not_of('0') + 1);
-    return text;
-  }
-  return out.str();
+  out << std::fixed << std::setprecision(6) << mb;
+  std::string text = out.str();
+  text.erase(text.find_last_not_of('0') + 1);
+  return text;
 }
 
 // The first DDP setting (or rank count, or batch) in which two repetitions of a row differ; empty
@@ -219,10 +226,9 @@ std::string unusable_inputs(const RunResult& r) {
     }
     return "gradient_timeline: its gradients hold " + json(bytes).dump() + " bytes, the buckets " + json(expected).dump();
   }
-  for (const char* key : {"backward_alone_s"}) {
-    if (d.contains(key) && !d.at(key).is_null() && !(json_number_or(d, key, -1) > 0)) {
-      return std::string(key) + " " + d.at(key).dump() + ": not a time";
-    }
+  if (d.contains("backward_alone_s") && !d.at("backward_alone_s").is_null() &&
+      !(json_number_or(d, "backward_alone_s", -1) > 0)) {
+    return "backward_alone_s " + d.at("backward_alone_s").dump() + ": not a time";
   }
   for (const char* object : {"compression_s_per_byte", "allreduce_alone"}) {
     if (!d.contains(object) || d.at(object).is_null()) continue;
@@ -293,12 +299,7 @@ SettingProjection project_setting(const TuningSetting& setting, const std::vecto
 std::vector<MeasuredGradient> gradients_without_casts(const RunResult& r, const TuningSetting& measured,
                                                       double cast_s_per_byte, StepParts& parts) {
   const json& details = r.strategy_details;
-  std::vector<MeasuredGradient> gradients;
-  for (const json& g : details.at("gradient_timeline")) {
-    gradients.push_back({{static_cast<int64_t>(json_number_or(g, "bytes", 0)), g.value("dtype", std::string("float"))},
-                         json_number_or(g, "ready_s", kNotMeasured),
-                         static_cast<int64_t>(json_number_or(g, "parameter", -1))});
-  }
+  std::vector<MeasuredGradient> gradients = read_gradients(details.at("gradient_timeline"));
   if (measured.comm_hook == "allreduce" || !measured.overlap || cast_s_per_byte <= 0) return gradients;
   std::vector<std::pair<double, double>> launches;  // (ready, bytes) of each bucket the row launched
   if (details.contains("bucket_timeline") && details.at("bucket_timeline").is_array()) {
@@ -355,13 +356,15 @@ std::optional<Link> measure_contention(const RunResult& r, const TuningSetting& 
   }
   std::vector<std::pair<double, double>> spans;
   double alone_comm_s = 0;
+  const std::optional<Fabric> alone_fabric =
+      link ? std::optional<Fabric>(Fabric{"alone", *link, *link, "", 1}) : std::nullopt;
   for (const json& b : details.at("bucket_timeline")) {
     const double start = json_number_or(b, "start_s", kNotMeasured);
     const double end = start + json_number_or(b, "allreduce_s", kNotMeasured);
     if (std::isfinite(start) && std::isfinite(end)) spans.emplace_back(start, end);
-    if (link) {
+    if (alone_fabric) {
       alone_comm_s += allreduce_seconds(json_number_or(b, "bytes", 0) * wire_fraction_of(parts, measured.comm_hook),
-                                        r.world_size, r.world_size, Fabric{"alone", *link, *link, "", 1});
+                                        r.world_size, r.world_size, *alone_fabric);
     }
   }
   std::sort(spans.begin(), spans.end());
@@ -425,11 +428,7 @@ std::string setting_flags(const TuningSetting& s) {
 }
 
 std::vector<int64_t> ddp_bucket_bytes(const RunResult& row, double bucket_mb) {
-  std::vector<MeasuredGradient> gradients;
-  for (const json& g : row.strategy_details.value("gradient_timeline", json::array())) {
-    gradients.push_back({{static_cast<int64_t>(json_number_or(g, "bytes", 0)), g.value("dtype", std::string("float"))},
-                         kNotMeasured, static_cast<int64_t>(json_number_or(g, "parameter", -1))});
-  }
+  const std::vector<MeasuredGradient> gradients = read_gradients(row.strategy_details.value("gradient_timeline", json::array()));
   const bool find_unused = row.config.is_object() && row.config.value("find-unused-parameters", false);
   std::vector<int64_t> bytes;
   for (const auto& bucket : ddp_buckets(gradients, bucket_mb, find_unused)) {

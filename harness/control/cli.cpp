@@ -77,8 +77,8 @@ void validate_link_options(const CLI::App& cmd, const ProjectCommand& c, int64_t
   }
   if (!std::isfinite(c.latency_us)) throw InputError("--latency-us must be a number");
   // Given, they must say something: 0 Gbit/s or a negative latency is no link (left out, the fabric's).
-  for (const char* flag : {"--intra-node-gbps", "--inter-node-gbps"}) {
-    const double gbps = std::string(flag) == "--intra-node-gbps" ? c.intra_node_gbps : c.inter_node_gbps;
+  for (const auto& [flag, gbps] : {std::pair{"--intra-node-gbps", c.intra_node_gbps},
+                                    std::pair{"--inter-node-gbps", c.inter_node_gbps}}) {
     if (cmd.count(flag) > 0 && !(gbps >= 1e-6 && gbps <= 1e6)) {
       throw InputError(std::string(flag) + " must be from 0.000001 to 1000000 Gbit/s (got " + std::to_string(gbps) + ")");
     }
