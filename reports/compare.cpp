@@ -160,7 +160,10 @@ std::map<RowKey, std::string> twin_names(const ResultDocument& doc) {
   std::map<RowKey, std::string> out;
   if (!doc.sweep) return out;
   for (const auto& info : doc.sweep->rows) {
-    if (!info.reference_of.empty()) out[{info.reference_of, info.mode}] = info.name;
+    if (info.reference_of.empty()) continue;
+    out[{info.reference_of, info.mode}] = info.name;
+    // ddpbench's run of the row as the twin runs it ran right before the twin: its pair.
+    if (!info.compared_with.empty()) out[{info.compared_with, info.mode}] = info.name;
   }
   return out;
 }
@@ -366,13 +369,14 @@ MetricComparison compare_metric(const RowKey& key, const MetricInfo& info, std::
 TwinComparison compare_with_twin(const RowSummary& row, const ResultDocument& doc, const std::string& metric,
                                  double floor, double alpha) {
   TwinComparison t;
-  t.row = row.name;
   t.mode = row.mode;
   t.metric = metric;
   t.floor = floor;
   std::vector<double> ours, floored_theirs;
+  const std::string& ours_name = row.pytorch->ddpbench_name.empty() ? row.name : row.pytorch->ddpbench_name;
+  t.row = ours_name;  // on CPUs the row without SyncBatchNorm, as its twin ran
   for (const auto& a : doc.runs) {
-    if (a.name != row.name || a.mode != row.mode || a.status != RunStatus::ok) continue;
+    if (a.name != ours_name || a.mode != row.mode || a.status != RunStatus::ok) continue;
     for (const auto& b : doc.runs) {
       if (b.name != row.pytorch->name || b.mode != row.mode || b.repetition != a.repetition || b.status != RunStatus::ok) {
         continue;

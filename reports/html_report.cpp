@@ -6,8 +6,9 @@
 
 #include "harness/base/units.hpp"
 #include "reports/projection.hpp"
-#include "reports/tuning_advice.hpp"
 #include "reports/reporter.hpp"
+#include "reports/table_notes.hpp"
+#include "reports/tuning_advice.hpp"
 
 namespace ddpbench {
 namespace {
@@ -28,6 +29,24 @@ std::string escape(const std::string& text) {
 }
 
 std::string px(double v) { return format_fixed(v, 1); }
+
+// A table scrolls sideways inside its own box where the window is narrower than it, so that
+// the page never does; the notes its cells marked follow it.
+std::string table_open() { return "<div class=\"wide\"><table>\n"; }
+std::string table_close(const TableNotes& notes) {
+  std::string out = "</table></div>\n";
+  if (notes.empty()) return out;
+  out += "<ul class=\"notes\">\n";
+  for (std::size_t i = 0; i < notes.texts().size(); ++i) {
+    out += "<li>[" + std::to_string(i + 1) + "] " + escape(notes.texts()[i]) + "</li>\n";
+  }
+  return out + "</ul>\n";
+}
+
+std::string status_cell(RunStatus status, const std::string& reason, TableNotes& notes) {
+  const std::string word(status_name(status));
+  return status == RunStatus::ok ? word : word + " " + notes.mark(reason.empty() ? "no reason given" : reason);
+}
 
 const char* colour(const std::string& series) {
   if (series == "tutorial") return "#9e9e9e";
@@ -470,19 +489,22 @@ std::string advice_table(const std::vector<RowAdvice>& advice) {
   html << "<h2>Tuning advice</h2>\n<p>The DDP settings to use at other rank counts on the projection's fabric, "
           "from each DDP row's gradients as measured here (bucket caps 1-100 MB, fp16 and bf16 compression, "
           "overlap); settings within the model's own error of the fastest are a tie. Not modelled: "
-       << escape(kAdviceLeavesOut) << ".</p>\n<table>\n<tr><th>row</th><th>ranks</th><th>advice</th><th>flags</th>"
-          "<th>step</th><th>against PyTorch's defaults</th><th>ties</th></tr>\n";
+       << escape(kAdviceLeavesOut) << ".</p>\n" << table_open() << "<tr><th>row</th><th>ranks</th><th>advice</th>"
+          "<th>flags</th><th>step</th><th>against PyTorch's defaults</th><th>ties</th></tr>\n";
+  TableNotes notes;
   for (const RowAdvice& a : advice) {
     if (!a.not_advised.empty()) {
-      html << "<tr><td>" << escape(ddpbench::row_label(a.row, a.mode)) << "</td><td colspan=\"6\">no advice: "
-           << escape(a.not_advised) << "</td></tr>\n";
+      html << "<tr><td>" << escape(ddpbench::row_label(a.row, a.mode)) << "</td><td colspan=\"6\">no advice "
+           << notes.mark(a.not_advised) << "</td></tr>\n";
       continue;
     }
-    const std::string warning = !advice_off(a) ? ""
-                                : !a.unchecked.empty()
-                                    ? " (not to be trusted: " + a.unchecked + ")"
-                                    : " (not to be trusted: the model is " + format_fixed(100 * a.model_error, 1) +
-                                          " % off the step it measured)";
+    const std::string warning =
+        !advice_off(a)          ? ""
+        : !a.unchecked.empty() ? " (not to be trusted " + notes.mark("not to be trusted: " + a.unchecked) + ")"
+                               : " (not to be trusted " +
+                                     notes.mark("not to be trusted: the model is " + format_fixed(100 * a.model_error, 1) +
+                                                " % off the step it measured") +
+                                     ")";
     for (const RankAdvice& k : a.ranks) {
       const SettingProjection& best = k.settings[k.advised];
       const std::string against = k.best == k.defaults ? "the fastest"
@@ -494,7 +516,7 @@ std::string advice_table(const std::vector<RowAdvice>& advice) {
            << "</td><td>" << escape(against) << "</td><td>" << k.ties.size() - 1 << "</td></tr>\n";
     }
   }
-  html << "</table>\n";
+  html << table_close(notes);
   return html.str();
 }
 
@@ -587,9 +609,14 @@ class HtmlReporter final : public Reporter {
     const std::string title = doc.sweep ? "ddpbench: " + doc.sweep->preset : "ddpbench results";
     html << "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
          << "<meta charset=\"utf-8\"/>\n<title>" << escape(title) << "</title>\n"
-         << "<style>body{font-family:sans-serif;margin:2em;max-width:60em}table{border-collapse:collapse;margin:1em 0}"
-            "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}td:first-child,th:first-child{text-align:left}"
-            "svg text{font-size:12px;font-family:sans-serif}svg{display:block;max-width:100%;margin:1em 0}.note{font-weight:bold}</style>\n</head>\n<body>\n"
+         // The window's width, not a fixed column: tables as wide as their content, numbers never
+         // wrapped (a wide table scrolls in its own box), prose held to a readable measure.
+         << "<style>body{font-family:sans-serif;margin:1em 2em}p,ul{max-width:60em}"
+            ".wide{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:1em 0}"
+            "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}td{white-space:nowrap}"
+            "td:first-child,th:first-child{text-align:left}ul.notes{font-size:.9em;margin-top:0}"
+            "svg text{font-size:12px;font-family:sans-serif}svg{display:block;max-width:100%;margin:1em 0}"
+            ".note{font-weight:bold}</style>\n</head>\n<body>\n"
          << "<h1>" << escape(title) << "</h1>\n";
     if (doc.sweep && !doc.sweep->note.empty()) html << "<p class=\"note\">" << escape(doc.sweep->note) << "</p>\n";
     const Environment& e = doc.environment;
@@ -598,9 +625,10 @@ class HtmlReporter final : public Reporter {
          << escape(e.git_revision) << "</p>\n";
 
     for (const auto& mode : sweep_modes(rows)) {
-      html << "<h2>" << escape(mode.empty() ? "rows" : mode + " mode") << "</h2>\n<table>\n<tr><th>row</th><th>GPUs</th>"
+      html << "<h2>" << escape(mode.empty() ? "rows" : mode + " mode") << "</h2>\n" << table_open() << "<tr><th>row</th><th>GPUs</th>"
               "<th>tutorial</th><th>this run</th><th>speed-up</th><th>scaling efficiency</th><th>images/s</th>"
               "<th>steady images/s</th><th>test accuracy</th><th>peak memory</th><th>status</th></tr>\n";
+      TableNotes reasons;
       for (const auto& r : rows) {
         if (r.mode != mode) continue;
         html << "<tr><td>" << escape(r.name) << "</td><td>" << r.devices
@@ -609,31 +637,31 @@ class HtmlReporter final : public Reporter {
              << (std::isfinite(r.speedup) ? format_fixed(r.speedup, 2) + "x" : "-") << "</td><td>"
              << format_percent(r.scaling_efficiency) << "</td><td>" << format_rate(r.images_per_s) << "</td><td>"
              << format_rate(r.steady_images_per_s) << "</td><td>" << format_percent(r.test_accuracy) << "</td><td>"
-             << format_bytes(r.peak_memory_bytes) << "</td><td>" << status_name(r.status)
-             << (r.status == RunStatus::ok ? "" : ": " + escape(r.reason)) << "</td></tr>\n";
+             << format_bytes(r.peak_memory_bytes) << "</td><td>" << escape(status_cell(r.status, r.reason, reasons))
+             << (r.unstable ? " (unstable)" : "") << "</td></tr>\n";
       }
-      html << "</table>\n";
+      html << table_close(reasons);
     }
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return std::isfinite(r.achieved_flops_per_s); })) {
-      html << "<h2>Compute</h2>\n<p>Training FLOPs per image (3x the forward pass's convolutions and matrix products), "
-              "the FLOP/s achieved at the steady images/s, and that against the device's dense peak for the row's "
-              "precision where it is known (never on CPUs).</p>\n<table>\n<tr><th>row</th><th>mode</th>"
-              "<th>precision</th><th>FLOPs per image</th><th>achieved</th><th>peak per device</th>"
-              "<th>utilisation</th></tr>\n";
+      html << "<h2>Compute</h2>\n<p>" << escape(kComputeTableIntro) << "</p>\n" << table_open()
+           << "<tr><th>row</th><th>mode</th><th>precision</th><th>FLOPs per image</th><th>achieved</th><th>peak</th>"
+              "<th>utilisation</th><th>peak of</th></tr>\n";
+      TableNotes sources;
       for (const auto& r : rows) {
         if (!std::isfinite(r.achieved_flops_per_s)) continue;
         html << "<tr><td>" << escape(r.name) << "</td><td>" << escape(r.mode) << "</td><td>" << escape(r.precision)
              << "</td><td>" << format_si(r.train_flops_per_image, "FLOP") << "</td><td>"
-             << format_si(r.achieved_flops_per_s, "FLOP/s") << "</td><td>" << format_si(r.peak_flops_per_s, "FLOP/s")
-             << "</td><td>" << format_percent(r.flops_utilisation) << "</td></tr>\n";
+             << format_si(r.achieved_flops_per_s, "FLOP/s") << "</td><td>" << format_si(r.row_peak_flops_per_s, "FLOP/s")
+             << "</td><td>" << escape(utilisation_cell(r)) << "</td><td>" << escape(peak_of_cell(r, sources))
+             << "</td></tr>\n";
       }
-      html << "</table>\n";
+      html << table_close(sources);
     }
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.has_straggler(); })) {
       html << "<h2>Stragglers</h2>\n<p>A collective is a barrier: every rank's step takes as long as the slowest's. "
               "Each rank's own time per step (its compute and its loader's data: without waiting for the others) names "
               "the rank that held the others back, in rows whose slowest rank takes more than "
-           << format_percent(kStragglerSpread) << " longer than the fastest.</p>\n<table>\n<tr><th>row</th><th>mode</th>"
+           << format_percent(kStragglerSpread) << " longer than the fastest.</p>\n" << table_open() << "<tr><th>row</th><th>mode</th>"
               "<th>rank</th><th>compute</th><th>data</th><th>wait</th><th>step p50</th></tr>\n";
       for (const auto& r : rows) {
         if (!r.has_straggler()) continue;
@@ -646,25 +674,29 @@ class HtmlReporter final : public Reporter {
                << "</td></tr>\n";
         }
       }
-      html << "</table>\n";
+      html << table_close(TableNotes{});
     }
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.pytorch.has_value(); })) {
       html << "<h2>ddpbench against PyTorch</h2>\n<p>Each row beside PyTorch's own implementation of it on the same "
-              "data, initial weights and clock; a ratio above 1.00x means ddpbench is faster.</p>\n<table>\n"
-              "<tr><th>row</th><th>mode</th><th>ddpbench</th><th>PyTorch</th><th>time ratio</th>"
+              "data, initial weights and clock; a ratio above 1.00x means ddpbench is faster.</p>\n"
+           << table_open()
+           << "<tr><th>row</th><th>mode</th><th>ddpbench</th><th>PyTorch</th><th>time ratio</th>"
               "<th>ddpbench steady images/s</th><th>PyTorch steady images/s</th><th>throughput ratio</th>"
-              "<th>PyTorch status</th></tr>\n";
+              "<th>status</th></tr>\n";
       auto ratio = [](double v) { return std::isfinite(v) ? format_fixed(v, 2) + "x" : std::string("-"); };
+      TableNotes notes;
       for (const auto& r : rows) {
         if (!r.pytorch) continue;
         const auto& t = *r.pytorch;
-        html << "<tr><td>" << escape(r.name) << "</td><td>" << escape(r.mode) << "</td><td>"
-             << format_seconds(r.train_time_s) << "</td><td>" << format_seconds(t.train_time_s) << "</td><td>"
-             << ratio(r.vs_pytorch_train_time) << "</td><td>" << format_rate(r.steady_images_per_s) << "</td><td>"
-             << format_rate(t.steady_images_per_s) << "</td><td>" << ratio(r.vs_pytorch_steady) << "</td><td>"
-             << status_name(t.status) << (t.status == RunStatus::ok ? "" : ": " + escape(t.reason)) << "</td></tr>\n";
+        html << "<tr><td>" << escape(r.name)
+             << (t.compared_without.empty() ? "" : " " + notes.mark(compared_without_note(r))) << "</td><td>"
+             << escape(r.mode) << "</td><td>" << format_seconds(t.ddpbench_train_time_s) << "</td><td>"
+             << format_seconds(t.train_time_s) << "</td><td>" << ratio(r.vs_pytorch_train_time) << "</td><td>"
+             << format_rate(t.ddpbench_steady_images_per_s) << "</td><td>" << format_rate(t.steady_images_per_s)
+             << "</td><td>" << ratio(r.vs_pytorch_steady) << "</td><td>" << escape(twin_status(t, notes))
+             << "</td></tr>\n";
       }
-      html << "</table>\n";
+      html << table_close(notes);
     }
     if (!rows.empty()) {
       html << "<h2>Epoch time per row</h2>\n" << time_chart(rows)

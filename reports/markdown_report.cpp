@@ -6,8 +6,9 @@
 
 #include "harness/base/units.hpp"
 #include "reports/projection.hpp"
-#include "reports/tuning_advice.hpp"
 #include "reports/reporter.hpp"
+#include "reports/table_notes.hpp"
+#include "reports/tuning_advice.hpp"
 
 namespace ddpbench {
 namespace {
@@ -25,6 +26,21 @@ std::string cell(const std::string& text) {
     }
   }
   return out;
+}
+
+// The notes a table's cells marked, as a list under it.
+std::string notes_under(const TableNotes& notes) {
+  std::string out;
+  for (std::size_t i = 0; i < notes.texts().size(); ++i) {
+    out += (i == 0 ? "\n" : "") + std::string("- [") + std::to_string(i + 1) + "] " + cell(notes.texts()[i]) + "\n";
+  }
+  return out;
+}
+
+// A status as a table shows it: the word, and where the row did not run, its reason's mark.
+std::string status_cell(RunStatus status, const std::string& reason, TableNotes& notes) {
+  const std::string word(status_name(status));
+  return status == RunStatus::ok ? word : word + " " + notes.mark(reason.empty() ? "no reason given" : reason);
 }
 
 // A row whose every step was warm-up measured no steady figure, and so judged no straggler.
@@ -70,22 +86,21 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
   md << "| row | strategy | processes | device | data | status | train time | images/s"
         " | steady images/s | step p50 | step p90 | test accuracy | final loss | peak memory |\n"
      << "| --- | --- | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  TableNotes reasons;
   for (const auto& r : runs) {
     const std::string placement = placement_text(r);
     md << "| " << cell(r.name) << " | " << cell(r.strategy) << " | " << r.world_size
        << (placement.empty() ? "" : " (" + placement + ")") << " | "
-       << cell(r.device) << " | " << cell(r.dataset) << " | " << status_name(r.status) << " | "
+       << cell(r.device) << " | " << cell(r.dataset) << " | " << status_cell(r.status, r.reason, reasons) << " | "
        << format_seconds(r.train_time_s) << " | " << format_rate(r.images_per_s) << " | "
        << format_rate(r.steady_images_per_s) << " | " << format_seconds(r.step_time_s.p50) << " | "
        << format_seconds(r.step_time_s.p90) << " | " << format_percent(r.test_accuracy) << " | "
        << format_fixed(r.final_loss, 3) << " | " << format_bytes(r.peak_memory_bytes) << " |\n";
   }
+  md << notes_under(reasons);
   std::ostringstream notes;
   for (const auto& r : runs) {
-    if (r.status != RunStatus::ok) {
-      notes << "- " << cell(r.name) << ": " << status_name(r.status) << ": " << cell(r.reason) << "\n";
-      continue;
-    }
+    if (r.status != RunStatus::ok) continue;
     if (r.epoch_cut) {
       notes << "- " << cell(r.name) << ": epoch cut to " << r.steps << " of " << r.steps_per_epoch * r.epochs
             << " steps (--max-steps)\n";
@@ -159,6 +174,7 @@ class MarkdownReporter final : public Reporter {
          << "| row | GPUs | tutorial | this run | speed-up | scaling efficiency | images/s | steady images/s"
             " | test accuracy | peak memory | status |\n"
          << "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+      TableNotes reasons;
       for (const auto& r : rows) {
         if (r.mode != mode) continue;
         md << "| " << cell(r.name) << " | " << r.devices << (r.placement.empty() ? "" : " (" + r.placement + ")")
@@ -166,8 +182,9 @@ class MarkdownReporter final : public Reporter {
            << seconds_with_spread(r) << " | " << ratio(r.speedup) << " | " << format_percent(r.scaling_efficiency)
            << " | " << format_rate(r.images_per_s) << " | " << format_rate(r.steady_images_per_s) << " | "
            << format_percent(r.test_accuracy) << " | " << format_bytes(r.peak_memory_bytes) << " | "
-           << status_name(r.status) << (r.unstable ? " (unstable)" : "") << " |\n";
+           << status_cell(r.status, r.reason, reasons) << (r.unstable ? " (unstable)" : "") << " |\n";
       }
+      md << notes_under(reasons);
     }
 
     const bool both = std::find(modes.begin(), modes.end(), "faithful") != modes.end() &&
@@ -193,17 +210,19 @@ class MarkdownReporter final : public Reporter {
          << "Each row beside PyTorch's own implementation of it (torch-single, torch-dp, torch-ddp) on the same "
             "data, initial weights and clock. A ratio above 1.00x means ddpbench is faster.\n\n"
          << "| row | mode | ddpbench | PyTorch | time ratio | ddpbench steady images/s | PyTorch steady images/s"
-            " | throughput ratio | PyTorch status |\n"
+            " | throughput ratio | status |\n"
          << "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
+      TableNotes notes;
       for (const auto& r : rows) {
         if (!r.pytorch) continue;
         const auto& t = *r.pytorch;
-        md << "| " << cell(r.name) << " | " << cell(r.mode) << " | " << format_seconds(r.train_time_s) << " | "
+        md << "| " << cell(r.name) << (t.compared_without.empty() ? "" : " " + notes.mark(compared_without_note(r)))
+           << " | " << cell(r.mode) << " | " << format_seconds(t.ddpbench_train_time_s) << " | "
            << format_seconds(t.train_time_s) << " | " << ratio(r.vs_pytorch_train_time) << " | "
-           << format_rate(r.steady_images_per_s) << " | " << format_rate(t.steady_images_per_s) << " | "
-           << ratio(r.vs_pytorch_steady) << " | " << status_name(t.status)
-           << (t.status == RunStatus::ok ? "" : ": " + cell(t.reason)) << " |\n";
+           << format_rate(t.ddpbench_steady_images_per_s) << " | " << format_rate(t.steady_images_per_s) << " | "
+           << ratio(r.vs_pytorch_steady) << " | " << twin_status(t, notes) << " |\n";
       }
+      md << notes_under(notes);
     }
 
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.phase_s.total_s() > 0; })) {
@@ -269,19 +288,18 @@ class MarkdownReporter final : public Reporter {
     }
 
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return std::isfinite(r.achieved_flops_per_s); })) {
-      md << "\n## compute\n\n"
-         << "Training FLOPs per image (forward and backward, 3x the forward pass's convolutions and matrix "
-            "products), the FLOP/s achieved at the steady images/s, and that against the device's dense peak for "
-            "the row's precision, where the peak is known (never on CPUs).\n\n"
-         << "| row | mode | precision | FLOPs per image | achieved | peak per device | utilisation |\n"
-         << "| --- | --- | --- | ---: | ---: | ---: | ---: |\n";
+      md << "\n## compute\n\n" << kComputeTableIntro << "\n\n"
+         << "| row | mode | precision | FLOPs per image | achieved | peak | utilisation | peak of |\n"
+         << "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |\n";
+      TableNotes sources;
       for (const auto& r : rows) {
         if (!std::isfinite(r.achieved_flops_per_s)) continue;
         md << "| " << cell(r.name) << " | " << cell(r.mode) << " | " << r.precision << " | "
            << format_si(r.train_flops_per_image, "FLOP") << " | " << format_si(r.achieved_flops_per_s, "FLOP/s")
-           << " | " << format_si(r.peak_flops_per_s, "FLOP/s") << " | " << format_percent(r.flops_utilisation)
-           << " |\n";
+           << " | " << format_si(r.row_peak_flops_per_s, "FLOP/s") << " | " << utilisation_cell(r) << " | "
+           << cell(peak_of_cell(r, sources)) << " |\n";
       }
+      md << notes_under(sources);
     }
 
     std::ostringstream differences;
@@ -298,26 +316,35 @@ class MarkdownReporter final : public Reporter {
 
     std::ostringstream notes;
     for (const auto& r : rows) {
-      if (r.status != RunStatus::ok) {
-        notes << "- " << cell(r.name) << " (" << r.mode << "): " << status_name(r.status) << ": " << cell(r.reason) << "\n";
-      } else if (r.unstable) {
+      if (r.status == RunStatus::ok && r.unstable) {
         notes << "- " << cell(r.name) << " (" << r.mode << "): unstable: " << r.repetitions << " repetitions from "
               << format_seconds(r.train_time_min_s) << " to " << format_seconds(r.train_time_max_s)
               << ", wider than " << format_percent(kUnstableRelativeSpread) << " of the median\n";
       }
     }
+    // One line per note, naming every run it holds for: the CPU preset cuts every epoch alike.
+    std::vector<std::pair<std::string, std::vector<std::string>>> shared;
+    std::size_t first_runs = 0;
+    const auto add = [&](const std::string& text, const RunResult& run) {
+      auto it = std::find_if(shared.begin(), shared.end(), [&](const auto& n) { return n.first == text; });
+      if (it == shared.end()) it = shared.insert(shared.end(), {text, {}});
+      it->second.push_back(row_label(run.name, run.mode));
+    };
     for (const auto& run : doc.runs) {
-      if (run.status == RunStatus::ok && run.epoch_cut && run.repetition == 0) {
-        notes << "- " << cell(run.name) << " (" << run.mode << "): epoch cut to " << run.steps << " of "
-              << run.steps_per_epoch * run.epochs << " steps\n";
+      if (run.repetition != 0 || run.status != RunStatus::ok) continue;
+      ++first_runs;
+      if (run.epoch_cut) add("epoch cut to " + std::to_string(run.steps) + " steps (--max-steps)", run);
+      if (run.steps > 0 && run.steps <= run.warmup_steps) add(no_steady_steps(run), run);
+      for (const auto& note : strategy_notes(run)) add(note, run);
+    }
+    for (const auto& [text, runs] : shared) {
+      std::string who;
+      if (runs.size() == first_runs && runs.size() > 1) {
+        who = "every row and twin that ran";
+      } else {
+        for (const auto& label : runs) who += (who.empty() ? "" : ", ") + label;
       }
-      if (run.status == RunStatus::ok && run.steps > 0 && run.steps <= run.warmup_steps) {
-        notes << "- " << cell(run.name) << " (" << run.mode << "): " << no_steady_steps(run) << "\n";
-      }
-      if (run.repetition != 0) continue;
-      for (const auto& note : strategy_notes(run)) {
-        notes << "- " << cell(run.name) << " (" << run.mode << "): " << cell(note) << "\n";
-      }
+      notes << "- " << cell(who) << ": " << cell(text) << "\n";
     }
     if (!notes.str().empty()) md << "\n## notes\n\n" << notes.str();
     return md.str();

@@ -307,7 +307,8 @@ std::vector<std::vector<const RunResult*>> ddp_rows(const ResultDocument& doc) {
   std::map<std::pair<std::string, std::string>, std::size_t> index;
   std::vector<std::vector<const RunResult*>> rows;
   for (const auto& r : doc.runs) {
-    if (r.strategy != "ddp") continue;
+    // ddpbench's run of a row for the comparison with PyTorch alone is not a row to project.
+    if (r.strategy != "ddp" || is_comparison_run(doc, r.name, r.mode)) continue;
     const auto [it, added] = index.try_emplace(std::make_pair(r.name, r.mode), rows.size());
     if (added) rows.emplace_back();
     rows[it->second].push_back(&r);

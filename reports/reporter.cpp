@@ -1,6 +1,9 @@
 #include "reports/reporter.hpp"
 
+#include <cmath>
+
 #include "harness/base/atomic_file.hpp"
+#include "harness/base/units.hpp"
 #include "reports/projection.hpp"
 #include "reports/tuning_advice.hpp"
 
@@ -54,6 +57,11 @@ nlohmann::json summary_json(const RowSummary& r) {
           {"achieved_flops_per_s", json_number(r.achieved_flops_per_s)},
           {"precision", r.precision},
           {"peak_flops_per_s", json_number(r.peak_flops_per_s)},
+          {"row_peak_flops_per_s", json_number(r.row_peak_flops_per_s)},
+          {"peak_cores", r.peak_cores},
+          {"peak_unit", r.peak_unit},
+          {"peak_source", r.peak_source},
+          {"peak_upper_bound", r.peak_upper_bound},
           {"flops_utilisation", json_number(r.flops_utilisation)},
           {"test_accuracy", json_number(r.test_accuracy)},
           {"peak_memory_bytes", r.peak_memory_bytes},
@@ -69,9 +77,52 @@ nlohmann::json summary_json(const RowSummary& r) {
                                                  {"reason", r.pytorch->reason},
                                                  {"train_time_s", json_number(r.pytorch->train_time_s)},
                                                  {"steady_images_per_s", json_number(r.pytorch->steady_images_per_s)},
+                                                 {"ddpbench", {{"name", r.pytorch->ddpbench_name},
+                                                               {"compared_without", r.pytorch->compared_without},
+                                                               {"status", status_name(r.pytorch->ddpbench_status)},
+                                                               {"reason", r.pytorch->ddpbench_reason},
+                                                               {"train_time_s", json_number(r.pytorch->ddpbench_train_time_s)},
+                                                               {"steady_images_per_s",
+                                                                json_number(r.pytorch->ddpbench_steady_images_per_s)}}},
                                                  {"vs_pytorch_train_time", json_number(r.vs_pytorch_train_time)},
                                                  {"vs_pytorch_steady", json_number(r.vs_pytorch_steady)}}
                                 : nlohmann::json(nullptr)}};
+}
+
+std::string compared_without_note(const RowSummary& row) {
+  const RowSummary::PyTorchTwin& twin = *row.pytorch;
+  const std::string suffix =
+      twin.ddpbench_name.starts_with(row.name) ? twin.ddpbench_name.substr(row.name.size()) : " " + twin.ddpbench_name;
+  return "compared without " + twin.compared_without + ": both sides ran without it, ddpbench's figures are the row's "
+         "run without it (ROW" + suffix + " in results.json) right before the twin; the tables above keep the row as "
+         "the tutorial ran it";
+}
+
+std::string twin_status(const RowSummary::PyTorchTwin& twin, TableNotes& notes) {
+  std::string out;
+  const auto side = [&](const char* who, RunStatus status, const std::string& reason) {
+    if (status == RunStatus::ok) return;
+    out += (out.empty() ? "" : ", ") + std::string(who) + " " + std::string(status_name(status)) + " " +
+           notes.mark(reason.empty() ? "no reason given" : reason);
+  };
+  side("ddpbench", twin.ddpbench_status, twin.ddpbench_reason);
+  side("PyTorch", twin.status, twin.reason);
+  return out.empty() ? "ok" : out;
+}
+
+std::string peak_of_cell(const RowSummary& row, TableNotes& notes) {
+  if (row.peak_source.empty()) return "-";
+  const std::string mark = notes.mark(row.peak_source);
+  if (!std::isfinite(row.row_peak_flops_per_s)) return "none " + mark;
+  if (row.peak_cores > 0) {
+    return std::to_string(row.peak_cores) + (row.peak_cores == 1 ? " core, " : " cores, ") + row.peak_unit + " " + mark;
+  }
+  return std::to_string(std::max<int64_t>(1, row.devices)) + " x " + row.peak_unit + " " + mark;
+}
+
+std::string utilisation_cell(const RowSummary& row) {
+  const std::string percent = format_percent(row.flops_utilisation);
+  return row.peak_upper_bound && std::isfinite(row.flops_utilisation) ? "≥ " + percent : percent;
 }
 
 std::unique_ptr<Reporter> make_json_reporter() { return std::make_unique<JsonReporter>(); }

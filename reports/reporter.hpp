@@ -9,6 +9,7 @@
 
 #include "reports/run_result.hpp"
 #include "reports/sweep_summary.hpp"
+#include "reports/table_notes.hpp"
 
 namespace ddpbench {
 
@@ -43,5 +44,25 @@ std::unique_ptr<Reporter> make_gbench_reporter();
 std::vector<std::unique_ptr<Reporter>> default_reporters();
 
 nlohmann::json summary_json(const RowSummary& row);
+
+/// What a row's comparison with its twin left out on both sides (row.pytorch->compared_without),
+/// as the note the tables mark.
+std::string compared_without_note(const RowSummary& row);
+/// The comparison's status as its table shows it: "ok", or which side did not run and the
+/// mark of its reason in `notes` ("PyTorch skipped [1]").
+std::string twin_status(const RowSummary::PyTorchTwin& twin, TableNotes& notes);
+
+/// The compute table's account of a row's peak: what it is the peak of ("2 cores, AVX-512
+/// FMA", "4 x NVIDIA H100 80GB HBM3"), with the mark of its sources (or of why there is none).
+std::string peak_of_cell(const RowSummary& row, TableNotes& notes);
+/// The utilisation, "≥" before it where the peak is an upper bound (a turbo clock).
+std::string utilisation_cell(const RowSummary& row);
+/// What the compute table's peak is, for the text above it.
+inline constexpr const char* kComputeTableIntro =
+    "Training FLOPs per image (forward and backward, 3x the forward pass's convolutions and matrix products), the "
+    "FLOP/s achieved at the steady images/s, and that against the dense peak of what the row computed on for its "
+    "precision: its GPUs' from NVIDIA's data sheets, or the CPU cores its ranks' threads could use (at most the "
+    "physical cores) from the vector width, FMA units and clock the CPU reports (a turbo clock makes the peak an upper "
+    "bound, so the utilisation reads at least as shown: ≥). Each peak's sources are the note its row marks.";
 
 }  // namespace ddpbench

@@ -116,6 +116,7 @@ void to_json(json& j, const RunResult& r) {
            {"strategy", r.strategy},
            {"world_size", r.world_size},
            {"device", r.device},
+           {"threads_per_rank", r.threads_per_rank},
            {"dataset", r.dataset},
            {"dataset_origin", r.dataset_origin},
            {"status", status_name(r.status)},
@@ -173,6 +174,7 @@ void from_json(const json& j, RunResult& r) {
   r.strategy = j.at("strategy").get<std::string>();
   r.world_size = j.at("world_size").get<int64_t>();
   r.device = j.at("device").get<std::string>();
+  r.threads_per_rank = j.value("threads_per_rank", int64_t{0});
   r.dataset = j.at("dataset").get<std::string>();
   r.dataset_origin = j.value("dataset_origin", "");
   r.status = parse_status(j.at("status").get<std::string>());
@@ -236,6 +238,36 @@ void from_json(const json& j, RunResult& r) {
   }
 }
 
+void to_json(json& j, const CpuFacts& c) {
+  j = json{{"architecture", c.architecture},
+           {"vendor", c.vendor},
+           {"family", c.family},
+           {"model", c.model},
+           {"model_name", c.model_name},
+           {"flags", c.flags},
+           {"logical_processors", c.logical_processors},
+           {"physical_cores", c.physical_cores},
+           {"max_mhz", json_number(c.max_mhz)},
+           {"base_mhz", json_number(c.base_mhz)},
+           {"base_mhz_source", c.base_mhz_source},
+           {"cpuinfo_mhz", json_number(c.cpuinfo_mhz)}};
+}
+
+void from_json(const json& j, CpuFacts& c) {
+  c.architecture = j.value("architecture", "");
+  c.vendor = j.value("vendor", "");
+  c.family = j.value("family", int64_t{-1});
+  c.model = j.value("model", int64_t{-1});
+  c.model_name = j.value("model_name", "");
+  c.flags = j.value("flags", std::vector<std::string>{});
+  c.logical_processors = j.value("logical_processors", int64_t{0});
+  c.physical_cores = j.value("physical_cores", int64_t{0});
+  c.max_mhz = read_number(j, "max_mhz");
+  c.base_mhz = read_number(j, "base_mhz");
+  c.base_mhz_source = j.value("base_mhz_source", "");
+  c.cpuinfo_mhz = read_number(j, "cpuinfo_mhz");
+}
+
 void to_json(json& j, const Environment& e) {
   json gpus = json::array();
   for (const auto& g : e.gpus) {
@@ -246,6 +278,7 @@ void to_json(json& j, const Environment& e) {
            {"os", e.os},
            {"cpu_model", e.cpu_model},
            {"cpu_cores", e.cpu_cores},
+           {"cpu", e.cpu},
            {"gpus", std::move(gpus)},
            {"driver_version", e.driver_version},
            {"cuda_runtime_version", e.cuda_runtime_version},
@@ -262,6 +295,7 @@ void from_json(const json& j, Environment& e) {
   e.os = j.value("os", "");
   e.cpu_model = j.value("cpu_model", "");
   e.cpu_cores = j.value("cpu_cores", int64_t{0});
+  e.cpu = j.contains("cpu") && j.at("cpu").is_object() ? j.at("cpu").get<CpuFacts>() : CpuFacts{};
   e.gpus.clear();
   for (const auto& g : j.value("gpus", json::array())) {
     e.gpus.push_back({g.value("name", ""), g.value("memory_bytes", int64_t{0}),
@@ -283,6 +317,8 @@ void to_json(json& j, const SweepInfo& s) {
     json row = {{"name", r.name}, {"mode", r.mode}, {"tutorial_seconds", json_number(r.tutorial_seconds)},
                 {"devices", r.devices}};
     if (!r.reference_of.empty()) row["reference_of"] = r.reference_of;
+    if (!r.compared_with.empty()) row["compared_with"] = r.compared_with;
+    if (!r.compared_without.empty()) row["compared_without"] = r.compared_without;
     rows.push_back(std::move(row));
   }
   j = json{{"preset", s.preset}, {"note", s.note}, {"baseline_row", s.baseline_row}, {"repeat", s.repeat},
@@ -299,7 +335,8 @@ void from_json(const json& j, SweepInfo& s) {
   s.rows.clear();
   for (const auto& r : j.value("rows", json::array())) {
     s.rows.push_back({r.at("name").get<std::string>(), r.value("mode", ""), read_number(r, "tutorial_seconds"),
-                      r.value("devices", int64_t{1}), r.value("reference_of", "")});
+                      r.value("devices", int64_t{1}), r.value("reference_of", ""), r.value("compared_with", ""),
+                      r.value("compared_without", "")});
   }
 }
 
@@ -322,6 +359,13 @@ void from_json(const json& j, ResultDocument& d) {
   d.runs = j.at("runs").get<std::vector<RunResult>>();
   d.sweep.reset();
   if (j.contains("sweep")) d.sweep = j.at("sweep").get<SweepInfo>();
+}
+
+bool is_comparison_run(const ResultDocument& document, const std::string& name, const std::string& mode) {
+  if (!document.sweep) return false;
+  return std::any_of(document.sweep->rows.begin(), document.sweep->rows.end(), [&](const SweepRowInfo& info) {
+    return !info.reference_of.empty() && info.compared_with == name && info.mode == mode;
+  });
 }
 
 std::string utc_timestamp() {

@@ -11,6 +11,7 @@
 
 #include "harness/base/statistics.hpp"
 #include "harness/base/step_record.hpp"
+#include "reports/cpu_peak.hpp"
 
 namespace ddpbench {
 
@@ -44,6 +45,7 @@ struct RunResult {
   std::string strategy;
   int64_t world_size = 1;
   std::string device;
+  int64_t threads_per_rank = 0;  // intra-op threads each CPU rank computed with; 0: unknown, or not on CPUs
   std::string dataset;         // cifar10 | synthetic
   std::string dataset_origin;  // the folder read, or the synthetic seed and sizes
   RunStatus status = RunStatus::ok;
@@ -113,6 +115,7 @@ struct Environment {
   std::string os;
   std::string cpu_model;
   int64_t cpu_cores = 0;
+  CpuFacts cpu;  // what the CPU says of itself, for its peak (files from before: unknown)
   std::vector<GpuInfo> gpus;
   std::string driver_version;
   std::string cuda_runtime_version;
@@ -130,8 +133,14 @@ struct SweepRowInfo {
   std::string mode;
   double tutorial_seconds = kNotMeasured;  // the tutorial's table, where it has the row
   int64_t devices = 1;                     // GPUs the row needs
-  std::string reference_of;                // PyTorch's twin of this row (--reference): the row's name
+  std::string reference_of = {};           // PyTorch's twin of this row (--reference): the row's name
+  // A twin that could not run the row as planned (SyncBatchNorm on CPUs) is compared with
+  // ddpbench's run of the row as the twin runs it: that run's name ("ddp-2gpu.no-sync-bn"),
+  // and what both sides left out. Empty: the twin is compared with the row itself.
+  std::string compared_with = {};
+  std::string compared_without = {};
 };
+
 
 /// What a sweep ran: the preset or file, the platform's note, and the rows in order.
 struct SweepInfo {
@@ -154,6 +163,10 @@ struct ResultDocument {
   std::optional<SweepInfo> sweep;  // set by `ddpbench sweep`
 };
 
+/// Whether `name` in `mode` is ddpbench's run of a row for the comparison with its twin
+/// alone (a twin's compared_with): not a row of the table, the projection or the advice.
+bool is_comparison_run(const ResultDocument& document, const std::string& name, const std::string& mode);
+
 /// A measurement as JSON: the number, or null where it was not measured (NaN, infinite).
 nlohmann::json json_number(double value);
 /// `object[key]` where it is a number, else `fallback`.
@@ -171,6 +184,8 @@ std::string placement_text(const RunResult& r);
 
 void to_json(nlohmann::json& j, const RunResult& r);
 void from_json(const nlohmann::json& j, RunResult& r);
+void to_json(nlohmann::json& j, const CpuFacts& c);
+void from_json(const nlohmann::json& j, CpuFacts& c);
 void to_json(nlohmann::json& j, const Environment& e);
 void from_json(const nlohmann::json& j, Environment& e);
 void to_json(nlohmann::json& j, const SweepInfo& s);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 
+#include "reports/cpu_peak.hpp"
 #include "reports/device_peaks.hpp"
 
 namespace ddpbench {
@@ -30,16 +31,58 @@ std::vector<const RunResult*> runs_of(const ResultDocument& doc, const std::stri
   return runs;
 }
 
-// The row's precision and its device's peak, where the table knows the device.
+// The CPU cores a row's threads could use: on each node its ranks' intra-op threads, at most
+// the node's physical cores (SMT siblings share one core's FMA units); 0 where unknown.
+int64_t cores_used(const RunResult& run, const CpuFacts& cpu) {
+  if (run.threads_per_rank <= 0) return 0;
+  const bool arm_without_topology = cpu.physical_cores <= 0 && cpu.architecture == "aarch64";
+  const int64_t cores = cpu.physical_cores > 0 ? cpu.physical_cores : arm_without_topology ? cpu.logical_processors : 0;
+  if (cores <= 0) return 0;
+  std::vector<int64_t> ranks_per_node = run.ranks_per_node;
+  if (ranks_per_node.empty()) ranks_per_node = {std::max<int64_t>(1, run.world_size)};
+  int64_t used = 0;
+  for (const int64_t ranks : ranks_per_node) used += std::min(cores, ranks * run.threads_per_rank);
+  return used;
+}
+
+// The row's precision and the peak it is held to: its GPUs' data sheet, or its CPU cores.
 void set_utilisation(RowSummary& s, const RunResult& run, const Environment& environment) {
   const json amp = config_value(run, "amp");
   const json tf32 = config_value(run, "tf32");
   // TF32 is a CUDA mode: on CPUs the matrix products run in fp32 whatever --tf32 says.
   const bool cuda = run.device.rfind("cuda", 0) == 0;
   s.precision = row_precision(amp.is_string() ? amp.get<std::string>() : "off", cuda && tf32.is_boolean() && tf32.get<bool>());
-  if (!cuda || environment.gpus.empty()) return;
-  s.peak_flops_per_s = peak_flops_per_s(environment.gpus.front().name, s.precision);
-  s.flops_utilisation = s.achieved_flops_per_s / (s.peak_flops_per_s * static_cast<double>(std::max<int64_t>(1, s.devices)));
+  if (cuda) {
+    if (environment.gpus.empty()) {
+      s.peak_source = "no GPU recorded in the result's environment";
+      return;
+    }
+    const std::string& gpu = environment.gpus.front().name;
+    const int64_t devices = std::max<int64_t>(1, s.devices);
+    s.peak_flops_per_s = peak_flops_per_s(gpu, s.precision);
+    s.row_peak_flops_per_s = s.peak_flops_per_s * static_cast<double>(devices);
+    s.peak_unit = gpu;
+    s.peak_source = std::isfinite(s.peak_flops_per_s)
+                        ? gpu + ": NVIDIA's data sheet, dense " + s.precision + ", per GPU"
+                        : gpu + " is not in the data-sheet table (reports/device_peaks.cpp): no peak guessed";
+  } else if (run.device == "cpu") {
+    const CpuCorePeak core = cpu_core_peak(environment.cpu, s.precision);
+    s.peak_cores = cores_used(run, environment.cpu);
+    s.peak_unit = core.unit;
+    s.peak_upper_bound = core.upper_bound;
+    if (!core.missing.empty()) {
+      s.peak_source = core.missing;
+    } else if (s.peak_cores <= 0) {
+      s.peak_source = run.threads_per_rank <= 0
+                          ? "the row's threads per rank were not recorded (a result from before ddpbench did)"
+                          : "the CPU's core count is unknown (cpuinfo gives no core ids)";
+    } else {
+      s.peak_flops_per_s = core.flops_per_s;
+      s.row_peak_flops_per_s = core.flops_per_s * static_cast<double>(s.peak_cores);
+      s.peak_source = "per core: " + core.vector_source + ", at " + core.clock_source;
+    }
+  }
+  s.flops_utilisation = s.achieved_flops_per_s / s.row_peak_flops_per_s;
 }
 
 RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunResult*>& runs,
@@ -182,7 +225,9 @@ std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
 
   std::vector<RowSummary> summaries;
   for (const auto& info : rows) {
-    if (info.reference_of.empty()) summaries.push_back(summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment));
+    if (info.reference_of.empty() && !is_comparison_run(doc, info.name, info.mode)) {
+      summaries.push_back(summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment));
+    }
   }
   for (const auto& info : rows) {
     if (info.reference_of.empty()) continue;
@@ -191,12 +236,23 @@ std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
     });
     if (row == summaries.end()) continue;
     const RowSummary twin = summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment);
-    row->pytorch = RowSummary::PyTorchTwin{twin.name, twin.status, twin.reason, twin.train_time_s,
-                                           twin.steady_images_per_s};
+    const std::string ours_name = info.compared_with.empty() ? info.reference_of : info.compared_with;
+    const RowSummary ours_summary =
+        info.compared_with.empty() ? *row
+                                   : summarize_row({ours_name, info.mode, kNotMeasured, info.devices},
+                                                   runs_of(doc, ours_name, info.mode), doc.environment);
+    RowSummary::PyTorchTwin t{twin.name, twin.status, twin.reason, twin.train_time_s, twin.steady_images_per_s};
+    t.ddpbench_name = ours_name;
+    t.compared_without = info.compared_without;
+    t.ddpbench_status = ours_summary.status;
+    t.ddpbench_reason = ours_summary.reason;
+    t.ddpbench_train_time_s = ours_summary.train_time_s;
+    t.ddpbench_steady_images_per_s = ours_summary.steady_images_per_s;
+    row->pytorch = std::move(t);
     // Repetition i of a row and of its twin ran back to back, on the machine in the same
     // state: the median of those pairs' ratios is steadier than the ratio of the medians.
     std::vector<double> time_ratios, steady_ratios;
-    for (const RunResult* ours : runs_of(doc, info.reference_of, info.mode)) {
+    for (const RunResult* ours : runs_of(doc, ours_name, info.mode)) {
       for (const RunResult* theirs : runs_of(doc, info.name, info.mode)) {
         if (theirs->repetition != ours->repetition || ours->status != RunStatus::ok ||
             theirs->status != RunStatus::ok) {

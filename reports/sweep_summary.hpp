@@ -43,13 +43,21 @@ struct RowSummary {
   double step_time_max_s = kNotMeasured;
   std::vector<double> warmup_step_s;
   // Compute: the model's training FLOPs per image, the FLOP/s achieved at the steady images/s
-  // (median over repetitions), and that against the device's peak for the row's precision
-  // where the peak is known (reports/device_peaks.hpp; never on CPUs).
+  // (median over repetitions), and that against the peak for the row's precision: a GPU's
+  // data sheet (reports/device_peaks.hpp), or the CPU's cores from what the CPU reports.
   double train_flops_per_image = kNotMeasured;
   double achieved_flops_per_s = kNotMeasured;
   std::string precision;
-  double peak_flops_per_s = kNotMeasured;  // per device
-  double flops_utilisation = kNotMeasured;  // achieved / (peak x devices)
+  double peak_flops_per_s = kNotMeasured;  // per device (on CPUs: per core)
+  double flops_utilisation = kNotMeasured;  // achieved / row_peak_flops_per_s
+  // The peak of everything the row computed on: peak_flops_per_s x its GPUs, or x the CPU
+  // cores its ranks' threads could use (reports/cpu_peak.hpp); where each number came from,
+  // in words, or why there is no peak; and whether it is an upper bound (a turbo clock).
+  double row_peak_flops_per_s = kNotMeasured;
+  int64_t peak_cores = 0;  // CPU rows: the cores counted
+  std::string peak_unit;   // "H200 (data sheet)", "AVX-512 FMA", ...
+  std::string peak_source;
+  bool peak_upper_bound = false;
   // The ranks of a distributed row, from its repetition with the median spread: each rank's
   // compute, data and wait per step, the slowest rank by its own time (compute + data), slowest
   // over fastest, and where the slowest rank's excess lies.
@@ -71,13 +79,21 @@ struct RowSummary {
   std::vector<std::string> differences;
 
   // PyTorch's own implementation of the row (--reference), on the same data, initial
-  // weights and clock, where it was planned.
+  // weights and clock, where it was planned; and ddpbench's side of the comparison: the row
+  // itself, or its run as the twin runs it where the twin cannot run the row (on CPUs, both
+  // without SyncBatchNorm: `compared_without` says what both left out).
   struct PyTorchTwin {
     std::string name;
     RunStatus status = RunStatus::skipped;
     std::string reason;
     double train_time_s = kNotMeasured;
     double steady_images_per_s = kNotMeasured;
+    std::string ddpbench_name = {};
+    std::string compared_without = {};  // empty: compared with the row as it is
+    RunStatus ddpbench_status = RunStatus::skipped;
+    std::string ddpbench_reason = {};
+    double ddpbench_train_time_s = kNotMeasured;
+    double ddpbench_steady_images_per_s = kNotMeasured;
   };
   std::optional<PyTorchTwin> pytorch;
   // Medians over repetitions of each back-to-back pair's ratio (repetition i of the row
@@ -91,7 +107,8 @@ struct RowSummary {
 
 /// One summary per planned row (document.sweep), or per distinct name and mode of the runs
 /// when the document has no sweep section. A PyTorch twin row is not a summary of its own:
-/// it is the `pytorch` of the row it is the reference for.
+/// it is the `pytorch` of the row it is the reference for; nor is ddpbench's run of a row for
+/// that comparison alone (is_comparison_run).
 std::vector<RowSummary> summarize_sweep(const ResultDocument& document);
 
 /// The modes of `rows`, in order of first appearance.

@@ -398,12 +398,17 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
       std::vector<std::string> notes;
       const bool asked_for = overrides_amp ||
                              std::find(command.rows.begin(), command.rows.end(), spec.name) != command.rows.end();
-      if (cpu && !asked_for && c.amp == AmpMode::fp16 && !env.cpu_native_fp16 && env.cpu_native_bf16) {
+      // bf16 even where the CPU also has AVX512-FP16: LibTorch's CPU kernels are oneDNN's bf16
+      // ones there, while its fp16 autocast measured ~25x slower than fp32 on such a Xeon.
+      if (cpu && !asked_for && c.amp == AmpMode::fp16 && env.cpu_native_bf16) {
         c.amp = AmpMode::bf16;
-        notes.push_back("CPU preset: mixed precision in bf16, not the tutorial's fp16: this CPU computes bf16 "
-                        "(AVX512-BF16/AMX) but not fp16, which autocast would emulate ~40x slower than fp32");
+        notes.push_back(std::string("CPU preset: mixed precision in bf16, not the tutorial's fp16: this CPU computes "
+                                    "bf16 (AVX512-BF16/AMX), ") +
+                        (env.cpu_native_fp16 ? "and LibTorch's fp16 autocast on CPUs ran ~25x slower than fp32 even "
+                                               "with AVX512-FP16"
+                                             : "not fp16, which autocast would emulate ~40x slower than fp32"));
       }
-      const bool native = c.amp == AmpMode::fp16 ? env.cpu_native_fp16 : env.cpu_native_bf16;
+      const bool native = c.amp == AmpMode::bf16 && env.cpu_native_bf16;
       std::optional<std::string> skip;
       if (std::find(env.strategies.begin(), env.strategies.end(), c.strategy) == env.strategies.end()) {
         skip = "strategy '" + c.strategy + "' is not in this build";
@@ -418,8 +423,9 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
                (spec.nodes > 1 ? " over " + std::to_string(spec.nodes) + " nodes" : "") + ", " +
                std::to_string(env.visible_gpus) + (spec.nodes > 1 ? " on each" : " visible");
       } else if (cpu && c.amp != AmpMode::off && !native && !asked_for) {
-        skip = "CPU preset: this CPU has no bf16/fp16 arithmetic (AVX512-BF16, AMX, AVX512-FP16), so autocast would "
-               "emulate it, ~40x slower than fp32; name the row in --rows to run it anyway";
+        skip = "CPU preset: this CPU has no bf16 arithmetic (AVX512-BF16, AMX), so autocast would emulate it, ~40x "
+               "slower than fp32 (and LibTorch's fp16 on CPUs is ~25x slower even with AVX512-FP16); name the row "
+               "in --rows to run it anyway";
       }
       if (spec.nodes > 1) {
         const int64_t ranks = is_distributed(c) ? c.nproc : 1;
@@ -432,6 +438,8 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
       // With --reference each repetition of a row is followed by its PyTorch twin: the same
       // configuration, PyTorch's own implementation of the strategy.
       std::optional<RunConfig> twin;
+      std::optional<RunConfig> compared;  // ddpbench's row as its twin runs it, where the twin cannot run it
+      const std::size_t row_info_index = plan.info.rows.size() - 1;
       if (command.reference) {
         const auto it = env.pytorch_twins.find(c.strategy);
         if (it == env.pytorch_twins.end()) {
@@ -444,9 +452,21 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         twin->inject_slowdown_rank.reset();
         twin->inject_slowdown_phase = SlowedPhase::optimizer;
         twin->name = spec.name + kPyTorchTwinSuffix;
-        plan.info.rows.push_back({twin->name, mode, kNotMeasured, spec.devices, spec.name});
+        SweepRowInfo twin_info{twin->name, mode, kNotMeasured, spec.devices, spec.name};
+        // PyTorch's SyncBatchNorm is CUDA-only: on CPU ranks both sides run without it, ddpbench's
+        // row once more beside the twin, while the table keeps the row as the tutorial ran it.
+        if (twin->strategy == "torch-ddp" && twin->sync_bn && is_distributed(c) && !uses_gpus(c, env)) {
+          twin->sync_bn = false;
+          compared = c;
+          compared->sync_bn = false;
+          compared->name = spec.name + kWithoutSyncBnSuffix;
+          twin_info.compared_with = compared->name;
+          twin_info.compared_without = "SyncBatchNorm: PyTorch's runs on CUDA only";
+          plan.info.rows.push_back({compared->name, mode, kNotMeasured, spec.devices, ""});
+        }
+        plan.info.rows.push_back(twin_info);
       }
-      const SweepRowInfo row_info = plan.info.rows[plan.info.rows.size() - (twin ? 2 : 1)];
+      const SweepRowInfo row_info = plan.info.rows[row_info_index];
       for (int64_t rep = 0; rep < command.repeat; ++rep) {
         const std::string suffix = command.repeat > 1 ? ".r" + std::to_string(rep) : "";
         PlannedRow row;
@@ -462,6 +482,15 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         row.config.nodes = spec.nodes;  // the placement is part of what the row is
         plan.rows.push_back(row);
         if (!twin) continue;
+        if (compared) {
+          PlannedRow ours = row;
+          ours.info = plan.info.rows[row_info_index + 1];
+          ours.config = *compared;
+          ours.result_file = std::filesystem::path(command.out_dir) / "rows" / mode / (compared->name + suffix + ".json");
+          ours.config.out = ours.result_file.string();
+          ours.config.nodes = spec.nodes;
+          plan.rows.push_back(std::move(ours));
+        }
         row.info = plan.info.rows.back();
         row.config = *twin;
         if (const auto lacking = pytorch_lacks(*twin); lacking && !row.skip_reason) {

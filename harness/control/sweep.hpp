@@ -21,6 +21,8 @@ namespace ddpbench {
 
 /// A PyTorch twin row is named after its row with this suffix: ddp-2gpu.torch.
 inline constexpr const char* kPyTorchTwinSuffix = ".torch";
+/// ddpbench's run of a row without SyncBatchNorm, beside a twin that cannot have it (CPUs).
+inline constexpr const char* kWithoutSyncBnSuffix = ".no-sync-bn";
 
 struct SweepRowSpec {
   std::string name;
@@ -55,9 +57,9 @@ SweepDefinition parse_sweep_file(std::string_view text, const std::string& sourc
 struct SweepEnvironment {
   int64_t visible_gpus = 0;
   // The CPU computes bf16 / fp16 in hardware. The CPU preset runs an fp16 row in bf16 where
-  // only bf16 is native (and says so), and skips a mixed-precision row whose type is not
-  // native, unless --rows names it or --amp is given (emulated half precision is ~40x slower
-  // than fp32).
+  // bf16 is native (and says so: LibTorch's CPU fp16 is slow even where the CPU has it), and
+  // skips a mixed-precision row otherwise, unless --rows names it or --amp is given
+  // (emulated half precision is ~40x slower than fp32).
   bool cpu_native_bf16 = false;
   bool cpu_native_fp16 = false;
   std::vector<std::string> strategies;  // the strategies this build has

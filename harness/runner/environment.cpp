@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -45,6 +46,13 @@ std::string cpu_flags() {
     if (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0) return line + " ";
   }
   return "";
+}
+
+std::string file_text(const char* path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
@@ -90,6 +98,8 @@ Environment capture_environment() {
   utsname uts{};
   if (::uname(&uts) == 0) env.os = std::string(uts.sysname) + " " + uts.release + " " + uts.machine;
   env.cpu_model = cpu_model();
+  env.cpu = parse_cpu_facts(file_text("/proc/cpuinfo"), file_text("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"),
+                            file_text("/sys/devices/system/cpu/cpu0/cpufreq/base_frequency"));
   env.cpu_cores = static_cast<int64_t>(std::thread::hardware_concurrency());
   env.libtorch_version = TORCH_VERSION;
   const BuildInfo& build = build_info();

@@ -200,6 +200,7 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
     return run_guarded(config, dist, row_start);
   });
   record_world(result, env);
+  if (dist.device.is_cpu()) result.threads_per_rank = threads > 0 ? threads : at::get_num_threads();
   // Only rank 0 reports: the others say why they failed, so the launcher can relay it.
   if (env.rank != 0 && result.status == RunStatus::failed) {
     std::cerr << "ddpbench: rank " << env.rank << ": " << result.reason << "\n";
@@ -415,6 +416,7 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
     result = run_guarded(config, dist, row_start);
   }
   record_placement(result, one_process);
+  if (device.is_cpu()) result.threads_per_rank = at::get_num_threads();
   return report(config, argv, result, true);
 }
 

@@ -1,12 +1,14 @@
-"""results.html in a real browser: a small sweep (with PyTorch twins, and its DDP rows projected
-past this machine) rendered by headless
-Chromium through Selenium and chromium-driver (Debian's chromium, chromium-driver and
+"""results.html in a real browser: a small sweep (with PyTorch twins, its DDP rows projected
+past this machine, rows whose twins cannot run and a row that cannot run here) rendered by
+headless Chromium through Selenium and chromium-driver (Debian's chromium, chromium-driver and
 python3-selenium, installed by the set-up). Every chart must have marks, a title and labelled
-axes, and nothing may overflow its chart or the page. The screenshot is kept at
-$DDPBENCH_SCREENSHOT (build/tests/results-html.png) for anyone to look at.
+axes, nothing may overflow its chart or the page, and at 1280 and 800 px no table row may be
+taller than three lines of text (a reason belongs in a note under its table, not in a cell).
+The screenshot is kept at $DDPBENCH_SCREENSHOT (build/tests/results-html.png).
 
 Skips with the reason where Chromium, its driver or Selenium is missing.
 Run: DDPBENCH_BINARY=build/ddpbench /usr/bin/python3 -m unittest -v test_html_in_browser
+(DDPBENCH_HTML=results.html checks a page already rendered, e.g. by another build.)
 """
 from __future__ import annotations
 
@@ -14,10 +16,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "lib"))
+from browser_page import open_page, why_no_browser  # noqa: E402
 
 SWEEP = {
     "name": "browser-check", "baseline": "single",
@@ -28,8 +34,33 @@ SWEEP = {
         {"name": "ddp-2", "options": {"strategy": "ddp", "nproc": 2, "sync-bn": False},
          "tutorial_seconds": 9.8, "devices": 2},
         {"name": "ddp-2-no-overlap", "options": {"strategy": "ddp", "nproc": 2, "overlap": False}, "devices": 2},
+        # SyncBatchNorm on CPU ranks: compared with PyTorch without it on both sides.
+        {"name": "ddp-2-sync-bn", "options": {"strategy": "ddp", "nproc": 2, "sync-bn": True}, "devices": 2},
+        # PyTorch's DataParallel scatters over CUDA devices only: a twin skipped with its reason.
+        {"name": "dp-2", "options": {"strategy": "dp", "devices": "cpu,cpu"}, "devices": 2},
+        # Needs a SLURM allocation: the row itself skipped, with a long reason.
+        {"name": "ddp-2node", "options": {"strategy": "ddp", "nproc": 2}, "devices": 2, "nodes": 2},
     ],
 }
+
+# Runs in the page: every table row's height in lines of text (the distinct line boxes of its
+# tallest cell), and the rows taller than three lines.
+CHECK_ROWS = """
+const rows = [];
+for (const tr of document.querySelectorAll('tr')) {
+  let lines = 0;
+  for (const cell of tr.children) {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    const tops = new Set();
+    for (const r of range.getClientRects()) if (r.height > 0) tops.add(Math.round(r.top));
+    lines = Math.max(lines, tops.size);
+  }
+  rows.push({text: tr.textContent.slice(0, 80), lines: lines});
+}
+return {rows: rows, tall: rows.filter(r => r.lines > 3), page_width: document.documentElement.scrollWidth,
+        window_width: window.innerWidth};
+"""
 
 # Runs in the page: for every chart, its marks, its title, and every drawn element whose box
 # leaves the chart's viewBox; for the page, whether anything is wider than the window.
@@ -56,17 +87,6 @@ return {charts: charts, page_width: document.documentElement.scrollWidth, window
 """
 
 
-def why_no_browser() -> str | None:
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return "needs Selenium (Debian's python3-selenium; run with /usr/bin/python3)"
-    for program in ("chromium", "chromedriver"):
-        if shutil.which(program) is None:
-            return f"needs {program} (Debian's chromium and chromium-driver; scripts/test installs them)"
-    return None
-
-
 class HtmlInBrowserTest(unittest.TestCase):
     def setUp(self) -> None:
         reason = why_no_browser()
@@ -76,6 +96,9 @@ class HtmlInBrowserTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.scratch, True)
 
     def render(self) -> Path:
+        given = os.environ.get("DDPBENCH_HTML")
+        if given:
+            return Path(given).resolve()
         sweep = self.scratch / "sweep.json"
         sweep.write_text(json.dumps(SWEEP))
         out = self.scratch / "out"
@@ -86,26 +109,9 @@ class HtmlInBrowserTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr[-3000:])
         return out / "results.html"
 
-    def open_in_chromium(self, page: Path) -> tuple[dict[str, Any], bytes]:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-
-        options = webdriver.ChromeOptions()
-        options.binary_location = shutil.which("chromium") or "chromium"
-        for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1100,1000"):
-            options.add_argument(flag)
-        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "chromedriver"), options=options)
-        try:
-            driver.get(page.as_uri())
-            found = driver.execute_script(CHECK_CHARTS)
-            driver.set_window_size(1100, int(found["page_height"]) + 120)
-            return found, driver.get_screenshot_as_png()
-        finally:
-            driver.quit()
-
     def test_every_chart_has_marks_labels_and_nothing_overflows(self) -> None:
-        found, png = self.open_in_chromium(self.render())
+        page = self.render()
+        found, png = open_page(page, 1100, CHECK_CHARTS)
         screenshot = Path(os.environ.get("DDPBENCH_SCREENSHOT", self.scratch / "results-html.png"))
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         screenshot.write_bytes(png)
@@ -125,6 +131,15 @@ class HtmlInBrowserTest(unittest.TestCase):
                 units = [t for t in chart["texts"] if any(u in t for u in (", s", ", ms", "%", ", x", "(x", "images/s"))]
                 self.assertTrue(units, f"no axis label with units among {chart['texts'][:20]}")
         self.assertLessEqual(found["page_width"], found["window_width"], "the page is wider than the window")
+
+        # Every table row at most three lines tall, on a laptop's window and a narrow one; the
+        # page never wider than the window (a wide table scrolls in its own box).
+        for width in (1280, 800):
+            with self.subTest(width=width):
+                rows, _ = open_page(page, width, CHECK_ROWS)
+                self.assertGreater(len(rows["rows"]), 10, "the tables' rows were not found")
+                self.assertEqual(rows["tall"], [], f"rows taller than three lines at {width} px")
+                self.assertLessEqual(rows["page_width"], rows["window_width"], f"the page is wider than {width} px")
 
 
 if __name__ == "__main__":

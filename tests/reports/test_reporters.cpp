@@ -42,7 +42,8 @@ TEST(Reporters, MarkdownMatchesItsGoldenFile) {
   const auto md = make_markdown_reporter()->render(testing::sample_sweep_document());
   EXPECT_NE(md.find("| single | 1 | 13.20 s | 13.20 s (13.00–13.40) | 1.00x |"), std::string::npos) << md;
   EXPECT_NE(md.find("## side by side"), std::string::npos);
-  EXPECT_NE(md.find("- ddp-4gpu (faithful): skipped: needs 4 CUDA devices, 2 visible"), std::string::npos);
+  // The reason is a note under the row's table, marked in its status.
+  EXPECT_NE(md.find("| skipped [1] |\n\n- [1] needs 4 CUDA devices, 2 visible\n"), std::string::npos) << md;
   // Where a step's time goes: 15 ms of ddp-2gpu's 40 ms backward hid its allreduce.
   EXPECT_NE(md.find("| ddp-2gpu | faithful | 4.0 ms | 18.0 ms | 40.0 ms | 15.0 ms | 3.0 ms | 2.0 ms | 67.0 ms | "
                     "64.0 ms | 70.0 ms | 200.0 ms |"),
@@ -54,7 +55,7 @@ TEST(Reporters, MarkdownMatchesItsGoldenFile) {
   EXPECT_NE(md.find("| single | faithful | fp32 | 1.00 GFLOP | 4.17 TFLOP/s | 19.5 TFLOP/s | 21.4 % |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| ddp-2gpu | faithful | fp16 | 1.00 GFLOP | 5.61 TFLOP/s | 312 TFLOP/s | 0.9 % |"),
+  EXPECT_NE(md.find("| ddp-2gpu | faithful | fp16 | 1.00 GFLOP | 5.61 TFLOP/s | 624 TFLOP/s | 0.9 % | 2 x NVIDIA A100-SXM4-40GB [2] |"),
             std::string::npos)
       << md;
   expect_golden(md, "sweep.md");
@@ -133,6 +134,53 @@ TEST(Reporters, EveryFormatPutsARowAgainstItsPyTorchTwin) {
   ASSERT_EQ(json["summary"].size(), 1u);
   EXPECT_EQ(json["summary"][0]["pytorch"]["name"], "ddp.torch");
   EXPECT_NEAR(json["summary"][0]["pytorch"]["vs_pytorch_steady"].get<double>(), 300.0 / 280.0, 1e-12);
+}
+
+// A twin that ran without SyncBatchNorm is put against ddpbench's row without it, and the
+// tables say so once, in a note; a twin that could not run says why in a note, its status short.
+TEST(Reporters, ATwinComparedWithoutSyncBnAndASkippedTwinAreNotesUnderTheTable) {
+  ResultDocument doc = testing::twin_document({100, 300, 200}, {90, 280, 210});
+  doc.sweep->rows = {{"ddp", "faithful", kNotMeasured, 2, ""},
+                     {"ddp.no-sync-bn", "faithful", kNotMeasured, 2, ""},
+                     {"ddp.torch", "faithful", kNotMeasured, 2, "ddp", "ddp.no-sync-bn",
+                      "SyncBatchNorm: PyTorch's runs on CUDA only"},
+                     {"dp", "faithful", kNotMeasured, 2, ""},
+                     {"dp.torch", "faithful", kNotMeasured, 2, "dp"}};
+  for (int64_t i = 0; i < 3; ++i) {
+    RunResult r;
+    r.mode = "faithful";
+    r.repetition = i;
+    r.strategy = "ddp";
+    r.name = "ddp.no-sync-bn";
+    r.steady_images_per_s = 250;
+    r.train_time_s = 4;
+    doc.runs.push_back(r);
+    r.name = "dp";
+    r.strategy = "dp";
+    doc.runs.push_back(r);
+    r.name = "dp.torch";
+    r.status = RunStatus::skipped;
+    r.reason = "no PyTorch twin for this row: torch.nn.DataParallel scatters over CUDA devices only";
+    doc.runs.push_back(r);
+  }
+  const auto md = make_markdown_reporter()->render(doc);
+  EXPECT_NE(md.find("| ddp [1] | faithful | 4.00 s | 4.76 s | 1.19x | 250 | 210 | 1.19x | ok |"), std::string::npos)
+      << "ddpbench's side is the run without SyncBatchNorm (median pair 250 / 210): " << md;
+  EXPECT_NE(md.find("| dp | faithful | 4.00 s | - | - | 250 | - | - | PyTorch skipped [2] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- [1] compared without SyncBatchNorm: PyTorch's runs on CUDA only: both sides ran without it"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- [2] no PyTorch twin for this row: torch.nn.DataParallel scatters over CUDA devices only\n"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("| ddp.no-sync-bn |"), std::string::npos) << "not a row of the table: " << md;
+  const auto html = make_html_reporter()->render(doc);
+  EXPECT_NE(html.find("<td>ddp [1]</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>PyTorch skipped [2]</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<li>[2] no PyTorch twin for this row: torch.nn.DataParallel"), std::string::npos) << html;
+  const auto json = nlohmann::json::parse(make_json_reporter()->render(doc));
+  EXPECT_EQ(json["summary"][0]["pytorch"]["ddpbench"]["name"], "ddp.no-sync-bn");
+  EXPECT_EQ(json["summary"][0]["pytorch"]["ddpbench"]["compared_without"], "SyncBatchNorm: PyTorch's runs on CUDA only");
 }
 
 TEST(Reporters, HtmlIsWellFormedXmlWithItsChartsAndMatchesItsGoldenFile) {

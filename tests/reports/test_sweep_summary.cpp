@@ -96,6 +96,7 @@ TEST(SweepSummary, UtilisationIsAgainstThePeakOfTheRowsDevicesAndPrecision) {
   EXPECT_DOUBLE_EQ(single.peak_flops_per_s, 494.7e12);
   EXPECT_NEAR(single.achieved_flops_per_s, 1e9 * (3846.0 + 3731.0) / 2 * 1.1, 1e-3);
 
+  // A CPU row from a file without the CPU's facts or its threads: no peak guessed, and why.
   for (auto& run : doc.runs) run.device = "cpu";
   rows = summarize_sweep(doc);
   const auto& on_cpu = find(rows, "single", "faithful");
@@ -103,6 +104,91 @@ TEST(SweepSummary, UtilisationIsAgainstThePeakOfTheRowsDevicesAndPrecision) {
   EXPECT_TRUE(std::isnan(on_cpu.peak_flops_per_s));
   EXPECT_TRUE(std::isnan(on_cpu.flops_utilisation));
   EXPECT_TRUE(std::isfinite(on_cpu.achieved_flops_per_s));
+  EXPECT_FALSE(on_cpu.peak_source.empty());
+}
+
+// This machine's CPU as cpuinfo gives it: an Emerald Rapids guest, 2 cores at 2.1 GHz, AVX-512
+// with two FMA units (64 fp32 FLOP a cycle) and AMX-BF16 (1024 bf16 FLOP a cycle).
+CpuFacts emerald_rapids(int64_t cores) {
+  std::string cpuinfo;
+  for (int64_t i = 0; i < cores; ++i) {
+    cpuinfo += "processor\t: " + std::to_string(i) +
+               "\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 207\nmodel name\t: Intel(R) Xeon(R) "
+               "Processor\ncpu MHz\t\t: 2100.000\nphysical id\t: 0\ncore id\t\t: " +
+               std::to_string(i) + "\nflags\t\t: fpu sse2 avx fma avx2 avx512f avx512_bf16 amx_bf16 avx512_fp16\n\n";
+  }
+  return parse_cpu_facts(cpuinfo, "", "");
+}
+
+// A CPU row is held to the cores its ranks' threads could use, at most the physical cores:
+// 4 ranks of 1 thread on 2 cores use 2; 1 rank of 1 thread uses 1; bf16 on AMX.
+TEST(SweepSummary, ACpuRowIsHeldToThePeakOfTheCoresItsThreadsCouldUse) {
+  ResultDocument doc = testing::sample_sweep_document();
+  doc.environment.gpus.clear();
+  doc.environment.cpu = emerald_rapids(2);
+  for (auto& run : doc.runs) {
+    run.device = "cpu";
+    run.threads_per_rank = 1;
+    run.world_size = run.name == "single" ? 1 : 4;
+  }
+  const auto rows = summarize_sweep(doc);
+  const auto& single = find(rows, "single", "faithful");
+  EXPECT_EQ(single.peak_cores, 1);
+  EXPECT_DOUBLE_EQ(single.peak_flops_per_s, 64 * 2.1e9);
+  EXPECT_DOUBLE_EQ(single.row_peak_flops_per_s, 64 * 2.1e9);
+  EXPECT_NEAR(single.flops_utilisation, single.achieved_flops_per_s / (64 * 2.1e9), 1e-15);
+  EXPECT_NE(single.peak_source.find("16 fp32 lanes x 2 FMA units"), std::string::npos) << single.peak_source;
+  EXPECT_NE(single.peak_source.find("cpu MHz 2.10 GHz"), std::string::npos) << single.peak_source;
+  EXPECT_FALSE(single.peak_upper_bound) << "a nominal clock is no turbo clock";
+  const auto& ddp = find(rows, "ddp-2gpu", "faithful");  // fp16 in the sample: AVX512-FP16
+  EXPECT_EQ(ddp.peak_cores, 2) << "4 ranks of one thread on 2 cores";
+  EXPECT_DOUBLE_EQ(ddp.row_peak_flops_per_s, 2 * 128 * 2.1e9);
+  for (auto& run : doc.runs) run.config["amp"] = "bf16";
+  const auto bf16_rows = summarize_sweep(doc);
+  const auto& bf16 = find(bf16_rows, "ddp-2gpu", "faithful");
+  EXPECT_DOUBLE_EQ(bf16.row_peak_flops_per_s, 2 * 1024 * 2.1e9);
+  EXPECT_EQ(bf16.peak_unit, "AMX-BF16");
+
+  // More threads than cores count the cores; a turbo clock from cpufreq is an upper bound.
+  for (auto& run : doc.runs) run.threads_per_rank = 8;
+  doc.environment.cpu.max_mhz = 3800;
+  const auto turbo_rows = summarize_sweep(doc);
+  const auto& turbo = find(turbo_rows, "single", "faithful");
+  EXPECT_EQ(turbo.peak_cores, 2);
+  EXPECT_TRUE(turbo.peak_upper_bound);
+  EXPECT_DOUBLE_EQ(turbo.row_peak_flops_per_s, 2 * 1024 * 3.8e9);
+}
+
+// On CPUs PyTorch's twin of a SyncBatchNorm row runs without it, beside ddpbench's row run once
+// more without it: the comparison is between those two, the table's row is the tutorial's.
+TEST(SweepSummary, ATwinComparedWithoutSyncBnIsPairedWithTheRowsRunWithoutIt) {
+  ResultDocument doc = testing::twin_document({100, 300, 200}, {90, 280, 210});
+  doc.sweep->rows = {{"ddp", "faithful", kNotMeasured, 2, ""},
+                     {"ddp.no-sync-bn", "faithful", kNotMeasured, 2, ""},
+                     {"ddp.torch", "faithful", kNotMeasured, 2, "ddp", "ddp.no-sync-bn", "SyncBatchNorm: CUDA only"}};
+  for (int64_t i = 0; i < 3; ++i) {
+    RunResult r;
+    r.name = "ddp.no-sync-bn";
+    r.mode = "faithful";
+    r.repetition = i;
+    r.strategy = "ddp";
+    r.steady_images_per_s = 140.0 + 100.0 * static_cast<double>(i);  // 140, 240, 340
+    r.train_time_s = 1000 / r.steady_images_per_s;
+    doc.runs.push_back(r);
+  }
+  const auto rows = summarize_sweep(doc);
+  ASSERT_EQ(rows.size(), 1u) << "the run without SyncBatchNorm is not a row of the table";
+  EXPECT_EQ(rows[0].name, "ddp");
+  EXPECT_DOUBLE_EQ(rows[0].steady_images_per_s, 200) << "the table's row is the row itself";
+  ASSERT_TRUE(rows[0].pytorch.has_value());
+  EXPECT_EQ(rows[0].pytorch->ddpbench_name, "ddp.no-sync-bn");
+  EXPECT_EQ(rows[0].pytorch->compared_without, "SyncBatchNorm: CUDA only");
+  EXPECT_DOUBLE_EQ(rows[0].pytorch->ddpbench_steady_images_per_s, 240);
+  // Pairs (140, 90), (240, 280), (340, 210): the median ratio is 140 / 90.
+  EXPECT_DOUBLE_EQ(rows[0].vs_pytorch_steady, 140.0 / 90.0);
+  EXPECT_TRUE(is_comparison_run(doc, "ddp.no-sync-bn", "faithful"));
+  EXPECT_FALSE(is_comparison_run(doc, "ddp", "faithful"));
+  EXPECT_FALSE(is_comparison_run(doc, "ddp.no-sync-bn", "controlled"));
 }
 
 }  // namespace

@@ -455,7 +455,8 @@ TEST(TuningAdvice, EveryReportSaysWhenTheAdviceIsNotToBeTrusted) {
   EXPECT_NE(md.find("**Not to be trusted", md.find("## tuning advice")), std::string::npos) << md;
   const std::string html = make_html_reporter()->render(doc);
   EXPECT_NE(html.find("<h2>Tuning advice</h2>"), std::string::npos);
-  EXPECT_NE(html.find("(not to be trusted: the model is"), std::string::npos);
+  EXPECT_NE(html.find("(not to be trusted [1])"), std::string::npos) << "the mark in the row";
+  EXPECT_NE(html.find("<li>[1] not to be trusted: the model is"), std::string::npos) << "its reason under the table";
   EXPECT_TRUE(json::parse(make_json_reporter()->render(doc))["advice"][0]["advice_off"].get<bool>());
 }
 
