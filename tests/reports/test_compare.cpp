@@ -571,6 +571,58 @@ TEST(Compare, TwinRowsAreCheckedToRunButNotTimedAgainstTheBaseline) {
                   .regression());
 }
 
+// On CPUs the twin of a SyncBatchNorm row runs without it, beside ddpbench's row without it
+// (ddp.no-sync-bn): the floor against PyTorch is checked on that pair, not on the table's row,
+// and --normalize-by twin divides the run without SyncBatchNorm by the twin that ran beside it.
+ResultDocument compared_without_sync_bn(const std::vector<double>& with, const std::vector<double>& without,
+                                        const std::vector<double>& theirs) {
+  ResultDocument doc = testing::twin_document(with, theirs);
+  doc.sweep->rows = {{"ddp", "faithful", kNotMeasured, 2, ""},
+                     {"ddp.no-sync-bn", "faithful", kNotMeasured, 2, ""},
+                     {"ddp.torch", "faithful", kNotMeasured, 2, "ddp", "ddp.no-sync-bn", "SyncBatchNorm"}};
+  for (std::size_t i = 0; i < without.size(); ++i) {
+    RunResult r;
+    r.name = "ddp.no-sync-bn";
+    r.mode = "faithful";
+    r.strategy = "ddp";
+    r.repetition = static_cast<int64_t>(i);
+    r.steady_images_per_s = without[i];
+    r.images_per_s = without[i];
+    r.train_time_s = 1000 / without[i];
+    doc.runs.push_back(r);
+  }
+  return doc;
+}
+
+TEST(Compare, ATwinWithoutSyncBnIsJudgedAgainstTheRowsRunWithoutIt) {
+  CompareOptions options;
+  options.min_vs_pytorch = 0.9;
+  // The table's row (with SyncBatchNorm) is half PyTorch's speed; without it, on a par.
+  const auto on_a_par = compared_without_sync_bn({50, 51, 52}, {100, 101, 99}, {100, 100, 100});
+  const Comparison fair = compare_results(on_a_par, on_a_par, options);
+  ASSERT_EQ(fair.pytorch.size(), 2u);
+  for (const auto& t : fair.pytorch) {
+    EXPECT_EQ(t.row, "ddp.no-sync-bn") << "the pair that ran alike";
+    EXPECT_EQ(t.verdict, Verdict::unchanged) << t.metric << ": " << t.detail;
+    EXPECT_NEAR(t.median_ratio, 1.0, 0.011);
+  }
+  const auto slow = compared_without_sync_bn({100, 101, 99}, {50, 51, 52}, {100, 100, 100});
+  const Comparison caught = compare_results(slow, slow, options);
+  EXPECT_TRUE(std::any_of(caught.pytorch.begin(), caught.pytorch.end(),
+                          [](const TwinComparison& t) { return t.verdict == Verdict::regression; }))
+      << "ddpbench without SyncBatchNorm at half PyTorch's speed passed";
+
+  CompareOptions by_twin;
+  by_twin.normalize_by = "twin";
+  const Comparison normalised = compare_results(on_a_par, on_a_par, by_twin);
+  for (const auto& note : normalised.notes) {
+    EXPECT_EQ(note.find("ddp.no-sync-bn"), std::string::npos) << "normalised by its own twin, not another: " << note;
+  }
+  // The run without SyncBatchNorm slowed by 30 % against the twin beside it is a regression.
+  const auto slowed = compared_without_sync_bn({50, 51, 52}, {70, 71, 69}, {100, 100, 100});
+  EXPECT_TRUE(compare_results(on_a_par, slowed, by_twin).regression());
+}
+
 // A twin that did not run is reported by name and reason, never passed over in silence; a
 // floor with no twin at all to check against is bad input.
 TEST(Compare, AMissingTwinIsReportedAndNoTwinsAtAllIsBadInput) {
