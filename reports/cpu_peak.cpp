@@ -366,10 +366,11 @@ struct Clock {
   std::string missing;
 };
 
-// The highest clock the core may run, else the base clock, else what the kernel calls it.
-Clock core_clock(const CpuFacts& cpu, std::string_view load) {
+// The highest clock the core may run, else the base clock, else what the kernel calls it:
+// the first of those found plausible.
+Clock core_clock_from(const CpuFacts& cpu, std::string_view load, bool max_ok, bool base_ok, bool cpuinfo_ok) {
   Clock c;
-  if (std::isfinite(cpu.max_mhz)) {
+  if (max_ok) {
     c.hz = cpu.max_mhz * 1e6;
     c.upper_bound = true;
     c.source =
@@ -377,12 +378,12 @@ Clock core_clock(const CpuFacts& cpu, std::string_view load) {
         (cpu.architecture == "aarch64" ? " (the highest clock: an upper bound; the clock under load may be lower)"
                                        : " (turbo: an upper bound; the all-core clock under " +
                                              std::string(load.empty() ? "vector" : load) + " load is lower)");
-  } else if (std::isfinite(cpu.base_mhz)) {
+  } else if (base_ok) {
     c.hz = cpu.base_mhz * 1e6;
     const std::string from = cpu.base_mhz_source.empty() ? std::string("base clock") : cpu.base_mhz_source;
     c.source = from + " " + ghz(cpu.base_mhz) +
                " (the base clock: turbo may exceed it, so utilisation against it may read high)";
-  } else if (std::isfinite(cpu.cpuinfo_mhz)) {
+  } else if (cpuinfo_ok) {
     c.hz = cpu.cpuinfo_mhz * 1e6;
     c.source = "/proc/cpuinfo cpu MHz " + ghz(cpu.cpuinfo_mhz) +
                " (the kernel's nominal/TSC clock, in a VM the host's; turbo may exceed it, so utilisation "
@@ -392,6 +393,27 @@ Clock core_clock(const CpuFacts& cpu, std::string_view load) {
         "no clock known (no cpufreq cpuinfo_max_freq or base_frequency, no \"@ GHz\" in the model "
         "name, no cpu MHz)";
   }
+  return c;
+}
+
+// A clock outside 0.1-10 GHz is a misread (a kHz file taken for MHz, a hypervisor's
+// placeholder), not a CPU: it is passed over, and said so.
+constexpr double kLowestMhz = 100;
+constexpr double kHighestMhz = 10'000;
+
+Clock core_clock(const CpuFacts& cpu, std::string_view load) {
+  std::string ignored;
+  const auto plausible = [&](double mhz, const char* what) {
+    if (!std::isfinite(mhz)) return false;
+    if (mhz >= kLowestMhz && mhz <= kHighestMhz) return true;
+    ignored += std::string("; ") + what + " " + std::to_string(mhz) + " MHz passed over (outside 0.1-10 GHz)";
+    return false;
+  };
+  const bool max_ok = plausible(cpu.max_mhz, "cpufreq cpuinfo_max_freq");
+  const bool base_ok = !max_ok && plausible(cpu.base_mhz, "base clock");
+  const bool cpuinfo_ok = !max_ok && !base_ok && plausible(cpu.cpuinfo_mhz, "cpu MHz");
+  Clock c = core_clock_from(cpu, load, max_ok, base_ok, cpuinfo_ok);
+  (c.missing.empty() ? c.source : c.missing) += ignored;
   return c;
 }
 

@@ -615,6 +615,7 @@ class HtmlReporter final : public Reporter {
             ".wide{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:1em 0}"
             "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}td{white-space:nowrap}"
             "td:first-child,th:first-child{text-align:left}ul.notes{font-size:.9em;margin-top:0}"
+            "p,li{overflow-wrap:anywhere}"
             "svg text{font-size:12px;font-family:sans-serif}svg{display:block;max-width:100%;margin:1em 0}"
             ".note{font-weight:bold}</style>\n</head>\n<body>\n"
          << "<h1>" << escape(title) << "</h1>\n";
@@ -689,7 +690,7 @@ class HtmlReporter final : public Reporter {
         if (!r.pytorch) continue;
         const auto& t = *r.pytorch;
         html << "<tr><td>" << escape(r.name)
-             << (t.compared_without.empty() ? "" : " " + notes.mark(compared_without_note(r))) << "</td><td>"
+             << (compared_without_shown(t) ? " " + notes.mark(compared_without_note(r)) : "") << "</td><td>"
              << escape(r.mode) << "</td><td>" << format_seconds(t.ddpbench_train_time_s) << "</td><td>"
              << format_seconds(t.train_time_s) << "</td><td>" << ratio(r.vs_pytorch_train_time) << "</td><td>"
              << format_rate(t.ddpbench_steady_images_per_s) << "</td><td>" << format_rate(t.steady_images_per_s)

@@ -216,7 +216,7 @@ class MarkdownReporter final : public Reporter {
       for (const auto& r : rows) {
         if (!r.pytorch) continue;
         const auto& t = *r.pytorch;
-        md << "| " << cell(r.name) << (t.compared_without.empty() ? "" : " " + notes.mark(compared_without_note(r)))
+        md << "| " << cell(r.name) << (compared_without_shown(t) ? " " + notes.mark(compared_without_note(r)) : "")
            << " | " << cell(r.mode) << " | " << format_seconds(t.ddpbench_train_time_s) << " | "
            << format_seconds(t.train_time_s) << " | " << ratio(r.vs_pytorch_train_time) << " | "
            << format_rate(t.ddpbench_steady_images_per_s) << " | " << format_rate(t.steady_images_per_s) << " | "

@@ -89,6 +89,11 @@ nlohmann::json summary_json(const RowSummary& r) {
                                 : nlohmann::json(nullptr)}};
 }
 
+bool compared_without_shown(const RowSummary::PyTorchTwin& twin) {
+  return !twin.compared_without.empty() &&
+         (twin.status == RunStatus::ok || twin.ddpbench_status == RunStatus::ok);
+}
+
 std::string compared_without_note(const RowSummary& row) {
   const RowSummary::PyTorchTwin& twin = *row.pytorch;
   const std::string suffix =

@@ -45,6 +45,8 @@ std::vector<std::unique_ptr<Reporter>> default_reporters();
 
 nlohmann::json summary_json(const RowSummary& row);
 
+/// Whether the comparison left something out and either side ran to show it.
+bool compared_without_shown(const RowSummary::PyTorchTwin& twin);
 /// What a row's comparison with its twin left out on both sides (row.pytorch->compared_without),
 /// as the note the tables mark.
 std::string compared_without_note(const RowSummary& row);

@@ -337,6 +337,14 @@ void from_json(const json& j, SweepInfo& s) {
     s.rows.push_back({r.at("name").get<std::string>(), r.value("mode", ""), read_number(r, "tutorial_seconds"),
                       r.value("devices", int64_t{1}), r.value("reference_of", ""), r.value("compared_with", ""),
                       r.value("compared_without", "")});
+    const SweepRowInfo& row = s.rows.back();
+    // The run a twin is compared with is ddpbench's own, another than the row and the twin.
+    if (!row.compared_with.empty() &&
+        (row.reference_of.empty() || row.compared_with == row.name || row.compared_with == row.reference_of)) {
+      throw std::invalid_argument("sweep row '" + row.name + "': compared_with '" + row.compared_with +
+                                  "' must name ddpbench's run of row '" + row.reference_of +
+                                  "' beside this twin, not the row or the twin itself");
+    }
   }
 }
 

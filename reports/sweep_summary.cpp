@@ -38,10 +38,18 @@ int64_t cores_used(const RunResult& run, const CpuFacts& cpu) {
   const bool arm_without_topology = cpu.physical_cores <= 0 && cpu.architecture == "aarch64";
   const int64_t cores = cpu.physical_cores > 0 ? cpu.physical_cores : arm_without_topology ? cpu.logical_processors : 0;
   if (cores <= 0) return 0;
+  // DataParallel computes each CPU replica's forward on a thread of its own, beside the
+  // intra-op threads: as many workers as replicas.
+  int64_t replicas = 1;
+  const json devices = config_value(run, "devices");
+  if (run.strategy == "dp" && devices.is_string()) {
+    const std::string list = devices.get<std::string>();
+    replicas = 1 + static_cast<int64_t>(std::count(list.begin(), list.end(), ','));
+  }
   std::vector<int64_t> ranks_per_node = run.ranks_per_node;
   if (ranks_per_node.empty()) ranks_per_node = {std::max<int64_t>(1, run.world_size)};
   int64_t used = 0;
-  for (const int64_t ranks : ranks_per_node) used += std::min(cores, ranks * run.threads_per_rank);
+  for (const int64_t ranks : ranks_per_node) used += std::min(cores, ranks * replicas * run.threads_per_rank);
   return used;
 }
 
@@ -83,6 +91,11 @@ void set_utilisation(RowSummary& s, const RunResult& run, const Environment& env
     }
   }
   s.flops_utilisation = s.achieved_flops_per_s / s.row_peak_flops_per_s;
+  if (s.flops_utilisation > 1) {
+    // Faster than its peak: a figure behind the peak is wrong, and no bound holds.
+    s.peak_upper_bound = false;
+    s.peak_source += "; the row ran faster than this peak, so a figure behind it (clock, units, cores) is wrong";
+  }
 }
 
 RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunResult*>& runs,

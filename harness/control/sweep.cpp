@@ -400,7 +400,7 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
                              std::find(command.rows.begin(), command.rows.end(), spec.name) != command.rows.end();
       // bf16 even where the CPU also has AVX512-FP16: LibTorch's CPU kernels are oneDNN's bf16
       // ones there, while its fp16 autocast measured ~25x slower than fp32 on such a Xeon.
-      if (cpu && !asked_for && c.amp == AmpMode::fp16 && env.cpu_native_bf16) {
+      if (cpu && !overrides_amp && c.amp == AmpMode::fp16 && env.cpu_native_bf16) {
         c.amp = AmpMode::bf16;
         notes.push_back(std::string("CPU preset: mixed precision in bf16, not the tutorial's fp16: this CPU computes "
                                     "bf16 (AVX512-BF16/AMX), ") +
@@ -503,6 +503,21 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         row.config.nodes = spec.nodes;
         plan.rows.push_back(std::move(row));
       }
+    }
+  }
+  // A row named as another's twin or run without SyncBatchNorm ("ddp-2gpu.torch") would share
+  // its result file and its place in every report.
+  for (std::size_t i = 0; i < plan.info.rows.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      const SweepRowInfo& a = plan.info.rows[j];
+      const SweepRowInfo& b = plan.info.rows[i];
+      if (a.name != b.name || a.mode != b.mode) continue;
+      const SweepRowInfo& made = a.reference_of.empty() && !b.reference_of.empty() ? b : a;
+      throw InputError(row_where_of(definition.name, b.name) + ": that name is also " +
+                       (made.reference_of.empty() ? "the run of row '" + b.name.substr(0, b.name.rfind('.')) +
+                                                        "' without SyncBatchNorm, beside its PyTorch twin"
+                                                  : "the PyTorch twin of row '" + made.reference_of + "'") +
+                       " (--reference): rename the row");
     }
   }
   return plan;

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cctype>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -200,7 +201,12 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
     return run_guarded(config, dist, row_start);
   });
   record_world(result, env);
-  if (dist.device.is_cpu()) result.threads_per_rank = threads > 0 ? threads : at::get_num_threads();
+  // PyTorch's rows compute in their Python child, with the threads handed to it, if any.
+  if (dist.device.is_cpu()) {
+    result.threads_per_rank = threads > 0                              ? threads
+                              : !find_strategy(config.strategy).pytorch ? at::get_num_threads()
+                                                                        : config.threads;
+  }
   // Only rank 0 reports: the others say why they failed, so the launcher can relay it.
   if (env.rank != 0 && result.status == RunStatus::failed) {
     std::cerr << "ddpbench: rank " << env.rank << ": " << result.reason << "\n";
@@ -243,11 +249,25 @@ std::string failure_reason(const ProcessExit& failure, int64_t failed_rank, cons
     if (rank0.status == RunStatus::failed && !rank0.reason.empty()) return "rank 0: " + rank0.reason;
   } catch (const std::exception&) {
   }
+  // "ddpbench: rank 1: why", or a rank's bad input ("ddpbench: error: why"); never rank 0's
+  // "ddpbench: rank 0 of 2 (...): the ranks meet at ..." that every launch prints.
   constexpr std::string_view kPrefix = "ddpbench: ";
-  for (auto line = failure.stderr_tail.rbegin(); line != failure.stderr_tail.rend(); ++line) {
-    if (const auto at = line->find(std::string(kPrefix) + "rank "); at != std::string::npos) {
-      return line->substr(at + kPrefix.size());
+  const auto says_why = [&](const std::string& line) -> std::optional<std::string> {
+    const auto at = line.find(std::string(kPrefix) + "rank ");
+    if (at != std::string::npos) {
+      std::size_t digits = at + kPrefix.size() + 5;
+      const std::size_t first = digits;
+      while (digits < line.size() && std::isdigit(static_cast<unsigned char>(line[digits])) != 0) ++digits;
+      if (digits > first && line.compare(digits, 2, ": ") == 0) return line.substr(at + kPrefix.size());
     }
+    const auto error = line.find(std::string(kPrefix) + "error: ");
+    if (error != std::string::npos) {
+      return "rank " + std::to_string(failed_rank) + ": " + line.substr(error + kPrefix.size() + 7);
+    }
+    return std::nullopt;
+  };
+  for (auto line = failure.stderr_tail.rbegin(); line != failure.stderr_tail.rend(); ++line) {
+    if (const auto why = says_why(*line)) return *why;
   }
   if (blames) return records + " (then " + failure.describe() + ")";
   return failure.describe() + "; its stderr ended:\n" + failure.tail(10);
@@ -416,7 +436,7 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
     result = run_guarded(config, dist, row_start);
   }
   record_placement(result, one_process);
-  if (device.is_cpu()) result.threads_per_rank = at::get_num_threads();
+  if (device.is_cpu()) result.threads_per_rank = strategy.pytorch ? config.threads : at::get_num_threads();
   return report(config, argv, result, true);
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "reports/cpu_peak.hpp"
@@ -430,6 +431,22 @@ TEST(CpuPeak, ClocksFromKilohertzFilesAndTheModelName) {
     EXPECT_TRUE(std::isnan(parse_cpu_facts("", text, "").max_mhz)) << text;
   }
   EXPECT_DOUBLE_EQ(parse_cpu_facts("", " 2600000", "").max_mhz, 2600);
+}
+
+// A clock outside 0.1-10 GHz is a misread, not a CPU: passed over for the next source, and said.
+TEST(CpuPeak, AnImplausibleClockIsPassedOverAndSaid) {
+  CpuFacts cpu = parse_cpu_facts(two_processors(kEmeraldRapidsKvmHead, kEmeraldRapidsKvmTail), "1000", "");
+  EXPECT_DOUBLE_EQ(cpu.max_mhz, 1);  // 1000 kHz: a hypervisor's placeholder
+  const CpuCorePeak peak = cpu_core_peak(cpu, "fp32");
+  EXPECT_DOUBLE_EQ(peak.clock_hz, 2.1e9) << "cpu MHz, the next source";
+  EXPECT_FALSE(peak.upper_bound);
+  EXPECT_NE(peak.clock_source.find("cpufreq cpuinfo_max_freq 1.000000 MHz passed over"), std::string::npos)
+      << peak.clock_source;
+  cpu.max_mhz = std::numeric_limits<double>::quiet_NaN();
+  cpu.cpuinfo_mhz = 1e30;
+  const CpuCorePeak absurd = cpu_core_peak(cpu, "fp32");
+  EXPECT_TRUE(std::isnan(absurd.flops_per_s));
+  EXPECT_NE(absurd.missing.find("passed over"), std::string::npos) << absurd.missing;
 }
 
 }  // namespace

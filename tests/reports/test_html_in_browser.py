@@ -38,6 +38,9 @@ SWEEP = {
         {"name": "ddp-2-sync-bn", "options": {"strategy": "ddp", "nproc": 2, "sync-bn": True}, "devices": 2},
         # PyTorch's DataParallel scatters over CUDA devices only: a twin skipped with its reason.
         {"name": "dp-2", "options": {"strategy": "dp", "devices": "cpu,cpu"}, "devices": 2},
+        # A reason with a word longer than any window (a path): it wraps, the page does not widen.
+        {"name": "single-2", "options": {"strategy": "single"}, "devices": 1,
+         "no_twin": "see /" + "very-long-folder-name/" * 20 + "reason.txt"},
         # Needs a SLURM allocation: the row itself skipped, with a long reason.
         {"name": "ddp-2node", "options": {"strategy": "ddp", "nproc": 2}, "devices": 2, "nodes": 2},
     ],

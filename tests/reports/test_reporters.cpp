@@ -181,6 +181,17 @@ TEST(Reporters, ATwinComparedWithoutSyncBnAndASkippedTwinAreNotesUnderTheTable) 
   const auto json = nlohmann::json::parse(make_json_reporter()->render(doc));
   EXPECT_EQ(json["summary"][0]["pytorch"]["ddpbench"]["name"], "ddp.no-sync-bn");
   EXPECT_EQ(json["summary"][0]["pytorch"]["ddpbench"]["compared_without"], "SyncBatchNorm: PyTorch's runs on CUDA only");
+
+  // Neither side ran (the row could not run here): nothing was compared without anything.
+  for (auto& r : doc.runs) {
+    if (r.name == "ddp.no-sync-bn" || r.name == "ddp.torch") {
+      r.status = RunStatus::skipped;
+      r.reason = "needs 2 nodes";
+    }
+  }
+  const auto neither = make_markdown_reporter()->render(doc);
+  EXPECT_EQ(neither.find("compared without"), std::string::npos) << neither;
+  EXPECT_NE(neither.find("| ddpbench skipped [1], PyTorch skipped [1] |"), std::string::npos) << neither;
 }
 
 TEST(Reporters, HtmlIsWellFormedXmlWithItsChartsAndMatchesItsGoldenFile) {

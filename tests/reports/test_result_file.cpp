@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "harness/base/input_error.hpp"
 #include "reports/result_file.hpp"
 #include "support/temp_dir.hpp"
@@ -36,6 +38,28 @@ TEST(ResultFile, BadFilesAreInputErrorsNamingTheFile) {
   EXPECT_NE(read_error(dir / "bad.json").find("bad.json' is not valid JSON"), std::string::npos);
   testing::write_text(dir / "other.json", R"({"schema": "something/else", "runs": []})");
   EXPECT_NE(read_error(dir / "other.json").find("not a ddpbench result file"), std::string::npos);
+}
+
+// A twin compared with the row itself, with itself, or a row (not a twin) compared with
+// anything: a file no sweep writes, refused rather than gated on the wrong pair.
+TEST(ResultFile, ATwinComparedWithTheRowOrItselfIsRefused) {
+  TempDir dir;
+  ResultDocument doc;
+  doc.sweep = SweepInfo{};
+  for (const auto& [name, reference_of, compared_with] :
+       {std::tuple{"ddp.torch", "ddp", "ddp"}, {"ddp.torch", "ddp", "ddp.torch"}, {"ddp", "", "ddp.no-sync-bn"}}) {
+    doc.sweep->rows = {{"ddp", "faithful", kNotMeasured, 2, ""},
+                       {name, "faithful", kNotMeasured, 2, reference_of, compared_with, "SyncBatchNorm"}};
+    write_result_file(dir / "r.json", doc);
+    EXPECT_NE(read_error(dir / "r.json").find("compared_with '" + std::string(compared_with) + "' must name"),
+              std::string::npos)
+        << name << " compared with " << compared_with;
+  }
+  doc.sweep->rows = {{"ddp", "faithful", kNotMeasured, 2, ""},
+                     {"ddp.no-sync-bn", "faithful", kNotMeasured, 2, ""},
+                     {"ddp.torch", "faithful", kNotMeasured, 2, "ddp", "ddp.no-sync-bn", "SyncBatchNorm"}};
+  write_result_file(dir / "r.json", doc);
+  EXPECT_EQ(read_error(dir / "r.json"), "");
 }
 
 }  // namespace

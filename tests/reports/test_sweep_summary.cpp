@@ -159,6 +159,33 @@ TEST(SweepSummary, ACpuRowIsHeldToThePeakOfTheCoresItsThreadsCouldUse) {
   EXPECT_DOUBLE_EQ(turbo.row_peak_flops_per_s, 2 * 1024 * 3.8e9);
 }
 
+// A row faster than its peak proves a figure behind the peak wrong: no bound is claimed. A
+// DataParallel row's replicas each compute on a thread of their own.
+TEST(SweepSummary, ARowAboveItsPeakSaysThePeakIsWrongAndDataParallelCountsItsReplicas) {
+  ResultDocument doc = testing::sample_sweep_document();
+  doc.environment.gpus.clear();
+  doc.environment.cpu = emerald_rapids(4);
+  doc.environment.cpu.max_mhz = 100;  // plausible, and far too low for what the rows achieved
+  for (auto& run : doc.runs) {
+    run.device = "cpu";
+    run.threads_per_rank = 1;
+    run.world_size = 1;
+    run.ranks_per_node = {1};
+  }
+  const auto rows = summarize_sweep(doc);
+  const auto& single = find(rows, "single", "faithful");
+  ASSERT_GT(single.flops_utilisation, 1);
+  EXPECT_FALSE(single.peak_upper_bound) << "no bound holds for a wrong peak";
+  EXPECT_NE(single.peak_source.find("the row ran faster than this peak"), std::string::npos) << single.peak_source;
+
+  for (auto& run : doc.runs) {
+    run.strategy = "dp";
+    run.config["devices"] = "cpu,cpu,cpu";
+  }
+  const auto dp_rows = summarize_sweep(doc);
+  EXPECT_EQ(find(dp_rows, "single", "faithful").peak_cores, 3) << "3 replicas of 1 thread";
+}
+
 // On CPUs PyTorch's twin of a SyncBatchNorm row runs without it, beside ddpbench's row run once
 // more without it: the comparison is between those two, the table's row is the tutorial's.
 TEST(SweepSummary, ATwinComparedWithoutSyncBnIsPairedWithTheRowsRunWithoutIt) {

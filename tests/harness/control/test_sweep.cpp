@@ -144,9 +144,40 @@ TEST(Sweep, TheCpuPresetRunsBf16InPlaceOfFp16WhereverTheCpuHasBf16) {
       << with_fp16.notes.front();
   EXPECT_EQ(row(plan_sweep(cmd, machine(4)), "ddp-4gpu-amp", "faithful").config.amp, AmpMode::fp16)
       << "GPU rows run the tutorial's fp16";
+  // Naming the row lifts the skip where the CPU has no bf16; it never brings back fp16.
   cmd.rows = {"ddp-4gpu-amp"};
-  EXPECT_EQ(row(plan_sweep(cmd, bf16_only), "ddp-4gpu-amp", "faithful").config.amp, AmpMode::fp16)
-      << "a row named in --rows runs as defined";
+  EXPECT_EQ(row(plan_sweep(cmd, both), "ddp-4gpu-amp", "faithful").config.amp, AmpMode::bf16);
+  EXPECT_EQ(row(plan_sweep(cmd, machine(0)), "ddp-4gpu-amp", "faithful").config.amp, AmpMode::fp16)
+      << "no bf16 here: the row named runs as defined";
+  cmd.overrides = {{"amp", "fp16"}};
+  EXPECT_EQ(row(plan_sweep(cmd, both), "ddp-4gpu-amp", "faithful").config.amp, AmpMode::fp16)
+      << "--amp given is what runs";
+}
+
+// A sweep row named as another's twin or run without SyncBatchNorm would share its result
+// file and its place in the reports: bad input, naming both.
+TEST(Sweep, ARowNamedAsAnotherRowsTwinOrComparisonRunIsBadInput) {
+  for (const std::string name : {"ddp-2.no-sync-bn", "ddp-2.torch"}) {
+    SCOPED_TRACE(name);
+    testing::TempDir dir;
+    testing::write_text(dir / "s.json", R"({"defaults": {"model": "tiny", "device": "cpu"},
+      "rows": [{"name": "ddp-2", "options": {"strategy": "ddp", "nproc": 2}},
+               {"name": ")" + name + R"(", "options": {"strategy": "ddp", "nproc": 2}}]})");
+    SweepCommand cmd;
+    cmd.file = (dir / "s.json").string();
+    cmd.mode = "faithful";
+    cmd.reference = true;
+    try {
+      plan_sweep(cmd, machine(0));
+      FAIL() << "a row named " << name << " was planned beside ddp-2's";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("row '" + name + "': that name is also"), std::string::npos) << what;
+      EXPECT_NE(what.find("'ddp-2'"), std::string::npos) << what;
+    }
+    cmd.reference = false;
+    EXPECT_NO_THROW(plan_sweep(cmd, machine(0))) << "without twins there is nothing to collide with";
+  }
 }
 
 // PyTorch's SyncBatchNorm is CUDA-only. On CPU ranks each SyncBatchNorm DDP row keeps its

@@ -2,6 +2,8 @@
 // by `--nproc`, ranks started by someone else's launcher, and a rank that dies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
@@ -86,6 +88,22 @@ TEST(Launcher, NprocStartsTheRanksAndReportsOneRow) {
     EXPECT_NE(r.err.find("[rank 0]"), std::string::npos) << r.err;
     expect_consistent_ddp_row(first_run(dir / "r.json"), world);
   }
+}
+
+// Ranks that stop at bad input (no CIFAR-10 where --data-dir points) fail the row with what
+// they said, not with the line every launch prints ("rank 0 of 2 (...): the ranks meet at").
+TEST(Launcher, RanksThatStopAtBadInputFailTheRowWithTheirWords) {
+  TempDir dir;
+  std::vector<std::string> args = ddp_args({"--nproc", "2", "--out", (dir / "r.json").string()});
+  args[std::find(args.begin(), args.end(), "synthetic") - args.begin()] = "cifar10";
+  args.insert(args.end(), {"--data-dir", (dir / "no-cifar-here").string()});
+  const auto r = testing::run_process(args);
+  EXPECT_NE(r.exit_code, 0) << r.err;
+  const auto run = first_run(dir / "r.json");
+  EXPECT_EQ(run["status"], "failed");
+  const std::string reason = run["reason"];
+  EXPECT_EQ(reason.find("the ranks meet at"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("no-cifar-here"), std::string::npos) << reason;
 }
 
 // Waits until `count` processes carry `marker` (the launcher and its ranks are up).
