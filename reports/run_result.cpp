@@ -334,16 +334,24 @@ void from_json(const json& j, SweepInfo& s) {
   s.projection = j.value("projection", json(nullptr));
   s.rows.clear();
   for (const auto& r : j.value("rows", json::array())) {
+    for (const char* key : {"reference_of", "compared_with", "compared_without"}) {
+      if (r.contains(key) && !r.at(key).is_string()) {
+        throw std::invalid_argument("sweep row " + r.value("name", json("?")).dump() + ": '" + key +
+                                    "' must be a string (got " + r.at(key).dump() + ")");
+      }
+    }
     s.rows.push_back({r.at("name").get<std::string>(), r.value("mode", ""), read_number(r, "tutorial_seconds"),
                       r.value("devices", int64_t{1}), r.value("reference_of", ""), r.value("compared_with", ""),
                       r.value("compared_without", "")});
     const SweepRowInfo& row = s.rows.back();
-    // The run a twin is compared with is ddpbench's own, another than the row and the twin.
-    if (!row.compared_with.empty() &&
-        (row.reference_of.empty() || row.compared_with == row.name || row.compared_with == row.reference_of)) {
-      throw std::invalid_argument("sweep row '" + row.name + "': compared_with '" + row.compared_with +
-                                  "' must name ddpbench's run of row '" + row.reference_of +
-                                  "' beside this twin, not the row or the twin itself");
+    // The run a twin is compared with is ddpbench's run of the twin's own row without
+    // SyncBatchNorm, by its one name: any other would gate another pair, or none.
+    if (!row.compared_with.empty() && row.compared_with != row.reference_of + kWithoutSyncBnSuffix) {
+      throw std::invalid_argument(
+          "sweep row '" + row.name + "': compared_with '" + row.compared_with + "' must be " +
+          (row.reference_of.empty() ? std::string("absent: only a PyTorch twin (reference_of) is compared with a run")
+                                    : "'" + row.reference_of + kWithoutSyncBnSuffix + "', ddpbench's run of row '" +
+                                          row.reference_of + "' beside this twin"));
     }
   }
 }

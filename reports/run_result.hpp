@@ -127,6 +127,10 @@ struct Environment {
   std::string git_revision;
 };
 
+/// ddpbench's run of a row without SyncBatchNorm, beside a twin that cannot have it (CPUs):
+/// the row's name with this suffix, the twin's compared_with.
+inline constexpr const char* kWithoutSyncBnSuffix = ".no-sync-bn";
+
 /// A sweep row as planned: what the tutorial published for it and what it needs.
 struct SweepRowInfo {
   std::string name;

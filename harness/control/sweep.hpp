@@ -21,8 +21,6 @@ namespace ddpbench {
 
 /// A PyTorch twin row is named after its row with this suffix: ddp-2gpu.torch.
 inline constexpr const char* kPyTorchTwinSuffix = ".torch";
-/// ddpbench's run of a row without SyncBatchNorm, beside a twin that cannot have it (CPUs).
-inline constexpr const char* kWithoutSyncBnSuffix = ".no-sync-bn";
 
 struct SweepRowSpec {
   std::string name;

@@ -40,18 +40,20 @@ TEST(ResultFile, BadFilesAreInputErrorsNamingTheFile) {
   EXPECT_NE(read_error(dir / "other.json").find("not a ddpbench result file"), std::string::npos);
 }
 
-// A twin compared with the row itself, with itself, or a row (not a twin) compared with
-// anything: a file no sweep writes, refused rather than gated on the wrong pair.
+// A twin compared with anything but its row's run without SyncBatchNorm (the row itself, the
+// twin, another row or twin, a run not there), or a row that is no twin compared with
+// anything: a file no sweep writes, refused rather than gated on the wrong pair or on none.
 TEST(ResultFile, ATwinComparedWithTheRowOrItselfIsRefused) {
   TempDir dir;
   ResultDocument doc;
   doc.sweep = SweepInfo{};
   for (const auto& [name, reference_of, compared_with] :
-       {std::tuple{"ddp.torch", "ddp", "ddp"}, {"ddp.torch", "ddp", "ddp.torch"}, {"ddp", "", "ddp.no-sync-bn"}}) {
+       {std::tuple{"ddp.torch", "ddp", "ddp"}, {"ddp.torch", "ddp", "ddp.torch"}, {"ddp", "", "ddp.no-sync-bn"},
+        {"ddp.torch", "ddp", "single"}, {"ddp.torch", "ddp", "single.torch"}, {"ddp.torch", "ddp", "zzz"}}) {
     doc.sweep->rows = {{"ddp", "faithful", kNotMeasured, 2, ""},
                        {name, "faithful", kNotMeasured, 2, reference_of, compared_with, "SyncBatchNorm"}};
     write_result_file(dir / "r.json", doc);
-    EXPECT_NE(read_error(dir / "r.json").find("compared_with '" + std::string(compared_with) + "' must name"),
+    EXPECT_NE(read_error(dir / "r.json").find("compared_with '" + std::string(compared_with) + "' must be"),
               std::string::npos)
         << name << " compared with " << compared_with;
   }
@@ -60,6 +62,11 @@ TEST(ResultFile, ATwinComparedWithTheRowOrItselfIsRefused) {
                      {"ddp.torch", "faithful", kNotMeasured, 2, "ddp", "ddp.no-sync-bn", "SyncBatchNorm"}};
   write_result_file(dir / "r.json", doc);
   EXPECT_EQ(read_error(dir / "r.json"), "");
+  // Not a name at all.
+  testing::write_text(dir / "n.json", R"({"schema": "ddpbench/result/v1", "environment": {}, "runs": [],
+    "sweep": {"rows": [{"name": "ddp.torch", "reference_of": "ddp", "compared_with": 5}]}})");
+  EXPECT_NE(read_error(dir / "n.json").find("'compared_with' must be a string (got 5)"), std::string::npos)
+      << read_error(dir / "n.json");
 }
 
 }  // namespace
