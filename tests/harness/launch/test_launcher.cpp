@@ -129,7 +129,8 @@ TEST(Launcher, ARankThatDiesFailsTheRunWithinSecondsAndLeavesNoProcess) {
   const std::string reason = run["reason"];
   EXPECT_NE(reason.find("rank 1 was killed by signal 9"), std::string::npos) << reason;
   EXPECT_NE(reason.find("--inject-fault-step 3: killing this rank"), std::string::npos) << reason;
-  EXPECT_NE(r.out.find("| failed |"), std::string::npos);
+  EXPECT_NE(r.out.find("| failed [1] |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("- [1] rank 1 was killed by signal 9"), std::string::npos) << r.out;
   EXPECT_EQ(processes_with(marker), 0);
 }
 
