@@ -43,11 +43,6 @@ std::string table_close(const TableNotes& notes) {
   return out + "</ul>\n";
 }
 
-std::string status_cell(RunStatus status, const std::string& reason, TableNotes& notes) {
-  const std::string word(status_name(status));
-  return status == RunStatus::ok ? word : word + " " + notes.mark(reason.empty() ? "no reason given" : reason);
-}
-
 const char* colour(const std::string& series) {
   if (series == "tutorial") return "#9e9e9e";
   if (series == "controlled") return "#e8710a";

@@ -37,12 +37,6 @@ std::string notes_under(const TableNotes& notes) {
   return out;
 }
 
-// A status as a table shows it: the word, and where the row did not run, its reason's mark.
-std::string status_cell(RunStatus status, const std::string& reason, TableNotes& notes) {
-  const std::string word(status_name(status));
-  return status == RunStatus::ok ? word : word + " " + notes.mark(reason.empty() ? "no reason given" : reason);
-}
-
 // A row whose every step was warm-up measured no steady figure, and so judged no straggler.
 std::string no_steady_steps(const RunResult& r) {
   return "no step after the warm-up (--warmup-steps " + std::to_string(r.warmup_steps) + " of its " +

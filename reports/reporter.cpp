@@ -95,20 +95,22 @@ bool compared_without_shown(const RowSummary::PyTorchTwin& twin) {
 }
 
 std::string compared_without_note(const RowSummary& row) {
-  const RowSummary::PyTorchTwin& twin = *row.pytorch;
-  const std::string suffix =
-      twin.ddpbench_name.starts_with(row.name) ? twin.ddpbench_name.substr(row.name.size()) : " " + twin.ddpbench_name;
-  return "compared without " + twin.compared_without + ": both sides ran without it, ddpbench's figures are the row's "
-         "run without it (ROW" + suffix + " in results.json) right before the twin; the tables above keep the row as "
-         "the tutorial ran it";
+  // The run's name is the row's with kWithoutSyncBnSuffix (checked where the file is read).
+  return "compared without " + row.pytorch->compared_without +
+         ": both sides ran without it, ddpbench's figures are the row's run without it (ROW" + kWithoutSyncBnSuffix +
+         " in results.json) right before the twin; the tables above keep the row as the tutorial ran it";
+}
+
+std::string status_cell(RunStatus status, const std::string& reason, TableNotes& notes) {
+  const std::string word(status_name(status));
+  return status == RunStatus::ok ? word : word + " " + notes.mark(reason.empty() ? "no reason given" : reason);
 }
 
 std::string twin_status(const RowSummary::PyTorchTwin& twin, TableNotes& notes) {
   std::string out;
   const auto side = [&](const char* who, RunStatus status, const std::string& reason) {
     if (status == RunStatus::ok) return;
-    out += (out.empty() ? "" : ", ") + std::string(who) + " " + std::string(status_name(status)) + " " +
-           notes.mark(reason.empty() ? "no reason given" : reason);
+    out += (out.empty() ? "" : ", ") + std::string(who) + " " + status_cell(status, reason, notes);
   };
   side("ddpbench", twin.ddpbench_status, twin.ddpbench_reason);
   side("PyTorch", twin.status, twin.reason);

@@ -50,6 +50,9 @@ bool compared_without_shown(const RowSummary::PyTorchTwin& twin);
 /// What a row's comparison with its twin left out on both sides (row.pytorch->compared_without),
 /// as the note the tables mark.
 std::string compared_without_note(const RowSummary& row);
+/// A status as a table shows it: the word, and where the row did not run, the mark of its
+/// reason in `notes` ("skipped [1]").
+std::string status_cell(RunStatus status, const std::string& reason, TableNotes& notes);
 /// The comparison's status as its table shows it: "ok", or which side did not run and the
 /// mark of its reason in `notes` ("PyTorch skipped [1]").
 std::string twin_status(const RowSummary::PyTorchTwin& twin, TableNotes& notes);
