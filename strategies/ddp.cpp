@@ -32,6 +32,7 @@ namespace {
 constexpr std::size_t kBroadcastBucketBytes = 250 * 1024 * 1024;  // broadcast_bucket_size
 constexpr int64_t kDefaultFirstBucketBytes = 1024 * 1024;         // dist._DEFAULT_FIRST_BUCKET_BYTES
 constexpr double kDefaultBucketCapMb = 25;                        // bucket_cap_mb=None
+constexpr int kAloneRuns = 3;  // backward alone and the allreduce alone, each: the median kept
 
 std::vector<int64_t> parse_sizes(const std::string& joined) {
   std::vector<int64_t> sizes;
@@ -170,8 +171,10 @@ class DdpStrategy final : public Strategy {
                                                  : nlohmann::json(nullptr)}});
     }
     d["gradient_timeline"] = gradients;
-    // Backward's compute with no allreduce beside it (one backward after the timed steps).
+    // Backward's compute with no allreduce beside it (the median of kAloneRuns backwards after
+    // the timed steps; every run's, fastest first).
     d["backward_alone_s"] = backward_alone_s_;
+    d["backward_alone_runs_s"] = backward_alone_runs_s_;
     // And the largest bucket's allreduce alone, as fp32, fp16 and bf16.
     d["allreduce_alone"] = allreduce_alone_;
     d["compression_s_per_byte"] = compression_s_per_byte_;
@@ -287,11 +290,14 @@ class DdpStrategy final : public Strategy {
     return output;
   }
 
-  // Backward once more on the last batch, with no allreduce beside it (the Reducer ignores a
-  // backward it was not prepared for), then one bucket's allreduce with no backward beside it,
-  // after the timed steps: on CPUs the allreduces share the cores with backward's compute, and
-  // the tuning advisor needs each without the other to tell what overlap costs. Every rank does
-  // it (SyncBatchNorm's collectives stay matched); the running statistics it moves are put back.
+  // Backward on the last batch with no allreduce beside it (the Reducer ignores a backward it
+  // was not prepared for), then one bucket's allreduce with no backward beside it, each
+  // kAloneRuns times after the timed steps, the median run kept: on CPUs the allreduces share
+  // the cores with backward's compute, and the tuning advisor needs each without the other to
+  // tell what overlap costs. One run is not enough: on a host capped by a CPU quota one backward
+  // measured 16-65 % below the steps' (the quota's period against its phase), and every
+  // projection of the row carried that one draw. Every rank does it (SyncBatchNorm's
+  // collectives stay matched); the running statistics it moves are put back.
   void measure_alone() {
     if (!last_batch_ || alone_measured_) return;
     alone_measured_ = true;
@@ -301,49 +307,63 @@ class DdpStrategy final : public Strategy {
       at::NoGradGuard no_grad;
       for (const auto& b : buffers_) saved.push_back(b.clone());
     }
-    for (const auto& p : parameters()) p.mutable_grad().reset();
-    at::Tensor loss;
-    {
-      auto autocast = s.precision.autocast();
-      loss = classification_loss(s.model.forward<at::Tensor>(last_batch_->images), last_batch_->labels);
-    }
-    timeline_->start_alone_backward();
-    timeline_->backward_started();
-    loss.backward();
-    if (s.dist.device.is_cuda()) torch::cuda::synchronize(s.dist.device.index());
-    for (const GradientReady& g : timeline_->finish_alone_backward()) {
-      alone_ready_s_[g.parameter] = g.ready_s;
-      backward_alone_s_ = std::isfinite(backward_alone_s_) ? std::max(backward_alone_s_, g.ready_s) : g.ready_s;
+    std::vector<std::pair<double, std::vector<GradientReady>>> runs;  // backward's end, its gradients
+    for (int run = 0; run < kAloneRuns; ++run) {
+      for (const auto& p : parameters()) p.mutable_grad().reset();
+      at::Tensor loss;
+      {
+        auto autocast = s.precision.autocast();
+        loss = classification_loss(s.model.forward<at::Tensor>(last_batch_->images), last_batch_->labels);
+      }
+      timeline_->start_alone_backward();
+      timeline_->backward_started();
+      loss.backward();
+      if (s.dist.device.is_cuda()) torch::cuda::synchronize(s.dist.device.index());
+      std::vector<GradientReady> gradients = timeline_->finish_alone_backward();
+      double end_s = kNotMeasured;
+      for (const GradientReady& g : gradients) end_s = std::isfinite(end_s) ? std::max(end_s, g.ready_s) : g.ready_s;
+      if (std::isfinite(end_s)) runs.emplace_back(end_s, std::move(gradients));
     }
     for (const auto& p : parameters()) p.mutable_grad().reset();
     {
       at::NoGradGuard no_grad;
       for (std::size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(saved[i]);
     }
+    if (!runs.empty()) {
+      std::sort(runs.begin(), runs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (const auto& run : runs) backward_alone_runs_s_.push_back(run.first);
+      const auto& [end_s, gradients] = runs[(runs.size() - 1) / 2];
+      backward_alone_s_ = end_s;
+      for (const GradientReady& g : gradients) alone_ready_s_[g.parameter] = g.ready_s;
+    }
     measure_allreduce_alone();
   }
 
   // The largest bucket's allreduce with nothing beside it, as fp32 and as the fp16 and bf16
-  // hooks put it on the wire: the link alone, and what compression saves on it (half the bytes
-  // need not be half the time: Gloo sums half-precision values on the CPU).
+  // hooks put it on the wire (each the median of kAloneRuns): the link alone, and what
+  // compression saves on it (half the bytes need not be half the time: Gloo sums half-precision
+  // values on the CPU).
   void measure_allreduce_alone() {
     const std::vector<int64_t> sizes = logger_->get_bucket_sizes();
     if (sizes.empty() || setup().dist.world_size < 2) return;
     const int64_t elements = *std::max_element(sizes.begin(), sizes.end()) / 4;
     const c10::Device device = setup().dist.device;
-    nlohmann::json alone = {{"bytes", elements * 4}};
+    nlohmann::json alone = {{"bytes", elements * 4}, {"runs", kAloneRuns}};
     for (const auto& [name, dtype] : {std::pair{"fp32_s", at::kFloat}, std::pair{"fp16_s", at::kHalf},
                                       std::pair{"bf16_s", at::kBFloat16}}) {
       std::vector<at::Tensor> tensors{at::zeros({elements}, at::TensorOptions().dtype(dtype).device(device))};
-      double seconds = kNotMeasured;
-      comm_->guarded("allreduce alone", [&] {
-        if (device.is_cuda()) torch::cuda::synchronize(device.index());
-        const auto started = Clock::now();
-        group_->allreduce(tensors)->wait();
-        if (device.is_cuda()) torch::cuda::synchronize(device.index());
-        seconds = seconds_between(started, Clock::now());
-      });
-      alone[name] = seconds;
+      std::vector<double> runs;
+      for (int run = 0; run < kAloneRuns; ++run) {
+        comm_->guarded("allreduce alone", [&] {
+          if (device.is_cuda()) torch::cuda::synchronize(device.index());
+          const auto started = Clock::now();
+          group_->allreduce(tensors)->wait();
+          if (device.is_cuda()) torch::cuda::synchronize(device.index());
+          runs.push_back(seconds_between(started, Clock::now()));
+        });
+      }
+      std::sort(runs.begin(), runs.end());
+      alone[name] = runs.empty() ? kNotMeasured : runs[(runs.size() - 1) / 2];
     }
     allreduce_alone_ = alone;
   }
@@ -388,6 +408,7 @@ class DdpStrategy final : public Strategy {
   bool alone_measured_ = false;
   std::map<std::size_t, double> alone_ready_s_;  // by the Reducer's parameter index
   double backward_alone_s_ = kNotMeasured;
+  std::vector<double> backward_alone_runs_s_;
   nlohmann::json allreduce_alone_;  // the largest bucket's bytes and its allreduce's seconds, alone
   std::vector<at::Tensor> buffers_;
   int64_t sync_bn_layers_ = 0;

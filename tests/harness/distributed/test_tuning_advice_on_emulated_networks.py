@@ -48,8 +48,11 @@ GOAL_ADVISED_WITHIN, GOAL_MEDIAN_ERROR, GOAL_EVERY_ERROR, GOAL_SPEARMAN = 0.05, 
 # and Gloo (backward 40-64 % slower beside the allreduces), every setting measured within about
 # 10 % of the others and a row's two runs 5-37 % apart: the order is mostly noise, and the
 # goals are reported, not met (one run of the model as it stands: median 14.9 %, worst 26.1 %, rho
-# 0.79; the same rows with another 2-host run: rho 0.48). Held there: the advised setting within
-# 10 % of the best (it was the best in every run), and the model not wildly off.
+# 0.79; the same rows with another 2-host run: rho 0.48; after backward and the allreduce alone
+# became the median of three runs: median 11.3 %, worst 24.9 %, rho 0.82). Held there: the advised
+# setting within 10 % of the best (it was the best in every run), and the model not wildly off.
+# Where the machine was busier outside the ranks than the cores the hosts leave, the test skips
+# with the figures (EmulatedHostsCase.skip_unless_the_hosts_had_their_share).
 ASSERTED = {"200mbit": (GOAL_ADVISED_WITHIN, GOAL_MEDIAN_ERROR, GOAL_EVERY_ERROR, GOAL_SPEARMAN),
             "2gbit": (0.10, 0.25, 0.45, 0.3)}
 
@@ -125,8 +128,9 @@ class TuningAdviceOnEmulatedNetworksTest(EmulatedHostsCase):
         started = time.monotonic()
         rows, noise = self.measure_all()
         lines, failures = analyse(Path(self.binary), self.scratch, rows)
-        print("\n".join([f"{time.monotonic() - started:.0f} s; {noise}", *lines]))
-        self.assertEqual(failures, [])
+        print("\n".join([f"{time.monotonic() - started:.0f} s; {noise}", self.busy_outside_the_ranks(), *lines]))
+        self.skip_unless_the_hosts_had_their_share()
+        self.assertEqual(failures, [], self.busy_outside_the_ranks())
 
 
 def advise(binary: Path, scratch: Path, row: Path) -> dict:
