@@ -307,17 +307,18 @@ class DdpStrategy final : public Strategy {
       at::NoGradGuard no_grad;
       for (const auto& b : buffers_) saved.push_back(b.clone());
     }
+    at::Tensor loss;
+    {
+      auto autocast = s.precision.autocast();
+      loss = classification_loss(s.model.forward<at::Tensor>(last_batch_->images), last_batch_->labels);
+    }
+    // One forward, its graph kept for every backward but the last: the runs time backward only.
     std::vector<std::pair<double, std::vector<GradientReady>>> runs;  // backward's end, its gradients
     for (int run = 0; run < kAloneRuns; ++run) {
       for (const auto& p : parameters()) p.mutable_grad().reset();
-      at::Tensor loss;
-      {
-        auto autocast = s.precision.autocast();
-        loss = classification_loss(s.model.forward<at::Tensor>(last_batch_->images), last_batch_->labels);
-      }
       timeline_->start_alone_backward();
       timeline_->backward_started();
-      loss.backward();
+      loss.backward({}, /*retain_graph=*/run + 1 < kAloneRuns);
       if (s.dist.device.is_cuda()) torch::cuda::synchronize(s.dist.device.index());
       std::vector<GradientReady> gradients = timeline_->finish_alone_backward();
       double end_s = kNotMeasured;
