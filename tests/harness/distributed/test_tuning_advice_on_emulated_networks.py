@@ -51,8 +51,8 @@ GOAL_ADVISED_WITHIN, GOAL_MEDIAN_ERROR, GOAL_EVERY_ERROR, GOAL_SPEARMAN = 0.05, 
 # 0.79; the same rows with another 2-host run: rho 0.48; after backward and the allreduce alone
 # became the median of three runs: median 11.3 %, worst 24.9 %, rho 0.82). Held there: the advised
 # setting within 10 % of the best (it was the best in every run), and the model not wildly off.
-# Where the machine was busier outside the ranks than the cores the hosts leave, the test skips
-# with the figures (EmulatedHostsCase.skip_unless_the_hosts_had_their_share).
+# Where the machine was busier outside the ranks than a quiet machine shows, the test skips with
+# the figures (EmulatedHostsCase.skip_unless_the_hosts_had_their_share).
 ASSERTED = {"200mbit": (GOAL_ADVISED_WITHIN, GOAL_MEDIAN_ERROR, GOAL_EVERY_ERROR, GOAL_SPEARMAN),
             "2gbit": (0.10, 0.25, 0.45, 0.3)}
 
