@@ -322,7 +322,8 @@ class EmulatedHostsCase(unittest.TestCase):
         def at(hosts: int) -> str:
             worlds = self.outside[hosts]
             shares = [w[0] for w in worlds]
-            return (f"{hosts} hosts: {100 * statistics.median(shares):.0f} % of the machine at the median (the machine's softirq "
+            return (f"{hosts} hosts: {100 * statistics.median(shares):.0f} % of the machine at the median "
+                    f"(the machine's softirq "
                     f"{100 * statistics.median(w[1] for w in worlds):.0f} %, steal "
                     f"{100 * statistics.median(w[2] for w in worlds):.0f} %), {100 * max(shares):.0f} % at the worst")
         return "busy outside the ranks while they ran: " + "; ".join(at(hosts) for hosts in sorted(self.outside))
