@@ -177,6 +177,7 @@ class DdpStrategy final : public Strategy {
     d["backward_alone_runs_s"] = backward_alone_runs_s_;
     // And the largest bucket's allreduce alone, as fp32, fp16 and bf16.
     d["allreduce_alone"] = allreduce_alone_;
+    d["allreduce_alone_runs_s"] = allreduce_alone_runs_s_;  // each of its runs, fastest first
     d["compression_s_per_byte"] = compression_s_per_byte_;
     d["bucket_timeline_steps"] = timeline.steps;
     d["backward_compute_s"] = timeline.backward_compute_s;
@@ -294,10 +295,12 @@ class DdpStrategy final : public Strategy {
   // was not prepared for), then one bucket's allreduce with no backward beside it, each
   // kAloneRuns times after the timed steps, the median run kept: on CPUs the allreduces share
   // the cores with backward's compute, and the tuning advisor needs each without the other to
-  // tell what overlap costs. One run is not enough: on a host capped by a CPU quota one backward
-  // measured 16-65 % below the steps' (the quota's period against its phase), and every
-  // projection of the row carried that one draw. Every rank does it (SyncBatchNorm's
-  // collectives stay matched); the running statistics it moves are put back.
+  // tell what overlap costs. One run is not enough: on hosts capped by a CPU quota, rows of one
+  // setting drew backward's slowdown beside the allreduces anywhere from 16 % to 47 % (65 % on
+  // another link), by where one run fell against the quota's period, and every projection of
+  // the row carried that draw. Backward runs from one forward, its graph kept for all but the
+  // last. Every rank does it (SyncBatchNorm's collectives stay matched); the running statistics
+  // it moves are put back.
   void measure_alone() {
     if (!last_batch_ || alone_measured_) return;
     alone_measured_ = true;
@@ -350,6 +353,7 @@ class DdpStrategy final : public Strategy {
     const int64_t elements = *std::max_element(sizes.begin(), sizes.end()) / 4;
     const c10::Device device = setup().dist.device;
     nlohmann::json alone = {{"bytes", elements * 4}, {"runs", kAloneRuns}};
+    nlohmann::json every_run = nlohmann::json::object();
     for (const auto& [name, dtype] : {std::pair{"fp32_s", at::kFloat}, std::pair{"fp16_s", at::kHalf},
                                       std::pair{"bf16_s", at::kBFloat16}}) {
       std::vector<at::Tensor> tensors{at::zeros({elements}, at::TensorOptions().dtype(dtype).device(device))};
@@ -365,8 +369,10 @@ class DdpStrategy final : public Strategy {
       }
       std::sort(runs.begin(), runs.end());
       alone[name] = runs.empty() ? kNotMeasured : runs[(runs.size() - 1) / 2];
+      every_run[name] = runs;
     }
     allreduce_alone_ = alone;
+    allreduce_alone_runs_s_ = every_run;
   }
 
   // broadcast_buffers: rank 0's running statistics on every rank.
@@ -410,7 +416,8 @@ class DdpStrategy final : public Strategy {
   std::map<std::size_t, double> alone_ready_s_;  // by the Reducer's parameter index
   double backward_alone_s_ = kNotMeasured;
   std::vector<double> backward_alone_runs_s_;
-  nlohmann::json allreduce_alone_;  // the largest bucket's bytes and its allreduce's seconds, alone
+  nlohmann::json allreduce_alone_;
+  nlohmann::json allreduce_alone_runs_s_;  // the largest bucket's bytes and its allreduce's seconds, alone
   std::vector<at::Tensor> buffers_;
   int64_t sync_bn_layers_ = 0;
   int64_t bucket_cap_bytes_ = 0;

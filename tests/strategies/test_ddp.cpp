@@ -385,8 +385,8 @@ TEST(Ddp, TheRecordedGradientsRebucketIntoTheReducersBuckets) {
 }
 
 // Backward alone and the allreduce alone, measured after the steps (at evaluation), are each
-// the median of three runs: one run on a host capped by a CPU quota drew backward 16-65 %
-// below the steps' and carried that draw into every projection of the row.
+// the median of three runs: on hosts capped by a CPU quota one run drew backward's slowdown
+// beside the allreduces anywhere from 16 % to 47 % and carried it into every projection.
 TEST(Ddp, BackwardAndTheAllreduceAloneAreTheMedianOfThreeRuns) {
   RunConfig config;
   config.sync_bn = false;
@@ -413,7 +413,14 @@ TEST(Ddp, BackwardAndTheAllreduceAloneAreTheMedianOfThreeRuns) {
   }
   EXPECT_EQ(latest_alone_s, runs[1].get<double>()) << "the gradients' ready times are the median run's";
   EXPECT_EQ(details.at("allreduce_alone").at("runs"), 3);
-  EXPECT_GT(details.at("allreduce_alone").at("fp32_s").get<double>(), 0.0);
+  for (const char* dtype : {"fp32_s", "fp16_s", "bf16_s"}) {
+    const auto& each = details.at("allreduce_alone_runs_s").at(dtype);
+    ASSERT_EQ(each.size(), 3U) << dtype;
+    EXPECT_LE(each[0].get<double>(), each[1].get<double>()) << dtype;
+    EXPECT_LE(each[1].get<double>(), each[2].get<double>()) << dtype;
+    EXPECT_GT(each[0].get<double>(), 0.0) << dtype;
+    EXPECT_EQ(details.at("allreduce_alone").at(dtype), each[1]) << dtype;
+  }
 }
 
 // The Reducer's hooks start a bucket's allreduce while backward is still computing the

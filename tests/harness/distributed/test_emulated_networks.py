@@ -8,7 +8,8 @@ computed faster when a slow link staggered them than when a fast link kept them 
 the compute measured on one link was not the compute on the other, and one row was 62 % off in
 a CI run. The hosts then have their share only if nothing else takes it: how busy the machine
 was outside the ranks is printed per host count, and where it was busier beside the largest
-world than a quiet machine shows (MOST_BUSY_OUTSIDE_THE_RANKS), the test skips with the figures.
+world than a quiet machine shows (MOST_BUSY_OUTSIDE_THE_RANKS), what needs that share skips with
+the figures (here the projections to more hosts, after the checks that hold on any machine).
 
 For each host count, each row (overlap on, overlap off, fp16 compression) runs on two
 shapings of the links; each shaping's link is measured with the allreduce microbenchmark
@@ -119,16 +120,26 @@ def why_it_cannot_run() -> str | None:
 
 @dataclass
 class MachineTime:
-    """CPU seconds the whole machine has spent (every core; /proc/stat's first line)."""
+    """CPU seconds the cores this test may run on have spent (/proc/stat's line of each: in a
+    container held to some of the machine's cores, the others' tenants are not counted)."""
     busy_s: float     # not idle: processes, the kernel, the hypervisor's steal
     softirq_s: float  # of it, the kernel's softirqs (a veth's and a bridge's packets among them)
     steal_s: float    # of it, what the hypervisor gave to other guests
 
 
 def machine_time() -> MachineTime:
-    fields = [int(v) / os.sysconf("SC_CLK_TCK") for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle, iowait, softirq, steal = fields[3], fields[4], fields[6], fields[7]
-    return MachineTime(sum(fields[:8]) - idle - iowait, softirq, steal)
+    ours = {f"cpu{core}" for core in os.sched_getaffinity(0)}
+    total = MachineTime(0.0, 0.0, 0.0)
+    for line in Path("/proc/stat").read_text().splitlines():
+        name, *values = line.split()
+        if name not in ours:
+            continue
+        fields = [int(v) / os.sysconf("SC_CLK_TCK") for v in values]
+        idle, iowait, softirq, steal = fields[3], fields[4], fields[6], fields[7]
+        total.busy_s += sum(fields[:8]) - idle - iowait
+        total.softirq_s += softirq
+        total.steal_s += steal
+    return total
 
 
 def children_cpu_s() -> float:
@@ -330,12 +341,13 @@ class EmulatedHostsCase(unittest.TestCase):
 
     def skip_unless_the_hosts_had_their_share(self) -> None:
         """Skips, with the figures, where the machine was busier beside the largest world's ranks
-        than the cores the hosts leave: the rows measured a machine the model was not asked about."""
+        (the median of its worlds) than a quiet machine shows: the rows measured a machine the
+        model was not asked about."""
         largest = max(self.outside)
         busy = statistics.median(w[0] for w in self.outside[largest])
         if busy > MOST_BUSY_OUTSIDE_THE_RANKS:
             self.skipTest(f"the machine was {100 * busy:.0f} % busy outside the ranks of {largest} hosts at the median "
-                          f"row, more than the {100 * MOST_BUSY_OUTSIDE_THE_RANKS:.0f} % a quiet machine shows: the "
+                          f"world, more than the {100 * MOST_BUSY_OUTSIDE_THE_RANKS:.0f} % a quiet machine shows: the "
                           f"hosts did not get their share, so their rows do not judge the model ("
                           f"{self.busy_outside_the_ranks()})")
 
@@ -489,14 +501,19 @@ class EmulatedNetworksTest(EmulatedHostsCase):
         shaped = f"rate{' and delay' if self.delay else ' only (no netem here)'}"
         print("\n".join(["", f"links shaped in {shaped}, each host capped at the same share of "
                          f"{len(os.sched_getaffinity(0))} cores whatever the host count; "
-                         f"{time.monotonic() - started:.0f} s", *noise, self.busy_outside_the_ranks(), "", "Its own point:", *own, "", "Other links:", *table, "",
+                         f"{time.monotonic() - started:.0f} s", *noise, self.busy_outside_the_ranks(), "",
+                         "Its own point:", *own, "", "Other links:", *table, "",
                          "More hosts:", *more, "", *(line for line, _ in rates.values()), "", *comm, "", *contention]))
-        self.skip_unless_the_hosts_had_their_share()
         self.assertEqual(wrong_way, [], "projected the wrong way")
         for error, what in compression_errors:
             self.assertLessEqual(abs(error), TOLERANCE_COMPRESSION,
                                  f"{what}: fp16's allreduces are {100 * error:+.1f} % off the projected ratio")
-        for name, (found, median_held, every) in checks.items():
+        # Each row against its own model and across links holds on any machine; projecting to
+        # more hosts needs the hosts to have had their share at the largest count.
+        for name in sorted(checks, key=lambda name: name.startswith("2 hosts to more")):
+            if name.startswith("2 hosts to more"):
+                self.skip_unless_the_hosts_had_their_share()
+            found, median_held, every = checks[name]
             line, median = rates[name]
             if median_held:
                 self.assertLessEqual(median, TOLERANCE_MEDIAN, line)
