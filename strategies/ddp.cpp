@@ -415,9 +415,9 @@ class DdpStrategy final : public Strategy {
   bool alone_measured_ = false;
   std::map<std::size_t, double> alone_ready_s_;  // by the Reducer's parameter index
   double backward_alone_s_ = kNotMeasured;
-  std::vector<double> backward_alone_runs_s_;
-  nlohmann::json allreduce_alone_;
-  nlohmann::json allreduce_alone_runs_s_;  // the largest bucket's bytes and its allreduce's seconds, alone
+  std::vector<double> backward_alone_runs_s_;  // every run's end, fastest first
+  nlohmann::json allreduce_alone_;  // the largest bucket's bytes and its allreduce's seconds, alone (medians)
+  nlohmann::json allreduce_alone_runs_s_;  // every run's seconds per dtype, fastest first
   std::vector<at::Tensor> buffers_;
   int64_t sync_bn_layers_ = 0;
   int64_t bucket_cap_bytes_ = 0;

@@ -62,7 +62,7 @@ from pathlib import Path
 
 HOST_COUNTS = (2, 3, 4)
 HOST_SHARE_OF_CORES = 0.9  # the hosts' at the largest count; the rest for the kernel's shaping
-# The share of the machine busy beside the ranks of the largest world (their median row) past
+# The share of the machine busy beside the ranks of the largest world (the median world) past
 # which the hosts did not get their share: quiet runs showed 2-10 % (the kernel's packets, the
 # hypervisor), a process spinning beside them 32-39 %, slowing 4-host rows 13 % and 2-host
 # rows 2 %. Past it the test skips with the figures rather than blame the model.
