@@ -20,6 +20,7 @@
 #include <torch/version.h>
 
 #include "harness/base/clock.hpp"
+#include "harness/base/statistics.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "models/checkpoint.hpp"
 #include "models/sync_batch_norm.hpp"
@@ -368,7 +369,7 @@ class DdpStrategy final : public Strategy {
         });
       }
       std::sort(runs.begin(), runs.end());
-      alone[name] = runs.empty() ? kNotMeasured : runs[(runs.size() - 1) / 2];
+      alone[name] = median(runs);
       every_run[name] = runs;
     }
     allreduce_alone_ = alone;
