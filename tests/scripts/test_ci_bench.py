@@ -12,12 +12,14 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 from pathlib import Path
 
 SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 CI_BENCH = SOURCE / "scripts" / "ci-bench"
+FAKE = Path(__file__).resolve().parent / "fake_ddpbench.py"
 BASELINE = json.loads((SOURCE / "scripts" / "ci-bench.baseline.json").read_text())
 # Loose on purpose: these tests are about exit codes, not about the committed numbers.
 LOOSE = ["--threshold", "0.5", "--min-vs-pytorch", "0.5"]
@@ -189,9 +191,12 @@ class CiBenchTest(unittest.TestCase):
         self.assertIn("# skip:", log, "no commit was skipped, so the test proved nothing about 125")
 
     def test_git_bisect_run_against_a_good_commit_finds_the_commit_that_slowed_a_row(self) -> None:
-        """A small real history: each commit's "build" (its scripts/lib/setup.sh) is ddpbench run
-        with the commit's own slowdown; commit 4 makes the row 5 times slower. ci-bench --against
-        builds the good commit in its worktree once and runs both builds' rounds."""
+        """A small real history: each commit's "build" (its scripts/lib/setup.sh) is a stand-in
+        whose sweep writes the row with a known time (fake_ddpbench.py: 1 s within 1 %, times
+        the commit's own slowdown) and whose other commands are the real ddpbench; commit 4 makes
+        the row 5 times slower. Known times, so the verdict on each commit cannot move with the
+        machine's noise (identical commits timed live could read as a regression). ci-bench
+        --against builds the good commit in its worktree once and runs both builds' rounds."""
         if shutil.which("git") is None:
             self.skipTest("git is not installed")
         repo = self.dir / "repo"
@@ -211,16 +216,21 @@ class CiBenchTest(unittest.TestCase):
             '  [ ! -e "$DDPBENCH_ROOT/broken" ] || { echo "this commit does not compile" >&2; return 1; }\n'
             '  [ ! -e "$DDPBENCH_ROOT/nobinary" ] || return 0\n'
             '  mkdir -p "$DDPBENCH_BUILD_DIR"\n'
-            '  printf \'#!/bin/sh\\n[ "$1" = sweep ] && exec %s "$@" --inject-slowdown %s\\nexec %s "$@"\\n\' \\\n'
-            '    "$FAKE_REAL_DDPBENCH" "$(cat "$DDPBENCH_ROOT/slowdown")" "$FAKE_REAL_DDPBENCH" '
+            '  printf \'#!/bin/sh\\n[ "$1" = sweep ] && exec %s %s "$@" --inject-slowdown %s\\nexec %s "$@"\\n\' \\\n'
+            '    "$FAKE_PYTHON" "$FAKE_SWEEP" "$(cat "$DDPBENCH_ROOT/slowdown")" "$FAKE_REAL_DDPBENCH" '
             '>"$DDPBENCH_BUILD_DIR/ddpbench"\n'
             '  [ ! -e "$DDPBENCH_ROOT/crash" ] || printf \'#!/bin/sh\\n[ "$1" = sweep ] && kill -SEGV $$\\nexec %s "$@"\\n\' '
             '"$FAKE_REAL_DDPBENCH" >"$DDPBENCH_BUILD_DIR/ddpbench"\n'
             '  chmod +x "$DDPBENCH_BUILD_DIR/ddpbench"\n'
             '}\n')
         (repo / ".gitignore").write_text("/build*/\n/results/\n")
+        (self.dir / "fake-state").mkdir()
         env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
-                   GIT_COMMITTER_EMAIL="t@t", FAKE_REAL_DDPBENCH=os.environ["DDPBENCH_BINARY"])
+                   GIT_COMMITTER_EMAIL="t@t", FAKE_REAL_DDPBENCH=os.environ["DDPBENCH_BINARY"],
+                   FAKE_PYTHON=sys.executable, FAKE_SWEEP=str(FAKE), FAKE_DDPBENCH_BUILD="stand-in",
+                   FAKE_DDPBENCH_SPEC=json.dumps({"log": str(self.dir / "fake-runs.log"),
+                                                  "state": str(self.dir / "fake-state"),
+                                                  "rows": {"single": {"stand-in": [1.0, 0.01]}}}))
         env.pop("DDPBENCH_BINARY")
         env.pop("DDPBENCH_BUILD_DIR", None)
 
@@ -229,8 +239,7 @@ class CiBenchTest(unittest.TestCase):
                                   check=True).stdout
 
         git("init", "-q")
-        # 1 good; 2 does not build; 3 good; 4 makes the row 5 times slower (a row this small is
-        # noisy on a loaded machine: the test is about bisecting, not about power); 5, 6 keep it.
+        # 1 good; 2 does not build; 3 good; 4 makes the row 5 times slower; 5, 6 keep it.
         history = [("0", False), ("0", True), ("0", False), ("4.0", False), ("4.0", False), ("4.0", False)]
         commits = []
         for number, (slowdown, broken) in enumerate(history, 1):

@@ -65,10 +65,10 @@ TEST(CompareCommand, ExitCodesForEachOutcome) {
   EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "base.json").string(), "--metric", "speed"}).exit_code, 2);
 }
 
-// Every way a user can hand the gate something it cannot judge returns within seconds, with
+// Every way a user can hand the gate something it cannot judge returns (not a hang), with
 // the exit code and a line naming the problem: never a hang (a missing normalising row once
 // looped at full speed for the 51 minutes before it was killed), never exit 0.
-TEST(CompareCommand, EveryBadInputReturnsWithinFiveSecondsNamingIt) {
+TEST(CompareCommand, EveryBadInputReturnsWithinAMinuteNamingIt) {
   TempDir dir;
   const auto base = testing::sample_sweep_document();
   auto without_single = base;
@@ -116,11 +116,11 @@ TEST(CompareCommand, EveryBadInputReturnsWithinFiveSecondsNamingIt) {
   for (const auto& c : cases) {
     std::vector<std::string> args{testing::ddpbench_binary(), "compare"};
     args.insert(args.end(), c.args.begin(), c.args.end());
-    const auto r = testing::SpawnedProcess(args).wait(std::chrono::seconds(5));
+    // The hang this guards against ran 51 minutes; a minute is far past a loaded machine's start-up.
+    const auto r = testing::SpawnedProcess(args).wait(std::chrono::seconds(60));
     std::string shown;
     for (const auto& a : c.args) shown += " " + a.substr(a.find_last_of('/') + 1);
-    EXPECT_FALSE(r.timed_out) << "compare" << shown << " ran past 5 s";
-    EXPECT_LT(r.elapsed_s, 5.0) << shown;
+    EXPECT_FALSE(r.timed_out) << "compare" << shown << " ran past 60 s";
     EXPECT_EQ(r.exit_code, c.exit_code) << shown << "\n" << r.err << r.out;
     EXPECT_NE((r.err + r.out).find(c.says), std::string::npos) << shown << ": " << r.err << r.out;
     if (c.exit_code == 2) {

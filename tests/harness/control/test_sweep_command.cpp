@@ -13,8 +13,8 @@ namespace {
 
 using testing::TempDir;
 
-// Quick rows, a slow one, one that runs until stopped and one that fails, on the tiny model
-// and synthetic data.
+// Quick rows, a slow one, one that runs until stopped, one whose steps take seconds each (ResNet-18
+// on one thread, each step stretched tenfold by busy work) and one that fails, on synthetic data.
 void write_sweep_file(const std::filesystem::path& path) {
   testing::write_text(path, R"({
     "name": "test sweep",
@@ -24,7 +24,9 @@ void write_sweep_file(const std::filesystem::path& path) {
       {"name": "quick", "options": {"strategy": "single", "max-steps": 2}},
       {"name": "ranks", "devices": 2, "options": {"strategy": "ddp", "nproc": 2, "max-steps": 2}},
       {"name": "slow", "options": {"strategy": "single", "epochs": 12}},
-      {"name": "endless", "options": {"strategy": "single", "epochs": 100000}},
+      {"name": "endless", "options": {"strategy": "single", "epochs": 100000, "log-interval-steps": 1}},
+      {"name": "stalling", "options": {"strategy": "single", "model": "resnet18", "batch-size": 32, "threads": 1,
+                                       "epochs": 100000, "log-interval-steps": 1, "inject-slowdown": 10}},
       {"name": "broken", "options": {"strategy": "ddp", "nproc": 2, "inject-fault-rank": 1, "inject-fault-step": 1}}
     ]})");
 }
@@ -47,6 +49,15 @@ std::size_t rows_reported(const TempDir& dir) {
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+// Waits up to 30 s until the sweep's stderr holds `text` (the endless row says each step).
+bool wait_for_said(const testing::SpawnedProcess& process, const std::string& text) {
+  for (int i = 0; i < 600; ++i) {
+    if (process.err_so_far().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 // Waits up to 30 s until the reports hold `rows` rows.
@@ -127,7 +138,7 @@ TEST(SweepCommand, ARowStoppedByASignalTheSweepWasNotSentFailsTheSweep) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_EQ(row.size(), 1u) << "the endless row never started";
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // some steps done
+  ASSERT_TRUE(wait_for_said(sweep, "] step 3/")) << sweep.err_so_far();
   ::kill(row.front(), SIGTERM);
   const auto r = sweep.wait(std::chrono::seconds(120));
   ASSERT_FALSE(r.timed_out) << r.err;
@@ -149,11 +160,12 @@ TEST(SweepCommand, ASignalKeepsEveryFinishedRowAndTheStepsOfTheRowInFlight) {
     testing::SpawnedProcess sweep(sweep_args(dir, {"--rows", "quick,endless,broken"}));
     ASSERT_TRUE(wait_for_rows(dir, 1));
     ASSERT_EQ(rows_reported(dir), 1u);
-    std::this_thread::sleep_for(std::chrono::seconds(3));  // "endless" is in flight, some steps done
+    // "endless" in flight, steps done
+    ASSERT_TRUE(wait_for_said(sweep, "] step 3/")) << sweep.err_so_far();
     const auto start = std::chrono::steady_clock::now();
     ::kill(sweep.pid(), signal);
     const auto r = sweep.wait();
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30)) << "the row in flight stops";
     EXPECT_EQ(r.exit_code, 128 + signal) << r.err;
     const auto doc = results(dir);
     std::string rows;
@@ -200,18 +212,22 @@ TEST(SweepCommand, ReportsDirHoldsTheReportsOfEachFinishedRow) {
   EXPECT_NE(empty.err.find("--reports-dir must not be empty"), std::string::npos) << empty.err;
 }
 
-// A second SIGINT does not wait for anything.
+// A second SIGINT does not wait for anything. After the first, the sweep waits for the row in
+// flight to finish its step, which takes seconds (busy work the row cannot cut short) and then
+// reports it: only a second, sent meanwhile, ends the sweep at once, with no report of the row.
+// (Two SIGINTs sent back to back can merge into one: the second follows the first by 0.2 s.)
 TEST(SweepCommand, ASecondInterruptEndsEverythingAtOnce) {
   TempDir dir;
   write_sweep_file(dir / "s.json");
-  testing::SpawnedProcess sweep(sweep_args(dir, {"--rows", "endless"}));
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  testing::SpawnedProcess sweep(sweep_args(dir, {"--rows", "stalling"}));
+  ASSERT_TRUE(wait_for_said(sweep, "] step 1/")) << sweep.err_so_far();  // step 2, of seconds, begins
   ::kill(sweep.pid(), SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ::kill(sweep.pid(), SIGINT);
-  const auto start = std::chrono::steady_clock::now();
-  const auto r = sweep.wait();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  const auto r = sweep.wait(std::chrono::seconds(60));
+  ASSERT_FALSE(r.timed_out) << r.err;
   EXPECT_EQ(r.exit_code, 130) << r.err;
+  EXPECT_EQ(rows_reported(dir), 0u) << "it waited for the row in flight and reported it";
 }
 
 TEST(SweepCommand, DryRunPrintsEachRowsCommand) {

@@ -203,19 +203,24 @@ class SlurmClusterTest(unittest.TestCase):
         self.assertIn("(address: MASTER_ADDR; port: SLURM_JOB_ID=", done.stderr)
 
     def test_a_node_list_the_binary_cannot_use_fails_at_once_naming_master_addr(self) -> None:
+        # "At once": before any rendezvous, so long before a timeout of 300 s, whatever the
+        # machine's load (srun, two nodes and LibTorch's start-up take seconds).
         out = self.scratch / "bad-list.json"
-        wrapper = ["sh", "-c", 'SLURM_STEP_NODELIST="node[2-1]" exec "$@"', "sh"]
+        wrapper = ["sh", "-c", 'SLURM_STEP_NODELIST="node[2-1]" exec "$@" --timeout-s 300', "sh"]
         done, elapsed_s = self.srun_row(out, wrapper=wrapper)
         self.assertNotEqual(done.returncode, 0)
-        self.assertLess(elapsed_s, 10, done.stderr[-3000:])
+        self.assertLess(elapsed_s, 60, done.stderr[-3000:])
+        self.assertNotIn("the ranks meet at", done.stderr)
         self.assertIn("SLURM_STEP_NODELIST='node[2-1]' is not a SLURM host list", done.stderr)
         self.assertIn("export MASTER_ADDR=", done.stderr)
         self.assertFalse(out.exists(), "bad input must leave no result")
         # Every node list gone: the same, at once.
-        wrapper = ["sh", "-c", 'unset SLURM_STEP_NODELIST SLURM_NODELIST SLURM_JOB_NODELIST; exec "$@"', "sh"]
+        wrapper = ["sh", "-c", 'unset SLURM_STEP_NODELIST SLURM_NODELIST SLURM_JOB_NODELIST; exec "$@" --timeout-s 300',
+                   "sh"]
         done, elapsed_s = self.srun_row(out, wrapper=wrapper)
         self.assertNotEqual(done.returncode, 0)
-        self.assertLess(elapsed_s, 10, done.stderr[-3000:])
+        self.assertLess(elapsed_s, 60, done.stderr[-3000:])
+        self.assertNotIn("the ranks meet at", done.stderr)
         self.assertIn("the 2 ranks span 2 nodes, and no master address was found", done.stderr)
 
     def test_a_master_the_other_node_cannot_reach_fails_within_the_timeout_naming_both_sides(self) -> None:
@@ -223,7 +228,7 @@ class SlurmClusterTest(unittest.TestCase):
         done, elapsed_s = self.srun_row(out, {"MASTER_ADDR": "127.0.0.1"})
         print(f"unreachable master: the step ended after {elapsed_s:.1f} s (--timeout-s {TIMEOUT_S})")
         self.assertNotEqual(done.returncode, 0)
-        self.assertLess(elapsed_s, TIMEOUT_S + 10, done.stderr[-3000:])
+        self.assertLess(elapsed_s, TIMEOUT_S + 30, done.stderr[-3000:])  # the timeout, and teardown on a loaded machine
         # Rank 1, on node2: what it tried to reach, from where.
         self.assertRegex(done.stderr, r"rendezvous failed on rank 1 on node2: could not reach the store at "
                                       r"127\.0\.0\.1:\d+ from node2 within 10 s")
