@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "harness/base/input_error.hpp"
 #include "harness/base/units.hpp"
 #include "reports/bucket_assignment.hpp"
 
@@ -99,7 +100,16 @@ Fluid run_fluid(const std::vector<double>& launch_at, const std::vector<double>&
   double left = 0;                      // work left of the bucket on the stream
   Fluid f;
   bool computing = work_s > kEpsilon;
-  while (true) {
+  // Each pass ends an event (a launch, a bucket, the compute), give or take rounding: far more
+  // passes than events mean figures the timeline cannot take (a bucket of 1e308 s, a rate of 0),
+  // bad input rather than a process that never ends.
+  const std::size_t most_passes = 8 * (launch_at.size() + duration.size()) + 64;
+  for (std::size_t pass = 0;; ++pass) {
+    if (pass > most_passes || !std::isfinite(t)) {
+      throw InputError("the row's figures give a step timeline that does not end (compute " + std::to_string(work_s) +
+                       " s, slowdowns " + std::to_string(compute_slowdown) + " and " + std::to_string(comm_slowdown) +
+                       "): a time in its strategy_details is not a time");
+    }
     while (launched < launch_at.size() && done + kEpsilon >= launch_at[launched]) ++launched;
     if (!running && next < launched) {
       running = true;

@@ -119,10 +119,10 @@ def kept_rows(recording: Recording) -> tuple[dict[tuple[str, int, tuple[int, str
 def advise(binary: Path, recording: Recording, row: str, scratch: Path) -> dict:
     command = ["advise", str(recording.file(row)), "--ranks", str(ADVISED_FOR), "--ranks-per-node", "1",
                "--bucket-mb", ",".join(map(str, BUCKET_MB)), "--comm-hook", ",".join(HOOKS), "--overlap", "on"]
-    advice = ask(binary, command, scratch / f"advice-{Path(row).stem}", "advice")
+    advice, document = ask(binary, command, scratch / f"advice-{Path(row).stem}", "advice")
     if advice["not_advised"]:
         raise BadRecording(f"ddpbench advise {row}: not advised: {advice['not_advised']}")
-    return advice
+    return advice, document
 
 
 def setting_key(setting: dict) -> tuple[float, str]:
@@ -152,7 +152,7 @@ def link_goals(shaping: str, advised_gap: float, median: float, worst: float, rh
 
 def analyse_link(binary: Path, recording: Recording, rows: dict, shaping: str, scratch: Path,
                  outputs: dict) -> tuple[list[str], list[Goal]]:
-    advice = advise(binary, recording, rows[shaping, MEASURED_FROM, DEFAULTS], scratch)
+    advice, document = advise(binary, recording, rows[shaping, MEASURED_FROM, DEFAULTS], scratch)
     at = advice["ranks"][0]
     predicted = {setting_key(entry["setting"]): entry["step_s"] for entry in at["settings"]}
     measured = {(float(mb), hook): step_s(recording, rows[shaping, ADVISED_FOR, (mb, hook)]) for mb, hook in GRID}
@@ -169,7 +169,7 @@ def analyse_link(binary: Path, recording: Recording, rows: dict, shaping: str, s
     median = statistics.median(abs(e) for e in errors.values())
     worst = max(abs(e) for e in errors.values())
     outputs[f"{shaping}: {rows[shaping, MEASURED_FROM, DEFAULTS]} advised for {ADVISED_FOR} hosts"] = normalised(
-        advice, recording.folder)
+        document, recording.folder)
     lines = ["", f"{shaping}: measured on {MEASURED_FROM} hosts {advice['measured_step_s']:.3f} s a step, the model "
                  f"there {advice['model_step_s']:.3f} s ({100 * advice['model_error']:+.1f} %), backward "
                  f"{100 * advice['compute_slowdown']:.0f} % slower beside its allreduces; advised for {ADVISED_FOR}: "

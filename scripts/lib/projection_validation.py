@@ -132,7 +132,7 @@ class Projector:
             return self.cache[key]
         calibrate = ["--calibrate", str(self.recording.link_of(link, self.link_ranks[link]))] if link else []
         command = ["project", str(self.recording.file(row)), "--ranks", str(hosts), "--ranks-per-node", "1", *calibrate]
-        projection = ask(self.binary, command, self.scratch / f"projection-{len(self.cache)}", "projection")
+        projection, document = ask(self.binary, command, self.scratch / f"projection-{len(self.cache)}", "projection")
         where = f"{row} to {hosts} hosts on {link or 'its default link'}"
         if (link is not None or hosts != projection["measured_ranks"]) and projection["not_projected"]:
             raise BadRecording(f"{where}: not projected: {projection['not_projected']}")
@@ -140,7 +140,7 @@ class Projector:
         if link is not None and not projection["fabric"]["source"].endswith(f"({self.link_ranks[link]} ranks)"):
             raise BadRecording(f"{where}: ddpbench fitted {projection['fabric']['source']}, not the link of "
                                f"{self.link_ranks[link]} ranks its name says")
-        self.outputs[where] = normalised(projection, self.recording.folder)
+        self.outputs[where] = normalised(document, self.recording.folder)
         self.cache[key] = projection
         return projection
 

@@ -63,6 +63,8 @@ def json_object(path: Path) -> dict:
         data = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as error:
         raise BadRecording(f"{path}: not JSON ({error})") from None
+    except RecursionError:
+        raise BadRecording(f"{path}: JSON nested too deep to read") from None
     if not isinstance(data, dict):
         raise BadRecording(f"{path}: not a JSON object")
     return data
@@ -110,6 +112,10 @@ class Recording:
         ran, out = argv[1:-2], argv[-2:]
         if ran != command or out[0] != "--out" or Path(out[1]).name != name:
             raise BadRecording(f"{path}: not the row its name says: {command_difference(argv[1:], command, name)}")
+        disagree = config_disagreements(run.get("config"), command)
+        if disagree:
+            raise BadRecording(f"{path}: its config is not the command it ran (ddpbench reads the config): "
+                               f"{'; '.join(disagree)}")
         batch = int(command[command.index("--batch-size") + 1])
         if run.get("world_size") != ranks or run.get("global_batch") != batch * ranks:
             raise BadRecording(f"{path}: ran on {run.get('world_size')!r} ranks with a global batch of "
@@ -132,12 +138,50 @@ class Recording:
         benchmarks = self.json_of(name).get("benchmarks")
         if not isinstance(benchmarks, list) or not all(isinstance(b, dict) for b in benchmarks):
             raise BadRecording(f"{path}: not a Google Benchmark file")
-        measured = {b.get("ranks") for b in benchmarks if str(b.get("name", "")).startswith("BM_RankAllreduce")}
+        ours = [b for b in benchmarks if str(b.get("name", "")).startswith("BM_RankAllreduce")]
+        for b in ours:
+            number(b.get("ranks"), f"{path}: {b.get('name')}: ranks")
+        measured = {float(b["ranks"]) for b in ours}
         if measured != {ranks}:
             counts = sorted(f"{r:g}" if isinstance(r, (int, float)) else repr(r) for r in measured)
             raise BadRecording(f"{path}: BM_RankAllreduce across {' and '.join(counts) or 'no'} ranks, where its name "
                                f"says {ranks}")
         return path
+
+
+# The DDP settings ddpbench's models read from a row's config, at their defaults where the
+# command does not set them: a config that says otherwise is not the row the command ran.
+MODEL_READ_DEFAULTS = {"bucket-mb": "25", "comm-hook": "allreduce", "overlap": "true"}
+
+
+def config_disagreements(config: object, command: list[str]) -> list[str]:
+    """Where a row's recorded config differs from what its command line set (each option as
+    given, --no-X as X false), or from the defaults of the settings the models read."""
+    if not isinstance(config, dict):
+        return ["no config recorded"]
+    wanted = {key: value for key, value in MODEL_READ_DEFAULTS.items()}
+    for option, value in options_of(command).items():
+        if option == "command":
+            continue
+        key = option.removeprefix("--")
+        if value == "" and key.startswith("no-"):
+            wanted[key.removeprefix("no-")] = "false"
+        else:
+            wanted[key] = value or "true"
+
+    def same(found: object, given: str) -> bool:
+        if isinstance(found, bool):
+            return given == ("true" if found else "false")
+        if isinstance(found, (int, float)):
+            try:
+                return float(given) == float(found)
+            except ValueError:
+                return False
+        return isinstance(found, str) and found == given
+
+    return [f"{key} {config.get(key)!r} (the command: {value})" for key, value in sorted(wanted.items())
+            if key in config or key not in MODEL_READ_DEFAULTS
+            if not same(config.get(key), value)]
 
 
 def options_of(command: list[str]) -> dict[str, str]:
@@ -217,7 +261,9 @@ def read_loads(value: object, worlds: dict[int, int], path: Path) -> dict[int, l
 
 
 def read_recording(folder: Path, part: str, worlds: dict[int, int]) -> Recording:
-    """The recording in `folder`, of `part`, whose plan ran `worlds` (host count: worlds)."""
+    """The recording in `folder`, of `part`, whose plan ran `worlds` (host count: worlds). Its
+    folder is made absolute: a name ddpbench could take for an option (-rec) reaches it as a path."""
+    folder = folder.absolute()
     if not folder.is_dir():
         raise BadRecording(f"{folder}: {'is not a folder' if folder.exists() else 'does not exist'}")
     path = folder / "validation.json"
@@ -245,18 +291,25 @@ def normalised(value: object, folder: Path) -> object:
     return value
 
 
-def ask(binary: Path, command: list[str], out_dir: Path, output: str) -> dict:
-    """`ddpbench COMMAND --force --out-dir OUT_DIR` (project or advise); its OUTPUT.json's one
-    entry (its first list): what the model said. BadRecording where it would not say it."""
+# A question takes ddpbench a second; a minute is a hang (a timeline that never ends).
+ASK_TIMEOUT_S = 120
+
+
+def ask(binary: Path, command: list[str], out_dir: Path, output: str) -> tuple[dict, dict]:
+    """`ddpbench COMMAND --force --out-dir OUT_DIR` (project or advise): its OUTPUT.json's one
+    entry (what the model said of the row) and the whole document (with the options it was
+    asked, the calibration, the source). BadRecording where it would not say it."""
     try:
         done = subprocess.run([str(binary), *command, "--force", "--out-dir", str(out_dir)], capture_output=True,
-                              text=True, check=False)
+                              text=True, check=False, timeout=ASK_TIMEOUT_S)
     except OSError as error:
         raise BadRecording(f"{binary}: cannot run it ({error.strerror})") from None
+    except subprocess.TimeoutExpired:
+        raise BadRecording(f"ddpbench {' '.join(command)} did not answer in {ASK_TIMEOUT_S} s") from None
     if done.returncode != 0:
         raise BadRecording(f"ddpbench {' '.join(command)} exited {done.returncode}: {done.stderr.strip()[-2000:]}")
-    entries = json.loads((out_dir / f"{output}.json").read_text())[
-        "projections" if output == "projection" else "advice"]
+    document = json.loads((out_dir / f"{output}.json").read_text())
+    entries = document["projections" if output == "projection" else "advice"]
     if len(entries) != 1:
         raise BadRecording(f"ddpbench {' '.join(command)}: {len(entries)} entries, where the row is one")
-    return entries[0]
+    return entries[0], document

@@ -83,13 +83,19 @@ class CiRunTest(unittest.TestCase):
 
     def test_what_a_status_listing_misses_is_caught_too(self) -> None:
         """A file already changed before the tests and changed again, an untracked one rewritten,
-        a commit made, a write into an ignored folder other than build/, an empty folder left."""
+        a commit made, a write into an ignored folder other than build/, an empty folder left, a
+        mode changed, a FIFO, a file whose name starts with build, git's config and index."""
         (self.repo / "notes.txt").write_text("mine\n")
         cases = (("README.md", "echo again >> README.md", lambda: (self.repo / "README.md").write_text("dirty\n")),
                  ("notes.txt", "echo theirs > notes.txt", None),
                  ("refs/heads/", "git -c user.name=t -c user.email=t@t commit -q --allow-empty -m test", None),
                  ("results/results.json", "mkdir -p results && echo x > results/results.json", None),
-                 ("left-empty", "mkdir left-empty", None))
+                 ("left-empty", "mkdir left-empty", None),
+                 ("file 600 ./README.md", "chmod 600 README.md", None),
+                 ("pipe", "mkfifo pipe", None),
+                 ("build.sh", "echo x > build.sh", None),
+                 ("config x.y=1", "git config x.y 1", None),
+                 ("staged", "echo s > staged && git add staged && rm staged", None))
         for name, body, before in cases:
             with self.subTest(name=name):
                 self.stand_in(body)
@@ -102,6 +108,8 @@ class CiRunTest(unittest.TestCase):
                 self.assertIn(name, done.stderr)
                 git(self.repo, "reset", "-q", "--hard")
                 git(self.repo, "clean", "-qfdx", "-e", "notes.txt")
+                subprocess.run(["git", "-C", str(self.repo), "config", "--unset", "x.y"], capture_output=True)
+                (self.repo / "README.md").chmod(0o644)
                 (self.repo / "notes.txt").write_text("mine\n")
 
     def test_a_developers_own_excludes_do_not_fail_the_run(self) -> None:

@@ -125,8 +125,9 @@ class RecordedRowsCase(unittest.TestCase):
         answers = {}
         for i, (output, row, options) in enumerate(FURTHER[self.part]):
             command = [output if output == "project" else "advise", str(recording.file(row)), *options]
-            answer = ask(binary(), command, scratch / f"further-{i}", "projection" if output == "project" else "advice")
-            answers[f"further: {output} {row} {' '.join(options)}"] = normalised(answer, recording.folder)
+            output_file = "projection" if output == "project" else "advice"
+            _, document = ask(binary(), command, scratch / f"further-{i}", output_file)
+            answers[f"further: {output} {row} {' '.join(options)}"] = normalised(document, recording.folder)
         return answers
 
 
@@ -158,7 +159,7 @@ class GoldenRewriteTest(unittest.TestCase):
         expected = source / "tests" / "data" / "recorded" / "advice.expected.json"
         stale = json.loads((RECORDED / "advice.expected.json").read_text())
         first = next(iter(stale))
-        stale[first]["model_step_s"] *= 1.5
+        stale[first]["advice"][0]["model_step_s"] *= 1.5
         expected.write_text(json.dumps(stale))
 
         def run(**env: str) -> subprocess.CompletedProcess[str]:
@@ -345,7 +346,8 @@ class BadRecordingTest(unittest.TestCase):
             self.assertIn(f"{folder}: {says}", done.stderr)
         dangling = self.dir / "dangling"
         dangling.symlink_to(self.dir / "nowhere")
-        for keep, says in ((dangling, "is a link to nothing"), (self.dir / "no" / "such" / "parent", "does not exist")):
+        for keep, says in ((dangling, "is a link: give the folder itself"),
+                           (self.dir / "no" / "such" / "parent", "does not exist")):
             done = self.validate("advice", "--keep-rows", str(keep))
             self.assertEqual(done.returncode, 2, done.stderr)
             self.assertIn(says, done.stderr)
@@ -356,6 +358,58 @@ class BadRecordingTest(unittest.TestCase):
                               check=False, timeout=60)
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn("is not an executable file", done.stderr)
+
+    def test_a_config_that_is_not_the_command_a_row_ran_is_named(self) -> None:
+        """ddpbench's models read the row's config, the proof reads its command line: both must agree."""
+        name = advice_validation.row_name("200mbit", 2, (25, "allreduce"), 0)
+        data = json.loads((RECORDED / "advice" / name).read_text())
+        data["runs"][0]["config"]["comm-hook"] = "fp16"
+        (self.copy / name).write_text(json.dumps(data))
+        done = self.validate("advice", "--from-rows", str(self.copy))
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn(f"{name}: its config is not the command it ran (ddpbench reads the config): comm-hook 'fp16' "
+                      f"(the command: allreduce)", done.stderr)
+
+    def test_files_that_break_a_reader_or_the_model_are_named_not_a_traceback_or_a_hang(self) -> None:
+        name = advice_validation.row_name("200mbit", 2, (25, "allreduce"), 1)
+        (self.copy / name).write_text("[" * 100000 + "]" * 100000)
+        done = self.validate("advice", "--from-rows", str(self.copy))
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn(f"{name}: JSON nested too deep to read", done.stderr)
+        data = json.loads((RECORDED / "advice" / name).read_text())
+        data["runs"][0]["strategy_details"]["allreduce_alone"]["fp32_s"] = 1e308  # once a timeline without end
+        (self.copy / name).write_text(json.dumps(data))
+        done = self.validate("advice", "--from-rows", str(self.copy))
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("a step timeline that does not end", done.stderr)
+        projection = self.dir / "projection"
+        shutil.copytree(RECORDED / "projection", projection)
+        link = json.loads((projection / "link-2-1gbit.json").read_text())
+        link["benchmarks"][0]["ranks"] = [2]
+        (projection / "link-2-1gbit.json").write_text(json.dumps(link))
+        done = self.validate("projection", "--from-rows", str(projection))
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("link-2-1gbit.json: BM_RankAllreduce/65536/iterations:6/real_time: ranks is [2], not a number",
+                      done.stderr)
+        self.assertNotIn("Traceback", done.stderr)
+
+    def test_a_folder_named_like_an_option_is_a_folder(self) -> None:
+        dashed = self.dir / "-rec"
+        shutil.copytree(RECORDED / "advice", dashed)
+        done = subprocess.run([sys.executable, str(VALIDATE), "advice", "--from-rows=-rec"], cwd=self.dir,
+                              capture_output=True, text=True, env=self.env, check=False, timeout=600)
+        self.assertEqual(done.returncode, 0, done.stderr)
+
+    def test_a_kept_folder_that_is_a_link_or_holds_the_current_folder_is_refused(self) -> None:
+        empty = self.dir / "empty"
+        empty.mkdir()
+        (self.dir / "link").symlink_to(empty)
+        for keep, says in ((self.dir / "link", "is a link: give the folder itself"),
+                           (Path("."), "is the current folder or holds it")):
+            done = subprocess.run([sys.executable, str(VALIDATE), "advice", "--keep-rows", str(keep)], cwd=empty,
+                                  capture_output=True, text=True, env=self.env, check=False, timeout=60)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertIn(says, done.stderr)
 
     def test_another_parts_recording_and_a_folder_without_one_are_refused(self) -> None:
         done = self.validate("projection", "--from-rows", str(self.copy))
