@@ -20,7 +20,7 @@ import math
 import os
 import platform
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 
 from emulated_hosts import WorldLoad
@@ -80,6 +80,8 @@ class Recording:
     delay: bool
     elapsed_s: float
     loads: dict[int, list[WorldLoad]]
+    # (name, command, ranks): the run, read and proven once however often the analysis asks.
+    proven: dict[tuple[str, tuple[str, ...], int], dict] = dataclass_field(default_factory=dict, repr=False)
 
     def file(self, name: str) -> Path:
         path = self.folder / name
@@ -97,6 +99,12 @@ class Recording:
         writing to a file of this name; a file renamed, duplicated or edited would otherwise be
         judged as the row it claims to be. It ran on `ranks` ranks, each with the command's
         --batch-size. Its figures are read through figure()."""
+        key = (name, tuple(command), ranks)
+        if key not in self.proven:
+            self.proven[key] = self.prove_run(name, command, ranks)
+        return self.proven[key]
+
+    def prove_run(self, name: str, command: list[str], ranks: int) -> dict:
         path = self.file(name)
         data = self.json_of(name)
         runs = data.get("runs")
@@ -125,11 +133,10 @@ class Recording:
     def figure(self, name: str, run: dict, *path: str) -> float:
         """A figure of the row `name`'s run, proven a finite positive number."""
         try:
-            return number(field(run, *path), f"{self.folder / name}: {'.'.join(path)}")
+            value = field(run, *path)
         except BadRecording as error:
-            message = str(error)
-            raise BadRecording(message if message.startswith(str(self.folder)) else
-                               f"{self.folder / name}: {message}") from None
+            raise BadRecording(f"{self.folder / name}: {error}") from None
+        return number(value, f"{self.folder / name}: {'.'.join(path)}")
 
     def link_of(self, name: str, ranks: int) -> Path:
         """The link file `name`, proven to be BM_RankAllreduce across `ranks` ranks (every entry
@@ -143,9 +150,8 @@ class Recording:
             number(b.get("ranks"), f"{path}: {b.get('name')}: ranks")
         measured = {float(b["ranks"]) for b in ours}
         if measured != {ranks}:
-            counts = sorted(f"{r:g}" if isinstance(r, (int, float)) else repr(r) for r in measured)
-            raise BadRecording(f"{path}: BM_RankAllreduce across {' and '.join(counts) or 'no'} ranks, where its name "
-                               f"says {ranks}")
+            counts = " and ".join(f"{r:g}" for r in sorted(measured)) or "no"
+            raise BadRecording(f"{path}: BM_RankAllreduce across {counts} ranks, where its name says {ranks}")
         return path
 
 
@@ -159,7 +165,7 @@ def config_disagreements(config: object, command: list[str]) -> list[str]:
     given, --no-X as X false), or from the defaults of the settings the models read."""
     if not isinstance(config, dict):
         return ["no config recorded"]
-    wanted = {key: value for key, value in MODEL_READ_DEFAULTS.items()}
+    wanted = dict(MODEL_READ_DEFAULTS)
     for option, value in options_of(command).items():
         if option == "command":
             continue

@@ -236,9 +236,9 @@ class BadRecordingTest(unittest.TestCase):
         self.copy = self.dir / "advice"
         shutil.copytree(RECORDED / "advice", self.copy)
 
-    def validate(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(VALIDATE), *args], capture_output=True, text=True, env=self.env,
-                              check=False, timeout=600)
+    def validate(self, *args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(VALIDATE), *args], capture_output=True, text=True, cwd=cwd,
+                              env=dict(self.env, **env), check=False, timeout=600)
 
     def test_a_missing_row_is_named(self) -> None:
         name = advice_validation.row_name("2gbit", 4, (5, "fp16"), 1)
@@ -353,9 +353,7 @@ class BadRecordingTest(unittest.TestCase):
             self.assertIn(says, done.stderr)
         not_executable = self.dir / "ddpbench"
         not_executable.write_text("#!/bin/sh\n")
-        done = subprocess.run([sys.executable, str(VALIDATE), "advice", "--from-rows", str(self.copy)],
-                              capture_output=True, text=True, env=dict(self.env, DDPBENCH_BINARY=str(not_executable)),
-                              check=False, timeout=60)
+        done = self.validate("advice", "--from-rows", str(self.copy), DDPBENCH_BINARY=str(not_executable))
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn("is not an executable file", done.stderr)
 
@@ -396,8 +394,7 @@ class BadRecordingTest(unittest.TestCase):
     def test_a_folder_named_like_an_option_is_a_folder(self) -> None:
         dashed = self.dir / "-rec"
         shutil.copytree(RECORDED / "advice", dashed)
-        done = subprocess.run([sys.executable, str(VALIDATE), "advice", "--from-rows=-rec"], cwd=self.dir,
-                              capture_output=True, text=True, env=self.env, check=False, timeout=600)
+        done = self.validate("advice", "--from-rows=-rec", cwd=self.dir)
         self.assertEqual(done.returncode, 0, done.stderr)
 
     def test_a_kept_folder_that_is_a_link_or_holds_the_current_folder_is_refused(self) -> None:
@@ -406,8 +403,7 @@ class BadRecordingTest(unittest.TestCase):
         (self.dir / "link").symlink_to(empty)
         for keep, says in ((self.dir / "link", "is a link: give the folder itself"),
                            (Path("."), "is the current folder or holds it")):
-            done = subprocess.run([sys.executable, str(VALIDATE), "advice", "--keep-rows", str(keep)], cwd=empty,
-                                  capture_output=True, text=True, env=self.env, check=False, timeout=60)
+            done = self.validate("advice", "--keep-rows", str(keep), cwd=empty)
             self.assertEqual(done.returncode, 2, done.stderr)
             self.assertIn(says, done.stderr)
 

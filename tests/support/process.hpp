@@ -61,6 +61,16 @@ class SpawnedProcess {
   [[nodiscard]] pid_t pid() const { return pid_; }
   /// Its stderr so far (the file it writes to), to watch it while it runs.
   [[nodiscard]] std::string err_so_far() const { return read_text(dir_ / "err"); }
+  /// Waits up to 30 s until its stderr holds `text` (a row's progress line with
+  /// --log-interval-steps 1, a line of an injected fault); the moment it first did. Tests wait
+  /// for what a process says it did, never for a sleep a loaded machine can outrun.
+  [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> when_said(const std::string& text) const {
+    for (int i = 0; i < 1200; ++i) {
+      if (err_so_far().find(text) != std::string::npos) return std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    return std::nullopt;
+  }
 
   /// Waits for the process; with a limit, one still running then is killed (SIGKILL) and
   /// reported as timed out.

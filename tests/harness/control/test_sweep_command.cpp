@@ -51,15 +51,6 @@ std::size_t rows_reported(const TempDir& dir) {
   }
 }
 
-// Waits up to 30 s until the sweep's stderr holds `text` (the endless row says each step).
-bool wait_for_said(const testing::SpawnedProcess& process, const std::string& text) {
-  for (int i = 0; i < 600; ++i) {
-    if (process.err_so_far().find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
 // Waits up to 30 s until the reports hold `rows` rows.
 bool wait_for_rows(const TempDir& dir, std::size_t rows) {
   for (int i = 0; i < 600 && rows_reported(dir) < rows; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -138,7 +129,7 @@ TEST(SweepCommand, ARowStoppedByASignalTheSweepWasNotSentFailsTheSweep) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_EQ(row.size(), 1u) << "the endless row never started";
-  ASSERT_TRUE(wait_for_said(sweep, "] step 3/")) << sweep.err_so_far();
+  ASSERT_TRUE(sweep.when_said("] step 3/").has_value()) << sweep.err_so_far();
   ::kill(row.front(), SIGTERM);
   const auto r = sweep.wait(std::chrono::seconds(120));
   ASSERT_FALSE(r.timed_out) << r.err;
@@ -161,7 +152,7 @@ TEST(SweepCommand, ASignalKeepsEveryFinishedRowAndTheStepsOfTheRowInFlight) {
     ASSERT_TRUE(wait_for_rows(dir, 1));
     ASSERT_EQ(rows_reported(dir), 1u);
     // "endless" in flight, steps done
-    ASSERT_TRUE(wait_for_said(sweep, "] step 3/")) << sweep.err_so_far();
+    ASSERT_TRUE(sweep.when_said("] step 3/").has_value()) << sweep.err_so_far();
     const auto start = std::chrono::steady_clock::now();
     ::kill(sweep.pid(), signal);
     const auto r = sweep.wait();
@@ -220,7 +211,7 @@ TEST(SweepCommand, ASecondInterruptEndsEverythingAtOnce) {
   TempDir dir;
   write_sweep_file(dir / "s.json");
   testing::SpawnedProcess sweep(sweep_args(dir, {"--rows", "stalling"}));
-  ASSERT_TRUE(wait_for_said(sweep, "] step 1/")) << sweep.err_so_far();  // step 2, of seconds, begins
+  ASSERT_TRUE(sweep.when_said("] step 1/").has_value()) << sweep.err_so_far();  // step 2, of seconds, begins
   ::kill(sweep.pid(), SIGINT);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   ::kill(sweep.pid(), SIGINT);

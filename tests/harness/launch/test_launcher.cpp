@@ -118,18 +118,6 @@ bool wait_for_processes(const std::string& marker, int count) {
   return processes_with(marker) >= count;
 }
 
-// Waits until the process's stderr holds `text` (a progress line: the row's run
-// --log-interval-steps 1), up to 30 s; the moment it first did. Tests wait for what a row says
-// it did, never for a sleep a loaded machine can outrun.
-std::optional<std::chrono::steady_clock::time_point> when_said(const testing::SpawnedProcess& process,
-                                                                const std::string& text) {
-  for (int i = 0; i < 1200; ++i) {
-    if (process.err_so_far().find(text) != std::string::npos) return std::chrono::steady_clock::now();
-    std::this_thread::sleep_for(std::chrono::milliseconds(25));
-  }
-  return std::nullopt;
-}
-
 TEST(Launcher, ARankThatDiesFailsTheRunWithinSecondsAndLeavesNoProcess) {
   TempDir dir;
   const std::string marker = "fault-" + std::to_string(::getpid());
@@ -176,7 +164,7 @@ void freeze_a_rank_and_expect_it_named(int64_t frozen, const std::string& expect
                         (dir / "r.json").string()});
   *(std::find(args.begin(), args.end(), "--timeout-s") + 1) = "10";
   testing::SpawnedProcess launcher(args);
-  ASSERT_TRUE(when_said(launcher, "] step 3/").has_value()) << launcher.err_so_far();
+  ASSERT_TRUE(launcher.when_said("] step 3/").has_value()) << launcher.err_so_far();
   const pid_t rank = rank_process(marker, frozen);
   ASSERT_GT(rank, 0);
   ::kill(rank, SIGSTOP);
@@ -217,7 +205,7 @@ TEST(Launcher, ARankStuckAliveIsNamedAsBehindWithinTheTimeout) {
                         "--inject-fault-kind", "hang", "--out", (dir / "r.json").string()});
   *(std::find(args.begin(), args.end(), "--timeout-s") + 1) = "10";
   testing::SpawnedProcess launcher(args);
-  const auto hung_at = when_said(launcher, "--inject-fault-step 3: hanging here");
+  const auto hung_at = launcher.when_said("--inject-fault-step 3: hanging here");
   ASSERT_TRUE(hung_at.has_value()) << launcher.err_so_far();
   const auto r = launcher.wait();
   const double detected_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - *hung_at).count();
@@ -244,7 +232,7 @@ TEST(Launcher, TheRankTheProgressRecordsBlameIsNamedNotTheAbortedVictim) {
                         "--inject-fault-kind", "hang", "--out", (dir / "r.json").string()});
   *(std::find(args.begin(), args.end(), "--timeout-s") + 1) = "30";
   testing::SpawnedProcess launcher(args);
-  ASSERT_TRUE(when_said(launcher, "--inject-fault-step 3: hanging here").has_value()) << launcher.err_so_far();
+  ASSERT_TRUE(launcher.when_said("--inject-fault-step 3: hanging here").has_value()) << launcher.err_so_far();
   // Rank 0 waits in its collective past half the timeout (a watchdog aborts only after it),
   // and is aborted before Gloo's own timeout would end the wait: 22 s into a window of 15 to
   // 30 s, 7 s from either edge however late the line above was relayed.
@@ -338,7 +326,7 @@ TEST(Launcher, InterruptStopsEveryRank) {
   const std::string marker = "interrupt-" + std::to_string(::getpid());
   testing::SpawnedProcess launcher(ddp_args({"--nproc", "2", "--epochs", "1000", "--log-interval-steps", "1", "--name",
                                              marker, "--out", (dir / "r.json").string()}));
-  ASSERT_TRUE(when_said(launcher, "] step 3/").has_value()) << launcher.err_so_far();
+  ASSERT_TRUE(launcher.when_said("] step 3/").has_value()) << launcher.err_so_far();
   ::kill(launcher.pid(), SIGINT);
   const auto r = launcher.wait();
   EXPECT_EQ(r.exit_code, 130) << r.err;
@@ -358,7 +346,7 @@ TEST(Launcher, SigtermStopsALoneRowKeepingItsSteps) {
                         (dir / "r.json").string()});
   args[3] = "single";  // --strategy single
   testing::SpawnedProcess row(args);
-  ASSERT_TRUE(when_said(row, "] step 3/").has_value()) << row.err_so_far();
+  ASSERT_TRUE(row.when_said("] step 3/").has_value()) << row.err_so_far();
   ::kill(row.pid(), SIGTERM);
   const auto r = row.wait();
   EXPECT_EQ(r.exit_code, 143) << r.err;
