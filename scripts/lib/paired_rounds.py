@@ -6,8 +6,14 @@ that build's rounds file, which `ddpbench compare --paired` reads. After --min-r
 every row, each further round runs only the rows the comparison still calls undecided, up to
 --max-rounds. The order of round r depends only on the seed and r, so a seed reproduces it.
 
-Exit codes: 0 no regression, 1 a regression (found at any look) or a candidate whose sweep died,
-2 bad input or a baseline build that cannot run the rows, 130 interrupted.
+The judge is the baseline build: it ran the same rounds, so its `ddpbench compare --paired` (and
+its PyTorch floor) decides, and the candidate's own compare must agree with it; a candidate that
+breaks compare cannot pass its own gate.
+
+Exit codes: 0 no regression, 1 a regression (found at any look, or below the floor), a candidate
+whose sweep died or whose compare disagreed with the baseline build's, 2 bad input, a baseline
+build that cannot run the rows, or a judge that cannot judge, 130 interrupted. verdict.txt
+("regression", "no regression", "cannot judge") is written last, after the floor.
 """
 from __future__ import annotations
 
@@ -156,10 +162,59 @@ def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
     tmp.replace(out)
 
 
+@dataclass(frozen=True)
+class Compared:
+    """One `ddpbench compare` run: its exit code and what it said."""
+    rc: int
+    stdout: str
+    stderr: str
+
+    @property
+    def cannot_judge(self) -> bool:
+        """Exit 2 with a table ending in "Cannot judge": a verdict, not a refused input (which
+        prints nothing on stdout)."""
+        return self.rc == 2 and any(line.startswith("Cannot judge") for line in self.stdout.splitlines())
+
+
+def run_compare(command: list[str]) -> Compared:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    return Compared(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """What a comparison run by both builds decides: rc 0, 1 or 2 (cannot judge), the judge's
+    text, and where the candidate's compare disagreed, the line that says so (rc 1)."""
+    rc: int
+    text: str
+    judged: int  # the judge's own exit code
+    disagreement: str = ""
+
+
+def rule(what: str, judge: Compared, accused: Compared) -> Ruling:
+    """The baseline build's compare decides; the candidate's must say the same. A judge that
+    refuses the input or dies decides nothing: that is no fault of the candidate's."""
+    if judge.rc == 2 and not judge.cannot_judge:
+        raise BadInput(f"the baseline build's `{what}` refused the rounds: {judge.stderr.strip()}")
+    if judge.rc in (-signal.SIGINT, -signal.SIGTERM, 130, 143):
+        raise Interrupted(f"the baseline build's `{what}` was interrupted (exit {judge.rc})")
+    if judge.rc not in (0, 1, 2):
+        raise BadInput(f"the baseline build's `{what}` exited with {judge.rc}, so nothing can judge the "
+                       f"candidate: {judge.stderr.strip()}")
+    if judge.rc == 2 or accused.rc == judge.rc:
+        return Ruling(judge.rc, judge.stdout, judge.rc)
+    said = accused.stderr.strip().splitlines()[-1:] or accused.stdout.strip().splitlines()[-1:] or [""]
+    return Ruling(1, judge.stdout, judge.rc, f"**The candidate fails**: its `{what}` disagreed with the baseline build's "
+                                   f"(baseline build: exit {judge.rc}, candidate: exit {accused.rc}"
+                                   f"{': ' + said[0] if said[0] else ''}).\n")
+
+
 @dataclass
 class Gate:
-    """The comparison's settings, passed to `ddpbench compare --paired`."""
-    binary: str
+    """The comparison's settings, passed to `ddpbench compare --paired` of both builds: the
+    baseline build's (the judge) and the candidate's."""
+    judge: str
+    accused: str
     threshold: float
     alpha: float
     metrics: str
@@ -167,23 +222,56 @@ class Gate:
     max_rounds: int
     allow_missing: str = ""
 
-    def compare(self, baseline: Path, candidate: Path, undecided: Path, out: Path | None = None
-                ) -> tuple[int, str, list[str]]:
-        command = [self.binary, "compare", str(baseline), str(candidate), "--paired", "--threshold",
+    def command(self, binary: str, baseline: Path, candidate: Path, undecided: Path, out: Path) -> list[str]:
+        command = [binary, "compare", str(baseline), str(candidate), "--paired", "--threshold",
                    str(self.threshold), "--alpha", str(self.alpha), "--metric", *self.metrics.split(","),
                    "--min-rounds", str(self.min_rounds), "--max-rounds", str(self.max_rounds), "--undecided-out",
-                   str(undecided)]
+                   str(undecided), "--out", str(out)]
         if self.allow_missing:
             command += ["--allow-missing", *self.allow_missing.split(",")]
-        if out is not None:
-            command += ["--out", str(out)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode == 2:
-            raise BadInput(f"ddpbench compare --paired refused the rounds: {done.stderr.strip()}")
-        if done.returncode not in (0, 1):
-            raise Interrupted(f"ddpbench compare --paired exited with {done.returncode}: {done.stderr.strip()}")
-        rows = [line.strip() for line in undecided.read_text().splitlines() if line.strip()]
-        return done.returncode, done.stdout, rows
+        return command
+
+    def compare(self, baseline: Path, candidate: Path, undecided: Path, out: Path) -> tuple[Ruling, list[str]]:
+        """This look's ruling and the judge's undecided rows (the rounds to run next). The
+        candidate's compare writes beside the judge's (candidate-*), never over them."""
+        undecided.unlink(missing_ok=True)
+        judge = run_compare(self.command(self.judge, baseline, candidate, undecided, out))
+        accused = run_compare(self.command(self.accused, baseline, candidate, undecided.with_name(
+            "candidate-" + undecided.name), out.with_name("candidate-" + out.name)))
+        ruling = rule("compare --paired", judge, accused)
+        try:
+            rows = [line.strip() for line in undecided.read_text().splitlines() if line.strip()]
+        except OSError as error:
+            raise BadInput(f"the baseline build's `compare --paired` wrote no undecided rows ({error})") from None
+        return ruling, rows
+
+
+@dataclass(frozen=True)
+class Floor:
+    """Each candidate row against its PyTorch twin of the same rounds (the candidate's rounds
+    file against itself, so nothing but the floor can fail), judged by both builds."""
+    judge: str
+    accused: str
+    floor: float
+    metrics: str
+
+    def command(self, binary: str, rounds: Path) -> list[str]:
+        return [binary, "compare", str(rounds), str(rounds), "--normalize-by", "twin", "--metric",
+                *self.metrics.split(","), "--min-vs-pytorch", str(self.floor)]
+
+    def check(self, rounds: Path) -> tuple[Ruling, str]:
+        """The ruling and its report: the twin lines of the judge's table and one verdict line."""
+        ruling = rule("compare --min-vs-pytorch", run_compare(self.command(self.judge, rounds)),
+                      run_compare(self.command(self.accused, rounds)))
+        lines = ruling.text.splitlines()
+        start = next((i for i, line in enumerate(lines) if "PyTorch" in line), len(lines))
+        kept = [line for line in lines[start:] if not line.startswith(("No regression", "**Regression"))]
+        verdict = {0: "Every row at or above the floor.",
+                   1: f"**Below the floor**: a row is slower than {self.floor}x its PyTorch twin beyond the noise.",
+                   2: "Cannot judge the floor (above)."}[ruling.judged]
+        text = (f"ci-bench: each row of the candidate against its PyTorch twin (floor {self.floor}x)\n"
+                + "".join(f"{line}\n" for line in kept) + verdict + "\n" + ruling.disagreement)
+        return ruling, text
 
 
 def regressions(text: str) -> set[str]:
@@ -202,8 +290,10 @@ def row_of(name: str, rows: list[str]) -> str:
 
 
 # The gate's own files in --out-dir, beside the two builds' round folders; verdict.txt is
-# written last, only by a gate that finished.
-OUTPUTS = ("baseline-rounds.json", "candidate-rounds.json", "order.jsonl", "paired.md", "undecided.txt", "verdict.txt")
+# written last, only by a gate that finished, the floor included.
+OUTPUTS = ("baseline-rounds.json", "candidate-rounds.json", "order.jsonl", "paired.md", "undecided.txt",
+           "candidate-paired.md", "candidate-undecided.txt", "floor.md", "verdict.txt")
+VERDICTS = {0: "no regression", 1: "regression", 2: "cannot judge"}
 
 
 def never_ran_on_baseline(baseline_rounds: Path, expected_not_ok: set[str]) -> list[str]:
@@ -215,20 +305,75 @@ def never_ran_on_baseline(baseline_rounds: Path, expected_not_ok: set[str]) -> l
     return [name for name in names if name not in ok and name not in expected_not_ok]
 
 
+def clear_outputs(out: Path, labels: tuple[str, ...]) -> None:
+    """A folder used before keeps nothing of an earlier gate that could be read as this one's;
+    nothing else in it is touched."""
+    for stale in labels:
+        shutil.rmtree(out / stale, ignore_errors=True)
+    for name in OUTPUTS:
+        (out / name).unlink(missing_ok=True)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+@dataclass
+class Rounds:
+    """The rounds run so far: each build's result files, and how many rounds each row had."""
+    baseline: Arm
+    candidate: Arm
+    sweep_file: Path
+    twins: bool
+    out: Path
+    files: dict[str, list[tuple[int, Path]]] = field(default_factory=dict)
+
+    def run(self, order: list[tuple[str, str]], round_index: int, plan) -> None:
+        baseline, candidate = self.baseline, self.candidate
+        for row, label in order:
+            arm = baseline if label == baseline.label else candidate
+            began = time.time()
+            path = run_row(arm, self.sweep_file, row, self.twins, self.out / label / f"round-{round_index:02d}" / row,
+                           candidate=arm is candidate, ran_before=bool(self.files.setdefault(label, [])))
+            self.files[label].append((round_index, path))
+            plan.write(json.dumps({"round": round_index, "row": row, "build": label, "started_unix_s": round(began, 3),
+                                   "wall_s": round(time.time() - began, 3)}) + "\n")
+            plan.flush()
+
+    def merge(self) -> tuple[Path, Path]:
+        merge_rounds(self.files[self.baseline.label], self.out / "baseline-rounds.json")
+        merge_rounds(self.files[self.candidate.label], self.out / "candidate-rounds.json")
+        return self.out / "baseline-rounds.json", self.out / "candidate-rounds.json"
+
+
+def stood(text: str, regressed: dict[str, int]) -> tuple[str, bool]:
+    """Each look spends its own share of alpha, so a regression found at any look stands: a later
+    look at other rows (Holm's order changes as they gain rounds) does not take it back."""
+    taken_back = {name: at for name, at in regressed.items() if name not in regressions(text)}
+    if not taken_back:
+        return text, False
+    lines = text.rstrip("\n").splitlines()
+    if lines and lines[-1].startswith("No regression"):
+        lines.pop()
+    return "\n".join(lines).rstrip("\n") + "\n\n" + "".join(
+        f"**Regression**: {name} was a regression after round {at} (each look spends its own share of "
+        f"alpha, so a regression at any look stands; later rounds of other rows moved Holm's order).\n"
+        for name, at in taken_back.items()), True
+
+
 def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed: int, twins: bool, out: Path,
-               log=sys.stderr, expected_not_ok: frozenset[str] = frozenset()) -> tuple[int, str]:
-    """The adaptive paired gate: the exit code (0 or 1) and the comparison's text."""
+               log=sys.stderr, expected_not_ok: frozenset[str] = frozenset(),
+               floor: Floor | None = None) -> tuple[int, str]:
+    """The adaptive paired gate, then the floor: the exit code (0, 1, or 2 where the judge cannot
+    judge) and the report."""
     rows = sweep_rows(sweep_file)
     if baseline.label == candidate.label:
         raise BadInput(f"the two builds need two labels (both are '{baseline.label}')")
     out.mkdir(parents=True, exist_ok=True)
-    # A folder used before keeps nothing of an earlier gate that could be read as this one's;
-    # nothing else in it is touched.
-    for stale in (baseline.label, candidate.label):
-        shutil.rmtree(out / stale, ignore_errors=True)
-    for name in OUTPUTS:
-        (out / name).unlink(missing_ok=True)
-    files: dict[str, list[tuple[int, Path]]] = {baseline.label: [], candidate.label: []}
+    clear_outputs(out, (baseline.label, candidate.label))
+    rounds = Rounds(baseline, candidate, sweep_file, twins, out)
     plan = open(out / "order.jsonl", "w")
     to_run = list(rows)
     rounds_of = {row: 0 for row in rows}
@@ -237,26 +382,17 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
     for round_index in range(gate.max_rounds):
         order = [(row, arm) for row, arm in round_order(rows, [baseline.label, candidate.label], seed, round_index)
                  if row in to_run]
-        for row, label in order:
-            arm = baseline if label == baseline.label else candidate
-            began = time.time()
-            path = run_row(arm, sweep_file, row, twins, out / label / f"round-{round_index:02d}" / row,
-                           candidate=arm is candidate, ran_before=bool(files[label]))
-            files[label].append((round_index, path))
-            plan.write(json.dumps({"round": round_index, "row": row, "build": label, "started_unix_s": round(began, 3),
-                                   "wall_s": round(time.time() - began, 3)}) + "\n")
-            plan.flush()
+        rounds.run(order, round_index, plan)
         for row in to_run:
             rounds_of[row] += 1
         print(f"ci-bench: round {round_index + 1} done ({', '.join(f'{r} {a}' for r, a in order)}), "
               f"{time.monotonic() - started:.0f} s", file=log, flush=True)
         if round_index + 1 < gate.min_rounds:
             continue
-        merge_rounds(files[baseline.label], out / "baseline-rounds.json")
-        merge_rounds(files[candidate.label], out / "candidate-rounds.json")
-        rc, text, undecided = gate.compare(out / "baseline-rounds.json", out / "candidate-rounds.json",
-                                           out / "undecided.txt", out / "paired.md")
-        for name in regressions(text) - set(regressed):
+        ruling, undecided = gate.compare(*rounds.merge(), out / "undecided.txt", out / "paired.md")
+        if ruling.disagreement:
+            break  # the candidate fails whatever more rounds would say
+        for name in regressions(ruling.text) - set(regressed):
             regressed[name] = round_index + 1
         to_run = sorted({row_of(name, rows) for name in undecided}, key=rows.index)
         if not to_run:
@@ -271,29 +407,41 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
         raise BadInput(f"the baseline build never ran {', '.join(never)} in any round, so it cannot judge the "
                        f"candidate's (see {out / baseline.label}; rows expected not to run here: "
                        f"{', '.join(sorted(expected_not_ok)) or 'none'})")
-    # Each look spends its own share of alpha, so a regression found at any look stands: a later
-    # look at other rows (Holm's order changes as they gain rounds) does not take it back.
-    taken_back = {name: at for name, at in regressed.items() if name not in regressions(text)}
+    rc, text = ruling.rc, ruling.text + ruling.disagreement
+    text, taken_back = stood(text, regressed)
     if taken_back:
-        text = text.rstrip("\n").removesuffix("No regression.").rstrip("\n") + "\n\n" + "".join(
-            f"**Regression**: {name} was a regression after round {at} (each look spends its own share of "
-            f"alpha, so a regression at any look stands; later rounds of other rows moved Holm's order).\n"
-            for name, at in taken_back.items())
         rc = 1
+        (out / "paired.md").write_text(text)
+    if ruling.disagreement:
         (out / "paired.md").write_text(text)
     (out / "undecided.txt").write_text("".join(f"{name}\n" for name in undecided
                                                if not any(name == k.split(" (")[0] for k in regressed)))
-    (out / "verdict.txt").write_text("regression\n" if rc == 1 else "no regression\n")
+    if floor is not None:
+        floor_ruling, floor_text = floor.check(out / "candidate-rounds.json")
+        (out / "floor.md").write_text(floor_text)
+        text = text.rstrip("\n") + "\n\n" + floor_text
+        rc = whole_gate(rc, floor_ruling.rc)
+    write_atomically(out / "verdict.txt", VERDICTS[rc] + "\n")
     return rc, text
+
+
+def whole_gate(comparison: int, floor: int) -> int:
+    """A regression anywhere fails the gate (it was found, whatever else could not be judged);
+    otherwise any part that cannot judge leaves the whole gate unable to."""
+    if 1 in (comparison, floor):
+        return 1
+    return 2 if 2 in (comparison, floor) else 0
 
 
 def terminated(signum: int, frame: object) -> None:
     raise KeyboardInterrupt("terminated")
 
 
-def abandoned(out: Path, code: int) -> int:
+def abandoned(out: Path | None, code: int) -> int:
     """A gate that did not finish leaves no verdict of an earlier look to be read as its own."""
-    for name in ("paired.md", "undecided.txt", "verdict.txt"):
+    if out is None or not out.is_dir():
+        return code
+    for name in ("paired.md", "undecided.txt", "floor.md", "verdict.txt", "verdict.txt.tmp"):
         try:
             (out / name).unlink(missing_ok=True)
         except OSError:
@@ -301,64 +449,143 @@ def abandoned(out: Path, code: int) -> int:
     return code
 
 
-# What `compare --paired` can time (test_accuracy is no timing of two builds).
+# What `compare --paired` can time (test_accuracy is no timing of two builds); what `compare`
+# accepts at all (the floor's metrics); the most rounds `compare --paired` takes.
 PAIRED_METRICS = ("train_time_s", "images_per_s", "steady_images_per_s", "step_time_s")
+METRICS = PAIRED_METRICS + ("test_accuracy",)
+MOST_ROUNDS = 100
 
 
-def main(argv: list[str]) -> int:
+def integer(flag: str, text: str) -> int:
+    if not text.isdigit():
+        raise BadInput(f"{flag} must be a non-negative integer (got '{text}')")
+    return int(text)
+
+
+def number(flag: str, text: str, low: float, high: float, interval: str) -> float:
+    """`text` as a finite number within (low, high) or [low, high) as `interval` says."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    inside = (low <= value if interval.startswith("[") else low < value) and value < high
+    if not (math.isfinite(value) and inside):
+        raise BadInput(f"{flag} must be a number in {interval} (got '{text}')")
+    return value
+
+
+def metric_list(flag: str, text: str, allowed: tuple[str, ...], why: str) -> str:
+    metrics = [m for m in text.split(",") if m]
+    if not metrics or any(m not in allowed for m in metrics) or len(set(metrics)) != len(metrics):
+        raise BadInput(f"{flag}: '{text}' must name each of {', '.join(allowed)} at most once{why}")
+    return ",".join(metrics)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of a gate, checked before anything is built or run."""
+    seed: int
+    min_rounds: int
+    max_rounds: int
+    threshold: float
+    alpha: float
+    metrics: str
+    floor: float | None
+    floor_metrics: str
+    allow_missing: str
+    rows: tuple[str, ...]
+
+
+def check_settings(args: argparse.Namespace) -> Settings:
+    min_rounds, max_rounds = integer("--min-rounds", args.min_rounds), integer("--max-rounds", args.max_rounds)
+    if min_rounds < 2:
+        raise BadInput("--min-rounds must be 2 or more: one pair has no spread to test")
+    if not min_rounds <= max_rounds <= MOST_ROUNDS:
+        raise BadInput(f"--min-rounds ({min_rounds}) must be at most --max-rounds ({max_rounds}), and --max-rounds "
+                       f"at most {MOST_ROUNDS} (what `ddpbench compare --paired` takes)")
+    threshold = number("--threshold", args.threshold, 0, 1, "[0, 1)")
+    alpha = number("--alpha", args.alpha, 0, 1, "(0, 1)")
+    metrics = metric_list("--metric", args.metric, PAIRED_METRICS, " (test_accuracy is no timing of two builds)")
+    floor = None
+    if args.twins:
+        if args.floor is None:
+            raise BadInput("--floor is needed with twins (--no-twins leaves the floor out)")
+        floor = number("--floor (--min-vs-pytorch)", args.floor, 0, math.inf, "(0, inf)")
+    floor_metrics = metric_list("--floor-metric", args.floor_metric, METRICS, "")
+    rows = sweep_rows(args.sweep_file)
+    known = set(rows) | {f"{row}.torch" for row in rows}
+    strangers = [n for n in args.allow_missing.split(",") if n and n not in known]
+    if strangers:
+        raise BadInput(f"--allow-missing: the sweep file has no row {', '.join(strangers)} (rows: {', '.join(rows)})")
+    return Settings(integer("--seed", args.seed), min_rounds, max_rounds, threshold, alpha, metrics, floor,
+                    floor_metrics, args.allow_missing, tuple(rows))
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scripts/lib/paired_rounds.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline-binary", required=True)
+    parser.add_argument("--check", action="store_true",
+                        help="check the settings and exit (0 or 2): scripts/ci-bench, before it builds anything")
+    parser.add_argument("--baseline-binary")
     parser.add_argument("--baseline-label", default="baseline")
-    parser.add_argument("--candidate-binary", required=True)
+    parser.add_argument("--candidate-binary")
     parser.add_argument("--sweep-file", required=True, type=Path)
-    parser.add_argument("--out-dir", required=True, type=Path)
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--min-rounds", type=int, default=4)
-    parser.add_argument("--max-rounds", type=int, default=12)
-    parser.add_argument("--threshold", type=float, default=0.05)
-    parser.add_argument("--alpha", type=float, default=0.05)
+    parser.add_argument("--out-dir", type=Path)
+    parser.add_argument("--seed", default="0")
+    parser.add_argument("--min-rounds", default="4")
+    parser.add_argument("--max-rounds", default="12")
+    parser.add_argument("--threshold", default="0.05")
+    parser.add_argument("--alpha", default="0.05")
     parser.add_argument("--metric", default="train_time_s")
+    parser.add_argument("--floor", help="--min-vs-pytorch: each candidate row against its twin (with twins)")
+    parser.add_argument("--floor-metric", default="train_time_s,steady_images_per_s")
     parser.add_argument("--allow-missing", default="")
     parser.add_argument("--twins", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--expected-not-ok", default="", help="rows expected not to run on this machine")
     parser.add_argument("sweep_args", nargs="*", help="arguments for both builds' sweeps")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def check_binaries(args: argparse.Namespace) -> None:
+    for flag, path in (("--baseline-binary", args.baseline_binary), ("--candidate-binary", args.candidate_binary)):
+        if not path or not os.access(path, os.X_OK):
+            raise BadInput(f"{flag}: '{path or ''}' is not an executable")
+    if args.out_dir is None:
+        raise BadInput("--out-dir is needed")
+
+
+def lock_out_dir(out: Path):
+    out.mkdir(parents=True, exist_ok=True)
+    lock = open(out / ".ci-bench.lock", "w")
     try:
-        if not 1 <= args.min_rounds <= args.max_rounds:
-            raise BadInput(f"--min-rounds ({args.min_rounds}) must be 1 or more and at most --max-rounds "
-                           f"({args.max_rounds})")
-        if args.min_rounds < 2:
-            raise BadInput("--min-rounds must be 2 or more: one pair has no spread to test")
-        if not (math.isfinite(args.threshold) and 0 <= args.threshold < 1):
-            raise BadInput(f"--threshold must be a fraction in [0, 1) (got {args.threshold})")
-        if not 0 < args.alpha < 1:
-            raise BadInput(f"--alpha must lie in (0, 1) (got {args.alpha})")
-        metrics = [m for m in args.metric.split(",") if m]
-        unknown = [m for m in metrics if m not in PAIRED_METRICS]
-        if not metrics or unknown or len(set(metrics)) != len(metrics):
-            raise BadInput(f"--metric: '{args.metric}' must name each of {', '.join(PAIRED_METRICS)} at most once "
-                           f"(test_accuracy is no timing of two builds)")
-        rows = sweep_rows(args.sweep_file)
-        known = set(rows) | {f"{row}.torch" for row in rows}
-        strangers = [n for n in args.allow_missing.split(",") if n and n not in known]
-        if strangers:
-            raise BadInput(f"--allow-missing: the sweep file has no row {', '.join(strangers)} (rows: {', '.join(rows)})")
-        for flag, path in (("--baseline-binary", args.baseline_binary), ("--candidate-binary", args.candidate_binary)):
-            if not os.access(path, os.X_OK):
-                raise BadInput(f"{flag}: '{path}' is not an executable")
-        baseline = Arm(args.baseline_label, args.baseline_binary, tuple(args.sweep_args))
-        candidate = Arm("candidate", args.candidate_binary, tuple(args.sweep_args))
-        gate = Gate(args.candidate_binary, args.threshold, args.alpha, args.metric, args.min_rounds, args.max_rounds,
-                    args.allow_missing)
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-        lock = open(args.out_dir / ".ci-bench.lock", "w")
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise BadInput(f"another gate is writing into --out-dir {args.out_dir}") from None
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise BadInput(f"another gate is writing into --out-dir {out}") from None
+    return lock
+
+
+def gate_of(args: argparse.Namespace, settings: Settings) -> tuple[Arm, Arm, Gate, Floor | None]:
+    baseline = Arm(args.baseline_label, args.baseline_binary, tuple(args.sweep_args))
+    candidate = Arm("candidate", args.candidate_binary, tuple(args.sweep_args))
+    gate = Gate(args.baseline_binary, args.candidate_binary, settings.threshold, settings.alpha, settings.metrics,
+                settings.min_rounds, settings.max_rounds, settings.allow_missing)
+    floor = None if settings.floor is None else Floor(args.baseline_binary, args.candidate_binary, settings.floor,
+                                                      settings.floor_metrics)
+    return baseline, candidate, gate, floor
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    try:
+        settings = check_settings(args)
+        if args.check:
+            return 0
+        check_binaries(args)
+        baseline, candidate, gate, floor = gate_of(args, settings)
+        lock = lock_out_dir(args.out_dir)  # noqa: F841 (held until exit)
         signal.signal(signal.SIGTERM, terminated)
-        rc, text = run_rounds(baseline, candidate, args.sweep_file, gate, args.seed, args.twins, args.out_dir,
-                              expected_not_ok=frozenset(n for n in args.expected_not_ok.split(",") if n))
+        rc, text = run_rounds(baseline, candidate, args.sweep_file, gate, settings.seed, args.twins, args.out_dir,
+                              expected_not_ok=frozenset(n for n in args.expected_not_ok.split(",") if n),
+                              floor=floor)
     except BadInput as error:
         print(f"scripts/ci-bench: {error}", file=sys.stderr)
         return abandoned(args.out_dir, 2)

@@ -9,6 +9,10 @@ FAKE_DDPBENCH_SPEC: {"log": PATH, "state": DIR, "first_penalty": X,
                      "sleep_s": S, "rows": {ROW: {BUILD: [MEAN_S, SPREAD] or {"times": [S, ...]} or "garbage"
                                                    or "crash" or "failed" or "refuse-after-first"}}}
 first_penalty: a run that opens a pair (the first of consecutive runs of a row) is X slower.
+"compare": {BUILD: {"paired": HOW, "floor": HOW}} makes that build's `compare --paired` or its
+plain compare (the floor) misbehave, HOW being "lie" (prints "No regression." and exits 0 whatever
+the files say), "refuse" (nothing on stdout, exit 2), "cannot-judge" (the real table, then a
+"Cannot judge" line, exit 2) or "crash" (killed by SIGSEGV); otherwise compare is the real one.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -74,10 +79,42 @@ def sweep(args: list[str], spec: dict) -> int:
     return 1 if how == "failed" else 0
 
 
+def value_of(args: list[str], flag: str) -> str | None:
+    return args[args.index(flag) + 1] if flag in args else None
+
+
+def compare(args: list[str], how: str) -> int:
+    """A compare that misbehaves as `how` says, writing what the real one would write."""
+    if how == "crash":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if how == "refuse":
+        print("ddpbench compare: refused on purpose (test)", file=sys.stderr)
+        return 2
+    undecided, out = value_of(args, "--undecided-out"), value_of(args, "--out")
+    if how == "lie":
+        text = "No regression.\n"
+        if undecided:
+            Path(undecided).write_text("")
+    else:  # cannot-judge: the real table and undecided rows, then the verdict no one can give
+        real = subprocess.run([os.environ["DDPBENCH_BINARY"], "compare", *args], capture_output=True, text=True,
+                              check=False)
+        lines = [line for line in real.stdout.splitlines() if not line.startswith(("No regression", "Regression"))]
+        text = "\n".join(lines) + "\n\nCannot judge: too few pairs at the cap (test).\n"
+    if out:
+        Path(out).write_text(text)
+    print(text, end="")
+    return 0 if how == "lie" else 2
+
+
 def main() -> int:
     spec = json.loads(os.environ["FAKE_DDPBENCH_SPEC"])
     if sys.argv[1:2] == ["sweep"]:
         return sweep(sys.argv[2:], spec)
+    if sys.argv[1:2] == ["compare"]:
+        kind = "paired" if "--paired" in sys.argv else "floor"
+        how = spec.get("compare", {}).get(os.environ.get("FAKE_DDPBENCH_BUILD", ""), {}).get(kind)
+        if how:
+            return compare(sys.argv[2:], how)
     os.execv(os.environ["DDPBENCH_BINARY"], [os.environ["DDPBENCH_BINARY"], *sys.argv[1:]])
     return 127
 

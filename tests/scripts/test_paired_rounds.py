@@ -65,7 +65,9 @@ class RoundOrderTest(unittest.TestCase):
         self.assertNotEqual(orders(5), orders(6))
 
 
-class PairedRoundsTest(unittest.TestCase):
+class StandInBuilds(unittest.TestCase):
+    """Two stand-in builds (fake_ddpbench.py) and the rounds run on them."""
+
     def setUp(self) -> None:
         if not os.environ.get("DDPBENCH_BINARY"):
             self.skipTest("DDPBENCH_BINARY is not set")
@@ -74,15 +76,17 @@ class PairedRoundsTest(unittest.TestCase):
         self.sweep = self.dir / "sweep.json"
         self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": row} for row in ROWS]}))
 
-    def builds(self, rows: dict[str, dict[str, object]], first_penalty: float = 0.0) -> tuple[Path, Path, Path]:
-        """Two stand-in builds with these times; their run log."""
+    def builds(self, rows: dict[str, dict[str, object]], first_penalty: float = 0.0,
+               compare: dict[str, dict[str, str]] | None = None) -> tuple[Path, Path, Path]:
+        """Two stand-in builds with these times (and compare misbehaving as `compare` says:
+        fake_ddpbench.py); their run log."""
         state = self.dir / "state"
         shutil.rmtree(state, ignore_errors=True)
         state.mkdir()
         log = self.dir / "runs.log"
         log.unlink(missing_ok=True)
         os.environ["FAKE_DDPBENCH_SPEC"] = json.dumps({"log": str(log), "state": str(state), "rows": rows,
-                                                       "first_penalty": first_penalty})
+                                                       "first_penalty": first_penalty, "compare": compare or {}})
         paths = []
         for build in ("baseline", "candidate"):
             path = self.dir / f"{build}-ddpbench"
@@ -91,18 +95,21 @@ class PairedRoundsTest(unittest.TestCase):
             paths.append(path)
         return paths[0], paths[1], log
 
-    def run_rounds(self, baseline: Path, candidate: Path, *args: str, seed: int = 1
+    def run_rounds(self, baseline: Path, candidate: Path, *args: str, seed: int = 1, twins: bool = False
                    ) -> subprocess.CompletedProcess[str]:
         out = self.dir / "out"
         shutil.rmtree(out, ignore_errors=True)
         return subprocess.run([sys.executable, str(PAIRED_ROUNDS), "--baseline-binary", str(baseline),
                                "--candidate-binary", str(candidate), "--sweep-file", str(self.sweep), "--out-dir",
-                               str(out), "--seed", str(seed), "--no-twins", *args], capture_output=True, text=True,
-                              check=False, timeout=300)
+                               str(out), "--seed", str(seed), "--twins" if twins else "--no-twins", *args],
+                              capture_output=True, text=True, check=False, timeout=300)
 
     @staticmethod
     def runs(log: Path) -> list[tuple[str, str]]:
         return [tuple(line.split()) for line in log.read_text().splitlines()]  # type: ignore[misc]
+
+
+class PairedRoundsTest(StandInBuilds):
 
     def test_a_slowed_row_is_a_regression_after_the_first_rounds(self) -> None:
         baseline, candidate, log = self.builds({
@@ -122,6 +129,7 @@ class PairedRoundsTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         self.assertEqual(len(self.runs(log)), 4 * 2 * len(ROWS))
         self.assertIn("ci-bench: rounds run per row: single 4, ddp-2 4, dp-2 4", done.stderr)
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "no regression\n")
 
     def test_only_the_undecided_row_runs_again_up_to_the_cap(self) -> None:
         baseline, candidate, log = self.builds({
@@ -265,9 +273,17 @@ class PairedRoundsTest(unittest.TestCase):
             done = self.run_rounds(baseline, candidate, *args)
             self.assertEqual(done.returncode, 2, done.stderr)
             self.assertIn(message, done.stderr)
-        for args, message in ((["--threshold", "nan"], "--threshold must be a fraction"),
-                              (["--alpha", "0"], "--alpha must lie in (0, 1)"),
-                              (["--alpha", "2"], "--alpha must lie in (0, 1)"),
+        for args, message in ((["--threshold", "nan"], "--threshold must be a number in [0, 1)"),
+                              (["--threshold", "1"], "--threshold must be a number in [0, 1)"),
+                              (["--threshold", "x"], "--threshold must be a number in [0, 1)"),
+                              (["--alpha", "0"], "--alpha must be a number in (0, 1)"),
+                              (["--alpha", "2"], "--alpha must be a number in (0, 1)"),
+                              (["--max-rounds", "101"], "--max-rounds at most 100"),
+                              (["--min-rounds", "four"], "--min-rounds must be a non-negative integer"),
+                              (["--seed", "-1"], "--seed must be a non-negative integer"),
+                              (["--twins", "--floor", "0"], "--floor (--min-vs-pytorch) must be a number in (0, inf)"),
+                              (["--twins"], "--floor is needed with twins"),
+                              (["--floor-metric", "speed"], "--floor-metric: 'speed' must name"),
                               (["--metric", "bogus"], "--metric: 'bogus' must name"),
                               (["--metric", "test_accuracy"], "test_accuracy is no timing"),
                               (["--metric", "train_time_s,train_time_s"], "at most once"),
@@ -287,6 +303,101 @@ class PairedRoundsTest(unittest.TestCase):
         done = self.run_rounds(baseline, candidate)
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn("must name each row once", done.stderr)
+
+
+# The committed baseline's first repetition: the stand-in writes each row's twin from it, so a
+# row at its committed time keeps its committed ratio to its twin.
+COMMITTED_S = {"single": 3.900853366, "ddp-2": 7.407802188, "dp-2": 6.051714154}
+
+
+class JudgeTest(StandInBuilds):
+    """The baseline build's compare is the judge (it ran the same rounds); the candidate's own
+    compare must agree with it, or the candidate fails."""
+
+    def test_a_slow_candidate_whose_compare_lies_still_fails(self) -> None:
+        baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [10.0 if row == "single"
+                                                                                           else 5.0, 0.005]}
+                                              for row in ROWS}, compare={"candidate": {"paired": "lie"}})
+        done = self.run_rounds(baseline, candidate)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertRegex(done.stdout, r"single \(faithful\) train_time_s: .*REGRESSION")
+        self.assertIn("its `compare --paired` disagreed with the baseline build's (baseline build: exit 1, "
+                      "candidate: exit 0", done.stdout)
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n")
+
+    def test_a_candidate_whose_compare_refuses_the_rounds_fails(self) -> None:
+        baseline, candidate, log = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}
+                                                for row in ROWS}, compare={"candidate": {"paired": "refuse"}})
+        done = self.run_rounds(baseline, candidate, "--max-rounds", "8")
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("(baseline build: exit 0, candidate: exit 2: ddpbench compare: refused on purpose", done.stdout)
+        self.assertEqual(len(self.runs(log)), 4 * 2 * len(ROWS), "rounds ran on after the candidate failed")
+        self.assertIn("disagreed", (self.dir / "out" / "paired.md").read_text())
+
+    def test_a_judge_that_cannot_judge_leaves_the_gate_unable_to_whatever_the_candidate_says(self) -> None:
+        spec = {row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]} for row in ROWS}
+        baseline, candidate, _ = self.builds(spec, compare={"baseline": {"paired": "cannot-judge"},
+                                                            "candidate": {"paired": "lie"}})
+        done = self.run_rounds(baseline, candidate)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertIn("Cannot judge: too few pairs at the cap", done.stdout)
+        self.assertIn("| single (faithful)", done.stdout, "the judge's table is not shown")
+        self.assertIn("Cannot judge", (self.dir / "out" / "paired.md").read_text())
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "cannot judge\n")
+        baseline, candidate, _ = self.builds(spec, compare={"baseline": {"paired": "refuse"}})
+        refused = self.run_rounds(baseline, candidate)
+        self.assertEqual(refused.returncode, 2, refused.stdout + refused.stderr)
+        self.assertIn("the baseline build's `compare --paired` refused the rounds", refused.stderr)
+        self.assertFalse((self.dir / "out" / "verdict.txt").exists())
+
+    def test_builds_that_agree_pass(self) -> None:
+        baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}
+                                              for row in ROWS}, compare={"baseline": {"paired": "lie"},
+                                                                         "candidate": {"paired": "lie"}})
+        done = self.run_rounds(baseline, candidate)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertNotIn("disagreed", done.stdout)
+
+
+class FloorTest(StandInBuilds):
+    """The PyTorch floor runs inside the rounds' gate, judged by the baseline build, and
+    verdict.txt is written after it."""
+
+    def floored(self, factor: float, compare: dict[str, dict[str, str]] | None = None
+                ) -> subprocess.CompletedProcess[str]:
+        """Both builds at `factor` times single's committed time (no change between them)."""
+        self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": "single"}]}))
+        times = [COMMITTED_S["single"] * factor, 0.005]
+        baseline, candidate, _ = self.builds({"single": {"baseline": times, "candidate": times}}, compare=compare)
+        return self.run_rounds(baseline, candidate, "--floor", "0.85", twins=True)
+
+    def test_a_row_below_the_floor_fails_and_the_verdict_says_so(self) -> None:
+        done = self.floored(1.0)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertIn("Every row at or above the floor.", done.stdout)
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "no regression\n")
+        slow = self.floored(2.0)
+        self.assertEqual(slow.returncode, 1, slow.stdout + slow.stderr)
+        self.assertIn("**Below the floor**", slow.stdout)
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n",
+                         "verdict.txt does not include the floor")
+
+    def test_a_candidate_whose_floor_lies_still_fails(self) -> None:
+        done = self.floored(2.0, compare={"candidate": {"floor": "lie"}})
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("**Below the floor**", done.stdout)
+        self.assertIn("its `compare --min-vs-pytorch` disagreed with the baseline build's (baseline build: exit 1, "
+                      "candidate: exit 0", done.stdout)
+
+    def test_a_floor_the_judge_cannot_judge_or_that_dies_gives_no_pass(self) -> None:
+        done = self.floored(1.0, compare={"baseline": {"floor": "cannot-judge"}, "candidate": {"floor": "lie"}})
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertIn("Cannot judge the floor", done.stdout)
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "cannot judge\n")
+        died = self.floored(1.0, compare={"baseline": {"floor": "crash"}})
+        self.assertEqual(died.returncode, 2, died.stdout + died.stderr)
+        self.assertIn("the baseline build's `compare --min-vs-pytorch` exited with -11", died.stderr)
+        self.assertFalse((self.dir / "out" / "verdict.txt").exists(), "a gate that died in the floor left a verdict")
 
 
 if __name__ == "__main__":
