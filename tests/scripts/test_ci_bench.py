@@ -59,7 +59,9 @@ def on_another_machine(doc: dict) -> dict:
     return out
 
 
-class CiBenchTest(unittest.TestCase):
+class GateCase(unittest.TestCase):
+    """A scratch folder, the committed baseline in it, and scripts/ci-bench to run."""
+
     def setUp(self) -> None:
         if not os.environ.get("DDPBENCH_BINARY"):
             self.skipTest("DDPBENCH_BINARY is not set")
@@ -76,6 +78,67 @@ class CiBenchTest(unittest.TestCase):
         return subprocess.run([str(CI_BENCH), *args], capture_output=True, text=True, check=False, timeout=300,
                               env=env or dict(os.environ))
 
+    def stand_in_history(self) -> tuple[Path, dict[str, str], object, list[str]]:
+        """A small real repository whose commits' "builds" (their scripts/lib/setup.sh) are
+        stand-ins (fake_ddpbench.py) with known times: its path, environment, git and commits
+        (1 good; 2 does not build; 3 good; 4 makes the row 5 times slower; 5, 6 keep it)."""
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        repo = self.dir / "repo"
+        (repo / "scripts" / "lib").mkdir(parents=True)
+        for name in ("ci-bench", "ci-bench.env", "lib/paired_rounds.py"):
+            shutil.copy2(SOURCE / "scripts" / name, repo / "scripts" / name)
+        (repo / "scripts" / "ci-bench.sweep.json").write_text(json.dumps({
+            "name": "ci-bench", "baseline": "single",
+            "defaults": {"model": "tiny", "num-classes": 10, "dataset": "synthetic", "synthetic-train-images": 1024,
+                         "synthetic-test-images": 64, "batch-size": 16, "workers": 0, "device": "cpu",
+                         "max-steps": 32, "warmup-steps": 2, "max-eval-batches": 1, "seed": 1, "threads": 1},
+            "rows": [{"name": "single", "options": {"strategy": "single"}}]}))
+        (repo / "scripts" / "lib" / "setup.sh").write_text(
+            'DDPBENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)\n'
+            'DDPBENCH_BUILD_DIR=${DDPBENCH_BUILD_DIR:-$DDPBENCH_ROOT/build}\n'
+            'ddpbench_setup() {\n'
+            '  [ ! -e "$DDPBENCH_ROOT/broken" ] || { echo "this commit does not compile" >&2; return 1; }\n'
+            '  [ ! -e "$DDPBENCH_ROOT/nobinary" ] || return 0\n'
+            '  mkdir -p "$DDPBENCH_BUILD_DIR"\n'
+            '  printf \'#!/bin/sh\\n[ "$1" = sweep ] && exec %s %s "$@" --inject-slowdown %s\\nexec %s "$@"\\n\' \\\n'
+            '    "$FAKE_PYTHON" "$FAKE_SWEEP" "$(cat "$DDPBENCH_ROOT/slowdown")" "$FAKE_REAL_DDPBENCH" '
+            '>"$DDPBENCH_BUILD_DIR/ddpbench"\n'
+            '  [ ! -e "$DDPBENCH_ROOT/crash" ] || printf \'#!/bin/sh\\n[ "$1" = sweep ] && kill -SEGV $$\\nexec %s "$@"\\n\' '
+            '"$FAKE_REAL_DDPBENCH" >"$DDPBENCH_BUILD_DIR/ddpbench"\n'
+            '  chmod +x "$DDPBENCH_BUILD_DIR/ddpbench"\n'
+            '}\n')
+        (repo / ".gitignore").write_text("/build*/\n/results/\n")
+        (self.dir / "fake-state").mkdir()
+        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+                   GIT_COMMITTER_EMAIL="t@t", FAKE_REAL_DDPBENCH=os.environ["DDPBENCH_BINARY"],
+                   FAKE_PYTHON=sys.executable, FAKE_SWEEP=str(FAKE), FAKE_DDPBENCH_BUILD="stand-in",
+                   FAKE_DDPBENCH_SPEC=json.dumps({"log": str(self.dir / "fake-runs.log"),
+                                                  "state": str(self.dir / "fake-state"),
+                                                  "rows": {"single": {"stand-in": [1.0, 0.01]}}}))
+        env.pop("DDPBENCH_BINARY")
+        env.pop("DDPBENCH_BUILD_DIR", None)
+
+        def git(*args: str) -> str:
+            return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True,
+                                  check=True).stdout
+
+        git("init", "-q")
+        history = [("0", False), ("0", True), ("0", False), ("4.0", False), ("4.0", False), ("4.0", False)]
+        commits = []
+        for number, (slowdown, broken) in enumerate(history, 1):
+            (repo / "slowdown").write_text(slowdown + "\n")
+            (repo / "broken").unlink(missing_ok=True)
+            if broken:
+                (repo / "broken").write_text("")
+            git("add", "-A")
+            git("commit", "-q", "--allow-empty", "-m", f"commit {number}")
+            commits.append(git("rev-parse", "HEAD").strip())
+
+        return repo, env, git, commits
+
+
+class CiBenchTest(GateCase):
     def test_exit_codes(self) -> None:
         same = self.gate("--baseline", str(self.base), "--current", str(self.base), *LOOSE)
         self.assertEqual(same.returncode, 0, same.stdout + same.stderr)
@@ -197,59 +260,7 @@ class CiBenchTest(unittest.TestCase):
         the row 5 times slower. Known times, so the verdict on each commit cannot move with the
         machine's noise (identical commits timed live could read as a regression). ci-bench
         --against builds the good commit in its worktree once and runs both builds' rounds."""
-        if shutil.which("git") is None:
-            self.skipTest("git is not installed")
-        repo = self.dir / "repo"
-        (repo / "scripts" / "lib").mkdir(parents=True)
-        for name in ("ci-bench", "ci-bench.env", "lib/paired_rounds.py"):
-            shutil.copy2(SOURCE / "scripts" / name, repo / "scripts" / name)
-        (repo / "scripts" / "ci-bench.sweep.json").write_text(json.dumps({
-            "name": "ci-bench", "baseline": "single",
-            "defaults": {"model": "tiny", "num-classes": 10, "dataset": "synthetic", "synthetic-train-images": 1024,
-                         "synthetic-test-images": 64, "batch-size": 16, "workers": 0, "device": "cpu",
-                         "max-steps": 32, "warmup-steps": 2, "max-eval-batches": 1, "seed": 1, "threads": 1},
-            "rows": [{"name": "single", "options": {"strategy": "single"}}]}))
-        (repo / "scripts" / "lib" / "setup.sh").write_text(
-            'DDPBENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)\n'
-            'DDPBENCH_BUILD_DIR=${DDPBENCH_BUILD_DIR:-$DDPBENCH_ROOT/build}\n'
-            'ddpbench_setup() {\n'
-            '  [ ! -e "$DDPBENCH_ROOT/broken" ] || { echo "this commit does not compile" >&2; return 1; }\n'
-            '  [ ! -e "$DDPBENCH_ROOT/nobinary" ] || return 0\n'
-            '  mkdir -p "$DDPBENCH_BUILD_DIR"\n'
-            '  printf \'#!/bin/sh\\n[ "$1" = sweep ] && exec %s %s "$@" --inject-slowdown %s\\nexec %s "$@"\\n\' \\\n'
-            '    "$FAKE_PYTHON" "$FAKE_SWEEP" "$(cat "$DDPBENCH_ROOT/slowdown")" "$FAKE_REAL_DDPBENCH" '
-            '>"$DDPBENCH_BUILD_DIR/ddpbench"\n'
-            '  [ ! -e "$DDPBENCH_ROOT/crash" ] || printf \'#!/bin/sh\\n[ "$1" = sweep ] && kill -SEGV $$\\nexec %s "$@"\\n\' '
-            '"$FAKE_REAL_DDPBENCH" >"$DDPBENCH_BUILD_DIR/ddpbench"\n'
-            '  chmod +x "$DDPBENCH_BUILD_DIR/ddpbench"\n'
-            '}\n')
-        (repo / ".gitignore").write_text("/build*/\n/results/\n")
-        (self.dir / "fake-state").mkdir()
-        env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
-                   GIT_COMMITTER_EMAIL="t@t", FAKE_REAL_DDPBENCH=os.environ["DDPBENCH_BINARY"],
-                   FAKE_PYTHON=sys.executable, FAKE_SWEEP=str(FAKE), FAKE_DDPBENCH_BUILD="stand-in",
-                   FAKE_DDPBENCH_SPEC=json.dumps({"log": str(self.dir / "fake-runs.log"),
-                                                  "state": str(self.dir / "fake-state"),
-                                                  "rows": {"single": {"stand-in": [1.0, 0.01]}}}))
-        env.pop("DDPBENCH_BINARY")
-        env.pop("DDPBENCH_BUILD_DIR", None)
-
-        def git(*args: str) -> str:
-            return subprocess.run(["git", *args], cwd=repo, env=env, capture_output=True, text=True,
-                                  check=True).stdout
-
-        git("init", "-q")
-        # 1 good; 2 does not build; 3 good; 4 makes the row 5 times slower; 5, 6 keep it.
-        history = [("0", False), ("0", True), ("0", False), ("4.0", False), ("4.0", False), ("4.0", False)]
-        commits = []
-        for number, (slowdown, broken) in enumerate(history, 1):
-            (repo / "slowdown").write_text(slowdown + "\n")
-            (repo / "broken").unlink(missing_ok=True)
-            if broken:
-                (repo / "broken").write_text("")
-            git("add", "-A")
-            git("commit", "-q", "--allow-empty", "-m", f"commit {number}")
-            commits.append(git("rev-parse", "HEAD").strip())
+        repo, env, git, commits = self.stand_in_history()
 
         # A commit that does not build is skipped; one that is not a commit is bad input.
         git("checkout", "-q", commits[1])
@@ -305,7 +316,7 @@ class CiBenchTest(unittest.TestCase):
                                   str(foreign)], cwd=repo, env=env, capture_output=True, text=True, check=False,
                                  timeout=120)
         self.assertEqual(refused.returncode, 2, refused.stderr)
-        self.assertIn("exists and is not a worktree this repository made", refused.stderr)
+        self.assertIn("but no marker .ddpbench-ci-bench-worktree, so scripts/ci-bench did not make it", refused.stderr)
         self.assertEqual((foreign / "src" / "notes.txt").read_text(), "precious")
         own = self.dir / "lay" / "src"
         subprocess.run(["git", "clone", "-q", str(repo), str(own)], env=env, check=True)
@@ -324,6 +335,158 @@ class CiBenchTest(unittest.TestCase):
                                   capture_output=True, text=True, check=True).stdout.strip()
         self.assertEqual(worktree, commits[0])
         self.assertTrue((repo / "build-against" / "build" / "ddpbench").exists())
+        self.assertIn(f"worktree {repo / 'build-against' / 'src'}",
+                      (repo / "build-against" / ".ddpbench-ci-bench-worktree").read_text())
+        # In a folder the gate made, a src that is not its worktree (put there since) is not touched.
+        git("worktree", "remove", "--force", str(repo / "build-against" / "src"))
+        (repo / "build-against" / "src").mkdir()
+        (repo / "build-against" / "src" / "notes.txt").write_text("precious")
+        refused = subprocess.run(["scripts/ci-bench", "--against", commits[0], "--no-twins"], cwd=repo, env=env,
+                                 capture_output=True, text=True, check=False, timeout=120)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("exists and is not a worktree this repository made", refused.stderr)
+        self.assertEqual((repo / "build-against" / "src" / "notes.txt").read_text(), "precious")
+
+
+
+class AgainstDirTest(GateCase):
+    """--against-dir: the gate uses only a folder it made (its marker says so), and refuses any
+    other, and any folder holding the candidate's checkout or build, before a file is touched;
+    every setting is checked before REV is built."""
+
+    def against(self, repo: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["scripts/ci-bench", *args], cwd=repo, env=env, capture_output=True, text=True,
+                              check=False, timeout=120)
+
+    @staticmethod
+    def snapshot(folder: Path) -> dict[str, bytes]:
+        return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+                if p.is_file() and ".git" not in p.relative_to(folder).parts}
+
+    def test_a_users_worktree_at_the_against_dir_is_refused_untouched(self) -> None:
+        repo, env, git, commits = self.stand_in_history()
+        mine = self.dir / "mine"
+        git("worktree", "add", "-q", "-b", "my-work", str(mine / "src"), commits[2])
+        (mine / "src" / "slowdown").write_text("edited, not committed\n")
+        (mine / "src" / "draft.txt").write_text("untracked\n")
+        before = self.snapshot(mine)
+        for flags, code in (([], 2), (["--bisect"], 128)):
+            refused = self.against(repo, env, *flags, "--against", commits[0], "--no-twins", "--against-dir", str(mine))
+            self.assertEqual(refused.returncode, code, refused.stderr)
+            self.assertIn(f"--against-dir {mine} holds files", refused.stderr)
+            self.assertIn("choose another --against-dir", refused.stderr)
+            self.assertEqual(self.snapshot(mine), before, "the user's worktree was changed")
+        self.assertEqual(subprocess.run(["git", "-C", str(mine / "src"), "rev-parse", "--abbrev-ref", "HEAD"],
+                                        capture_output=True, text=True, check=True).stdout.strip(), "my-work")
+        self.assertFalse((self.dir / "fake-runs.log").exists(), "something ran")
+
+    def test_the_candidates_checkout_and_build_are_refused(self) -> None:
+        repo, env, _, commits = self.stand_in_history()
+        (repo / "build").mkdir()
+        binary = repo / "build" / "ddpbench"
+        binary.write_text(f"#!/bin/sh\nexec {os.environ['DDPBENCH_BINARY']} \"$@\"\n")
+        binary.chmod(0o755)
+        env = dict(env, DDPBENCH_BINARY=str(binary))
+        (self.dir / "a-file").write_text("")
+        for folder, says in ((".", "is the candidate's checkout"), (str(self.dir), "is the candidate's checkout"),
+                             ("build", "holds the candidate's build folder"),
+                             ("build/against", "lies inside the candidate's build folder"),
+                             (str(self.dir / "a-file"), "exists and is not a folder")):
+            refused = self.against(repo, env, "--against", commits[0], "--no-twins", "--against-dir", folder)
+            self.assertEqual(refused.returncode, 2, f"{folder}: {refused.stderr}")
+            self.assertIn(says, refused.stderr)
+            self.assertEqual(binary.read_text().splitlines()[0], "#!/bin/sh", f"{folder}: the candidate's binary went")
+            self.assertFalse((repo / "src").exists() or (repo / "build" / "against").exists() or
+                             (repo / ".lock").exists() or (repo / "build" / "src").exists(), f"{folder}: made files")
+        # A build folder elsewhere (DDPBENCH_BUILD_DIR) is the candidate's build too.
+        elsewhere = self.dir / "b"
+        refused = self.against(repo, dict(env, DDPBENCH_BUILD_DIR=str(elsewhere / "build")), "--against", commits[0],
+                               "--no-twins", "--against-dir", str(elsewhere))
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("holds the candidate's build folder", refused.stderr)
+
+    def test_a_folder_without_the_gates_marker_is_refused_and_the_marker_is_checked(self) -> None:
+        repo, env, git, commits = self.stand_in_history()
+        made = self.against(repo, env, "--against", commits[0], "--no-twins", "--max-rounds", "2", "--min-rounds", "2")
+        self.assertIn(made.returncode, (0, 1), made.stderr)
+        default = repo / "build-against"
+        marker = default / ".ddpbench-ci-bench-worktree"
+        self.assertIn(f"worktree {default / 'src'}", marker.read_text())
+        # Used again: the marker stands, and it is the gate's worktree that is checked out.
+        again = self.against(repo, env, "--against", commits[2], "--no-twins", "--max-rounds", "2", "--min-rounds", "2")
+        self.assertIn(again.returncode, (0, 1), again.stderr)
+        self.assertEqual(git("-C", str(default / "src"), "rev-parse", "HEAD").strip(), commits[2])
+        # A folder an older gate made has no marker: refused with how to remove it.
+        marker.unlink()
+        (default / "src" / "draft.txt").write_text("untracked\n")
+        old = self.against(repo, env, "--against", commits[0], "--no-twins")
+        self.assertEqual(old.returncode, 2, old.stderr)
+        self.assertIn("if an earlier scripts/ci-bench made it (before the marker), remove it", old.stderr)
+        self.assertTrue((default / "src" / "draft.txt").exists())
+        # A marker of another folder (a copy) is not this folder's.
+        marker.write_text(f"ddpbench scripts/ci-bench --against worktree\ngit-common-dir {repo / '.git'}\n"
+                          f"worktree {self.dir / 'elsewhere' / 'src'}\n")
+        copied = self.against(repo, env, "--against", commits[0], "--no-twins")
+        self.assertEqual(copied.returncode, 2, copied.stderr)
+        self.assertIn("its marker", copied.stderr)
+        self.assertTrue((default / "src" / "draft.txt").exists())
+
+    def test_every_setting_is_checked_before_rev_is_built(self) -> None:
+        repo, env, _, commits = self.stand_in_history()
+        (self.dir / "empty.json").write_text(json.dumps({"rows": []}))
+        for args, says in ((["--max-rounds", "101"], "--max-rounds at most 100"),
+                           (["--min-rounds", "1"], "--min-rounds must be 2 or more"),
+                           (["--min-rounds", "6", "--max-rounds", "5"], "must be at most --max-rounds"),
+                           (["--max-rounds", "x"], "--max-rounds must be a non-negative integer"),
+                           (["--threshold", "1.5"], "--threshold must be a number in [0, 1)"),
+                           (["--alpha", "0"], "--alpha must be a number in (0, 1)"),
+                           (["--metric", "test_accuracy"], "test_accuracy is no timing of two builds"),
+                           (["--metric", "train_time_s,train_time_s"], "at most once"),
+                           (["--min-vs-pytorch", "0"], "--floor (--min-vs-pytorch) must be a number in (0, inf)"),
+                           (["--min-vs-pytorch", "fast"], "--floor (--min-vs-pytorch) must be a number"),
+                           (["--seed", "-3"], "--seed must be a non-negative integer"),
+                           (["--sweep-file", str(self.dir / "none.json")], "--sweep-file: cannot read the rows"),
+                           (["--sweep-file", str(self.dir / "empty.json")], "must name each row once"),
+                           (["--allow-missing", "no-such-row"], "--allow-missing: the sweep file has no row")):
+            for flags, code in (([], 2), (["--bisect"], 125)):
+                refused = self.against(repo, env, *flags, "--against", commits[0], *args)
+                self.assertEqual(refused.returncode, code, f"{args}: {refused.stderr}")
+                self.assertIn(says, refused.stderr, args)
+        self.assertFalse((repo / "build-against").exists(), "the against dir was made before the settings were checked")
+        self.assertFalse((repo / "build").exists(), "a build started before the settings were checked")
+
+
+class UpdateBaselineTest(GateCase):
+    """--update-baseline refuses a file the gate then cannot time: its own comparison of the
+    file with itself must pass."""
+
+    def test_a_file_the_gate_cannot_time_is_refused(self) -> None:
+        target = self.dir / "new-baseline.json"
+        untimed = copy.deepcopy(BASELINE)
+        for run in untimed["runs"]:
+            if run["name"] == "single":
+                run["train_time_s"] = None
+        untimed.pop("summary", None)
+        path = self.write("untimed.json", untimed)
+        for flags, code in (([], 2), (["--bisect"], 125)):
+            refused = self.gate(*flags, "--update-baseline", "--current", str(path), "--baseline", str(target))
+            self.assertEqual(refused.returncode, code, refused.stdout + refused.stderr)
+            self.assertIn(f"--update-baseline: the gate cannot time {path}", refused.stderr)
+            self.assertIn("single (faithful)", refused.stderr, "compare's reason is not quoted")
+            self.assertFalse(target.exists(), "a baseline the gate cannot time was written")
+
+    def test_a_file_compare_refuses_is_refused_with_its_reason(self) -> None:
+        wrapper = self.dir / "refusing-ddpbench"
+        wrapper.write_text(f"#!/bin/sh\nFAKE_DDPBENCH_BUILD=x exec {sys.executable} {FAKE} \"$@\"\n")
+        wrapper.chmod(0o755)
+        env = dict(os.environ, DDPBENCH_BINARY=str(wrapper), FAKE_DDPBENCH_SPEC=json.dumps({
+            "log": str(self.dir / "log"), "state": str(self.dir), "rows": {}, "compare": {"x": {"floor": "refuse"}}}))
+        target = self.dir / "new-baseline.json"
+        refused = self.gate("--update-baseline", "--current", str(self.base), "--baseline", str(target), env=env)
+        self.assertEqual(refused.returncode, 2, refused.stdout + refused.stderr)
+        self.assertIn("exited with 2", refused.stderr)
+        self.assertIn("refused on purpose (test)", refused.stderr)
+        self.assertFalse(target.exists())
 
 
 if __name__ == "__main__":
