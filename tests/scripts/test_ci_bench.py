@@ -387,6 +387,7 @@ class AgainstDirTest(GateCase):
         binary.write_text(f"#!/bin/sh\nexec {os.environ['DDPBENCH_BINARY']} \"$@\"\n")
         binary.chmod(0o755)
         env = dict(env, DDPBENCH_BINARY=str(binary))
+        kept = binary.read_bytes()
         (self.dir / "a-file").write_text("")
         for folder, says in ((".", "is the candidate's checkout"), (str(self.dir), "is the candidate's checkout"),
                              ("build", "holds the candidate's build folder"),
@@ -395,7 +396,7 @@ class AgainstDirTest(GateCase):
             refused = self.against(repo, env, "--against", commits[0], "--no-twins", "--against-dir", folder)
             self.assertEqual(refused.returncode, 2, f"{folder}: {refused.stderr}")
             self.assertIn(says, refused.stderr)
-            self.assertEqual(binary.read_text().splitlines()[0], "#!/bin/sh", f"{folder}: the candidate's binary went")
+            self.assertEqual(binary.read_bytes(), kept, f"{folder}: the candidate's binary was removed or replaced")
             self.assertFalse((repo / "src").exists() or (repo / "build" / "against").exists() or
                              (repo / ".lock").exists() or (repo / "build" / "src").exists(), f"{folder}: made files")
         # A build folder elsewhere (DDPBENCH_BUILD_DIR) is the candidate's build too.
