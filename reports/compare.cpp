@@ -559,6 +559,46 @@ void judge_floor(const ResultDocument& current, const std::vector<std::string>& 
   }
 }
 
+// What every row is judged with.
+struct RowRules {
+  const ProvenResults& baseline;
+  const ProvenResults& current;
+  const std::vector<const MetricInfo*>& metrics;
+  const Normaliser& normaliser;
+  const std::set<RowKey>& twins;
+  const CompareOptions& options;
+};
+
+// One row of the baseline, rule by rule: ran there, present now, the same settings, ran now,
+// its repetitions, then its metrics. Whether it was matched (same name, mode and settings).
+bool judge_row(const RowJudgement& row, const std::vector<const RunResult*>& base_runs,
+               const std::vector<const RunResult*>* cur_runs, const RowRules& rules, std::vector<std::string>& env) {
+  if (!ran_in_baseline(row, base_runs)) return false;
+  if (cur_runs == nullptr) {
+    row.missing("ran in the baseline, absent now");
+    return false;
+  }
+  const RunResult& base = *base_runs.front();
+  const RunResult& cur = *cur_runs->front();
+  const std::string difference = settings_difference(base, rules.baseline, cur, rules.current);
+  if (!difference.empty()) {
+    row.missing("configured differently now, so not the same measurement (" + difference + ")");
+    return false;
+  }
+  if (base.dataset != cur.dataset && !base.dataset.empty() && !cur.dataset.empty()) {
+    env.push_back("dataset of " + row.label + ": " + base.dataset + " vs " + cur.dataset);
+  }
+  if (!ran_now(row, *cur_runs)) return true;
+  note_repetitions(row, base_runs, *cur_runs);
+  if (rules.twins.count(row.key) != 0) {
+    row.result.not_compared.push_back(row.label + ": PyTorch's twin: checked to have run; its speed is judged "
+                                                  "against its row's (--min-vs-pytorch)");
+    return true;
+  }
+  judge_metrics(row, base_runs, *cur_runs, rules.metrics, rules.normaliser, rules.options);
+  return true;
+}
+
 void require_same_environment(std::vector<std::string> env, const CompareOptions& options, Comparison& result) {
   if (!env.empty() && !options.allow_env_mismatch) {
     std::string text;
@@ -598,35 +638,13 @@ Comparison compare_results(const ProvenResults& baseline_file, const ProvenResul
   require_rows_known(options.allow_missing, base_rows);
   const Normaliser normaliser(options, baseline, current, base_rows, cur_rows, metric_names);
   const std::set<RowKey> twins = agreed_twins(baseline, current, base_rows);
+  const RowRules rules{baseline_file, current_file, metrics, normaliser, twins, options};
   int64_t matched = 0;
   for (const auto& [key, base_runs] : base_rows) {
     const bool allowed = std::count(options.allow_missing.begin(), options.allow_missing.end(), key.first) > 0;
-    const RowJudgement row{key, row_label(key.first, key.second), allowed, result};
-    if (!ran_in_baseline(row, base_runs)) continue;
     const auto it = cur_rows.find(key);
-    if (it == cur_rows.end()) {
-      row.missing("ran in the baseline, absent now");
-      continue;
-    }
-    const auto& cur_runs = it->second;
-    const std::string difference = settings_difference(*base_runs.front(), baseline_file, *cur_runs.front(), current_file);
-    if (!difference.empty()) {
-      row.missing("configured differently now, so not the same measurement (" + difference + ")");
-      continue;
-    }
-    if (base_runs.front()->dataset != cur_runs.front()->dataset && !base_runs.front()->dataset.empty() &&
-        !cur_runs.front()->dataset.empty()) {
-      env.push_back("dataset of " + row.label + ": " + base_runs.front()->dataset + " vs " + cur_runs.front()->dataset);
-    }
-    ++matched;
-    if (!ran_now(row, cur_runs)) continue;
-    note_repetitions(row, base_runs, cur_runs);
-    if (twins.count(key) != 0) {
-      result.not_compared.push_back(row.label + ": PyTorch's twin: checked to have run; its speed is judged against "
-                                                "its row's (--min-vs-pytorch)");
-      continue;
-    }
-    judge_metrics(row, base_runs, cur_runs, metrics, normaliser, options);
+    matched += judge_row(RowJudgement{key, row_label(key.first, key.second), allowed, result}, base_runs,
+                         it == cur_rows.end() ? nullptr : &it->second, rules, env) ? 1 : 0;
   }
   for (const auto& [key, runs] : cur_rows) {
     if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only in the current file");
@@ -637,8 +655,9 @@ Comparison compare_results(const ProvenResults& baseline_file, const ProvenResul
   return result;
 }
 
-std::string markdown_comparison(const Comparison& c, const CompareOptions& options) {
-  std::ostringstream md;
+namespace {
+
+void metric_table(std::ostringstream& md, const Comparison& c, const CompareOptions& options) {
   md << "| row | metric | baseline | current | ratio | verdict |\n| --- | --- | ---: | ---: | ---: | --- |\n";
   for (const auto& m : c.metrics) {
     const int decimals = options.normalize_by ? 3 : (m.metric == "test_accuracy" ? 4 : 3);
@@ -648,39 +667,56 @@ std::string markdown_comparison(const Comparison& c, const CompareOptions& optio
     if (std::isfinite(m.p_value)) md << "; p = " << format_fixed(m.p_value, 3);
     md << "; n = " << m.baseline.size() << " vs " << m.current.size() << ") |\n";
   }
-  if (!c.pytorch.empty()) {
-    md << "\nddpbench against its PyTorch twin (current file; speed ratio, above 1.00x ddpbench is faster; floor "
-       << format_fixed(*options.min_vs_pytorch, 2) << "x):\n\n"
-       << "| row | metric | median ratio | range | pairs | verdict |\n| --- | --- | ---: | --- | ---: | --- |\n";
-    for (const auto& t : c.pytorch) {
-      md << "| " << row_label(t.row, t.mode) << " | " << (t.metric == "train_time_s" ? "epoch speed" : "steady images/s")
-         << " | " << format_fixed(t.median_ratio, 2) << "x | ";
-      if (!t.ratios.empty()) {
-        const auto [low, high] = std::minmax_element(t.ratios.begin(), t.ratios.end());
-        md << format_fixed(*low, 2) << "x–" << format_fixed(*high, 2) << "x";
-      }
-      md << " | " << t.ratios.size() << " | " << verdict_name(t.verdict) << " (" << t.detail;
-      if (std::isfinite(t.p_value)) md << "; p = " << format_fixed(t.p_value, 3);
-      md << ") |\n";
+}
+
+void twin_table(std::ostringstream& md, const Comparison& c, const CompareOptions& options) {
+  if (c.pytorch.empty()) return;
+  md << "\nddpbench against its PyTorch twin (current file; speed ratio, above 1.00x ddpbench is faster; floor "
+     << format_fixed(*options.min_vs_pytorch, 2) << "x):\n\n"
+     << "| row | metric | median ratio | range | pairs | verdict |\n| --- | --- | ---: | --- | ---: | --- |\n";
+  for (const auto& t : c.pytorch) {
+    md << "| " << row_label(t.row, t.mode) << " | " << (t.metric == "train_time_s" ? "epoch speed" : "steady images/s")
+       << " | " << format_fixed(t.median_ratio, 2) << "x | ";
+    if (!t.ratios.empty()) {
+      const auto [low, high] = std::minmax_element(t.ratios.begin(), t.ratios.end());
+      md << format_fixed(*low, 2) << "x–" << format_fixed(*high, 2) << "x";
     }
+    md << " | " << t.ratios.size() << " | " << verdict_name(t.verdict) << " (" << t.detail;
+    if (std::isfinite(t.p_value)) md << "; p = " << format_fixed(t.p_value, 3);
+    md << ") |\n";
   }
-  for (const auto& f : c.failed_rows) md << "\n- REGRESSION: " << f;
-  for (const auto& f : c.failed_by_proof) md << "\n- failed by the proof of its file: " << f;
-  for (const auto& f : c.cannot_judge) md << "\n- CANNOT JUDGE: " << f;
-  for (const auto& f : c.missing_rows) md << "\n- REGRESSION (missing now; --allow-missing ROW allows it): " << f;
-  for (const auto& f : c.allowed_missing) md << "\n- missing now, allowed by --allow-missing: " << f;
-  for (const auto& p : c.partial_rows) md << "\n- compared over part of its repetitions: " << p;
-  for (const auto& n : c.notes) md << "\n- " << n;
-  for (const auto& w : c.without_twin) md << "\n- not checked against PyTorch: " << w;
-  for (const auto& n : c.not_compared) md << "\n- not compared: " << n;
-  for (const auto& e : c.environment_differences) md << "\n- environment differs (allowed): " << e;
-  const bool listed = !c.failed_rows.empty() || !c.missing_rows.empty() || !c.allowed_missing.empty() ||
-                      !c.partial_rows.empty() || !c.notes.empty() || !c.without_twin.empty() ||
-                      !c.not_compared.empty() || !c.environment_differences.empty() || !c.cannot_judge.empty() ||
-                      !c.failed_by_proof.empty();
+}
+
+// Every finding outside the tables, a line each, worst first.
+void finding_lines(std::ostringstream& md, const Comparison& c) {
+  const std::pair<const char*, const std::vector<std::string>*> lists[] = {
+      {"REGRESSION: ", &c.failed_rows},
+      {"failed by the proof of its file: ", &c.failed_by_proof},
+      {"CANNOT JUDGE: ", &c.cannot_judge},
+      {"REGRESSION (missing now; --allow-missing ROW allows it): ", &c.missing_rows},
+      {"missing now, allowed by --allow-missing: ", &c.allowed_missing},
+      {"compared over part of its repetitions: ", &c.partial_rows},
+      {"", &c.notes},
+      {"not checked against PyTorch: ", &c.without_twin},
+      {"not compared: ", &c.not_compared},
+      {"environment differs (allowed): ", &c.environment_differences}};
+  bool listed = false;
+  for (const auto& [prefix, lines] : lists) {
+    for (const auto& line : *lines) md << "\n- " << prefix << line;
+    listed = listed || !lines->empty();
+  }
   md << (listed ? "\n" : "");
-  md << "\n" << (c.regression() ? "Regression" : c.cannot_judge_any() ? "Cannot judge" : "No regression") << " (threshold " << format_percent(options.threshold)
-     << ", alpha " << format_fixed(options.alpha, 2) << ").\n";
+}
+
+}  // namespace
+
+std::string markdown_comparison(const Comparison& c, const CompareOptions& options) {
+  std::ostringstream md;
+  metric_table(md, c, options);
+  twin_table(md, c, options);
+  finding_lines(md, c);
+  md << "\n" << (c.regression() ? "Regression" : c.cannot_judge_any() ? "Cannot judge" : "No regression")
+     << " (threshold " << format_percent(options.threshold) << ", alpha " << format_fixed(options.alpha, 2) << ").\n";
   return md.str();
 }
 

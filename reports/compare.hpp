@@ -89,6 +89,8 @@ struct Comparison {
   [[nodiscard]] bool regression() const;
   /// No regression, and something could not be judged: exit 2, never a pass.
   [[nodiscard]] bool cannot_judge_any() const { return !regression() && !cannot_judge.empty(); }
+  /// Three answers: 1 a regression, 2 cannot judge, 0 no regression.
+  [[nodiscard]] int exit_code() const { return regression() ? 1 : cannot_judge_any() ? 2 : 0; }
 };
 
 /// "The same configuration", for compare and for the sweep's --resume alike: a row's config

@@ -14,10 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-// Three answers, never two: a regression (1) outranks what could not be judged (2), which is
-// never a pass.
-int exit_code(bool regression, bool cannot_judge) { return regression ? 1 : cannot_judge ? 2 : 0; }
-
 int paired_compare_command(const CompareCommand& command) {
   PairedOptions options;
   if (command.threshold_given) options.threshold = command.threshold;
@@ -41,7 +37,7 @@ int paired_compare_command(const CompareCommand& command) {
     write_file_atomically(command.undecided_out, rows);
   }
   std::cout << text << std::flush;
-  return exit_code(result.regression(), result.cannot_judge_any());
+  return result.exit_code();
 }
 
 }  // namespace
@@ -64,7 +60,7 @@ int compare_command(const CompareCommand& command) {
   const std::string table = markdown_comparison(comparison, options);
   if (!command.out.empty()) write_file_atomically(command.out, table);
   std::cout << table << std::flush;
-  return exit_code(comparison.regression(), comparison.cannot_judge_any());
+  return comparison.exit_code();
 }
 
 }  // namespace ddpbench

@@ -70,6 +70,9 @@ TEST(ResultProof, ARowThatTrainedHalfItsStepsIsFailedOnEitherSide) {
   const Comparison before = compare_results(halved, baseline, options);
   EXPECT_FALSE(before.regression());
   EXPECT_TRUE(before.cannot_judge_any());
+  EXPECT_EQ(before.exit_code(), 2);
+  EXPECT_EQ(now.exit_code(), 1);
+  EXPECT_EQ(compare_results(baseline, baseline, options).exit_code(), 0);
   EXPECT_TRUE(mentions(before.cannot_judge, "ddp (faithful): failed in every repetition of the baseline"));
   EXPECT_NE(markdown_comparison(before, options).find("\nCannot judge (threshold"), std::string::npos);
 }
@@ -194,6 +197,7 @@ TEST(ResultProof, TooFewPairsAtTheCapCannotBeJudgedNeverAPass) {
   const PairedResult r = compare_paired(swept(base, 12), swept(cand, 12), {});
   EXPECT_FALSE(r.regression());
   EXPECT_TRUE(r.cannot_judge_any());
+  EXPECT_EQ(r.exit_code(), 2);
   ASSERT_EQ(r.comparisons.size(), 1u);
   EXPECT_EQ(r.comparisons[0].verdict, Verdict::cannot_judge);
   const std::string md = markdown_paired(r, {});
