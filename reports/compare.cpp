@@ -20,28 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-// Keys of a row's config that do not change what is measured. The injected slowdown is the
-// gate's own test: it plays a slower build of the same row, so the gate must match it.
-const char* const kIgnoredConfigKeys[] = {"out",       "save-checkpoint", "log-interval-steps",   "data-dir",
-                                          "cache-dir", "name",            "inject-slowdown",      "inject-slowdown-rank",
-                                          "inject-slowdown-phase"};
-
-}  // namespace
-
-std::string config_difference(const json& a, const json& b) {
-  std::string out;
-  for (const auto& [key, value] : a.items()) {
-    const json other = b.contains(key) ? b.at(key) : json(nullptr);
-    if (value != other) out += (out.empty() ? "" : ", ") + key + " " + value.dump() + " vs " + other.dump();
-  }
-  for (const auto& [key, value] : b.items()) {
-    if (!a.contains(key)) out += (out.empty() ? "" : ", ") + key + " unset vs " + value.dump();
-  }
-  return out;
-}
-
-namespace {
-
 double metric_of(const RunResult& r, const std::string& metric) {
   if (metric == "train_time_s") return r.train_time_s;
   if (metric == "images_per_s") return r.images_per_s;
@@ -58,78 +36,6 @@ Rows rows_of(const ResultDocument& doc) {
   Rows rows;
   for (const auto& r : doc.runs) rows[{r.name, r.mode}].push_back(&r);
   return rows;
-}
-
-std::string scientific(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3g", v);
-  return text;
-}
-
-// No C0 or C1 control character, DEL, U+2028 or U+2029 (Python's splitlines() breaks a line at
-// each of them), nor a table's '|'.
-bool fits_a_line_and_a_cell(const std::string& text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7f || c == '|') return false;
-    if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-        static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
-      return false;
-    }
-    if (c == 0xe2 && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x80 &&
-        (static_cast<unsigned char>(text[i + 2]) == 0xa8 || static_cast<unsigned char>(text[i + 2]) == 0xa9)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// A file the gate can judge: each repetition of a row once, every repetition of a row run
-// with one configuration, and no time or rate of a run that ran that is zero or negative
-// (NaN is "not measured" and stays so). Anything else is bad input naming the row: merged
-// files or hand edits would otherwise inflate n, hide a changed setting or read as a speed-up.
-void check_rows(const ResultDocument& doc, const std::string& side) {
-  std::map<std::pair<RowKey, int64_t>, int> seen;
-  std::map<RowKey, const RunResult*> first_of;
-  for (const auto& r : doc.runs) {
-    const std::string row = "row '" + row_label(r.name, r.mode) + "'";
-    // A name is a line of the gate's outputs (the rows to run next, one a line; a table cell).
-    for (const auto& [what, text] : {std::pair<const char*, const std::string*>{"name", &r.name}, {"mode", &r.mode}}) {
-      if (!fits_a_line_and_a_cell(*text) || (text == &r.name && text->empty())) {
-        throw InputError(side + ": a row's " + std::string(what) + " " + nlohmann::json(*text).dump() +
-                         " is empty or holds a control character, a line separator or '|': rows are named by sweep "
-                         "files, and a name is a line and a table cell of the gate's outputs");
-      }
-    }
-    if (++seen[{{r.name, r.mode}, r.repetition}] == 2) {
-      throw InputError(side + ": " + row + " holds repetition " + std::to_string(r.repetition) +
-                       " more than once; a result file holds each repetition of a row once (a sweep's --repeat numbers "
-                       "them)");
-    }
-    const auto [first, inserted] = first_of.emplace(RowKey{r.name, r.mode}, &r);
-    if (!inserted) {
-      const std::string difference =
-          config_difference(comparable_config(first->second->config), comparable_config(r.config));
-      if (!difference.empty()) {
-        throw InputError(side + ": the repetitions of " + row + " were run with different configurations (" +
-                         difference + "); a row's repetitions measure one configuration");
-      }
-    }
-    if (r.status != RunStatus::ok) continue;
-    for (const auto& metric : comparable_metrics()) {
-      if (metric.name == "test_accuracy") continue;
-      const double v = metric_of(r, metric.name);
-      // No run takes a year, nor trains a trillion images a second.
-      const double most = metric.higher_is_better ? 1e12 : 365.0 * 24 * 3600;
-      // Nor is any time shorter than a microsecond (a rate has no such floor: a stalled row).
-      const double least = metric.higher_is_better ? 0 : 1e-6;
-      if (std::isfinite(v) && (v <= least || v > most)) {
-        throw InputError(side + ": " + row + " repetition " + std::to_string(r.repetition) + " has " + metric.name +
-                         " " + (v <= 0 ? format_fixed(v, 6) : scientific(v)) +
-                         ": not a time or a rate a run measures (a damaged or edited file)");
-      }
-    }
-  }
 }
 
 bool any_ok(const std::vector<const RunResult*>& runs) {
@@ -185,50 +91,15 @@ class Normaliser {
       : twin_(options.normalize_by == kTwin) {
     if (!options.normalize_by) return;
     if (twin_) {
-      for (const bool in_baseline : {true, false}) {
-        const ResultDocument& doc = in_baseline ? baseline_doc : current_doc;
-        twins_[in_baseline] = twin_names(doc);
-        for (const auto& [row, twin] : twins_[in_baseline]) {
-          const auto it = (in_baseline ? baseline : current).find({twin, row.second});
-          if (it == (in_baseline ? baseline : current).end()) continue;
-          for (const RunResult* r : it->second) {
-            if (r->status == RunStatus::ok) twin_runs_[{in_baseline, row}][r->repetition] = r;
-          }
-        }
-      }
-      if (twins_[true].empty()) {
-        throw InputError("--normalize-by twin: the baseline has no PyTorch twin rows (run its sweep with --reference)");
-      }
-      substitute_twins(baseline_doc, baseline, current);
-      return;
-    }
-    const std::string& name = *options.normalize_by;
-    std::vector<std::string> modes;  // the baseline's, in the order its rows ran
-    for (const auto& r : baseline_doc.runs) {
-      if (std::find(modes.begin(), modes.end(), r.mode) == modes.end()) modes.push_back(r.mode);
-    }
-    for (const auto& mode : modes) {
-      for (const bool in_baseline : {true, false}) {
-        const Rows& rows = in_baseline ? baseline : current;
-        const std::string side = in_baseline ? "the baseline" : "the current file";
-        const std::string row = row_label(name, mode);
-        const auto it = rows.find({name, mode});
-        if (it == rows.end()) throw InputError("--normalize-by " + name + ": " + side + " has no row " + row);
-        if (!any_ok(it->second)) {
-          const RunResult& first = *it->second.front();
-          throw InputError("--normalize-by " + name + ": " + row + " did not run in " + side + " (" +
-                           std::string(status_name(first.status)) + ": " + first.reason + ")");
-        }
-        for (const auto& metric : metrics) {
-          const double m = median(values(it->second, metric, 1.0));
-          if (!(m > 0) || !std::isfinite(m)) {
-            throw InputError("--normalize-by " + name + ": " + row + " has no " + metric + " to divide by in " + side);
-          }
-          divisors_[{in_baseline, mode + "/" + metric}] = m;
-        }
-      }
+      pair_twins(baseline_doc, current_doc, baseline, current);
+    } else {
+      yardstick_ = *options.normalize_by;
+      measure_yardstick(baseline_doc, baseline, current, metrics);
     }
   }
+
+  // --normalize-by ROW's row: divided by itself it reads 1 whatever it did.
+  [[nodiscard]] bool is_yardstick(const RowKey& row) const { return !yardstick_.empty() && row.first == yardstick_; }
 
   // How a row is normalised where not by its own twin, for the output; empty otherwise.
   [[nodiscard]] std::string note(const RowKey& row) const {
@@ -262,6 +133,56 @@ class Normaliser {
   }
 
  private:
+  void pair_twins(const ResultDocument& baseline_doc, const ResultDocument& current_doc, const Rows& baseline,
+                  const Rows& current) {
+    for (const bool in_baseline : {true, false}) {
+      const ResultDocument& doc = in_baseline ? baseline_doc : current_doc;
+      twins_[in_baseline] = twin_names(doc);
+      for (const auto& [row, twin] : twins_[in_baseline]) {
+        const auto it = (in_baseline ? baseline : current).find({twin, row.second});
+        if (it == (in_baseline ? baseline : current).end()) continue;
+        for (const RunResult* r : it->second) {
+          if (r->status == RunStatus::ok) twin_runs_[{in_baseline, row}][r->repetition] = r;
+        }
+      }
+    }
+    if (twins_[true].empty()) {
+      throw InputError("--normalize-by twin: the baseline has no PyTorch twin rows (run its sweep with --reference)");
+    }
+    substitute_twins(baseline_doc, baseline, current);
+  }
+
+  // The named row's median per mode, on both sides: a gate on ratios to a row that did not run
+  // has nothing to divide by (bad input, not a verdict).
+  void measure_yardstick(const ResultDocument& baseline_doc, const Rows& baseline, const Rows& current,
+                         const std::vector<std::string>& metrics) {
+    std::vector<std::string> modes;  // the baseline's, in the order its rows ran
+    for (const auto& r : baseline_doc.runs) {
+      if (std::find(modes.begin(), modes.end(), r.mode) == modes.end()) modes.push_back(r.mode);
+    }
+    for (const auto& mode : modes) {
+      for (const bool in_baseline : {true, false}) {
+        const Rows& rows = in_baseline ? baseline : current;
+        const std::string side = in_baseline ? "the baseline" : "the current file";
+        const std::string row = row_label(yardstick_, mode);
+        const auto it = rows.find({yardstick_, mode});
+        if (it == rows.end()) throw InputError("--normalize-by " + yardstick_ + ": " + side + " has no row " + row);
+        if (!any_ok(it->second)) {
+          const RunResult& first = *it->second.front();
+          throw InputError("--normalize-by " + yardstick_ + ": " + row + " did not run in " + side + " (" +
+                           std::string(status_name(first.status)) + ": " + first.reason + ")");
+        }
+        for (const auto& metric : metrics) {
+          const double m = median(values(it->second, metric, 1.0));
+          if (!(m > 0) || !std::isfinite(m)) {
+            throw InputError("--normalize-by " + yardstick_ + ": " + row + " has no " + metric + " to divide by in " + side);
+          }
+          divisors_[{in_baseline, mode + "/" + metric}] = m;
+        }
+      }
+    }
+  }
+
   // Rows whose own twin did not run in the baseline take the twin that ran nearest them there
   // (by position in the file, over their repetitions), on both sides.
   void substitute_twins(const ResultDocument& baseline_doc, const Rows& baseline, const Rows& current) {
@@ -304,6 +225,7 @@ class Normaliser {
   }
 
   bool twin_ = false;
+  std::string yardstick_;  // --normalize-by ROW
   std::map<RowKey, std::string> substitutes_;  // row -> how it is normalised, for the output
   std::map<std::pair<bool, std::string>, double> divisors_;
   std::map<bool, std::map<RowKey, std::string>> twins_;  // per side: row -> its twin's name
@@ -414,23 +336,6 @@ TwinComparison compare_with_twin(const RowSummary& row, const ResultDocument& do
 
 }  // namespace
 
-json comparable_config(const json& config) {
-  json c = config;
-  for (const char* key : kIgnoredConfigKeys) c.erase(key);
-  // Files from before --nodes ran on one node.
-  if (c.is_object() && !c.contains("nodes")) c["nodes"] = 1;
-  return c;
-}
-
-bool runs_the_same(const json& a, const json& b) {
-  if (comparable_config(a) != comparable_config(b)) return false;
-  for (const char* key : {"inject-slowdown", "inject-slowdown-rank", "inject-slowdown-phase"}) {
-    const json none = nullptr;
-    if ((a.contains(key) ? a.at(key) : none) != (b.contains(key) ? b.at(key) : none)) return false;
-  }
-  return true;
-}
-
 const std::vector<MetricInfo>& comparable_metrics() {
   static const std::vector<MetricInfo> metrics = {{"train_time_s", false},
                                                   {"images_per_s", true},
@@ -446,6 +351,7 @@ std::string_view verdict_name(Verdict verdict) {
     case Verdict::improved: return "improved";
     case Verdict::regression: return "REGRESSION";
     case Verdict::within_noise: return "within noise";
+    case Verdict::cannot_judge: return "CANNOT JUDGE";
   }
   return "?";
 }
@@ -455,8 +361,6 @@ bool Comparison::regression() const {
   return !failed_rows.empty() || !missing_rows.empty() || std::any_of(metrics.begin(), metrics.end(), regressed) ||
          std::any_of(pytorch.begin(), pytorch.end(), regressed);
 }
-
-void check_result_rows(const ResultDocument& doc, const std::string& side) { check_rows(doc, side); }
 
 void check_baseline_unslowed(const ResultDocument& doc, const std::string& side) {
   for (const auto& r : doc.runs) {
@@ -476,30 +380,28 @@ void check_baseline_unslowed(const ResultDocument& doc, const std::string& side)
 
 double metric_value(const RunResult& run, const std::string& metric) { return metric_of(run, metric); }
 
-Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options) {
-  std::vector<const MetricInfo*> metrics;
-  std::vector<std::string> metric_names;
-  for (const auto& m : options.metrics) {
-    metrics.push_back(&find_named(std::span<const MetricInfo>(comparable_metrics()), m, "--metric", "metric"));
-    metric_names.push_back(metrics.back()->name);
-  }
-  Comparison result;
-  check_rows(baseline, "the baseline");
-  check_rows(current, "the current file");
-  check_baseline_unslowed(baseline, "the baseline");
-  std::vector<std::string> env = environment_differences(baseline.environment, current.environment);
+namespace {
 
-  const Rows base_rows = rows_of(baseline);
-  const Rows cur_rows = rows_of(current);
-  for (const auto& name : options.allow_missing) {
+std::vector<const MetricInfo*> chosen_metrics(const std::vector<std::string>& names) {
+  std::vector<const MetricInfo*> metrics;
+  for (const auto& m : names) {
+    metrics.push_back(&find_named(std::span<const MetricInfo>(comparable_metrics()), m, "--metric", "metric"));
+  }
+  return metrics;
+}
+
+void require_rows_known(const std::vector<std::string>& allow_missing, const Rows& base_rows) {
+  for (const auto& name : allow_missing) {
     const bool known = std::any_of(base_rows.begin(), base_rows.end(), [&](const auto& row) { return row.first.first == name; });
     if (!known) throw InputError("--allow-missing: the baseline has no row '" + name + "'");
   }
-  const Normaliser normaliser(options, baseline, current, base_rows, cur_rows, metric_names);
-  // PyTorch's twins (sweep --reference) are the reference, not the code under test: they must
-  // run as in the baseline, and their speed gates through --min-vs-pytorch, not here.
-  // Which rows are twins is the baseline's to say: a current file that names one of the rows
-  // under test a twin would exempt it from timing. A twin is PyTorch's own implementation.
+}
+
+// PyTorch's twins (sweep --reference) are the reference, not the code under test: they must
+// run as in the baseline, and their speed gates through --min-vs-pytorch, not here. Which rows
+// are twins is the baseline's to say: a current file that names one of the rows under test a
+// twin would exempt it from timing. A twin is PyTorch's own implementation.
+std::set<RowKey> agreed_twins(const ResultDocument& baseline, const ResultDocument& current, const Rows& base_rows) {
   std::set<RowKey> twins;
   const auto baseline_twins = twin_names(baseline);
   for (const auto& [row, twin] : baseline_twins) twins.insert({twin, row.second});
@@ -522,138 +424,240 @@ Comparison compare_results(const ResultDocument& baseline, const ResultDocument&
       }
     }
   }
-  const auto allowed = [&](const std::string& name) {
-    return std::find(options.allow_missing.begin(), options.allow_missing.end(), name) != options.allow_missing.end();
-  };
+  return twins;
+}
 
-  int64_t matched = 0;
-  for (const auto& [key, base_runs] : base_rows) {
-    const std::string row = row_label(key.first, key.second);
-    // Fail closed: what ran in the baseline and cannot be measured now is a regression,
-    // unless the user said it may be missing.
-    const bool may_be_missing = allowed(key.first);  // a lambda may not capture a structured binding (clang)
-    const auto missing = [&](const std::string& why) {
-      (may_be_missing ? result.allowed_missing : result.missing_rows).push_back(row + ": " + why);
-    };
-    if (!any_ok(base_runs)) {
-      result.not_compared.push_back(row + ": did not run in the baseline (" +
-                                    std::string(status_name(base_runs.front()->status)) + ")");
-      continue;
+int64_t count_status(const std::vector<const RunResult*>& runs, RunStatus status) {
+  return std::count_if(runs.begin(), runs.end(), [&](const RunResult* r) { return r->status == status; });
+}
+
+const RunResult* first_with(const std::vector<const RunResult*>& runs, RunStatus status) {
+  const auto it = std::find_if(runs.begin(), runs.end(), [&](const RunResult* r) { return r->status == status; });
+  return it == runs.end() ? nullptr : *it;
+}
+
+// One row of the baseline being judged: what it is called, and where its findings go.
+struct RowJudgement {
+  RowKey key;
+  std::string label;
+  bool allowed_missing;
+  Comparison& result;
+  void missing(const std::string& why) const {
+    (allowed_missing ? result.allowed_missing : result.missing_rows).push_back(label + ": " + why);
+  }
+};
+
+// A row the baseline did not run is no yardstick: skipped (it cannot run there) is not
+// compared; failed or cut short, the gate has nothing to judge the current row by.
+bool ran_in_baseline(const RowJudgement& row, const std::vector<const RunResult*>& base_runs) {
+  if (any_ok(base_runs)) return true;
+  const RunResult* broken = first_with(base_runs, RunStatus::failed);
+  if (broken == nullptr) broken = first_with(base_runs, RunStatus::interrupted);
+  if (broken == nullptr || row.allowed_missing) {
+    row.result.not_compared.push_back(row.label + ": did not run in the baseline (" +
+                                      std::string(status_name(base_runs.front()->status)) + ")");
+  } else {
+    row.result.cannot_judge.push_back(row.label + ": " + std::string(status_name(broken->status)) +
+                                      " in every repetition of the baseline (" + broken->reason +
+                                      "), so nothing judges it now (--allow-missing ROW leaves it out)");
+  }
+  return false;
+}
+
+// A row that ran in the baseline and did not run now fails closed: failed is a regression,
+// skipped or interrupted is missing (a regression unless allowed).
+bool ran_now(const RowJudgement& row, const std::vector<const RunResult*>& cur_runs) {
+  if (any_ok(cur_runs)) return true;
+  if (const RunResult* failed = first_with(cur_runs, RunStatus::failed)) {
+    row.result.failed_rows.push_back(row.label + ": failed: " + failed->reason);
+  } else {
+    row.missing(std::string(status_name(cur_runs.front()->status)) + " now: " + cur_runs.front()->reason);
+  }
+  return false;
+}
+
+// A repetition that fails now, where none did in the baseline, is a regression however well
+// the others ran; repetitions that did not run are left out, and said so.
+void note_repetitions(const RowJudgement& row, const std::vector<const RunResult*>& base_runs,
+                      const std::vector<const RunResult*>& cur_runs) {
+  if (count_status(base_runs, RunStatus::failed) == 0 && count_status(cur_runs, RunStatus::failed) > 0) {
+    row.result.failed_rows.push_back(row.label + ": " + std::to_string(count_status(cur_runs, RunStatus::failed)) +
+                                     " of " + std::to_string(cur_runs.size()) +
+                                     " repetitions failed (none in the baseline): " +
+                                     first_with(cur_runs, RunStatus::failed)->reason);
+  }
+  for (const bool in_baseline : {true, false}) {
+    const auto& runs = in_baseline ? base_runs : cur_runs;
+    std::vector<const RunResult*> unrun;
+    for (const RunResult* r : runs) {
+      if (r->status == RunStatus::skipped || r->status == RunStatus::interrupted) unrun.push_back(r);
     }
-    auto it = cur_rows.find(key);
-    if (it == cur_rows.end()) {
-      missing("ran in the baseline, absent now");
-      continue;
+    if (unrun.empty()) continue;
+    row.result.partial_rows.push_back(row.label + ": " + std::to_string(unrun.size()) + " of " +
+                                      std::to_string(runs.size()) + " repetitions did not run in " +
+                                      (in_baseline ? "the baseline" : "the current file") + " (" +
+                                      std::string(status_name(unrun.front()->status)) + ": " + unrun.front()->reason +
+                                      "); compared over the others");
+  }
+}
+
+void judge_metrics(const RowJudgement& row, const std::vector<const RunResult*>& base_runs,
+                   const std::vector<const RunResult*>& cur_runs, const std::vector<const MetricInfo*>& metrics,
+                   const Normaliser& normaliser, const CompareOptions& options) {
+  if (normaliser.is_yardstick(row.key)) {
+    const std::string why = row.label + ": the row every other is divided by (--normalize-by): divided by itself it "
+                                        "reads 1 whatever it did";
+    if (row.allowed_missing) {
+      row.result.not_compared.push_back(why);
+    } else {
+      row.result.cannot_judge.push_back(why + " (--allow-missing " + row.key.first + " leaves it unjudged)");
     }
-    const auto& cur_runs = it->second;
-    const std::string difference = config_difference(comparable_config(base_runs.front()->config), comparable_config(cur_runs.front()->config));
-    if (!difference.empty()) {
-      missing("configured differently now, so not the same measurement (" + difference + ")");
-      continue;
-    }
-    if (base_runs.front()->dataset != cur_runs.front()->dataset && !base_runs.front()->dataset.empty() &&
-        !cur_runs.front()->dataset.empty()) {
-      env.push_back("dataset of " + row + ": " + base_runs.front()->dataset + " vs " + cur_runs.front()->dataset);
-    }
-    ++matched;
-    if (!any_ok(cur_runs)) {
-      const auto failed = std::find_if(cur_runs.begin(), cur_runs.end(), [](auto* r) { return r->status == RunStatus::failed; });
-      if (failed != cur_runs.end()) {
-        result.failed_rows.push_back(row + ": failed: " + (*failed)->reason);
-      } else {
-        missing(std::string(status_name(cur_runs.front()->status)) + " now: " + cur_runs.front()->reason);
-      }
-      continue;
-    }
-    // A repetition that fails now, where none did in the baseline, is a regression however
-    // well the others ran.
-    const auto failed = [](const std::vector<const RunResult*>& runs) {
-      return std::count_if(runs.begin(), runs.end(), [](auto* r) { return r->status == RunStatus::failed; });
-    };
-    if (failed(base_runs) == 0 && failed(cur_runs) > 0) {
-      const auto first = std::find_if(cur_runs.begin(), cur_runs.end(), [](auto* r) { return r->status == RunStatus::failed; });
-      result.failed_rows.push_back(row + ": " + std::to_string(failed(cur_runs)) + " of " +
-                                   std::to_string(cur_runs.size()) + " repetitions failed (none in the baseline): " +
-                                   (*first)->reason);
-    }
-    // Repetitions that did not run are left out of the comparison, and said so.
-    for (const bool in_baseline : {true, false}) {
-      const auto& runs = in_baseline ? base_runs : cur_runs;
-      std::vector<const RunResult*> unrun;
-      for (const RunResult* r : runs) {
-        if (r->status == RunStatus::skipped || r->status == RunStatus::interrupted) unrun.push_back(r);
-      }
-      if (unrun.empty()) continue;
-      result.partial_rows.push_back(row + ": " + std::to_string(unrun.size()) + " of " + std::to_string(runs.size()) +
-                                    " repetitions did not run in " + (in_baseline ? "the baseline" : "the current file") +
-                                    " (" + std::string(status_name(unrun.front()->status)) + ": " +
-                                    unrun.front()->reason + "); compared over the others");
-    }
-    if (twins.count(key) != 0) {
-      result.not_compared.push_back(row + ": PyTorch's twin: checked to have run; its speed is judged against its "
-                                          "row's (--min-vs-pytorch)");
-      continue;
-    }
-    if (const std::string how = normaliser.note(key); !how.empty()) result.notes.push_back(row + ": " + how);
-    for (const MetricInfo* info : metrics) {
-      std::vector<double> base = normaliser.values_of(true, base_runs, info->name);
-      std::vector<double> cur = normaliser.values_of(false, cur_runs, info->name);
-      if (base.empty()) {
-        result.not_compared.push_back(row + ": " + info->name + " not measured in the baseline");
-      } else if (cur.empty()) {
-        missing(info->name + " measured in the baseline, not now");
-      } else {
-        result.metrics.push_back(compare_metric(key, *info, std::move(base), std::move(cur), options));
-      }
+    return;
+  }
+  if (const std::string how = normaliser.note(row.key); !how.empty()) row.result.notes.push_back(row.label + ": " + how);
+  for (const MetricInfo* info : metrics) {
+    std::vector<double> base = normaliser.values_of(true, base_runs, info->name);
+    std::vector<double> cur = normaliser.values_of(false, cur_runs, info->name);
+    if (base.empty()) {
+      row.result.cannot_judge.push_back(row.label + ": " + info->name +
+                                        " not measured in the baseline, so nothing judges it now");
+    } else if (cur.empty()) {
+      row.missing(info->name + " measured in the baseline, not now");
+    } else {
+      row.result.metrics.push_back(compare_metric(row.key, *info, std::move(base), std::move(cur), options));
     }
   }
-  for (const auto& [key, runs] : cur_rows) {
-    if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only in the current file");
+}
+
+// The floor checks the speeds among the metrics that gate (both where neither is asked). A
+// twin skipped now (it needs CUDA) is said so; a twin that failed or was cut short leaves the
+// floor nothing to judge by.
+void judge_floor(const ResultDocument& current, const std::vector<std::string>& metric_names,
+                 const CompareOptions& options, Comparison& result) {
+  std::vector<std::string> twin_metrics;
+  for (const char* metric : {"train_time_s", "steady_images_per_s"}) {
+    if (std::find(metric_names.begin(), metric_names.end(), metric) != metric_names.end()) twin_metrics.push_back(metric);
   }
+  if (twin_metrics.empty()) twin_metrics = {"train_time_s", "steady_images_per_s"};
+  bool any_twin = false;
+  for (const RowSummary& r : summarize_sweep(current)) {
+    if (!r.pytorch) continue;
+    any_twin = true;
+    if (r.status != RunStatus::ok) continue;  // the row's own failure is the row's verdict
+    if (r.pytorch->status != RunStatus::ok) {
+      const std::string why = row_label(r.name, r.mode) + ": its PyTorch twin " + r.pytorch->name + " is " +
+                              std::string(status_name(r.pytorch->status)) + " (" + r.pytorch->reason + ")";
+      (r.pytorch->status == RunStatus::skipped ? result.without_twin : result.cannot_judge).push_back(why);
+      continue;
+    }
+    for (const auto& metric : twin_metrics) {
+      result.pytorch.push_back(compare_with_twin(r, current, metric, *options.min_vs_pytorch, options.alpha));
+    }
+  }
+  if (!any_twin) {
+    throw InputError("--min-vs-pytorch: the current file has no PyTorch twin rows (run the sweep with --reference)");
+  }
+}
+
+// What every row is judged with.
+struct RowRules {
+  const ProvenResults& baseline;
+  const ProvenResults& current;
+  const std::vector<const MetricInfo*>& metrics;
+  const Normaliser& normaliser;
+  const std::set<RowKey>& twins;
+  const CompareOptions& options;
+};
+
+// One row of the baseline, rule by rule: ran there, present now, the same settings, ran now,
+// its repetitions, then its metrics. Whether it was matched (same name, mode and settings).
+bool judge_row(const RowJudgement& row, const std::vector<const RunResult*>& base_runs,
+               const std::vector<const RunResult*>* cur_runs, const RowRules& rules, std::vector<std::string>& env) {
+  if (!ran_in_baseline(row, base_runs)) return false;
+  if (cur_runs == nullptr) {
+    row.missing("ran in the baseline, absent now");
+    return false;
+  }
+  const RunResult& base = *base_runs.front();
+  const RunResult& cur = *cur_runs->front();
+  const std::string difference = settings_difference(base, rules.baseline, cur, rules.current);
+  if (!difference.empty()) {
+    row.missing("configured differently now, so not the same measurement (" + difference + ")");
+    return false;
+  }
+  if (base.dataset != cur.dataset && !base.dataset.empty() && !cur.dataset.empty()) {
+    env.push_back("dataset of " + row.label + ": " + base.dataset + " vs " + cur.dataset);
+  }
+  if (!ran_now(row, *cur_runs)) return true;
+  note_repetitions(row, base_runs, *cur_runs);
+  if (rules.twins.count(row.key) != 0) {
+    row.result.not_compared.push_back(row.label + ": PyTorch's twin: checked to have run; its speed is judged "
+                                                  "against its row's (--min-vs-pytorch)");
+    return true;
+  }
+  judge_metrics(row, base_runs, *cur_runs, rules.metrics, rules.normaliser, rules.options);
+  return true;
+}
+
+void require_same_environment(std::vector<std::string> env, const CompareOptions& options, Comparison& result) {
   if (!env.empty() && !options.allow_env_mismatch) {
     std::string text;
     for (const auto& e : env) text += (text.empty() ? "" : "; ") + e;
     throw InputError("the results come from different environments (" + text + "); --allow-env-mismatch compares them anyway");
   }
-  result.environment_differences = env;
-  if (options.min_vs_pytorch) {
-    // The floor checks the speeds among the metrics that gate (both where neither is asked).
-    std::vector<std::string> twin_metrics;
-    for (const char* metric : {"train_time_s", "steady_images_per_s"}) {
-      if (std::find(metric_names.begin(), metric_names.end(), metric) != metric_names.end()) twin_metrics.push_back(metric);
-    }
-    if (twin_metrics.empty()) twin_metrics = {"train_time_s", "steady_images_per_s"};
-    bool any_twin = false;
-    for (const RowSummary& r : summarize_sweep(current)) {
-      if (!r.pytorch) continue;
-      any_twin = true;
-      if (r.status != RunStatus::ok) continue;  // the row's own failure is the row's verdict
-      if (r.pytorch->status != RunStatus::ok) {
-        result.without_twin.push_back(row_label(r.name, r.mode) + ": its PyTorch twin " + r.pytorch->name + " is " +
-                                      std::string(status_name(r.pytorch->status)) + " (" + r.pytorch->reason + ")");
-        continue;
-      }
-      for (const auto& metric : twin_metrics) {
-        result.pytorch.push_back(compare_with_twin(r, current, metric, *options.min_vs_pytorch, options.alpha));
-      }
-    }
-    if (!any_twin) {
-      throw InputError("--min-vs-pytorch: the current file has no PyTorch twin rows (run the sweep with --reference)");
-    }
+  result.environment_differences = std::move(env);
+}
+
+void require_common_row(int64_t matched, const Comparison& result) {
+  if (matched > 0) return;
+  std::string why;
+  for (const auto& m : result.missing_rows) {
+    if (m.find("configured differently") != std::string::npos) why += (why.empty() ? "" : "; ") + m;
   }
-  if (matched == 0) {
-    std::string why;
-    for (const auto& m : result.missing_rows) {
-      if (m.find("configured differently") != std::string::npos) why += (why.empty() ? "" : "; ") + m;
-    }
-    throw InputError("the two result files have no row in common (by name, mode and configuration)" +
-                     (why.empty() ? std::string() : ": " + why));
+  throw InputError("the two result files have no row in common (by name, mode and configuration)" +
+                   (why.empty() ? std::string() : ": " + why));
+}
+
+}  // namespace
+
+Comparison compare_results(const ProvenResults& baseline_file, const ProvenResults& current_file,
+                           const CompareOptions& options) {
+  const ResultDocument& baseline = baseline_file.document();
+  const ResultDocument& current = current_file.document();
+  const std::vector<const MetricInfo*> metrics = chosen_metrics(options.metrics);
+  std::vector<std::string> metric_names;
+  for (const MetricInfo* m : metrics) metric_names.push_back(m->name);
+  check_baseline_unslowed(baseline, "the baseline");
+  Comparison result;
+  for (const auto* file : {&baseline_file, &current_file}) {
+    for (const auto& f : file->failed_by_proof()) result.failed_by_proof.push_back(file->side() + ": " + f);
   }
+  std::vector<std::string> env = environment_differences(baseline.environment, current.environment);
+  const Rows base_rows = rows_of(baseline);
+  const Rows cur_rows = rows_of(current);
+  require_rows_known(options.allow_missing, base_rows);
+  const Normaliser normaliser(options, baseline, current, base_rows, cur_rows, metric_names);
+  const std::set<RowKey> twins = agreed_twins(baseline, current, base_rows);
+  const RowRules rules{baseline_file, current_file, metrics, normaliser, twins, options};
+  int64_t matched = 0;
+  for (const auto& [key, base_runs] : base_rows) {
+    const bool allowed = std::count(options.allow_missing.begin(), options.allow_missing.end(), key.first) > 0;
+    const auto it = cur_rows.find(key);
+    matched += judge_row(RowJudgement{key, row_label(key.first, key.second), allowed, result}, base_runs,
+                         it == cur_rows.end() ? nullptr : &it->second, rules, env) ? 1 : 0;
+  }
+  for (const auto& [key, runs] : cur_rows) {
+    if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only in the current file");
+  }
+  require_same_environment(std::move(env), options, result);
+  if (options.min_vs_pytorch) judge_floor(current, metric_names, options, result);
+  require_common_row(matched, result);
   return result;
 }
 
-std::string markdown_comparison(const Comparison& c, const CompareOptions& options) {
-  std::ostringstream md;
+namespace {
+
+void metric_table(std::ostringstream& md, const Comparison& c, const CompareOptions& options) {
   md << "| row | metric | baseline | current | ratio | verdict |\n| --- | --- | ---: | ---: | ---: | --- |\n";
   for (const auto& m : c.metrics) {
     const int decimals = options.normalize_by ? 3 : (m.metric == "test_accuracy" ? 4 : 3);
@@ -663,36 +667,56 @@ std::string markdown_comparison(const Comparison& c, const CompareOptions& optio
     if (std::isfinite(m.p_value)) md << "; p = " << format_fixed(m.p_value, 3);
     md << "; n = " << m.baseline.size() << " vs " << m.current.size() << ") |\n";
   }
-  if (!c.pytorch.empty()) {
-    md << "\nddpbench against its PyTorch twin (current file; speed ratio, above 1.00x ddpbench is faster; floor "
-       << format_fixed(*options.min_vs_pytorch, 2) << "x):\n\n"
-       << "| row | metric | median ratio | range | pairs | verdict |\n| --- | --- | ---: | --- | ---: | --- |\n";
-    for (const auto& t : c.pytorch) {
-      md << "| " << row_label(t.row, t.mode) << " | " << (t.metric == "train_time_s" ? "epoch speed" : "steady images/s")
-         << " | " << format_fixed(t.median_ratio, 2) << "x | ";
-      if (!t.ratios.empty()) {
-        const auto [low, high] = std::minmax_element(t.ratios.begin(), t.ratios.end());
-        md << format_fixed(*low, 2) << "x–" << format_fixed(*high, 2) << "x";
-      }
-      md << " | " << t.ratios.size() << " | " << verdict_name(t.verdict) << " (" << t.detail;
-      if (std::isfinite(t.p_value)) md << "; p = " << format_fixed(t.p_value, 3);
-      md << ") |\n";
+}
+
+void twin_table(std::ostringstream& md, const Comparison& c, const CompareOptions& options) {
+  if (c.pytorch.empty()) return;
+  md << "\nddpbench against its PyTorch twin (current file; speed ratio, above 1.00x ddpbench is faster; floor "
+     << format_fixed(*options.min_vs_pytorch, 2) << "x):\n\n"
+     << "| row | metric | median ratio | range | pairs | verdict |\n| --- | --- | ---: | --- | ---: | --- |\n";
+  for (const auto& t : c.pytorch) {
+    md << "| " << row_label(t.row, t.mode) << " | " << (t.metric == "train_time_s" ? "epoch speed" : "steady images/s")
+       << " | " << format_fixed(t.median_ratio, 2) << "x | ";
+    if (!t.ratios.empty()) {
+      const auto [low, high] = std::minmax_element(t.ratios.begin(), t.ratios.end());
+      md << format_fixed(*low, 2) << "x–" << format_fixed(*high, 2) << "x";
     }
+    md << " | " << t.ratios.size() << " | " << verdict_name(t.verdict) << " (" << t.detail;
+    if (std::isfinite(t.p_value)) md << "; p = " << format_fixed(t.p_value, 3);
+    md << ") |\n";
   }
-  for (const auto& f : c.failed_rows) md << "\n- REGRESSION: " << f;
-  for (const auto& f : c.missing_rows) md << "\n- REGRESSION (missing now; --allow-missing ROW allows it): " << f;
-  for (const auto& f : c.allowed_missing) md << "\n- missing now, allowed by --allow-missing: " << f;
-  for (const auto& p : c.partial_rows) md << "\n- compared over part of its repetitions: " << p;
-  for (const auto& n : c.notes) md << "\n- " << n;
-  for (const auto& w : c.without_twin) md << "\n- not checked against PyTorch: " << w;
-  for (const auto& n : c.not_compared) md << "\n- not compared: " << n;
-  for (const auto& e : c.environment_differences) md << "\n- environment differs (allowed): " << e;
-  const bool listed = !c.failed_rows.empty() || !c.missing_rows.empty() || !c.allowed_missing.empty() ||
-                      !c.partial_rows.empty() || !c.notes.empty() || !c.without_twin.empty() ||
-                      !c.not_compared.empty() || !c.environment_differences.empty();
+}
+
+// Every finding outside the tables, a line each, worst first.
+void finding_lines(std::ostringstream& md, const Comparison& c) {
+  const std::pair<const char*, const std::vector<std::string>*> lists[] = {
+      {"REGRESSION: ", &c.failed_rows},
+      {"failed by the proof of its file: ", &c.failed_by_proof},
+      {"CANNOT JUDGE: ", &c.cannot_judge},
+      {"REGRESSION (missing now; --allow-missing ROW allows it): ", &c.missing_rows},
+      {"missing now, allowed by --allow-missing: ", &c.allowed_missing},
+      {"compared over part of its repetitions: ", &c.partial_rows},
+      {"", &c.notes},
+      {"not checked against PyTorch: ", &c.without_twin},
+      {"not compared: ", &c.not_compared},
+      {"environment differs (allowed): ", &c.environment_differences}};
+  bool listed = false;
+  for (const auto& [prefix, lines] : lists) {
+    for (const auto& line : *lines) md << "\n- " << prefix << line;
+    listed = listed || !lines->empty();
+  }
   md << (listed ? "\n" : "");
-  md << "\n" << (c.regression() ? "Regression" : "No regression") << " (threshold " << format_percent(options.threshold)
-     << ", alpha " << format_fixed(options.alpha, 2) << ").\n";
+}
+
+}  // namespace
+
+std::string markdown_comparison(const Comparison& c, const CompareOptions& options) {
+  std::ostringstream md;
+  metric_table(md, c, options);
+  twin_table(md, c, options);
+  finding_lines(md, c);
+  md << "\n" << (c.regression() ? "Regression" : c.cannot_judge_any() ? "Cannot judge" : "No regression")
+     << " (threshold " << format_percent(options.threshold) << ", alpha " << format_fixed(options.alpha, 2) << ").\n";
   return md.str();
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "reports/result_proof.hpp"
 #include "reports/run_result.hpp"
 
 namespace ddpbench {
@@ -40,7 +41,8 @@ struct MetricInfo {
 };
 const std::vector<MetricInfo>& comparable_metrics();
 
-enum class Verdict { unchanged, improved, regression, within_noise };
+// cannot_judge: nothing to judge by (too few pairs at the cap, no finite change): never a pass.
+enum class Verdict { unchanged, improved, regression, within_noise, cannot_judge };
 
 struct MetricComparison {
   std::string row;
@@ -81,15 +83,21 @@ struct Comparison {
   std::vector<std::string> notes;             // how a row was normalised where not by its own twin
   std::vector<std::string> environment_differences;  // listed when allowed
   std::vector<TwinComparison> pytorch;        // --min-vs-pytorch: each row against its twin
-  std::vector<std::string> without_twin;      // --min-vs-pytorch: rows whose twin did not run now, and why
+  std::vector<std::string> without_twin;      // --min-vs-pytorch: rows whose twin was skipped now, and why
+  std::vector<std::string> cannot_judge;      // rows (or a metric of one) the gate has nothing to judge by, and why
+  std::vector<std::string> failed_by_proof;   // rows either file said ok that did less work than configured
   [[nodiscard]] bool regression() const;
+  /// No regression, and something could not be judged: exit 2, never a pass.
+  [[nodiscard]] bool cannot_judge_any() const { return !regression() && !cannot_judge.empty(); }
+  /// Three answers: 1 a regression, 2 cannot judge, 0 no regression.
+  [[nodiscard]] int exit_code() const { return regression() ? 1 : cannot_judge_any() ? 2 : 0; }
 };
 
 /// "The same configuration", for compare and for the sweep's --resume alike: a row's config
 /// (by option name) without the keys that do not change what is measured (output paths,
 /// the row's name, logging, where the data lies) and the test-only slowdown, which stands in
 /// for a code change and must leave the row the same row. Two rows are the same measurement
-/// only where these are equal.
+/// only where these are equal (settings_difference in reports/result_proof.hpp, with defaults).
 nlohmann::json comparable_config(const nlohmann::json& config);
 
 /// Whether two configs run the same row, as --resume asks: the same configuration and the
@@ -99,11 +107,6 @@ bool runs_the_same(const nlohmann::json& a, const nlohmann::json& b);
 /// How two configs differ, option by option ("amp \"bf16\" vs \"off\", ..."); empty when equal.
 std::string config_difference(const nlohmann::json& a, const nlohmann::json& b);
 
-/// Throws InputError unless `doc` is a file a gate can judge: each repetition of a row once,
-/// a row's repetitions in one configuration, no time or rate of zero or less and none beyond
-/// what a run can measure. `side` names the file in the message ("the baseline").
-void check_result_rows(const ResultDocument& doc, const std::string& side);
-
 /// Throws InputError where a run of a baseline ran with --inject-slowdown: a baseline slowed on
 /// purpose would hide any regression up to that size. (A candidate may be slowed: that is how
 /// scripts/gate-power measures the gate, and why the setting is no difference of configuration.)
@@ -112,12 +115,14 @@ void check_baseline_unslowed(const ResultDocument& doc, const std::string& side)
 /// A run's value of one of comparable_metrics(); kNotMeasured for any other name.
 double metric_value(const RunResult& run, const std::string& metric);
 
-/// Throws InputError when the environments differ (unless allowed, naming each difference), a
-/// metric is unknown, the normalising row did not run on either side, --allow-missing names
-/// no row of the baseline, --min-vs-pytorch finds no twin, no row is in both files, or a file
-/// holds a repetition twice, a row's repetitions in two configurations, or a time or rate of
-/// zero or less.
-Comparison compare_results(const ResultDocument& baseline, const ResultDocument& current, const CompareOptions& options);
+/// A pipeline: the files come proven (result_proof.hpp); the rows are matched, each judged
+/// rule by rule, and every row ends a regression, no regression or cannot judge (a row the
+/// baseline failed or cut short, a metric the baseline did not measure, a twin that failed: the
+/// gate has nothing to judge the current row by, which is never a pass). Throws InputError
+/// when the environments differ (unless allowed, naming each difference), a metric is unknown,
+/// the normalising row did not run on either side, --allow-missing names no row of the
+/// baseline, --min-vs-pytorch finds no twin, or no row is in both files.
+Comparison compare_results(const ProvenResults& baseline, const ProvenResults& current, const CompareOptions& options);
 
 /// The comparison as a Markdown table with a verdict line.
 std::string markdown_comparison(const Comparison& comparison, const CompareOptions& options);

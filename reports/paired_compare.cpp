@@ -24,12 +24,6 @@ std::map<RowKey, std::map<int64_t, const RunResult*>> rounds_of(const ResultDocu
   return rows;
 }
 
-std::vector<int64_t> round_numbers(const std::map<int64_t, const RunResult*>& rounds) {
-  std::vector<int64_t> numbers;
-  for (const auto& entry : rounds) numbers.push_back(entry.first);
-  return numbers;
-}
-
 bool any_ok(const std::map<int64_t, const RunResult*>& rounds) {
   return std::any_of(rounds.begin(), rounds.end(), [](const auto& r) { return r.second->status == RunStatus::ok; });
 }
@@ -67,10 +61,14 @@ void decide(PairedComparison& c, const PairedOptions& o) {
                           (look > n ? ", and its row ran " + std::to_string(look) : "");
   c.needs_more_rounds = false;
   if (n < o.min_rounds) {
-    c.verdict = Verdict::within_noise;
+    c.verdict = at_cap ? Verdict::cannot_judge : Verdict::within_noise;
     c.needs_more_rounds = !at_cap;
     c.why = pairs + ", fewer than the " + std::to_string(o.min_rounds) + " any verdict needs" +
-            (at_cap ? " (" + cap + "): not judged" : "");
+            (at_cap ? " (" + cap + "): cannot judge" : "");
+  } else if (!std::isfinite(c.change) || !std::isfinite(c.ci_low) || !std::isfinite(c.ci_high)) {
+    c.verdict = at_cap ? Verdict::cannot_judge : Verdict::within_noise;
+    c.needs_more_rounds = !at_cap;
+    c.why = "its " + pairs + " give no finite change or interval" + (at_cap ? " (" + cap + "): cannot judge" : "");
   } else if (beyond && significant) {
     c.verdict = c.change > 0 ? Verdict::regression : Verdict::improved;
     c.why = "beyond the " + format_percent(o.threshold) + " threshold; Holm p " + p_text(c.p_holm) + ", below " +
@@ -105,6 +103,12 @@ bool PairedResult::regression() const {
          });
 }
 
+bool PairedResult::cannot_judge_any() const {
+  return !regression() && (!cannot_judge.empty() ||
+                           std::any_of(comparisons.begin(), comparisons.end(),
+                                       [](const PairedComparison& c) { return c.verdict == Verdict::cannot_judge; }));
+}
+
 std::vector<std::string> PairedResult::undecided_rows() const {
   std::vector<std::string> rows;
   for (const auto& c : comparisons) {
@@ -113,14 +117,18 @@ std::vector<std::string> PairedResult::undecided_rows() const {
   return rows;
 }
 
-PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument& candidate,
-                            const PairedOptions& options) {
+namespace {
+
+void require_round_limits(const PairedOptions& options) {
   // Past 100 rounds each look before the cap tests at under alpha / 500: a slowdown waits
   // for a cap no gate reaches.
   if (!(options.min_rounds >= 2 && options.max_rounds >= options.min_rounds && options.max_rounds <= 100)) {
     throw InputError("--min-rounds must be at least 2 and --max-rounds at least --min-rounds and at most 100 (got " +
                      std::to_string(options.min_rounds) + " and " + std::to_string(options.max_rounds) + ")");
   }
+}
+
+std::vector<const MetricInfo*> paired_metrics(const PairedOptions& options) {
   std::vector<const MetricInfo*> metrics;
   for (const auto& m : options.metrics) {
     metrics.push_back(&find_named(std::span<const MetricInfo>(comparable_metrics()), m, "--metric", "metric"));
@@ -132,192 +140,220 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
       throw InputError("--metric lists " + m + " twice (each comparison counts once in the correction across rows)");
     }
   }
-  check_result_rows(baseline, "the baseline build's file");
-  check_result_rows(candidate, "the candidate's file");
-  check_baseline_unslowed(baseline, "the baseline build's file");
-  PairedResult result;
-  result.looks = options.max_rounds - options.min_rounds + 1;
-  // Both builds run on one machine, in one build type: the stored mode's fingerprint leaves
-  // the host out (runs of one gate move between machines), this mode cannot, and
-  // --allow-env-mismatch does not lift it: pairs from two machines pair nothing.
-  std::vector<std::string> not_side_by_side;
-  if (baseline.environment.host != candidate.environment.host) {
-    not_side_by_side.push_back("host: " + baseline.environment.host + " vs " + candidate.environment.host);
+  return metrics;
+}
+
+std::string joined(const std::vector<std::string>& parts) {
+  std::string text;
+  for (const auto& p : parts) text += (text.empty() ? "" : "; ") + p;
+  return text;
+}
+
+// Both builds run on one machine, in one build type: the stored mode's fingerprint leaves the
+// host out (runs of one gate move between machines), this mode cannot, and
+// --allow-env-mismatch does not lift it: pairs from two machines pair nothing.
+void require_side_by_side(const Environment& baseline, const Environment& candidate, const PairedOptions& options,
+                          PairedResult& result) {
+  std::vector<std::string> apart;
+  if (baseline.host != candidate.host) apart.push_back("host: " + baseline.host + " vs " + candidate.host);
+  if (baseline.build_type != candidate.build_type) {
+    apart.push_back("build type: " + baseline.build_type + " vs " + candidate.build_type);
   }
-  if (baseline.environment.build_type != candidate.environment.build_type) {
-    not_side_by_side.push_back("build type: " + baseline.environment.build_type + " vs " +
-                               candidate.environment.build_type);
-  }
-  if (!not_side_by_side.empty()) {
-    std::string text;
-    for (const auto& e : not_side_by_side) text += (text.empty() ? "" : "; ") + e;
-    throw InputError("the two builds' rounds were not run side by side (" + text +
+  if (!apart.empty()) {
+    throw InputError("the two builds' rounds were not run side by side (" + joined(apart) +
                      "): a paired comparison runs both builds on one machine, in one build type, whatever "
                      "--allow-env-mismatch allows");
   }
-  result.environment_differences = environment_differences(baseline.environment, candidate.environment);
+  result.environment_differences = environment_differences(baseline, candidate);
   if (!result.environment_differences.empty() && !options.allow_env_mismatch) {
-    std::string text;
-    for (const auto& e : result.environment_differences) text += (text.empty() ? "" : "; ") + e;
-    throw InputError("the two builds ran in different environments (" + text +
+    throw InputError("the two builds ran in different environments (" + joined(result.environment_differences) +
                      "); a paired comparison runs both on one machine (--allow-env-mismatch compares them anyway)");
   }
-  const auto base_rows = rounds_of(baseline);
-  const auto cand_rows = rounds_of(candidate);
-  // The rounds the candidate ran at all: a row it left out of one of them is absent there, not
-  // a round on one side only.
-  std::set<int64_t> candidate_rounds;
-  for (const auto& r : candidate.runs) candidate_rounds.insert(r.repetition);
-  for (const auto& name : options.allow_missing) {
-    const bool known = std::any_of(base_rows.begin(), base_rows.end(), [&](const auto& row) { return row.first.first == name; });
-    if (!known) throw InputError("--allow-missing: the baseline build's file has no row '" + name + "'");
+}
+
+std::string round_list(const std::vector<int64_t>& rounds) {
+  std::string text;
+  for (const auto r : rounds) text += (text.empty() ? "" : ", ") + std::to_string(r);
+  return text;
+}
+
+using Rounds = std::map<int64_t, const RunResult*>;
+
+// One row of the baseline build being judged, and where its findings go.
+struct PairedRow {
+  RowKey key;
+  std::string label;
+  bool allowed_missing;
+  PairedResult& result;
+  void failed(const std::string& why) const {
+    (allowed_missing ? result.allowed_missing : result.failed_rows).push_back(label + ": " + why);
   }
-  const auto allowed = [&](const std::string& name) {
-    return std::find(options.allow_missing.begin(), options.allow_missing.end(), name) != options.allow_missing.end();
-  };
-  for (const auto& [key, base] : base_rows) {
-    const std::string label = row_label(key.first, key.second);
-    if (!any_ok(base)) {
-      result.not_compared.push_back(label + ": did not run on the baseline build");
-      continue;
+};
+
+// A row the baseline build did not run judges nothing: skipped (it cannot run here) is not
+// compared; failed or cut short in every round, the gate cannot judge the candidate's.
+bool ran_on_baseline_build(const PairedRow& row, const Rounds& base) {
+  if (any_ok(base)) return true;
+  const RunResult& first = *base.begin()->second;
+  if (first.status == RunStatus::skipped || row.allowed_missing) {
+    row.result.not_compared.push_back(row.label + ": did not run on the baseline build (" +
+                                      std::string(status_name(first.status)) + ")");
+  } else {
+    row.result.cannot_judge.push_back(row.label + ": " + std::string(status_name(first.status)) +
+                                      " on the baseline build in every round (" + first.reason +
+                                      "), so nothing judges the candidate's");
+  }
+  return false;
+}
+
+void require_same_work(const std::string& label, int64_t round, const RunResult& a, const RunResult& b) {
+  if (a.world_size == b.world_size && a.global_batch == b.global_batch && a.images_trained == b.images_trained &&
+      a.device == b.device && a.dataset == b.dataset && a.steps == b.steps && a.strategy == b.strategy &&
+      a.eval_images == b.eval_images) {
+    return;
+  }
+  throw InputError(label + " round " + std::to_string(round) + " did other work on the two builds (world " +
+                   std::to_string(a.world_size) + " vs " + std::to_string(b.world_size) + ", global batch " +
+                   std::to_string(a.global_batch) + " vs " + std::to_string(b.global_batch) + ", images " +
+                   std::to_string(a.images_trained) + " vs " + std::to_string(b.images_trained) + ", " + a.device +
+                   " vs " + b.device + ", " + a.dataset + " vs " + b.dataset + ", steps " + std::to_string(a.steps) +
+                   " vs " + std::to_string(b.steps) + ", strategy " + a.strategy + " vs " + b.strategy +
+                   ", eval images " + std::to_string(a.eval_images) + " vs " + std::to_string(b.eval_images) +
+                   "): a paired comparison times the same work");
+}
+
+// A row's rounds as the two builds ran them. A round the candidate did not finish, where the
+// baseline build did, is the candidate's failure: a build that crashes in some rounds must not
+// pass on the rounds it survived.
+struct RoundSplit {
+  std::vector<int64_t> paired, baseline_only, candidate_only, failed_on_candidate, absent_on_candidate;
+  int64_t rounds_run = 0;  // on either build, paired or not: the row's look
+};
+
+RoundSplit split_rounds(const std::string& label, const Rounds& base, const Rounds& cand,
+                        const std::set<int64_t>& candidate_rounds) {
+  RoundSplit split;
+  std::set<int64_t> ran;
+  for (const auto& [round, run] : base) {
+    ran.insert(round);
+    const auto other = cand.find(round);
+    if (run->status != RunStatus::ok) continue;
+    if (other == cand.end()) {
+      (candidate_rounds.count(round) ? split.absent_on_candidate : split.baseline_only).push_back(round);
+    } else if (other->second->status != RunStatus::ok) {
+      split.failed_on_candidate.push_back(round);
+    } else {
+      require_same_work(label, round, *run, *other->second);
+      split.paired.push_back(round);
     }
-    const auto cand = cand_rows.find(key);
-    if (cand == cand_rows.end() || !any_ok(cand->second)) {
-      const std::string why = cand == cand_rows.end() ? "absent" : "no round ran";
-      (allowed(key.first) ? result.allowed_missing : result.failed_rows).push_back(label + ": " + why + " on the candidate");
-      continue;
-    }
-    const std::string difference = config_difference(comparable_config(base.begin()->second->config),
-                                                     comparable_config(cand->second.begin()->second->config));
-    if (!difference.empty()) {
-      throw InputError(label + " ran with other settings on the two builds (" + difference +
-                       "); a paired comparison runs both on the same settings");
-    }
-    // A round the candidate did not finish, where the baseline build did, is the candidate's
-    // failure: a build that crashes in some rounds must not pass on the rounds it survived.
-    std::vector<int64_t> paired, baseline_only, failed_on_candidate, absent_on_candidate;
-    for (const auto& [round, run] : base) {
-      if (round < 0) throw InputError(label + " has round " + std::to_string(round) + ": rounds count from 0");
-      const auto other = cand->second.find(round);
-      if (run->status != RunStatus::ok) continue;
-      if (other == cand->second.end()) {
-        (candidate_rounds.count(round) ? absent_on_candidate : baseline_only).push_back(round);
-      } else if (other->second->status != RunStatus::ok) {
-        failed_on_candidate.push_back(round);
-      } else {
-        const RunResult& a = *run;
-        const RunResult& b = *other->second;
-        if (a.world_size != b.world_size || a.global_batch != b.global_batch || a.images_trained != b.images_trained ||
-            a.device != b.device || a.dataset != b.dataset || a.steps != b.steps || a.strategy != b.strategy ||
-            a.eval_images != b.eval_images) {
-          throw InputError(label + " round " + std::to_string(round) + " did other work on the two builds (world " +
-                           std::to_string(a.world_size) + " vs " + std::to_string(b.world_size) + ", global batch " +
-                           std::to_string(a.global_batch) + " vs " + std::to_string(b.global_batch) + ", images " +
-                           std::to_string(a.images_trained) + " vs " + std::to_string(b.images_trained) + ", " +
-                           a.device + " vs " + b.device + ", " + a.dataset + " vs " + b.dataset + ", steps " +
-                           std::to_string(a.steps) + " vs " + std::to_string(b.steps) + ", strategy " + a.strategy +
-                           " vs " + b.strategy + ", eval images " + std::to_string(a.eval_images) + " vs " +
-                           std::to_string(b.eval_images) + "): a paired comparison times the same work");
-        }
-        paired.push_back(round);
-      }
-    }
-    std::set<int64_t> ran;
-    for (const auto* side : {&base, &cand->second}) {
-      for (const auto& entry : *side) ran.insert(entry.first);
-    }
-    const auto rounds_run = static_cast<int64_t>(ran.size());
-    std::vector<int64_t> candidate_only;
-    for (const auto& [round, run] : cand->second) {
-      if (round < 0) throw InputError(label + " has round " + std::to_string(round) + ": rounds count from 0");
-      if (base.count(round) == 0) candidate_only.push_back(round);
-    }
-    const auto list = [](const std::vector<int64_t>& rounds) {
-      std::string text;
-      for (const auto r : rounds) text += (text.empty() ? "" : ", ") + std::to_string(r);
-      return text;
-    };
-    // A row whose rounds were all numbered apart on the two files is misnumbered, not absent.
-    if (paired.empty() && failed_on_candidate.empty()) {
-      throw InputError(label + " has no round that ran on both builds (the baseline build's rounds " +
-                       list(round_numbers(base)) + ", the candidate's " + list(round_numbers(cand->second)) +
-                       "): repetition r of each file is round r");
-    }
-    // Allowed to fail or be absent, a row is still judged on the rounds it ran: the allowance
-    // excuses the missing rounds, never a slowdown measured in the others.
-    if (!failed_on_candidate.empty() || !absent_on_candidate.empty()) {
-      std::map<std::string, std::pair<std::vector<int64_t>, std::string>> by_status;  // status: rounds, first reason
-      for (const auto round : failed_on_candidate) {
-        const RunResult& run = *cand->second.at(round);
-        auto& [rounds, reason] = by_status[std::string(status_name(run.status))];
-        rounds.push_back(round);
-        if (reason.empty()) reason = run.reason;
-      }
-      std::string text;
-      for (const auto& [status, entry] : by_status) {
-        text += (text.empty() ? "" : "; ") + status + " on the candidate in round(s) " + list(entry.first) +
-                (entry.second.empty() ? "" : " (" + entry.second + ")");
-      }
-      if (!absent_on_candidate.empty()) {
-        text += (text.empty() ? "" : "; ") + std::string("absent on the candidate in round(s) ") +
-                list(absent_on_candidate) + ", which it ran other rows of";
-      }
-      (allowed(key.first) ? result.allowed_missing : result.failed_rows)
-          .push_back(label + ": " + text + ", where the baseline build ran it");
-      if (!allowed(key.first)) continue;
-    }
-    if (paired.empty()) continue;
-    for (const auto* side : {&baseline_only, &candidate_only}) {
-      if (!side->empty()) {
-        result.unpaired_rounds.push_back(label + ": round(s) " + list(*side) + " only in the " +
-                                         (side == &baseline_only ? "baseline build's" : "candidate's") +
+  }
+  for (const auto& [round, run] : cand) {
+    ran.insert(round);
+    if (base.count(round) == 0) split.candidate_only.push_back(round);
+  }
+  split.rounds_run = static_cast<int64_t>(ran.size());
+  // A row whose rounds were all numbered apart on the two files is misnumbered, not absent.
+  if (split.paired.empty() && split.failed_on_candidate.empty()) {
+    std::vector<int64_t> base_numbers, cand_numbers;
+    for (const auto& entry : base) base_numbers.push_back(entry.first);
+    for (const auto& entry : cand) cand_numbers.push_back(entry.first);
+    throw InputError(label + " has no round that ran on both builds (the baseline build's rounds " +
+                     round_list(base_numbers) + ", the candidate's " + round_list(cand_numbers) +
+                     "): repetition r of each file is round r");
+  }
+  return split;
+}
+
+// The candidate's failed and absent rounds, by status. Allowed to fail or be absent, a row is
+// still judged on the rounds it ran: the allowance excuses the missing rounds, never a slowdown
+// measured in the others. Whether the row goes on to be timed.
+bool report_candidate_failures(const PairedRow& row, const RoundSplit& split, const Rounds& cand) {
+  if (split.failed_on_candidate.empty() && split.absent_on_candidate.empty()) return true;
+  std::map<std::string, std::pair<std::vector<int64_t>, std::string>> by_status;  // status: rounds, first reason
+  for (const auto round : split.failed_on_candidate) {
+    const RunResult& run = *cand.at(round);
+    auto& [rounds, reason] = by_status[std::string(status_name(run.status))];
+    rounds.push_back(round);
+    if (reason.empty()) reason = run.reason;
+  }
+  std::string text;
+  for (const auto& [status, entry] : by_status) {
+    text += (text.empty() ? "" : "; ") + status + " on the candidate in round(s) " + round_list(entry.first) +
+            (entry.second.empty() ? "" : " (" + entry.second + ")");
+  }
+  if (!split.absent_on_candidate.empty()) {
+    text += (text.empty() ? "" : "; ") + std::string("absent on the candidate in round(s) ") +
+            round_list(split.absent_on_candidate) + ", which it ran other rows of";
+  }
+  row.failed(text + ", where the baseline build ran it");
+  return row.allowed_missing;
+}
+
+// One metric's log ratios over the paired rounds, and its trimmed paired t test.
+void time_metric(const PairedRow& row, const RoundSplit& split, const Rounds& base, const Rounds& cand,
+                 const MetricInfo& info, const PairedOptions& options) {
+  PairedComparison c;
+  c.row = row.key.first;
+  c.mode = row.key.second;
+  c.metric = info.name;
+  c.rounds_run = split.rounds_run;
+  std::vector<int64_t> unmeasured_on_candidate;
+  for (const auto round : split.paired) {
+    const double b = metric_value(*base.at(round), info.name);
+    const double a = metric_value(*cand.at(round), info.name);
+    if (std::isfinite(b) && !std::isfinite(a)) unmeasured_on_candidate.push_back(round);
+    if (!(std::isfinite(a) && std::isfinite(b))) continue;
+    c.rounds.push_back(round);
+    c.log_ratios.push_back(info.higher_is_better ? std::log(b / a) : std::log(a / b));
+  }
+  if (!unmeasured_on_candidate.empty()) {
+    row.failed(info.name + " not measured on the candidate in round(s) " + round_list(unmeasured_on_candidate) +
+               " where the baseline build measured it");
+    if (!row.allowed_missing) return;
+  }
+  if (c.rounds.empty()) {
+    row.result.cannot_judge.push_back(row.label + ": " + info.name + " measured on neither build");
+    return;
+  }
+  const PairedTTest t = trimmed_paired_t_test(c.log_ratios, options.alpha);
+  c.change = std::expm1(t.mean);
+  c.ci_low = std::expm1(t.ci_low);
+  c.ci_high = std::expm1(t.ci_high);
+  // One-sided, from the two-sided p of a symmetric t: "slower" and "faster" are two tests.
+  c.p_slower = !std::isfinite(t.p_value) ? t.p_value : t.mean > 0 ? t.p_value / 2 : 1 - t.p_value / 2;
+  c.p_faster = !std::isfinite(t.p_value) ? t.p_value : t.mean < 0 ? t.p_value / 2 : 1 - t.p_value / 2;
+  c.p_value = t.mean < 0 ? c.p_faster : c.p_slower;
+  row.result.comparisons.push_back(std::move(c));
+}
+
+void judge_paired_row(const PairedRow& row, const Rounds& base, const Rounds* cand, const ProvenResults& baseline_file,
+                      const ProvenResults& candidate_file, const std::set<int64_t>& candidate_rounds,
+                      const std::vector<const MetricInfo*>& metrics, const PairedOptions& options) {
+  if (!ran_on_baseline_build(row, base)) return;
+  if (cand == nullptr || !any_ok(*cand)) {
+    row.failed(std::string(cand == nullptr ? "absent" : "no round ran") + " on the candidate");
+    return;
+  }
+  const std::string difference =
+      settings_difference(*base.begin()->second, baseline_file, *cand->begin()->second, candidate_file);
+  if (!difference.empty()) {
+    throw InputError(row.label + " ran with other settings on the two builds (" + difference +
+                     "); a paired comparison runs both on the same settings");
+  }
+  const RoundSplit split = split_rounds(row.label, base, *cand, candidate_rounds);
+  if (!report_candidate_failures(row, split, *cand) || split.paired.empty()) return;
+  for (const auto* side : {&split.baseline_only, &split.candidate_only}) {
+    if (side->empty()) continue;
+    row.result.unpaired_rounds.push_back(row.label + ": round(s) " + round_list(*side) + " only in the " +
+                                         (side == &split.baseline_only ? "baseline build's" : "candidate's") +
                                          " file; dropped");
-      }
-    }
-    for (const MetricInfo* info : metrics) {
-      PairedComparison c;
-      c.row = key.first;
-      c.mode = key.second;
-      c.metric = info->name;
-      c.rounds_run = rounds_run;
-      std::vector<int64_t> unmeasured_on_candidate;
-      for (const auto round : paired) {
-        const double b = metric_value(*base.at(round), info->name);
-        const double a = metric_value(*cand->second.at(round), info->name);
-        if (std::isfinite(b) && !std::isfinite(a)) unmeasured_on_candidate.push_back(round);
-        if (!(std::isfinite(a) && std::isfinite(b))) continue;
-        c.rounds.push_back(round);
-        c.log_ratios.push_back(info->higher_is_better ? std::log(b / a) : std::log(a / b));
-      }
-      if (!unmeasured_on_candidate.empty()) {
-        (allowed(key.first) ? result.allowed_missing : result.failed_rows)
-            .push_back(label + ": " + info->name + " not measured on the candidate in round(s) " +
-                       list(unmeasured_on_candidate) + " where the baseline build measured it");
-        if (!allowed(key.first)) continue;
-      }
-      if (c.rounds.empty()) {
-        result.not_compared.push_back(label + ": " + info->name + " measured on neither build");
-        continue;
-      }
-      const PairedTTest t = trimmed_paired_t_test(c.log_ratios, options.alpha);
-      c.change = std::expm1(t.mean);
-      c.ci_low = std::expm1(t.ci_low);
-      c.ci_high = std::expm1(t.ci_high);
-      // One-sided, from the two-sided p of a symmetric t: "slower" and "faster" are two tests.
-      c.p_slower = !std::isfinite(t.p_value) ? t.p_value : t.mean > 0 ? t.p_value / 2 : 1 - t.p_value / 2;
-      c.p_faster = !std::isfinite(t.p_value) ? t.p_value : t.mean < 0 ? t.p_value / 2 : 1 - t.p_value / 2;
-      c.p_value = t.mean < 0 ? c.p_faster : c.p_slower;
-      result.comparisons.push_back(std::move(c));
-    }
   }
-  for (const auto& [key, rounds] : cand_rows) {
-    if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only on the candidate");
-  }
-  if (result.comparisons.empty() && result.failed_rows.empty() && result.allowed_missing.empty()) {
-    throw InputError("the two files have no row that ran on both builds");
-  }
-  // Each direction is its own family under Holm: a false regression is held to alpha whatever
-  // the rows that got faster, and a false improvement likewise.
+  for (const MetricInfo* info : metrics) time_metric(row, split, base, *cand, *info, options);
+}
+
+// Each direction is its own family under Holm: a false regression is held to alpha whatever
+// the rows that got faster, and a false improvement likewise.
+void adjust_and_decide(PairedResult& result, const PairedOptions& options) {
   std::vector<double> slower, faster;
   for (const auto& c : result.comparisons) {
     slower.push_back(c.p_slower);
@@ -330,6 +366,48 @@ PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument
     c.p_holm = c.change < 0 ? faster_holm[i] : slower_holm[i];
     decide(c, options);
   }
+}
+
+}  // namespace
+
+PairedResult compare_paired(const ProvenResults& baseline_file, const ProvenResults& candidate_file,
+                            const PairedOptions& options) {
+  require_round_limits(options);
+  const std::vector<const MetricInfo*> metrics = paired_metrics(options);
+  const ResultDocument& baseline = baseline_file.document();
+  const ResultDocument& candidate = candidate_file.document();
+  check_baseline_unslowed(baseline, "the baseline build's file");
+  PairedResult result;
+  result.looks = options.max_rounds - options.min_rounds + 1;
+  for (const auto* file : {&baseline_file, &candidate_file}) {
+    for (const auto& f : file->failed_by_proof()) result.failed_by_proof.push_back(file->side() + ": " + f);
+  }
+  require_side_by_side(baseline.environment, candidate.environment, options, result);
+  const auto base_rows = rounds_of(baseline);
+  const auto cand_rows = rounds_of(candidate);
+  // The rounds the candidate ran at all: a row it left out of one of them is absent there, not
+  // a round on one side only.
+  std::set<int64_t> candidate_rounds;
+  for (const auto& r : candidate.runs) candidate_rounds.insert(r.repetition);
+  for (const auto& name : options.allow_missing) {
+    const bool known = std::any_of(base_rows.begin(), base_rows.end(), [&](const auto& row) { return row.first.first == name; });
+    if (!known) throw InputError("--allow-missing: the baseline build's file has no row '" + name + "'");
+  }
+  for (const auto& [key, base] : base_rows) {
+    const bool allowed = std::count(options.allow_missing.begin(), options.allow_missing.end(), key.first) > 0;
+    const auto cand = cand_rows.find(key);
+    judge_paired_row(PairedRow{key, row_label(key.first, key.second), allowed, result}, base,
+                     cand == cand_rows.end() ? nullptr : &cand->second, baseline_file, candidate_file,
+                     candidate_rounds, metrics, options);
+  }
+  for (const auto& [key, rounds] : cand_rows) {
+    if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only on the candidate");
+  }
+  if (result.comparisons.empty() && result.failed_rows.empty() && result.allowed_missing.empty() &&
+      result.cannot_judge.empty()) {
+    throw InputError("the two files have no row that ran on both builds");
+  }
+  adjust_and_decide(result, options);
   return result;
 }
 
@@ -364,6 +442,8 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
        << ".\n";
   }
   for (const auto& f : r.failed_rows) md << "\n- failed on the candidate: " << f;
+  for (const auto& f : r.failed_by_proof) md << "\n- failed by the proof of its file: " << f;
+  for (const auto& f : r.cannot_judge) md << "\n- CANNOT JUDGE: " << f;
   for (const auto& f : r.allowed_missing) md << "\n- missing on the candidate (allowed): " << f;
   for (const auto& n : r.not_compared) md << "\n- not compared: " << n;
   for (const auto& u : r.unpaired_rounds) md << "\n- unpaired: " << u;
@@ -374,8 +454,13 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
     for (const auto& row : undecided) list += (list.empty() ? "" : ", ") + row;
     md << "\n- undecided below the cap (run more rounds of these): " << list;
   }
-  md << "\n\n" << (r.regression() ? "**Regression**: the candidate is slower beyond the noise, or a row failed." : "No regression.")
-     << "\n";
+  if (r.regression()) {
+    md << "\n\n**Regression**: the candidate is slower beyond the noise, or a row failed.\n";
+  } else if (r.cannot_judge_any()) {
+    md << "\n\nCannot judge: a row or comparison above has nothing to judge it by (CANNOT JUDGE); this is no pass.\n";
+  } else {
+    md << "\n\nNo regression.\n";
+  }
   return md.str();
 }
 

@@ -53,8 +53,15 @@ struct PairedResult {
   std::vector<std::string> not_compared;     // did not run on the baseline build, or only on one side
   std::vector<std::string> unpaired_rounds;  // rounds of a row that ran on one side only, dropped
   std::vector<std::string> environment_differences;
+  std::vector<std::string> cannot_judge;     // rows the baseline build failed, metrics neither build measured
+  std::vector<std::string> failed_by_proof;  // rows a file said ok that did less work than configured
   int64_t looks = 1;                         // max_rounds - min_rounds + 1
   [[nodiscard]] bool regression() const;
+  /// No regression, and a row or comparison could not be judged (too few pairs at the cap, a
+  /// row the baseline build failed): exit 2, never a pass.
+  [[nodiscard]] bool cannot_judge_any() const;
+  /// Three answers: 1 a regression, 2 cannot judge, 0 no regression (or undecided below the cap).
+  [[nodiscard]] int exit_code() const { return regression() ? 1 : cannot_judge_any() ? 2 : 0; }
   /// Rows (by name) with a comparison still undecided below max_rounds: the rounds to run next.
   [[nodiscard]] std::vector<std::string> undecided_rows() const;
 };
@@ -70,11 +77,13 @@ inline constexpr double kCapLookShare = 0.8;
 /// at any of them is at most alpha (Bonferroni over the looks).
 double alpha_at_look(int64_t rounds, const PairedOptions& options);
 
-/// Throws InputError when a file cannot be judged (check_result_rows), the environments or hosts
-/// differ (unless allowed), a metric is unknown, listed twice or test_accuracy, a row ran with
-/// other settings or did other work on the two sides, a row has no round on both sides or a
-/// negative round, --allow-missing names no row of the baseline, or no row is on both sides.
-PairedResult compare_paired(const ResultDocument& baseline, const ResultDocument& candidate,
+/// A pipeline over proven files (result_proof.hpp): each row's rounds split into pairs, the
+/// candidate's failures, and rounds on one side; each metric's log ratios tested; Holm; each
+/// comparison decided. Throws InputError when the environments or hosts differ (unless
+/// allowed), a metric is unknown, listed twice or test_accuracy, a row ran with other settings
+/// or did other work on the two sides, a row has no round on both sides, --allow-missing names
+/// no row of the baseline, or no row is on both sides.
+PairedResult compare_paired(const ProvenResults& baseline, const ProvenResults& candidate,
                             const PairedOptions& options);
 
 /// The comparison as Markdown: one line per comparison ("ddp-2: 11.8 % slower, 95 % CI

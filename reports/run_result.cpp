@@ -361,6 +361,7 @@ void to_json(json& j, const ResultDocument& d) {
            {"created_utc", d.created_utc}, {"argv", d.argv},
            {"environment", d.environment}, {"runs", d.runs}};
   if (d.sweep) j["sweep"] = *d.sweep;
+  if (!d.option_defaults.empty()) j["option_defaults"] = d.option_defaults;
 }
 
 void from_json(const json& j, ResultDocument& d) {
@@ -375,6 +376,8 @@ void from_json(const json& j, ResultDocument& d) {
   d.runs = j.at("runs").get<std::vector<RunResult>>();
   d.sweep.reset();
   if (j.contains("sweep")) d.sweep = j.at("sweep").get<SweepInfo>();
+  d.option_defaults = j.value("option_defaults", json::object());
+  if (!d.option_defaults.is_object()) throw std::invalid_argument("option_defaults is not an object");
 }
 
 bool is_comparison_run(const ResultDocument& document, const std::string& name, const std::string& mode) {

@@ -165,6 +165,10 @@ struct ResultDocument {
   Environment environment;
   std::vector<RunResult> runs;
   std::optional<SweepInfo> sweep;  // set by `ddpbench sweep`
+  // The writer's option table at its defaults, by option name: a reader of another version
+  // reads an option it does not know, absent from one side, as that side's default (a new
+  // option at its default is the same setting). Empty in files from before it was written.
+  nlohmann::json option_defaults = nlohmann::json::object();
 };
 
 /// Whether `name` in `mode` is ddpbench's run of a row for the comparison with its twin

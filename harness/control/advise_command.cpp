@@ -8,6 +8,8 @@
 #include "harness/base/input_error.hpp"
 #include "harness/control/project_command.hpp"
 #include "reports/result_file.hpp"
+#include "reports/result_proof.hpp"
+#include "harness/control/run_options.hpp"
 #include "reports/tuning_advice.hpp"
 
 namespace ddpbench {
@@ -32,7 +34,9 @@ std::vector<TuningSetting> tuning_grid(const AdviseCommand& c) {
 int advise_command(const AdviseCommand& command) {
   const ProjectionOptions options = projection_options(command);
   if (!command.out_dir.empty()) require_writable(std::filesystem::path(command.out_dir) / "advice.json", "--out-dir");
-  const ResultDocument doc = read_result_file(command.results);
+  const ProvenResults proven =
+      read_proven_results(command.results, "the results", run_config_to_json(RunConfig{}));
+  const ResultDocument& doc = proven.document();
   const std::vector<RowAdvice> advice = advise_document(doc, options, tuning_grid(command));
   if (advice.empty()) throw InputError(command.results + " has no DDP row to advise on");
   if (std::all_of(advice.begin(), advice.end(), [](const RowAdvice& a) { return !a.not_advised.empty(); })) {

@@ -5,9 +5,12 @@
 #include "harness/base/atomic_file.hpp"
 #include "reports/compare.hpp"
 #include "reports/paired_compare.hpp"
-#include "reports/result_file.hpp"
+#include "harness/control/run_options.hpp"
+#include "reports/result_proof.hpp"
 
 namespace ddpbench {
+
+using nlohmann::json;
 
 namespace {
 
@@ -22,8 +25,9 @@ int paired_compare_command(const CompareCommand& command) {
   options.allow_missing = command.allow_missing;
   if (!command.out.empty()) require_writable(command.out, "--out");
   if (!command.undecided_out.empty()) require_writable(command.undecided_out, "--undecided-out");
-  const ResultDocument baseline = read_result_file(command.baseline);
-  const ResultDocument candidate = read_result_file(command.current);
+  const json defaults = run_config_to_json(RunConfig{});
+  const ProvenResults baseline = read_proven_results(command.baseline, "the baseline build's file", defaults);
+  const ProvenResults candidate = read_proven_results(command.current, "the candidate's file", defaults);
   const PairedResult result = compare_paired(baseline, candidate, options);
   const std::string text = markdown_paired(result, options);
   if (!command.out.empty()) write_file_atomically(command.out, text);
@@ -33,7 +37,7 @@ int paired_compare_command(const CompareCommand& command) {
     write_file_atomically(command.undecided_out, rows);
   }
   std::cout << text << std::flush;
-  return result.regression() ? 1 : 0;
+  return result.exit_code();
 }
 
 }  // namespace
@@ -49,13 +53,14 @@ int compare_command(const CompareCommand& command) {
   if (command.min_vs_pytorch > 0) options.min_vs_pytorch = command.min_vs_pytorch;
   options.allow_missing = command.allow_missing;
   if (!command.out.empty()) require_writable(command.out, "--out");
-  const ResultDocument baseline = read_result_file(command.baseline);
-  const ResultDocument current = read_result_file(command.current);
+  const json defaults = run_config_to_json(RunConfig{});
+  const ProvenResults baseline = read_proven_results(command.baseline, "the baseline", defaults);
+  const ProvenResults current = read_proven_results(command.current, "the current file", defaults);
   const Comparison comparison = compare_results(baseline, current, options);
   const std::string table = markdown_comparison(comparison, options);
   if (!command.out.empty()) write_file_atomically(command.out, table);
   std::cout << table << std::flush;
-  return comparison.regression() ? 1 : 0;
+  return comparison.exit_code();
 }
 
 }  // namespace ddpbench

@@ -7,6 +7,8 @@
 #include "harness/base/input_error.hpp"
 #include "harness/base/text_file.hpp"
 #include "reports/result_file.hpp"
+#include "reports/result_proof.hpp"
+#include "harness/control/run_options.hpp"
 
 namespace ddpbench {
 
@@ -47,7 +49,9 @@ void write_projection_outputs(const ProjectCommand& command, const ProjectionOpt
 int project_command(const ProjectCommand& command) {
   const ProjectionOptions options = projection_options(command);
   if (!command.out_dir.empty()) require_writable(std::filesystem::path(command.out_dir) / "projection.json", "--out-dir");
-  const ResultDocument doc = read_result_file(command.results);
+  const ProvenResults proven =
+      read_proven_results(command.results, "the results", run_config_to_json(RunConfig{}));
+  const ResultDocument& doc = proven.document();
   const std::vector<RowProjection> projections = project_document(doc, options);
   if (projections.empty()) throw InputError(command.results + " has no DDP row to project");
   const std::string md = "# ddpbench projection of " + command.results + "\n" + markdown_projection(projections);

@@ -20,9 +20,20 @@
 #include "reports/projection.hpp"
 #include "reports/reporter.hpp"
 #include "reports/result_file.hpp"
+#include "reports/result_proof.hpp"
 
 namespace ddpbench {
 namespace {
+
+// A row's own result file, read through the one reader every verdict reads through: a row that
+// says ok but did less work than configured comes back failed, and is run again on --resume.
+RunResult read_row_result(const std::filesystem::path& file) {
+  return prove_results(read_result_file(file), "the row's result '" + file.string() + "'",
+                       run_config_to_json(RunConfig{}))
+      .document()
+      .runs.at(0);
+}
+
 
 using nlohmann::json;
 
@@ -120,7 +131,7 @@ RunResult run_planned_row(const PlannedRow& row, bool& interrupted) {
   if (std::filesystem::exists(row.result_file)) {
     RunResult result;
     try {
-      result = read_result_file(row.result_file).runs.at(0);
+      result = read_row_result(row.result_file);
     } catch (const std::exception& e) {
       return result_without_run(row, RunStatus::failed, std::string("unreadable result: ") + e.what());
     }
@@ -551,6 +562,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
   document.argv = argv;
   document.environment = env.machine;
   document.sweep = plan.info;
+  document.option_defaults = run_config_to_json(RunConfig{});
   const auto reporters = default_reporters();
   auto write_reports = [&] {
     for (const auto& reporter : reporters) reporter->write(document, reports_dir / reporter->file_name());
@@ -569,7 +581,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     bool resumed = false;
     if (command.resume && std::filesystem::exists(row.result_file)) {
       try {
-        RunResult previous = read_result_file(row.result_file).runs.at(0);
+        RunResult previous = read_row_result(row.result_file);
         // A skip is decided again every time: the GPUs and nodes it depended on may have come.
         const bool finished = previous.status == RunStatus::ok;
         if (finished && runs_the_same(previous.config, run_config_to_json(row.config))) {

@@ -116,6 +116,7 @@ int report(const RunConfig& config, const std::vector<std::string>& argv, const 
   document.argv = argv;
   document.environment = capture_environment();
   document.runs = {result};
+  document.option_defaults = run_config_to_json(RunConfig{});
   if (!config.out.empty()) write_result_file(config.out, document);
   if (print) std::cout << markdown_runs_table(document.runs) << std::flush;
   return exit_code_of(result);

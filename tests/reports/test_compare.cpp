@@ -6,6 +6,7 @@
 
 #include "harness/base/input_error.hpp"
 #include "reports/compare.hpp"
+#include "support/proven_documents.hpp"
 #include "support/sample_results.hpp"
 
 namespace ddpbench {
@@ -176,8 +177,10 @@ TEST(Compare, NormalisingByARowGatesOnRatios) {
   options.metrics = {"train_time_s"};
   EXPECT_TRUE(compare_results(base, cur, options).regression());
   options.normalize_by = "single";
+  options.allow_missing = {"single"};  // the yardstick cannot judge itself
   const auto c = compare_results(base, cur, options);
   EXPECT_FALSE(c.regression());
+  EXPECT_FALSE(c.cannot_judge_any());
   for (const auto& m : c.metrics) EXPECT_NEAR(m.ratio, 1.0, 1e-12) << m.row;
 }
 
@@ -479,11 +482,8 @@ TEST(Compare, NoRowInCommonIsBadInput) {
 TEST(Compare, RowsPlacedOnOtherNodesAreConfiguredDifferently) {
   auto one_node = repetitions("ddp", {10.0, 10.2});
   auto two_nodes = repetitions("ddp", {14.0, 14.1});
-  for (auto& r : one_node) r.config["nproc"] = 2;  // a file from before --nodes: no "nodes"
-  for (auto& r : two_nodes) {
-    r.config["nproc"] = 2;
-    r.config["nodes"] = 2;
-  }
+  // one_node: a file from before --nodes, no "nodes"
+  for (auto& r : two_nodes) r.config["nodes"] = 2;
   try {
     compare_results(document_with(one_node), document_with(two_nodes), {});
     FAIL() << "compared 1 node against 2";
@@ -589,7 +589,7 @@ ResultDocument compared_without_sync_bn(const std::vector<double>& with, const s
     r.steady_images_per_s = without[i];
     r.images_per_s = without[i];
     r.train_time_s = 1000 / without[i];
-    doc.runs.push_back(r);
+    doc.runs.push_back(testing::with_ten_steps(r));
   }
   return doc;
 }
@@ -702,25 +702,25 @@ TEST(Compare, ARowThatRanInTheBaselineAndNotNowIsARegression) {
 
 // A metric that was measured in the baseline and is NaN or infinite now is missing, not
 // "not compared"; non-finite values never reach a ratio or a verdict.
+// A figure that is not a number, in a row that says ok, fails that repetition: never a
+// repetition quietly left out, never a pass.
 TEST(Compare, NonFiniteValuesNeverReachAVerdict) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   auto base = document_with(repetitions("single", {10.0, 10.1, 9.9}));
-  auto cur = base;
-  cur.runs[1].train_time_s = inf;
-  cur.runs[2].train_time_s = nan;
   CompareOptions options;
   options.metrics = {"train_time_s"};
-  const Comparison partly = compare_results(base, cur, options);
-  ASSERT_EQ(partly.metrics.size(), 1u);
-  EXPECT_EQ(partly.metrics[0].current.size(), 1u) << "only the finite repetition";
-  EXPECT_TRUE(std::isfinite(partly.metrics[0].ratio));
-  for (auto& r : cur.runs) r.train_time_s = nan;
-  const Comparison none = compare_results(base, cur, options);
-  EXPECT_TRUE(none.regression());
-  EXPECT_TRUE(none.metrics.empty());
-  ASSERT_EQ(none.missing_rows.size(), 1u);
-  EXPECT_EQ(none.missing_rows[0], "single (faithful): train_time_s measured in the baseline, not now");
+  for (const double bad : {nan, inf}) {
+    auto cur = base;
+    cur.runs[1].train_time_s = bad;
+    const Comparison c = compare_results(base, cur, options);
+    EXPECT_TRUE(c.regression());
+    ASSERT_EQ(c.failed_rows.size(), 1u);
+    EXPECT_NE(c.failed_rows[0].find("1 of 3 repetitions failed (none in the baseline): says ok, but it measured no "
+                                    "train_time_s"),
+              std::string::npos)
+        << c.failed_rows[0];
+  }
 }
 
 // --normalize-by a row that is absent, or did not run, on either side is bad input naming the
@@ -752,7 +752,8 @@ TEST(Compare, AMissingOrFailedNormalisingRowIsBadInput) {
   expect_bad(failed, base, "did not run in the baseline");
   auto unmeasured = base;
   unmeasured.runs[0].steady_images_per_s = unmeasured.runs[1].steady_images_per_s = kNotMeasured;
-  expect_bad(base, unmeasured, "single (faithful) has no steady_images_per_s to divide by in the current file");
+  expect_bad(base, unmeasured, "single (faithful) did not run in the current file (failed: says ok, but it measured no "
+                               "steady_images_per_s");
   EXPECT_FALSE(compare_results(base, base, options).regression());
 }
 

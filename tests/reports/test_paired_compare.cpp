@@ -11,6 +11,7 @@
 #include "harness/base/input_error.hpp"
 #include "harness/base/statistics.hpp"
 #include "reports/paired_compare.hpp"
+#include "support/proven_documents.hpp"
 #include "support/sample_results.hpp"
 
 namespace ddpbench {
@@ -303,7 +304,7 @@ TEST(PairedCompare, FailedRowsUnpairedRoundsAndOtherSettings) {
   EXPECT_EQ(comparison(dropped, "single").rounds, (std::vector<int64_t>{0, 1, 3, 4}));
 
   auto other = rounds({{"single", drifting(10, 1.0, 5, 0.01)}});
-  for (auto& run : other.runs) run.config = {{"batch-size", 64}};
+  for (auto& run : other.runs) run.config["amp"] = "bf16";
   EXPECT_THROW(compare_paired(rounds({{"single", drifting(10, 1.0, 5, 0.01)}}), other, {}), InputError);
   PairedOptions bad;
   bad.min_rounds = 5;
@@ -334,7 +335,8 @@ TEST(AdversarialPairedGate, UnmeasuredDisjointOtherWorkAndOutliersDoNotPass) {
   const PairedResult lost = compare_paired(base, unmeasured, {});
   EXPECT_TRUE(lost.regression());
   ASSERT_EQ(lost.failed_rows.size(), 1u);
-  EXPECT_NE(lost.failed_rows[0].find("train_time_s not measured on the candidate"), std::string::npos);
+  EXPECT_NE(lost.failed_rows[0].find("no round ran on the candidate"), std::string::npos) << lost.failed_rows[0];
+  EXPECT_NE(markdown_paired(lost, {}).find("says ok, but it measured no train_time_s"), std::string::npos);
   // One row's rounds numbered apart pair nothing: bad input, not 0 pairs within the noise
   // beside a row that pairs.
   const auto two_rows = rounds({{"ddp-2", drifting(6, 1.0, 12, 0.01)}, {"single", drifting(9, 1.0, 12, 0.01)}});
@@ -352,7 +354,10 @@ TEST(AdversarialPairedGate, UnmeasuredDisjointOtherWorkAndOutliersDoNotPass) {
   // Half the work on the same settings reads faster only if it is let through.
   auto half = base;
   for (auto& run : half.runs) run.images_trained /= 2;
-  EXPECT_THROW(compare_paired(base, half, {}), InputError);
+  const PairedResult halved = compare_paired(base, half, {});
+  EXPECT_TRUE(halved.regression());
+  EXPECT_NE(markdown_paired(halved, {}).find("did less work than configured: it trained 25000 images"),
+            std::string::npos);
   auto elsewhere = base;
   elsewhere.environment.host = "another-host";
   EXPECT_THROW(compare_paired(base, elsewhere, {}), InputError);
@@ -447,7 +452,8 @@ TEST(AdversarialPairedGate, ALostRoundStillReachesTheCapAndOtherEdits) {
   EXPECT_EQ(comparison(lost, "a").rounds_run, 12);
   EXPECT_EQ(comparison(lost, "a").verdict, Verdict::regression) << markdown_paired(lost, {});
   EXPECT_FALSE(comparison(lost, "a").needs_more_rounds);
-  // Allowed to fail in 9 of 12 rounds: 3 pairs at the cap are not judged, and not asked for again.
+  // Allowed to fail in 9 of 12 rounds: 3 pairs at the cap cannot be judged (never a pass), and
+  // are not asked for again.
   auto mostly_failed = rounds({{"a", drifting(6, 2.0, 12, 0.01)}});
   for (auto& r : mostly_failed.runs) {
     if (r.repetition < 9) r.status = RunStatus::failed;
@@ -457,7 +463,7 @@ TEST(AdversarialPairedGate, ALostRoundStillReachesTheCapAndOtherEdits) {
   const PairedResult three = compare_paired(base, mostly_failed, allow);
   EXPECT_FALSE(comparison(three, "a").needs_more_rounds);
   EXPECT_NE(comparison(three, "a").why.find("3 pairs, fewer than the 4 any verdict needs (the cap is 12 rounds, and its "
-                                            "row ran 12): not judged"),
+                                            "row ran 12): cannot judge"),
             std::string::npos)
       << comparison(three, "a").why;
   EXPECT_TRUE(three.undecided_rows().empty());
@@ -488,16 +494,21 @@ TEST(AdversarialPairedGate, ALostRoundStillReachesTheCapAndOtherEdits) {
   auto moded = base;
   for (auto& r : moded.runs) r.mode = "faith\nful";
   EXPECT_THROW(compare_paired(moded, moded, {}), InputError);
-  // Half the steps, another strategy, no evaluation: other work.
-  for (int field = 0; field < 3; ++field) {
+  // Another strategy, no evaluation: other work. Half the steps is less work than its own
+  // configuration asks: the candidate's row fails.
+  for (int field = 1; field < 3; ++field) {
     auto other = slower;
     for (auto& r : other.runs) {
-      if (field == 0) r.steps = 8;
       if (field == 1) r.strategy = "dp";
       if (field == 2) r.eval_images = 0;
     }
     EXPECT_THROW(compare_paired(base, other, {}), InputError) << field;
   }
+  auto half_the_steps = slower;
+  for (auto& r : half_the_steps.runs) r.steps /= 2;
+  const PairedResult halved = compare_paired(base, half_the_steps, {});
+  EXPECT_TRUE(halved.regression());
+  EXPECT_NE(markdown_paired(halved, {}).find("trained 98 of the 196 steps"), std::string::npos);
   PairedOptions endless;
   endless.max_rounds = 1000000;
   EXPECT_THROW(compare_paired(base, slower, endless), InputError);

@@ -1,5 +1,7 @@
 #pragma once
 // Result documents with fixed numbers, for the reporters' golden files and compare.
+#include <algorithm>
+
 #include "reports/run_result.hpp"
 
 namespace ddpbench::testing {
@@ -79,6 +81,19 @@ inline ResultDocument sample_sweep_document() {
   return doc;
 }
 
+// The work of a row of 10 steps of 64 images, so that a row built by hand proves as done
+// (reports/result_proof.hpp).
+inline RunResult with_ten_steps(RunResult r) {
+  r.epochs = 1;
+  r.steps = 10;
+  r.steps_per_epoch = 10;
+  r.warmup_steps = 2;
+  r.global_batch = 64;
+  r.images_trained = 640;
+  r.step_time_s = {r.train_time_s / 10, r.train_time_s / 10, r.train_time_s / 10};
+  return r;
+}
+
 // A sweep of one row, `ddp`, and its PyTorch twin `ddp.torch`, repetition i of each with
 // the given steady images/s (and epoch times 1000 / that).
 inline ResultDocument twin_document(const std::vector<double>& ours, const std::vector<double>& theirs) {
@@ -86,6 +101,7 @@ inline ResultDocument twin_document(const std::vector<double>& ours, const std::
   SweepInfo sweep;
   sweep.baseline_row = "ddp";
   sweep.rows = {{"ddp", "faithful", kNotMeasured, 2, ""}, {"ddp.torch", "faithful", kNotMeasured, 2, "ddp"}};
+  sweep.repeat = std::max<int64_t>(1, static_cast<int64_t>(ours.size()));
   doc.sweep = sweep;
   for (std::size_t i = 0; i < ours.size(); ++i) {
     for (const auto& [name, images] : {std::pair{"ddp", ours[i]}, std::pair{"ddp.torch", theirs[i]}}) {
@@ -96,7 +112,7 @@ inline ResultDocument twin_document(const std::vector<double>& ours, const std::
       r.steady_images_per_s = images;
       r.train_time_s = 1000 / images;
       r.images_per_s = images;
-      doc.runs.push_back(r);
+      doc.runs.push_back(with_ten_steps(r));
     }
   }
   return doc;

@@ -150,6 +150,7 @@ TEST(CompareCommand, PairedRoundsOfTwoBuilds) {
       cand.runs.push_back(c);
     }
   }
+  base.sweep->repeat = cand.sweep->repeat = 6;  // a rounds file: repetition r is round r
   write_result_file(dir / "base.json", base);
   write_result_file(dir / "cand.json", cand);
   const auto paired = compare({(dir / "base.json").string(), (dir / "cand.json").string(), "--paired", "--out",
@@ -174,6 +175,68 @@ TEST(CompareCommand, PairedRoundsOfTwoBuilds) {
     EXPECT_EQ(r.exit_code, 2) << bad[0] << " " << bad[1] << ": " << r.out;
     EXPECT_NE(r.err.find(bad[0] == "--paired" ? bad[1] : bad[0]), std::string::npos) << r.err;
   }
+}
+
+// Three answers through the binary, never two: what the gate has nothing to judge by exits 2
+// with its table and the reason (never "No regression."); a row that did half its configured
+// work is the candidate's failure (1); an option the baseline's build did not have, at its
+// default on the candidate, is the same setting (0, not "other settings").
+TEST(CompareCommand, CannotJudgeLessWorkAndANewOptionAtItsDefault) {
+  TempDir dir;
+  const auto base = testing::sample_sweep_document();
+  auto failed_base = base;
+  for (auto& r : failed_base.runs) {
+    if (r.name == "single" && r.mode == "faithful") {
+      r.status = RunStatus::failed;
+      r.reason = "out of memory";
+    }
+  }
+  auto halved = base;
+  for (auto& r : halved.runs) {
+    if (r.name != "ddp-2gpu" || r.mode != "faithful") continue;
+    r.steps /= 2;
+    r.images_trained /= 2;
+    r.train_time_s /= 2;
+  }
+  auto newer = base;
+  newer.option_defaults = {{"a-new-option", 0}};
+  for (auto& r : newer.runs) {
+    if (!r.config.empty()) r.config["a-new-option"] = 0;
+  }
+  write_result_file(dir / "base.json", base);
+  write_result_file(dir / "failed-base.json", failed_base);
+  write_result_file(dir / "halved.json", halved);
+  write_result_file(dir / "newer.json", newer);
+
+  const auto unjudged = compare({(dir / "failed-base.json").string(), (dir / "base.json").string()});
+  EXPECT_EQ(unjudged.exit_code, 2) << unjudged.out << unjudged.err;
+  EXPECT_NE(unjudged.out.find("- CANNOT JUDGE: single (faithful): failed in every repetition of the baseline (out of "
+                              "memory)"),
+            std::string::npos)
+      << unjudged.out;
+  EXPECT_NE(unjudged.out.find("\nCannot judge (threshold"), std::string::npos) << unjudged.out;
+  EXPECT_EQ(unjudged.out.find("No regression"), std::string::npos) << unjudged.out;
+  EXPECT_EQ(compare({(dir / "failed-base.json").string(), (dir / "base.json").string(), "--allow-missing", "single"})
+                .exit_code,
+            0);
+
+  const auto less = compare({(dir / "base.json").string(), (dir / "halved.json").string()});
+  EXPECT_EQ(less.exit_code, 1) << less.out << less.err;
+  EXPECT_NE(less.out.find("REGRESSION: ddp-2gpu (faithful): failed: did less work than configured: it trained 49 of "
+                          "the 98 steps"),
+            std::string::npos)
+      << less.out;
+
+  const auto added = compare({(dir / "base.json").string(), (dir / "newer.json").string()});
+  EXPECT_EQ(added.exit_code, 0) << added.out << added.err;
+  newer.runs[0].config["a-new-option"] = 1;
+  newer.runs[1].config["a-new-option"] = 1;
+  write_result_file(dir / "newer.json", newer);
+  const auto changed = compare({(dir / "base.json").string(), (dir / "newer.json").string()});
+  EXPECT_EQ(changed.exit_code, 1) << changed.out << changed.err;
+  EXPECT_NE(changed.out.find("configured differently now, so not the same measurement (a-new-option 0 vs 1)"),
+            std::string::npos)
+      << changed.out;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "harness/control/run_options.hpp"
 #include "harness/control/sweep.hpp"
 #include "reports/compare.hpp"
+#include "support/proven_documents.hpp"
 #include "reports/result_file.hpp"
 #include "support/temp_dir.hpp"
 

@@ -1,0 +1,279 @@
+#include "reports/result_proof.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "harness/base/input_error.hpp"
+#include "harness/base/units.hpp"
+#include "reports/result_file.hpp"
+
+namespace ddpbench {
+namespace {
+
+using nlohmann::json;
+using RowKey = std::pair<std::string, std::string>;  // name, mode
+
+// Keys of a row's config that do not change what is measured. The injected slowdown is the
+// gate's own test: it plays a slower build of the same row, so the gate must match it.
+const char* const kIgnoredConfigKeys[] = {"out",       "save-checkpoint", "log-interval-steps",   "data-dir",
+                                          "cache-dir", "name",            "inject-slowdown",      "inject-slowdown-rank",
+                                          "inject-slowdown-phase"};
+
+std::string run_label(const RunResult& r) {
+  return "row '" + row_label(r.name, r.mode) + "' repetition " + std::to_string(r.repetition);
+}
+
+std::string scientific(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+// No C0 or C1 control character, DEL, U+2028 or U+2029 (Python's splitlines() breaks a line at
+// each of them), nor a table's '|'.
+bool fits_a_line_and_a_cell(const std::string& text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const auto next = [&](std::size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0; };
+    if (c < 0x20 || c == 0x7f || c == '|') return false;
+    if (c == 0xc2 && next(1) >= 0x80 && next(1) <= 0x9f) return false;
+    if (c == 0xe2 && next(1) == 0x80 && (next(2) == 0xa8 || next(2) == 0xa9)) return false;
+  }
+  return true;
+}
+
+// A name is a line of the gate's outputs (the rows to run next, one a line) and a table cell.
+void prove_names(const RunResult& r, const std::string& side) {
+  for (const auto& [what, text] : {std::pair<const char*, const std::string*>{"name", &r.name}, {"mode", &r.mode}}) {
+    if (!fits_a_line_and_a_cell(*text) || (text == &r.name && text->empty())) {
+      throw InputError(side + ": a row's " + std::string(what) + " " + json(*text).dump() +
+                       " is empty or holds a control character, a line separator or '|': rows are named by sweep "
+                       "files, and a name is a line and a table cell of the gate's outputs");
+    }
+  }
+}
+
+// Each repetition of a row once, numbered within the sweep's --repeat (a file without a sweep
+// holds one run of each row): a merged or edited file would otherwise add repetitions that
+// outvote the ones that ran.
+void prove_repetitions(const ResultDocument& doc, const std::string& side) {
+  const int64_t repeat = doc.sweep ? doc.sweep->repeat : 1;
+  if (repeat < 1) throw InputError(side + ": the sweep's repeat is " + std::to_string(repeat) + ", not 1 or more");
+  std::set<std::pair<RowKey, int64_t>> seen;
+  for (const auto& r : doc.runs) {
+    if (r.repetition < 0 || r.repetition >= repeat) {
+      throw InputError(side + ": " + run_label(r) + " is not one of the " + std::to_string(repeat) + " repetition(s) " +
+                       (doc.sweep ? "its sweep ran (repeat " + std::to_string(repeat) + ")"
+                                  : "of a file without a sweep section") +
+                       ": a merged or edited file (each repetition is numbered 0 to repeat - 1)");
+    }
+    if (!seen.insert({{r.name, r.mode}, r.repetition}).second) {
+      throw InputError(side + ": row '" + row_label(r.name, r.mode) + "' holds repetition " +
+                       std::to_string(r.repetition) +
+                       " more than once; a result file holds each repetition of a row once (a sweep's --repeat "
+                       "numbers them): a merged file");
+    }
+  }
+}
+
+// Options a file's writer did not know, at the defaults the file (or else the reader) gives.
+// A row that records no configuration stays so: completing it would claim settings it never said.
+void complete_configs(ResultDocument& doc, const json& defaults) {
+  for (auto& r : doc.runs) {
+    if (!r.config.is_object() || r.config.empty()) continue;
+    for (const auto& [key, value] : defaults.items()) {
+      if (!r.config.contains(key)) r.config[key] = value;
+    }
+  }
+}
+
+// Every repetition of a row measures one configuration; repetitions of other settings pooled
+// would read as one row's noise.
+void prove_one_configuration(const ProvenResults& file) {
+  std::map<RowKey, const RunResult*> first_of;
+  for (const auto& r : file.document().runs) {
+    const auto [first, inserted] = first_of.emplace(RowKey{r.name, r.mode}, &r);
+    if (inserted) continue;
+    const std::string difference = settings_difference(*first->second, file, r, file);
+    if (!difference.empty()) {
+      throw InputError(file.side() + ": the repetitions of row '" + row_label(r.name, r.mode) +
+                       "' were run with different configurations (" + difference +
+                       "); a row's repetitions measure one configuration");
+    }
+  }
+}
+
+struct Figure {
+  const char* name;
+  double value;
+  bool is_rate;
+  bool steady;  // measured after warm-up: absent where the row ran no step past it
+};
+
+std::vector<Figure> figures_of(const RunResult& r) {
+  return {{"train_time_s", r.train_time_s, false, false},
+          {"total_time_s", r.total_time_s, false, false},
+          {"images_per_s", r.images_per_s, true, false},
+          {"steady_images_per_s", r.steady_images_per_s, true, true},
+          {"step_time_s", r.step_time_s.p50, false, true}};
+}
+
+// Every figure is a time or a rate a run measures: never zero, negative, or beyond a year or a
+// trillion images a second where given (a damaged or edited file: bad input).
+void prove_figures(const RunResult& r, const std::string& side) {
+  for (const Figure& f : figures_of(r)) {
+    const double most = f.is_rate ? 1e12 : 365.0 * 24 * 3600;
+    const double least = f.is_rate ? 0 : 1e-6;
+    if (std::isfinite(f.value) && (f.value <= least || f.value > most)) {
+      throw InputError(side + ": " + run_label(r) + " has " + f.name + " " +
+                       (f.value <= 0 ? format_fixed(f.value, 6) : scientific(f.value)) +
+                       ": not a time or a rate a run measures (a damaged or edited file)");
+    }
+  }
+  if (std::isfinite(r.test_accuracy) && (r.test_accuracy < 0 || r.test_accuracy > 1)) {
+    throw InputError(side + ": " + run_label(r) + " has test_accuracy " + format_fixed(r.test_accuracy, 4) +
+                     ": a fraction lies in [0, 1]");
+  }
+}
+
+// An ok row measured every figure a verdict may use (the steady ones unless no step ran past
+// warm-up). One that says ok without them did not finish what it says: it is failed, with the
+// reason, and a value that is not a number is never read as a pass.
+std::string unmeasured_figure(const RunResult& r) {
+  const bool ran_past_warmup = r.steps > r.warmup_steps;
+  for (const Figure& f : figures_of(r)) {
+    if (std::string_view(f.name) == "total_time_s" || (f.steady && !ran_past_warmup)) continue;
+    if (!std::isfinite(f.value)) return std::string("it measured no ") + f.name + " (null, NaN or infinite)";
+  }
+  return {};
+}
+
+std::optional<int64_t> config_integer(const RunResult& r, const char* key) {
+  if (!r.config.is_object() || !r.config.contains(key) || !r.config.at(key).is_number_integer()) return std::nullopt;
+  return r.config.at(key).get<int64_t>();
+}
+
+// Why an ok row did less work than its configuration asks (steps, batch, world, images,
+// evaluation); empty where it did the work. Such a row is failed: less work reads as speed.
+std::string less_work(const RunResult& r) {
+  const int64_t configured = configured_steps(r);
+  if (configured <= 0) return "it does not say how many steps an epoch has (steps_per_epoch " +
+                             std::to_string(r.steps_per_epoch) + ", epochs " + std::to_string(r.epochs) + ")";
+  if (r.steps != configured) {
+    return "it trained " + std::to_string(r.steps) + " of the " + std::to_string(configured) + " steps its " +
+           "configuration asks (epochs x a full epoch's " + std::to_string(r.steps_per_epoch) + ", cut by max-steps)";
+  }
+  if (const auto nproc = config_integer(r, "nproc"); nproc && *nproc != r.world_size) {
+    return "it ran " + std::to_string(r.world_size) + " ranks where its configuration asks " + std::to_string(*nproc);
+  }
+  if (const auto batch = config_integer(r, "batch-size"); batch && *batch * r.world_size != r.global_batch) {
+    return "its global batch is " + std::to_string(r.global_batch) + " where its configuration asks " +
+           std::to_string(*batch) + " x " + std::to_string(r.world_size) + " ranks";
+  }
+  if (r.global_batch <= 0) return "it does not say its global batch";
+  // Each epoch's last batch may be short; every other batch is whole.
+  if (r.images_trained > r.steps * r.global_batch || r.images_trained <= (r.steps - r.epochs) * r.global_batch) {
+    return "it trained " + std::to_string(r.images_trained) + " images in " + std::to_string(r.steps) +
+           " steps of " + std::to_string(r.global_batch);
+  }
+  const bool whole_test_set = r.config.is_object() && r.config.contains("max-eval-batches") &&
+                              r.config.at("max-eval-batches").is_null();
+  if (whole_test_set && (r.eval_cut || r.eval_images <= 0)) {
+    return "it evaluated " + std::to_string(r.eval_images) + " images" + (r.eval_cut ? ", cut short," : "") +
+           " where its configuration asks for the whole test set";
+  }
+  return {};
+}
+
+}  // namespace
+
+int64_t configured_steps(const RunResult& run) {
+  if (run.steps_per_epoch <= 0) return 0;
+  const int64_t epochs = config_integer(run, "epochs").value_or(run.epochs);
+  int64_t per_epoch = run.steps_per_epoch;
+  if (const auto max_steps = config_integer(run, "max-steps"); max_steps && *max_steps > 0) {
+    per_epoch = std::min(per_epoch, *max_steps);
+  }
+  return epochs * per_epoch;
+}
+
+json comparable_config(const json& config) {
+  json c = config;
+  for (const char* key : kIgnoredConfigKeys) c.erase(key);
+  // Files from before --nodes ran on one node.
+  if (c.is_object() && !c.contains("nodes")) c["nodes"] = 1;
+  return c;
+}
+
+std::string config_difference(const json& a, const json& b) {
+  std::string out;
+  for (const auto& [key, value] : a.items()) {
+    const json other = b.contains(key) ? b.at(key) : json(nullptr);
+    if (value != other) out += (out.empty() ? "" : ", ") + key + " " + value.dump() + " vs " + other.dump();
+  }
+  for (const auto& [key, value] : b.items()) {
+    if (!a.contains(key)) out += (out.empty() ? "" : ", ") + key + " unset vs " + value.dump();
+  }
+  return out;
+}
+
+bool runs_the_same(const json& a, const json& b) {
+  if (comparable_config(a) != comparable_config(b)) return false;
+  for (const char* key : {"inject-slowdown", "inject-slowdown-rank", "inject-slowdown-phase"}) {
+    const json none = nullptr;
+    if ((a.contains(key) ? a.at(key) : none) != (b.contains(key) ? b.at(key) : none)) return false;
+  }
+  return true;
+}
+
+std::string settings_difference(const RunResult& a, const ProvenResults& a_file, const RunResult& b,
+                                const ProvenResults& b_file) {
+  json left = comparable_config(a.config);
+  json right = comparable_config(b.config);
+  // An option only one side's writer knew is, on the other side, the knowing side's default.
+  if (left.is_object() && right.is_object() && !left.empty() && !right.empty()) {
+    for (const auto& [key, value] : right.items()) {
+      if (!left.contains(key) && b_file.option_defaults().contains(key)) left[key] = b_file.option_defaults().at(key);
+    }
+    for (const auto& [key, value] : left.items()) {
+      if (!right.contains(key) && a_file.option_defaults().contains(key)) right[key] = a_file.option_defaults().at(key);
+    }
+  }
+  return config_difference(left, right);
+}
+
+ProvenResults prove_results(ResultDocument document, std::string side, const json& reader_defaults) {
+  ProvenResults proven;
+  proven.side_ = std::move(side);
+  proven.option_defaults_ = document.option_defaults.empty() ? reader_defaults : document.option_defaults;
+  if (!proven.option_defaults_.is_object()) throw InputError(proven.side_ + ": option_defaults is not an object");
+  prove_repetitions(document, proven.side_);
+  // The work is proven against what the row's own configuration says, before any default
+  // completes it: a default the row never stated asks nothing of it.
+  for (auto& r : document.runs) {
+    prove_names(r, proven.side_);
+    prove_figures(r, proven.side_);
+    if (r.status != RunStatus::ok) continue;
+    const std::string unmeasured = unmeasured_figure(r);
+    const std::string less = unmeasured.empty() ? less_work(r) : std::string();
+    if (unmeasured.empty() && less.empty()) continue;
+    r.status = RunStatus::failed;
+    r.reason = unmeasured.empty() ? "did less work than configured: " + less : "says ok, but " + unmeasured;
+    proven.failed_by_proof_.push_back(row_label(r.name, r.mode) + " repetition " + std::to_string(r.repetition) +
+                                      ": " + r.reason);
+  }
+  complete_configs(document, proven.option_defaults_);
+  proven.document_ = std::move(document);
+  prove_one_configuration(proven);
+  return proven;
+}
+
+ProvenResults read_proven_results(const std::filesystem::path& path, const std::string& side,
+                                  const json& reader_defaults) {
+  return prove_results(read_result_file(path), side + " '" + path.string() + "'", reader_defaults);
+}
+
+}  // namespace ddpbench

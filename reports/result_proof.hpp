@@ -1,0 +1,59 @@
+#pragma once
+// The one reader every verdict reads through (compare in both modes, project, advise, sweep
+// --resume, ci-bench --update-baseline by way of compare): a result document proven once, so
+// that no verdict decides for itself what it trusts. What it proves, each a rule of its own in
+// result_proof.cpp: names that fit a line and a cell; each repetition once, numbered within the
+// sweep's repeat; a row's repetitions of one configuration; every figure a time or a rate a run
+// measures; and, where a row says ok, every figure a verdict may use measured and the work
+// done the work configured (a row that did not is failed, with the reason). Configurations are completed through the option
+// table's defaults, so an option absent on one side at its default is the same setting.
+// A ProvenResults is made only by prove_results. No LibTorch.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "reports/run_result.hpp"
+
+namespace ddpbench {
+
+class ProvenResults {
+ public:
+  [[nodiscard]] const ResultDocument& document() const { return document_; }
+  /// How messages name the file: "the baseline", "the candidate's file".
+  [[nodiscard]] const std::string& side() const { return side_; }
+  /// The option table's defaults this file is read with: its writer's, else the reader's.
+  [[nodiscard]] const nlohmann::json& option_defaults() const { return option_defaults_; }
+  /// Rows the proof failed ("ddp-2 (faithful) repetition 1: trained 98 of 196 configured
+  /// steps"): each is in the document as failed, with the reason.
+  [[nodiscard]] const std::vector<std::string>& failed_by_proof() const { return failed_by_proof_; }
+
+ private:
+  friend ProvenResults prove_results(ResultDocument document, std::string side, const nlohmann::json& reader_defaults);
+  ResultDocument document_;
+  std::string side_;
+  nlohmann::json option_defaults_ = nlohmann::json::object();
+  std::vector<std::string> failed_by_proof_;
+};
+
+/// Proves `document` (see the top of this file) or throws InputError naming `side`, the row and
+/// what is wrong. `reader_defaults` (run_config_to_json(RunConfig{}) of the reading binary)
+/// completes configurations where the file does not say its own writer's defaults.
+ProvenResults prove_results(ResultDocument document, std::string side,
+                            const nlohmann::json& reader_defaults = nlohmann::json::object());
+
+/// read_result_file, then prove_results; `side` names the file ("the baseline 'a.json'").
+ProvenResults read_proven_results(const std::filesystem::path& path, const std::string& side,
+                                  const nlohmann::json& reader_defaults = nlohmann::json::object());
+
+/// The steps a row's configuration asks for: its epochs x (a full epoch's steps, cut by
+/// max-steps); 0 where the row does not say how long an epoch is.
+int64_t configured_steps(const RunResult& run);
+
+/// How two rows' settings differ, option by option ("amp \"bf16\" vs \"off\""); empty when the
+/// same. An option one side does not have is that side's default, by its file's table.
+std::string settings_difference(const RunResult& a, const ProvenResults& a_file, const RunResult& b,
+                                const ProvenResults& b_file);
+
+}  // namespace ddpbench

@@ -1,0 +1,268 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "harness/base/input_error.hpp"
+#include "reports/compare.hpp"
+#include "reports/paired_compare.hpp"
+#include "reports/result_proof.hpp"
+#include "support/proven_documents.hpp"
+#include "support/sample_results.hpp"
+
+namespace ddpbench {
+namespace {
+
+using testing::sample_run;
+using testing::twin_document;
+
+ResultDocument swept(std::vector<RunResult> runs, int64_t repeat) {
+  ResultDocument doc;
+  doc.environment.libtorch_version = "2.11.0";
+  doc.runs = std::move(runs);
+  doc.sweep = SweepInfo{};
+  doc.sweep->repeat = repeat;
+  return doc;
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no InputError)";
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  for (const auto& line : lines) {
+    if (line.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Half its configured steps, its times halved: it read "improved" and "2.00x PyTorch" in the
+// stored gate. Less work is no speed: the proof fails the row, and the candidate's failure is
+// a regression; on the baseline's side the gate cannot judge the row.
+TEST(ResultProof, ARowThatTrainedHalfItsStepsIsFailedOnEitherSide) {
+  const ResultDocument baseline = twin_document({100, 100, 100}, {100, 100, 100});
+  ResultDocument halved = baseline;
+  for (auto& r : halved.runs) {
+    if (r.name != "ddp") continue;
+    r.steps = 5;
+    r.images_trained = 320;
+    r.train_time_s /= 2;
+    r.images_per_s *= 2;
+    r.steady_images_per_s *= 2;
+  }
+  const ProvenResults proven_halved = proven(halved);
+  EXPECT_EQ(proven_halved.failed_by_proof().size(), 3u);
+  EXPECT_NE(proven_halved.document().runs[0].reason.find("trained 5 of the 10 steps"), std::string::npos)
+      << proven_halved.document().runs[0].reason;
+  CompareOptions options;
+  options.min_vs_pytorch = 0.9;
+  const Comparison now = compare_results(baseline, halved, options);
+  EXPECT_TRUE(now.regression());
+  EXPECT_TRUE(mentions(now.failed_rows, "did less work than configured"));
+  EXPECT_TRUE(now.pytorch.empty());  // no "2.00x PyTorch" for a row that did half the work
+  const Comparison before = compare_results(halved, baseline, options);
+  EXPECT_FALSE(before.regression());
+  EXPECT_TRUE(before.cannot_judge_any());
+  EXPECT_EQ(before.exit_code(), 2);
+  EXPECT_EQ(now.exit_code(), 1);
+  EXPECT_EQ(compare_results(baseline, baseline, options).exit_code(), 0);
+  EXPECT_TRUE(mentions(before.cannot_judge, "ddp (faithful): failed in every repetition of the baseline"));
+  EXPECT_NE(markdown_comparison(before, options).find("\nCannot judge (threshold"), std::string::npos);
+}
+
+TEST(ResultProof, WorkIsTheConfiguredStepsBatchWorldImagesAndEvaluation) {
+  const auto reason_for = [](const std::function<void(RunResult&)>& edit) {
+    RunResult r = sample_run("ddp-2", "faithful", 2, 10, 5000);
+    r.config["epochs"] = 1;
+    r.config["max-steps"] = nullptr;
+    r.config["max-eval-batches"] = nullptr;
+    edit(r);
+    const ProvenResults p = proven(swept({r}, 1));
+    return p.document().runs[0].status == RunStatus::ok ? std::string("ok") : p.document().runs[0].reason;
+  };
+  EXPECT_EQ(reason_for([](RunResult&) {}), "ok");
+  EXPECT_NE(reason_for([](RunResult& r) { r.config["max-steps"] = 10; }).find("trained 98 of the 10"), std::string::npos);
+  EXPECT_EQ(reason_for([](RunResult& r) {
+    r.config["max-steps"] = 10;
+    r.steps = 10;
+    r.images_trained = 5120;
+  }), "ok");
+  EXPECT_NE(reason_for([](RunResult& r) { r.config["epochs"] = 2; }).find("trained 98 of the 196"), std::string::npos);
+  EXPECT_NE(reason_for([](RunResult& r) { r.steps_per_epoch = 0; }).find("how many steps an epoch has"),
+            std::string::npos);
+  EXPECT_NE(reason_for([](RunResult& r) { r.config["nproc"] = 4; }).find("ran 2 ranks where its configuration asks 4"),
+            std::string::npos);
+  EXPECT_NE(reason_for([](RunResult& r) { r.global_batch = 256; }).find("global batch is 256"), std::string::npos);
+  EXPECT_NE(reason_for([](RunResult& r) { r.images_trained = 25000; }).find("trained 25000 images"), std::string::npos);
+  EXPECT_NE(reason_for([](RunResult& r) { r.eval_cut = true; }).find("whole test set"), std::string::npos);
+  // A row that did not finish says so itself: the proof leaves its status and reason alone.
+  EXPECT_EQ(reason_for([](RunResult& r) {
+              r.status = RunStatus::interrupted;
+              r.reason = "SIGINT";
+              r.steps = 3;
+            }),
+            "SIGINT");
+}
+
+// Merged files' extra repetitions would outvote the ones that ran.
+TEST(ResultProof, RepetitionsAreUniqueAndWithinTheSweepsRepeat) {
+  const auto two = std::vector<RunResult>{sample_run("single", "faithful", 1, 10, 5000, 0),
+                                          sample_run("single", "faithful", 1, 10, 5000, 1)};
+  EXPECT_NO_THROW(prove_results(swept(two, 2), "f"));
+  EXPECT_NE(message_of([&] { prove_results(swept(two, 1), "f"); }).find("not one of the 1 repetition(s)"),
+            std::string::npos);
+  ResultDocument lone = swept(two, 2);
+  lone.sweep.reset();
+  EXPECT_NE(message_of([&] { prove_results(lone, "f"); }).find("a file without a sweep section"), std::string::npos);
+  auto twice = two;
+  twice[1].repetition = 0;
+  EXPECT_NE(message_of([&] { prove_results(swept(twice, 2), "f"); }).find("more than once"), std::string::npos);
+  auto negative = two;
+  negative[0].repetition = -1;
+  EXPECT_NE(message_of([&] { prove_results(swept(negative, 2), "f"); }).find("not one of"), std::string::npos);
+}
+
+// A value that is not a number is never a pass: a row that says ok measured every figure a
+// verdict reads, or it is failed; a figure no run measures is a damaged file.
+TEST(ResultProof, AnOkRowWithoutAFigureIsFailedUnlessNoStepRanPastWarmup) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const auto reason_for = [](const RunResult& r) {
+    const ProvenResults p = proven(swept({r}, 1));
+    return p.document().runs[0].status == RunStatus::ok ? std::string("ok") : p.document().runs[0].reason;
+  };
+  RunResult r = sample_run("single", "faithful", 1, 10, 5000);
+  r.train_time_s = nan;
+  EXPECT_EQ(reason_for(r), "says ok, but it measured no train_time_s (null, NaN or infinite)");
+  r = sample_run("single", "faithful", 1, 10, 5000);
+  r.images_per_s = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(reason_for(r), "says ok, but it measured no images_per_s (null, NaN or infinite)");
+  r = sample_run("single", "faithful", 1, 10, 5000);
+  r.steady_images_per_s = nan;
+  EXPECT_EQ(reason_for(r), "says ok, but it measured no steady_images_per_s (null, NaN or infinite)");
+  r.warmup_steps = r.steps;  // nothing ran past warm-up: unmeasured, and said so by the steps
+  r.step_time_s = {nan, nan, nan};
+  EXPECT_EQ(reason_for(r), "ok");
+  r = sample_run("single", "faithful", 1, 10, 5000);
+  r.test_accuracy = 1.5;
+  EXPECT_NE(message_of([&] { prove_results(swept({r}, 1), "f"); }).find("test_accuracy 1.5000"), std::string::npos);
+  r = sample_run("single", "faithful", 1, 10, 5000);
+  r.train_time_s = -1;
+  EXPECT_NE(message_of([&] { prove_results(swept({r}, 1), "f"); }).find("not a time or a rate"), std::string::npos);
+}
+
+// A commit that adds a run option wrote it at its default on one side only; every later
+// commit was "other settings" (exit 2, 125 under git bisect run).
+TEST(ResultProof, AnOptionAbsentOnOneSideAtItsDefaultIsTheSameSetting) {
+  ResultDocument before = swept({sample_run("single", "faithful", 1, 10, 5000)}, 1);
+  ResultDocument after = before;
+  after.option_defaults = {{"new-option", "off"}};
+  after.runs[0].config["new-option"] = "off";
+  EXPECT_EQ(settings_difference(before.runs[0], proven(before), after.runs[0], proven(after)), "");
+  EXPECT_NO_THROW(compare_results(before, after, {}));
+  after.runs[0].config["new-option"] = "on";
+  EXPECT_EQ(settings_difference(before.runs[0], proven(before), after.runs[0], proven(after)),
+            "new-option \"off\" vs \"on\"");
+  // Neither file says its defaults: the reader's table completes both.
+  ResultDocument older = before;
+  older.runs[0].config.erase("tf32");
+  const ProvenResults completed = prove_results(older, "f", nlohmann::json{{"tf32", false}});
+  EXPECT_EQ(completed.document().runs[0].config.at("tf32"), false);
+  EXPECT_EQ(settings_difference(completed.document().runs[0], completed, before.runs[0], proven(before)), "");
+  // An option nobody's table knows, present on one side only, is a real difference.
+  ResultDocument stranger = before;
+  stranger.runs[0].config["unknown-option"] = 3;
+  EXPECT_EQ(settings_difference(before.runs[0], proven(before), stranger.runs[0], proven(stranger)),
+            "unknown-option unset vs 3");
+}
+
+// "Not judged" passed: a row the baseline build failed in 9 of 12 rounds, 3x slower on the
+// candidate, read "within noise ... not judged" and the gate said "No regression.".
+TEST(ResultProof, TooFewPairsAtTheCapCannotBeJudgedNeverAPass) {
+  std::vector<RunResult> base, cand;
+  for (int64_t round = 0; round < 12; ++round) {
+    base.push_back(sample_run("ddp-2", "faithful", 2, 10, 5000, round));
+    cand.push_back(sample_run("ddp-2", "faithful", 2, 30, 5000.0 / 3, round));
+    if (round >= 3) {
+      base.back().status = RunStatus::failed;
+      base.back().reason = "a crash";
+    }
+  }
+  const PairedResult r = compare_paired(swept(base, 12), swept(cand, 12), {});
+  EXPECT_FALSE(r.regression());
+  EXPECT_TRUE(r.cannot_judge_any());
+  EXPECT_EQ(r.exit_code(), 2);
+  ASSERT_EQ(r.comparisons.size(), 1u);
+  EXPECT_EQ(r.comparisons[0].verdict, Verdict::cannot_judge);
+  const std::string md = markdown_paired(r, {});
+  EXPECT_NE(md.find("Cannot judge"), std::string::npos) << md;
+  EXPECT_EQ(md.find("No regression"), std::string::npos) << md;
+}
+
+TEST(ResultProof, ARowTheBaselineBuildFailedInEveryRoundCannotBeJudged) {
+  std::vector<RunResult> base, cand;
+  for (int64_t round = 0; round < 4; ++round) {
+    base.push_back(sample_run("single", "faithful", 1, 10, 5000, round));
+    base.back().status = RunStatus::failed;
+    base.back().reason = "a crash";
+    base.push_back(sample_run("ddp-2", "faithful", 2, 10, 5000, round));
+    cand.push_back(sample_run("single", "faithful", 1, 30, 5000.0 / 3, round));
+    cand.push_back(sample_run("ddp-2", "faithful", 2, 10, 5000, round));
+  }
+  PairedOptions o;
+  o.max_rounds = 4;
+  const PairedResult r = compare_paired(swept(base, 4), swept(cand, 4), o);
+  EXPECT_TRUE(r.cannot_judge_any());
+  EXPECT_TRUE(mentions(r.cannot_judge, "single (faithful): failed on the baseline build in every round"));
+  o.allow_missing = {"single"};
+  EXPECT_FALSE(compare_paired(swept(base, 4), swept(cand, 4), o).cannot_judge_any());
+}
+
+// The named normaliser divided by itself reads 1 whatever it did: it was called "ok" twice as
+// slow. It cannot be judged so (never a pass) unless the user says it may go unjudged.
+TEST(ResultProof, TheNormalisingRowCannotBeJudgedAgainstItself) {
+  const auto doc = [](double single_s) {
+    return swept({sample_run("single", "faithful", 1, single_s, 50000 / single_s),
+                  sample_run("ddp-2", "faithful", 2, 10, 5000)},
+                 1);
+  };
+  CompareOptions o;
+  o.normalize_by = "single";
+  const Comparison c = compare_results(doc(10), doc(20), o);
+  EXPECT_TRUE(c.cannot_judge_any());
+  EXPECT_TRUE(mentions(c.cannot_judge, "single (faithful): the row every other is divided by"));
+  o.allow_missing = {"single"};
+  EXPECT_FALSE(compare_results(doc(10), doc(20), o).cannot_judge_any());
+}
+
+TEST(ResultProof, AFailedTwinLeavesTheFloorUnjudged) {
+  const ResultDocument baseline = twin_document({100, 100}, {100, 100});
+  ResultDocument current = baseline;
+  for (auto& r : current.runs) {
+    if (r.name == "ddp.torch") {
+      r.status = RunStatus::failed;
+      r.reason = "python died";
+    }
+  }
+  CompareOptions o;
+  o.min_vs_pytorch = 0.9;
+  const Comparison c = compare_results(baseline, current, o);
+  EXPECT_TRUE(mentions(c.cannot_judge, "its PyTorch twin ddp.torch is failed"));
+  for (auto& r : current.runs) {
+    if (r.name == "ddp.torch") {
+      r.status = RunStatus::skipped;
+      r.reason = "needs CUDA";
+    }
+  }
+  const Comparison skipped = compare_results(baseline, current, o);
+  EXPECT_TRUE(mentions(skipped.without_twin, "needs CUDA"));
+}
+
+}  // namespace
+}  // namespace ddpbench
