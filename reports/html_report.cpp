@@ -7,6 +7,7 @@
 #include "harness/base/units.hpp"
 #include "reports/projection.hpp"
 #include "reports/reporter.hpp"
+#include "reports/straggler_judgement.hpp"
 #include "reports/table_notes.hpp"
 #include "reports/tuning_advice.hpp"
 
@@ -671,6 +672,11 @@ class HtmlReporter final : public Reporter {
         }
       }
       html << table_close(TableNotes{});
+    }
+    if (const auto unjudged = rows_without_straggler_verdict(doc.runs); !unjudged.empty()) {
+      html << "<h2>Stragglers not judged</h2>\n<ul>\n";
+      for (const auto& [label, why] : unjudged) html << "<li>" << escape(label) << ": a straggler " << escape(why) << "</li>\n";
+      html << "</ul>\n";
     }
     if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.pytorch.has_value(); })) {
       html << "<h2>ddpbench against PyTorch</h2>\n<p>Each row beside PyTorch's own implementation of it on the same "

@@ -7,6 +7,7 @@
 #include "harness/base/units.hpp"
 #include "reports/projection.hpp"
 #include "reports/reporter.hpp"
+#include "reports/straggler_judgement.hpp"
 #include "reports/table_notes.hpp"
 #include "reports/tuning_advice.hpp"
 
@@ -106,6 +107,8 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
     if (r.steps > 0 && r.steps <= r.warmup_steps) notes << "- " << cell(r.name) << ": " << no_steady_steps(r) << "\n";
     if (r.straggler) {
       notes << "- " << cell(r.name) << ": straggler: " << straggler_words(r) << "\n";
+    } else if (const std::string why = straggler_not_judged(r); !why.empty()) {
+      notes << "- " << cell(r.name) << ": straggler: " << why << "\n";
     }
     for (const auto& note : strategy_notes(r)) notes << "- " << cell(r.name) << ": " << cell(note) << "\n";
   }
@@ -262,6 +265,10 @@ class MarkdownReporter final : public Reporter {
              << format_seconds(rank.wait_s) << " | " << format_seconds(rank.step_time_s.p50) << " |\n";
         }
       }
+    }
+    if (const auto unjudged = rows_without_straggler_verdict(doc.runs); !unjudged.empty()) {
+      md << "\n## stragglers not judged\n\n";
+      for (const auto& [label, why] : unjudged) md << "- " << cell(label) << ": a straggler " << cell(why) << "\n";
     }
 
     if (const auto projections = sweep_projections(doc)) {

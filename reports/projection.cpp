@@ -81,6 +81,143 @@ ProjectedPoint step_at(int64_t ranks, int64_t per_node, const Fabric& fabric, co
   return p;
 }
 
+// The repetition a row is projected from: the median by steady throughput of those that ran
+// to a steady state (nullptr where none did).
+const RunResult* median_repetition(const std::vector<const RunResult*>& repetitions) {
+  std::vector<const RunResult*> ok;
+  for (const RunResult* r : repetitions) {
+    if (r->status == RunStatus::ok && std::isfinite(r->steady_images_per_s)) ok.push_back(r);
+  }
+  if (ok.empty()) return nullptr;
+  std::sort(ok.begin(), ok.end(), [](auto* a, auto* b) { return a->steady_images_per_s < b->steady_images_per_s; });
+  return ok[(ok.size() - 1) / 2];
+}
+
+// What the model reads of a row's step: its buckets, by when backward made them ready, and the
+// phases around them.
+struct RowSteps {
+  std::vector<MeasuredBucket> buckets;
+  double backward_compute_s = kNotMeasured;
+  PhaseSeconds phases;
+};
+
+// The row's bucket timeline, or nullopt where it has none the model can run (a bucket with no
+// ready time or no bytes, or backward's compute unmeasured). Without overlap the row held every
+// bucket until backward ended, and so does its projection.
+std::optional<RowSteps> read_steps(const RunResult& r) {
+  const json& details = r.strategy_details;
+  RowSteps steps{{}, json_number_or(details, "backward_compute_s", kNotMeasured), r.mean_phase_s};
+  if (details.is_object() && details.contains("bucket_timeline") && details.at("bucket_timeline").is_array()) {
+    for (const json& b : details.at("bucket_timeline")) {
+      steps.buckets.push_back({json_number_or(b, "bytes", 0) * wire_fraction(r), json_number_or(b, "ready_s", kNotMeasured),
+                               json_number_or(b, "start_s", kNotMeasured), json_number_or(b, "allreduce_s", kNotMeasured),
+                               json_number_or(b, "wire_s", kNotMeasured)});
+    }
+  }
+  derive_wire_times(steps.buckets);
+  const bool timed = !steps.buckets.empty() && std::isfinite(steps.backward_compute_s) &&
+                     std::all_of(steps.buckets.begin(), steps.buckets.end(), [](const MeasuredBucket& b) {
+                       return std::isfinite(b.ready_s) && b.bytes > 0;
+                     });
+  if (!timed) return std::nullopt;
+  if (r.config.is_object() && !r.config.value("overlap", true)) {
+    for (auto& b : steps.buckets) b.ready_s = steps.backward_compute_s;
+  }
+  std::sort(steps.buckets.begin(), steps.buckets.end(), [](const auto& a, const auto& b) { return a.ready_s < b.ready_s; });
+  return steps;
+}
+
+// The link the row's own buckets crossed: the bandwidth that carries all their bytes in their
+// total time on the wire, or nullopt where no allreduce was timed on it. Each bucket's time on
+// the wire, never launch to completion: that holds the wait behind the buckets before it, which
+// the model adds again by running them one after another. A row's few bucket sizes, their
+// allreduces overlapping and sharing the link, cannot tell a latency from a bandwidth (a line
+// through them put rows 20-40 % off their own step, and a latency so fitted, multiplied by
+// 2(n-1), doubled the projections to more hosts); a microbenchmark's sizes (--calibrate) can.
+std::optional<Fabric> link_of_own_buckets(const RunResult& r, const std::vector<MeasuredBucket>& buckets) {
+  double bytes = 0, seconds = 0;
+  int64_t on_wire = 0;
+  // A bucket whose allreduce ran wholly beside another's (Gloo runs two at once) has no time
+  // of its own on the wire, but its bytes crossed it in the other's: every bucket counts.
+  for (const auto& b : buckets) {
+    if (!std::isfinite(b.wire_s) || b.wire_s < 0) continue;
+    bytes += b.bytes;
+    seconds += b.wire_s;
+    ++on_wire;
+  }
+  if (!(bytes > 0 && seconds > 0)) return std::nullopt;
+  const double n = static_cast<double>(r.world_size);
+  const Link link{0, 2 * (n - 1) / n * bytes / seconds};
+  return Fabric{"measured", link, link,
+                "all the bytes of this row's own " + std::to_string(on_wire) + " bucket allreduces at " +
+                    std::to_string(r.world_size) + " ranks over their total time on the wire; latency unseen"};
+}
+
+// The link the row ran on, into p.measured_link: a microbenchmark's, else a fit to the row's own
+// buckets. False (p.not_projected says why) where a `measured` fabric has no link to take.
+bool set_measured_link(RowProjection& p, const RunResult& r, const std::vector<MeasuredBucket>& buckets,
+                       const ProjectionOptions& options) {
+  const bool given = options.fabric != "measured" || options.intra_node_gbps || options.inter_node_gbps;
+  if (options.calibration) {
+    const MeasuredLink& c = *options.calibration;
+    p.measured_link = {"measured", c.link, c.link, "fitted to " + c.source + " (" + std::to_string(c.ranks) + " ranks)"};
+  } else if (r.world_size > 1) {
+    if (const std::optional<Fabric> own = link_of_own_buckets(r, buckets)) {
+      p.measured_link = *own;
+    } else if (options.fabric == "measured") {
+      p.not_projected = "no link to project with: no bucket allreduce was timed on the wire";
+      return false;
+    } else {
+      p.unchecked = "no bucket allreduce was timed on the wire, so no link was measured to set the model on";
+    }
+  } else if (!given) {
+    p.not_projected = "measured on one rank: no link was measured (give --calibrate, a --fabric or link figures)";
+    return false;
+  }
+  return true;
+}
+
+// A fabric the points need a bandwidth of and that has none is bad input, named with the flag
+// that gives it.
+void require_bandwidths(const Fabric& fabric, const ProjectionOptions& options) {
+  const bool intra_needed = options.ranks_per_node > 1 &&
+                            std::any_of(options.ranks.begin(), options.ranks.end(), [](int64_t n) { return n > 1; });
+  if ((intra_needed && !(fabric.intra.bytes_per_s > 0)) || !(fabric.inter.bytes_per_s > 0)) {
+    throw InputError("--fabric " + fabric.name + ": no bandwidth for " +
+                     (fabric.inter.bytes_per_s > 0 ? "the ranks within a node (--intra-node-gbps)"
+                                                   : "the links between nodes (--inter-node-gbps)"));
+  }
+}
+
+ProjectedPoint step_of(const RowSteps& steps, int64_t ranks, int64_t per_node, const Fabric& fabric) {
+  return step_at(ranks, per_node, fabric, steps.buckets, steps.phases.forward_s, steps.backward_compute_s,
+                 steps.phases.optimizer_s, steps.phases.data_s);
+}
+
+// The model at the row's own point: its ranks, all on one node (the measured run had one rank
+// per node unless they shared one machine: all of them), on the link measured there (one rank
+// needs none); else why it could not be set there.
+void check_own_point(RowProjection& p, const RunResult& r, const RowSteps& steps) {
+  if (p.measured_link.intra.bytes_per_s > 0 || r.world_size == 1) {
+    p.model_step_s = step_of(steps, r.world_size, r.world_size, p.measured_link).step_s;
+    p.model_error = p.model_step_s / p.measured_step_s - 1;
+  } else if (p.unchecked.empty()) {
+    p.unchecked = "no link was measured to set the model on";
+  }
+}
+
+void project_points(RowProjection& p, const RunResult& r, const RowSteps& steps, const ProjectionOptions& options) {
+  const double per_rank_batch = static_cast<double>(r.global_batch) / static_cast<double>(std::max<int64_t>(1, r.world_size));
+  const double one_rank_step = step_of(steps, 1, options.ranks_per_node, p.fabric).step_s;
+  for (int64_t ranks : options.ranks) {
+    ProjectedPoint point = step_of(steps, ranks, options.ranks_per_node, p.fabric);
+    point.images_per_s = static_cast<double>(ranks) * per_rank_batch / point.step_s;
+    point.speedup = static_cast<double>(ranks) * one_rank_step / point.step_s;
+    point.scaling_efficiency = point.speedup / static_cast<double>(ranks);
+    p.points.push_back(point);
+  }
+}
+
 }  // namespace
 
 const std::vector<Fabric>& named_fabrics() {
@@ -182,120 +319,30 @@ MeasuredLink link_from_microbenchmark(const json& doc, const std::string& source
 
 RowProjection project_row(const std::vector<const RunResult*>& repetitions, const ProjectionOptions& options) {
   RowProjection p;
-  std::vector<const RunResult*> ok;
-  for (const RunResult* r : repetitions) {
-    if (r->status == RunStatus::ok && std::isfinite(r->steady_images_per_s)) ok.push_back(r);
-  }
   if (repetitions.empty()) return p;
   p.row = repetitions.front()->name;
   p.mode = repetitions.front()->mode;
-  if (ok.empty()) {
+  const RunResult* median = median_repetition(repetitions);
+  if (median == nullptr) {
     p.not_projected = "no repetition ran to a steady state";
     return p;
   }
-  std::sort(ok.begin(), ok.end(), [](auto* a, auto* b) { return a->steady_images_per_s < b->steady_images_per_s; });
-  const RunResult& r = *ok[(ok.size() - 1) / 2];
+  const RunResult& r = *median;
   p.repetition = r.repetition;
   p.measured_ranks = r.world_size;
   p.measured_images_per_s = r.steady_images_per_s;
   p.measured_step_s = static_cast<double>(r.global_batch) / r.steady_images_per_s;
-  const json& details = r.strategy_details;
-  const double backward_compute_s = json_number_or(details, "backward_compute_s", kNotMeasured);
-  std::vector<MeasuredBucket> buckets;
-  if (details.is_object() && details.contains("bucket_timeline") && details.at("bucket_timeline").is_array()) {
-    for (const json& b : details.at("bucket_timeline")) {
-      buckets.push_back({json_number_or(b, "bytes", 0) * wire_fraction(r), json_number_or(b, "ready_s", kNotMeasured),
-                         json_number_or(b, "start_s", kNotMeasured), json_number_or(b, "allreduce_s", kNotMeasured),
-                         json_number_or(b, "wire_s", kNotMeasured)});
-    }
-  }
-  derive_wire_times(buckets);
-  const bool timed = !buckets.empty() && std::isfinite(backward_compute_s) &&
-                     std::all_of(buckets.begin(), buckets.end(), [](const MeasuredBucket& b) {
-                       return std::isfinite(b.ready_s) && b.bytes > 0;
-                     });
-  if (!timed) {
+  const std::optional<RowSteps> steps = read_steps(r);
+  if (!steps) {
     p.not_projected = "no bucket timeline (rows of ddpbench's own hook have one; --comm-hook builtin-fp16 runs out of "
                       "sight)";
     return p;
   }
-  // Without overlap the row held every bucket until backward ended, and so does its projection.
-  const bool overlap = !r.config.is_object() || r.config.value("overlap", true);
-  if (!overlap) {
-    for (auto& b : buckets) b.ready_s = backward_compute_s;
-  }
-  std::sort(buckets.begin(), buckets.end(), [](const auto& a, const auto& b) { return a.ready_s < b.ready_s; });
-  // The link the row ran on: a microbenchmark's, else a fit to the row's own buckets.
-  if (options.calibration) {
-    p.measured_link = {"measured", options.calibration->link, options.calibration->link,
-                       "fitted to " + options.calibration->source + " (" + std::to_string(options.calibration->ranks) +
-                           " ranks)"};
-  } else if (r.world_size > 1) {
-    // Each bucket's time on the wire, never launch to completion: that holds the wait behind
-    // the buckets before it, which the model adds again by running them one after another.
-    // A row's few bucket sizes, their allreduces overlapping and sharing the link, cannot tell
-    // a latency from a bandwidth (a line through them put rows 20-40 % off their own step, and a
-    // latency so fitted, multiplied by 2(n-1), doubled the projections to more hosts): the link
-    // is the bandwidth that carries all the bytes in their total time on the wire, as the
-    // buckets ran; a microbenchmark's sizes (--calibrate) can tell the two apart.
-    double bytes = 0, seconds = 0;
-    int64_t on_wire = 0;
-    // A bucket whose allreduce ran wholly beside another's (Gloo runs two at once) has no time
-    // of its own on the wire, but its bytes crossed it in the other's: every bucket counts.
-    for (const auto& b : buckets) {
-      if (!std::isfinite(b.wire_s) || b.wire_s < 0) continue;
-      bytes += b.bytes;
-      seconds += b.wire_s;
-      ++on_wire;
-    }
-    if (bytes > 0 && seconds > 0) {
-      const double n = static_cast<double>(r.world_size);
-      const Link link{0, 2 * (n - 1) / n * bytes / seconds};
-      p.measured_link = {"measured", link, link,
-                         "all the bytes of this row's own " + std::to_string(on_wire) + " bucket allreduces at " +
-                             std::to_string(r.world_size) + " ranks over their total time on the wire; latency unseen"};
-    } else if (options.fabric == "measured") {
-      p.not_projected = "no link to project with: no bucket allreduce was timed on the wire";
-      return p;
-    } else {
-      p.unchecked = "no bucket allreduce was timed on the wire, so no link was measured to set the model on";
-    }
-  } else if (options.fabric == "measured" && !options.intra_node_gbps && !options.inter_node_gbps) {
-    p.not_projected = "measured on one rank: no link was measured (give --calibrate, a --fabric or link figures)";
-    return p;
-  }
+  if (!set_measured_link(p, r, steps->buckets, options)) return p;
   p.fabric = chosen_fabric(options, p.measured_link);
-  const bool intra_needed = options.ranks_per_node > 1 &&
-                            std::any_of(options.ranks.begin(), options.ranks.end(), [](int64_t n) { return n > 1; });
-  if ((intra_needed && !(p.fabric.intra.bytes_per_s > 0)) || !(p.fabric.inter.bytes_per_s > 0)) {
-    throw InputError("--fabric " + p.fabric.name + ": no bandwidth for " +
-                     (p.fabric.inter.bytes_per_s > 0 ? "the ranks within a node (--intra-node-gbps)"
-                                                      : "the links between nodes (--inter-node-gbps)"));
-  }
-  const PhaseSeconds& phases = r.mean_phase_s;
-  const auto at = [&](int64_t ranks, const Fabric& fabric) {
-    return step_at(ranks, options.ranks_per_node, fabric, buckets, phases.forward_s, backward_compute_s,
-                   phases.optimizer_s, phases.data_s);
-  };
-  // The measured run had one rank per node unless its ranks shared one machine: all of them.
-  // The model at the row's own point: its ranks on the link measured there (one rank needs none).
-  if (p.measured_link.intra.bytes_per_s > 0 || r.world_size == 1) {
-    p.model_step_s = step_at(r.world_size, r.world_size, p.measured_link, buckets, phases.forward_s,
-                             backward_compute_s, phases.optimizer_s, phases.data_s)
-                         .step_s;
-    p.model_error = p.model_step_s / p.measured_step_s - 1;
-  } else if (p.unchecked.empty()) {
-    p.unchecked = "no link was measured to set the model on";
-  }
-  const double per_rank_batch = static_cast<double>(r.global_batch) / static_cast<double>(std::max<int64_t>(1, r.world_size));
-  const double one_rank_step = at(1, p.fabric).step_s;
-  for (int64_t ranks : options.ranks) {
-    ProjectedPoint point = at(ranks, p.fabric);
-    point.images_per_s = static_cast<double>(ranks) * per_rank_batch / point.step_s;
-    point.speedup = static_cast<double>(ranks) * one_rank_step / point.step_s;
-    point.scaling_efficiency = point.speedup / static_cast<double>(ranks);
-    p.points.push_back(point);
-  }
+  require_bandwidths(p.fabric, options);
+  check_own_point(p, r, *steps);
+  project_points(p, r, *steps, options);
   return p;
 }
 
@@ -393,6 +440,24 @@ json projection_json(const std::vector<RowProjection>& projections) {
   return out;
 }
 
+namespace {
+
+// The link the row was measured on, as far as one was: none on one rank, or where no allreduce
+// was timed on the wire (once printed as "0 s latency, 0 B/s ()").
+std::string measured_link_words(const RowProjection& p) {
+  const Link& link = p.measured_link.intra;
+  if (link.bytes_per_s > 0 && std::isfinite(link.bytes_per_s)) {
+    return "Link measured: " + format_seconds(link.latency_s) + " latency, " + format_si(link.bytes_per_s, "B/s") +
+           " (" + p.measured_link.source + ").";
+  }
+  const std::string why = !p.unchecked.empty() ? p.unchecked
+                          : p.measured_ranks <= 1 ? std::string("measured on one rank, which crosses no link")
+                                                  : std::string("none was timed");
+  return "No link measured (" + why + ").";
+}
+
+}  // namespace
+
 std::string markdown_projection(const std::vector<RowProjection>& projections) {
   std::ostringstream md;
   for (const auto& p : projections) {
@@ -421,8 +486,7 @@ std::string markdown_projection(const std::vector<RowProjection>& projections) {
       md << " (" << (p.model_step_s >= p.measured_step_s ? "+" : "")
          << format_fixed(100 * (p.model_step_s / p.measured_step_s - 1), 1) << " %)";
     }
-    md << ". Link measured: " << format_seconds(p.measured_link.intra.latency_s) << " latency, "
-       << format_si(p.measured_link.intra.bytes_per_s, "B/s") << " (" << p.measured_link.source << "). Projected to: "
+    md << ". " << measured_link_words(p) << " Projected to: "
        << p.fabric.name << " (" << p.fabric.source << "; " << p.fabric.nics_per_node
        << (p.fabric.nics_per_node == 1 ? " NIC" : " NICs") << " a node).\n\n"
        << "| ranks | step | images/s | speed-up | scaling efficiency | allreduce | exposed communication |\n"

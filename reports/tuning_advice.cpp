@@ -178,15 +178,20 @@ std::string differing_setting(const RunResult& a, const RunResult& b) {
   return "";
 }
 
-// Why the row's recorded figures cannot be advised from (empty where they can): what a real
-// row never writes, named with the field.
-std::string unusable_inputs(const RunResult& r) {
-  const json& d = r.strategy_details;
+// Each rule below: why a row's recorded figures cannot be advised from, named with the field
+// (empty where they can): what a real row never writes.
+std::string batch_and_hook_problem(const RunResult& r) {
   if (r.global_batch <= 0) return "global_batch " + std::to_string(r.global_batch) + ": no step to advise on";
   const json hook = r.config.is_object() ? r.config.value("comm-hook", json("allreduce")) : json("allreduce");
   if (hook != "allreduce" && hook != "fp16" && hook != "bf16") {
     return "--comm-hook " + hook.dump() + ": only ddpbench's own hooks (allreduce, fp16, bf16) are timed";
   }
+  return "";
+}
+
+// Every gradient has whole bytes, a ready time within backward and a parameter of its own;
+// `bytes` their sum.
+std::string gradient_timeline_problem(const json& d, double& bytes) {
   if (!d.is_object() || !d.contains("gradient_timeline") || !d.at("gradient_timeline").is_array() ||
       d.at("gradient_timeline").empty()) {
     return "no gradient timeline (rows of ddpbench's own hook record one from this version on)";
@@ -194,7 +199,6 @@ std::string unusable_inputs(const RunResult& r) {
   const double backward_s = json_number_or(d, "backward_compute_s", kNotMeasured);
   if (!(backward_s > 0)) return "backward_compute_s " + d.value("backward_compute_s", json(nullptr)).dump() + ": not a time";
   std::set<int64_t> parameters;
-  double bytes = 0;
   for (const json& g : d.at("gradient_timeline")) {
     const double b = json_number_or(g, "bytes", 0), ready = json_number_or(g, "ready_s", kNotMeasured);
     if (!(b > 0) || b != std::floor(b)) return "gradient_timeline: a gradient of " + g.value("bytes", json(nullptr)).dump() + " bytes";
@@ -207,13 +211,18 @@ std::string unusable_inputs(const RunResult& r) {
     }
     bytes += b;
   }
-  const Quantiles& q = r.step_time_s;
-  if (std::isfinite(q.p50) || std::isfinite(q.p90)) {
-    if (!(q.p50 > 0 && q.p90 >= q.p50 && (!std::isfinite(q.max) || q.p90 <= q.max * (1 + 1e-9)))) {
-      return "step_time_s p50 " + json(json_number(q.p50)).dump() + ", p90 " + json(json_number(q.p90)).dump() +
-             ", max " + json(json_number(q.max)).dump() + ": not the quantiles of a row's steps";
-    }
-  }
+  return "";
+}
+
+std::string step_quantiles_problem(const Quantiles& q) {
+  if (!std::isfinite(q.p50) && !std::isfinite(q.p90)) return "";
+  if (q.p50 > 0 && q.p90 >= q.p50 && (!std::isfinite(q.max) || q.p90 <= q.max * (1 + 1e-9))) return "";
+  return "step_time_s p50 " + json(json_number(q.p50)).dump() + ", p90 " + json(json_number(q.p90)).dump() + ", max " +
+         json(json_number(q.max)).dump() + ": not the quantiles of a row's steps";
+}
+
+// The configuration and the details agree on the setting the row ran.
+std::string declared_setting_problem(const RunResult& r, const json& d) {
   const double cap_bytes = json_number_or(d, "bucket_cap_bytes", kNotMeasured);
   const double bucket_mb = r.config.is_object() ? json_number_or(r.config, "bucket-mb", kDefaultBucketCapMb) : kDefaultBucketCapMb;
   if (std::isfinite(cap_bytes) && cap_bytes != std::floor(bucket_mb * 1024 * 1024)) {
@@ -224,18 +233,26 @@ std::string unusable_inputs(const RunResult& r) {
     return "overlap " + r.config.at("overlap").dump() + " in its configuration, " + d.at("overlap").dump() +
            " in its details: which it ran is not known";
   }
+  return "";
+}
+
+// The gradients hold the bytes the buckets do.
+std::string gradient_bytes_problem(const RunResult& r, const json& d, double bytes) {
   double expected = json_number_or(d, "gradient_bytes_per_step", kNotMeasured);
   if (!std::isfinite(expected) && d.contains("bucket_bytes") && d.at("bucket_bytes").is_array()) {
     expected = 0;
     for (const json& b : d.at("bucket_bytes")) expected += b.is_number() ? b.get<double>() : 0;
   }
-  if (std::isfinite(expected) && expected != bytes) {
-    if (r.config.is_object() && r.config.value("find-unused-parameters", false) && bytes < expected) {
-      return "parameters of " + json(expected - bytes).dump() + " bytes produced no gradient in its steps "
-             "(--find-unused-parameters): where their buckets start is not known";
-    }
-    return "gradient_timeline: its gradients hold " + json(bytes).dump() + " bytes, the buckets " + json(expected).dump();
+  if (!std::isfinite(expected) || expected == bytes) return "";
+  if (r.config.is_object() && r.config.value("find-unused-parameters", false) && bytes < expected) {
+    return "parameters of " + json(expected - bytes).dump() + " bytes produced no gradient in its steps "
+           "(--find-unused-parameters): where their buckets start is not known";
   }
+  return "gradient_timeline: its gradients hold " + json(bytes).dump() + " bytes, the buckets " + json(expected).dump();
+}
+
+// What the row measured alone, where it did: times and figures, never text or negatives.
+std::string alone_figures_problem(const json& d) {
   if (d.contains("backward_alone_s") && !d.at("backward_alone_s").is_null() &&
       !(json_number_or(d, "backward_alone_s", -1) > 0)) {
     return "backward_alone_s " + d.at("backward_alone_s").dump() + ": not a time";
@@ -250,6 +267,19 @@ std::string unusable_inputs(const RunResult& r) {
     }
   }
   return "";
+}
+
+// The first rule the row breaks, each read only once those before it hold.
+std::string unusable_inputs(const RunResult& r) {
+  const json& d = r.strategy_details;
+  double bytes = 0;
+  std::string why = batch_and_hook_problem(r);
+  if (why.empty()) why = gradient_timeline_problem(d, bytes);
+  if (why.empty()) why = step_quantiles_problem(r.step_time_s);
+  if (why.empty()) why = declared_setting_problem(r, d);
+  if (why.empty()) why = gradient_bytes_problem(r, d, bytes);
+  if (why.empty()) why = alone_figures_problem(d);
+  return why;
 }
 
 TuningSetting measured_setting(const RunResult& r) {
@@ -330,73 +360,106 @@ std::vector<MeasuredGradient> gradients_without_casts(const RunResult& r, const 
   return gradients;
 }
 
-// How the row's backward and its allreduces slowed each other (they shared the host), from
-// what it measured: backward alone and the largest bucket's allreduce alone (after the timed
-// steps, each with nothing beside it) against both as they ran in the steps. Backward lost
-// (beside - alone) / the time an allreduce was in flight during it; the allreduces, on the link
-// alone, would have taken D, and took their time busy W, of which O beside backward, so they
-// lost (W - D) / O. Sets the parts' slowdowns and compression's wire fractions, puts the
-// gradients on backward's time alone, and returns the link alone (`calibration` where given,
-// else the row's own allreduce alone; none where neither was measured).
-std::optional<Link> measure_contention(const RunResult& r, const TuningSetting& measured,
-                                       const std::optional<MeasuredLink>& calibration,
-                                       std::vector<MeasuredGradient>& gradients, StepParts& parts) {
-  const json& details = r.strategy_details;
-  const double n = static_cast<double>(r.world_size);
-  const json alone_allreduce = details.value("allreduce_alone", json::object());
+// The largest bucket's allreduce alone after the steps, where the row measured it: compression's
+// wire fractions into `parts`, and the link alone (`calibration` where given).
+std::optional<Link> read_allreduce_alone(const RunResult& r, const std::optional<MeasuredLink>& calibration,
+                                         StepParts& parts) {
+  const json alone_allreduce = r.strategy_details.value("allreduce_alone", json::object());
   const double probe_bytes = json_number_or(alone_allreduce, "bytes", 0);
   const double fp32_s = json_number_or(alone_allreduce, "fp32_s", kNotMeasured);
-  if (probe_bytes > 0 && fp32_s > 0) {
+  parts.allreduce_alone_measured = probe_bytes > 0 && fp32_s > 0;
+  if (parts.allreduce_alone_measured) {
     for (const auto& [key, fraction] : {std::pair{"fp16_s", &parts.fp16_wire_fraction},
                                         std::pair{"bf16_s", &parts.bf16_wire_fraction}}) {
       const double seconds = json_number_or(alone_allreduce, key, kNotMeasured);
       if (seconds > 0) *fraction = seconds / fp32_s;
     }
   }
-  parts.allreduce_alone_measured = probe_bytes > 0 && fp32_s > 0;
-  std::optional<Link> link;
-  if (calibration) {
-    link = calibration->link;
-  } else if (probe_bytes > 0 && fp32_s > 0 && r.world_size > 1) {
-    link = Link{0, 2 * (n - 1) / n * probe_bytes / fp32_s};
+  if (calibration) return calibration->link;
+  if (!parts.allreduce_alone_measured || r.world_size <= 1) return std::nullopt;
+  const double n = static_cast<double>(r.world_size);
+  return Link{0, 2 * (n - 1) / n * probe_bytes / fp32_s};
+}
+
+// The communication stream as the row ran it: time with at least one allreduce in flight, in
+// all and within backward, and what its allreduces would have taken on the link alone.
+struct StreamOccupancy {
+  double busy_s = 0, beside_s = 0, alone_s = 0;
+};
+StreamOccupancy stream_occupancy(const RunResult& r, const TuningSetting& measured, const std::optional<Link>& link,
+                                 double backward_s, const StepParts& parts) {
+  std::vector<std::pair<double, double>> spans;
+  StreamOccupancy o;
+  for (const json& b : r.strategy_details.at("bucket_timeline")) {
+    const double start = json_number_or(b, "start_s", kNotMeasured);
+    const double end = start + json_number_or(b, "allreduce_s", kNotMeasured);
+    if (std::isfinite(start) && std::isfinite(end)) spans.emplace_back(start, end);
+    if (link) {
+      o.alone_s += allreduce_seconds(json_number_or(b, "bytes", 0) * wire_fraction_of(parts, measured.comm_hook),
+                                     r.world_size, r.world_size, Fabric{"alone", *link, *link, "", 1});
+    }
   }
+  std::sort(spans.begin(), spans.end());
+  double covered_until = -std::numeric_limits<double>::infinity();
+  for (const auto& [start, end] : spans) {
+    const double from = std::max(start, covered_until);
+    if (end > from) o.busy_s += end - from;
+    if (std::min(end, backward_s) > std::max(from, 0.0)) o.beside_s += std::min(end, backward_s) - std::max(from, 0.0);
+    covered_until = std::max(covered_until, end);
+  }
+  return o;
+}
+
+// Backward's own spread in seconds: its runs alone after the steps (backward_alone_runs_s) from
+// fastest to slowest, or its steps' spread (p90 over p50) as a share of it, whichever is wider.
+double backward_spread_s(const RunResult& r, double alone_s) {
+  double fastest = std::numeric_limits<double>::infinity(), slowest = 0;
+  const json runs = r.strategy_details.value("backward_alone_runs_s", json::array());
+  for (const json& t : runs) {
+    if (!t.is_number() || !(t.get<double>() > 0) || !std::isfinite(t.get<double>())) continue;
+    fastest = std::min(fastest, t.get<double>());
+    slowest = std::max(slowest, t.get<double>());
+  }
+  double spread = slowest >= fastest ? slowest - fastest : 0;
+  const double steps = r.step_time_s.p90 / r.step_time_s.p50 - 1;
+  if (std::isfinite(steps) && steps > 0) spread = std::max(spread, steps * alone_s);
+  return spread;
+}
+
+// How much backward lost beside the allreduces: (beside - alone) / the time an allreduce was in
+// flight during it, with the gradients put on backward's time alone. A difference inside
+// backward's own spread is its wobble, not contention: measured, and no slowdown.
+void measure_backward_slowdown(const RunResult& r, double beside_s, std::vector<MeasuredGradient>& gradients,
+                               StepParts& parts) {
+  const double alone = json_number_or(r.strategy_details, "backward_alone_s", kNotMeasured);
+  if (!std::isfinite(alone) || !(alone > 0)) return;
+  parts.contention_measured = true;
+  if (!(parts.backward_compute_s - alone > backward_spread_s(r, alone))) return;
+  parts.compute_slowdown = std::clamp((parts.backward_compute_s - alone) / beside_s, 0.0, kMostSlowdown);
+  for (auto& g : gradients) g.ready_s *= alone / parts.backward_compute_s;
+  parts.backward_compute_s = alone;
+}
+
+// How the row's backward and its allreduces slowed each other (they shared the host), from
+// what it measured: backward alone and the largest bucket's allreduce alone (after the timed
+// steps, each with nothing beside it) against both as they ran in the steps. The allreduces, on
+// the link alone, would have taken D, and took their time busy W, of which O beside backward, so
+// they lost (W - D) / O. Sets the parts' slowdowns and compression's wire fractions, puts the
+// gradients on backward's time alone, and returns the link alone (`calibration` where given,
+// else the row's own allreduce alone; none where neither was measured).
+std::optional<Link> measure_contention(const RunResult& r, const TuningSetting& measured,
+                                       const std::optional<MeasuredLink>& calibration,
+                                       std::vector<MeasuredGradient>& gradients, StepParts& parts) {
+  const json& details = r.strategy_details;
+  const std::optional<Link> link = read_allreduce_alone(r, calibration, parts);
   const double backward_s = json_number_or(details, "backward_compute_s", kNotMeasured);
   if (!std::isfinite(backward_s) || !details.contains("bucket_timeline") || !details.at("bucket_timeline").is_array()) {
     return link;
   }
-  std::vector<std::pair<double, double>> spans;
-  double alone_comm_s = 0;
-  const std::optional<Fabric> alone_fabric =
-      link ? std::optional<Fabric>(Fabric{"alone", *link, *link, "", 1}) : std::nullopt;
-  for (const json& b : details.at("bucket_timeline")) {
-    const double start = json_number_or(b, "start_s", kNotMeasured);
-    const double end = start + json_number_or(b, "allreduce_s", kNotMeasured);
-    if (std::isfinite(start) && std::isfinite(end)) spans.emplace_back(start, end);
-    if (alone_fabric) {
-      alone_comm_s += allreduce_seconds(json_number_or(b, "bytes", 0) * wire_fraction_of(parts, measured.comm_hook),
-                                        r.world_size, r.world_size, *alone_fabric);
-    }
-  }
-  std::sort(spans.begin(), spans.end());
-  // Time with at least one allreduce in flight, in all and within backward (as the row ran it).
-  double busy = 0, beside = 0, covered_until = -std::numeric_limits<double>::infinity();
-  for (const auto& [start, end] : spans) {
-    const double from = std::max(start, covered_until);
-    if (end > from) busy += end - from;
-    if (std::min(end, backward_s) > std::max(from, 0.0)) beside += std::min(end, backward_s) - std::max(from, 0.0);
-    covered_until = std::max(covered_until, end);
-  }
-  if (!(beside > 0)) return link;
-  const double alone = json_number_or(details, "backward_alone_s", kNotMeasured);
-  // Alone no faster than beside the allreduces: measured, and no slowdown.
-  if (std::isfinite(alone) && alone >= parts.backward_compute_s) parts.contention_measured = true;
-  if (std::isfinite(alone) && alone > 0 && alone < parts.backward_compute_s) {
-    parts.contention_measured = true;
-    parts.compute_slowdown = std::clamp((parts.backward_compute_s - alone) / beside, 0.0, kMostSlowdown);
-    for (auto& g : gradients) g.ready_s *= alone / parts.backward_compute_s;
-    parts.backward_compute_s = alone;
-  }
-  if (link && alone_comm_s > 0) parts.comm_slowdown = std::clamp((busy - alone_comm_s) / beside, 0.0, kMostSlowdown);
+  const StreamOccupancy o = stream_occupancy(r, measured, link, backward_s, parts);
+  if (!(o.beside_s > 0)) return link;
+  measure_backward_slowdown(r, o.beside_s, gradients, parts);
+  if (link && o.alone_s > 0) parts.comm_slowdown = std::clamp((o.busy_s - o.alone_s) / o.beside_s, 0.0, kMostSlowdown);
   return link;
 }
 
@@ -455,68 +518,73 @@ bool advice_off(const RowAdvice& a) {
 
 bool RankAdvice::defaults_tie() const { return std::find(ties.begin(), ties.end(), defaults) != ties.end(); }
 
-RowAdvice advise_row(const std::vector<const RunResult*>& repetitions, const ProjectionOptions& options,
-                     const std::vector<TuningSetting>& grid) {
-  RowAdvice a;
-  // The projection picks the repetition, fits the link and names the fabric.
-  if (repetitions.empty()) return a;
-  a.row = repetitions.front()->name;
-  a.mode = repetitions.front()->mode;
-  // The repetition the projection takes (the median of those that ran), and only when every
-  // one of them ran the same settings: rows that share a name are not pooled otherwise.
+namespace {
+
+// The repetitions that ran to a steady state, in the document's order.
+std::vector<const RunResult*> steady_repetitions(const std::vector<const RunResult*>& repetitions) {
   std::vector<const RunResult*> ok;
   for (const RunResult* r : repetitions) {
     if (r->status == RunStatus::ok && std::isfinite(r->steady_images_per_s) && r->steady_images_per_s > 0) ok.push_back(r);
   }
-  if (ok.empty()) {
-    a.not_advised = "no repetition ran to a steady state";
-    return a;
-  }
-  a.repetitions_left_out = static_cast<int64_t>(repetitions.size() - ok.size());
+  return ok;
+}
+
+// Why the repetitions cannot be pooled into one row: two of one number, or different settings.
+std::string repetitions_problem(const std::vector<const RunResult*>& ok) {
   std::set<int64_t> numbers;
   for (const RunResult* r : ok) {
     if (!numbers.insert(r->repetition).second) {
-      a.not_advised = "two runs are its repetition " + std::to_string(r->repetition) + ": give each its own number or name";
-      return a;
+      return "two runs are its repetition " + std::to_string(r->repetition) + ": give each its own number or name";
     }
   }
   for (const RunResult* r : ok) {
     if (const std::string differs = differing_setting(*ok.front(), *r); !differs.empty()) {
-      a.not_advised = "its repetitions ran different settings (" + differs + "): give each its own row name";
-      return a;
+      return "its repetitions ran different settings (" + differs + "): give each its own row name";
     }
   }
-  std::sort(ok.begin(), ok.end(), [](auto* x, auto* y) { return x->steady_images_per_s < y->steady_images_per_s; });
-  const RunResult& r = *ok[(ok.size() - 1) / 2];
-  if (const std::string bad = unusable_inputs(r); !bad.empty()) {
-    a.not_advised = bad;
-    return a;
-  }
-  const RowProjection projection = project_row({&r}, options);
-  a.repetition = projection.repetition;
-  a.measured_ranks = projection.measured_ranks;
-  a.measured_step_s = projection.measured_step_s;
-  a.measured_link = projection.measured_link;
-  a.fabric = projection.fabric;
-  if (!projection.not_projected.empty()) {
-    a.not_advised = projection.not_projected;
-    return a;
-  }
-  const json& details = r.strategy_details;
-  // How far the row's own steps spread (p90 against p50), and its repetitions' from each other.
+  return "";
+}
+
+// How far the row's own steps spread (p90 against p50), and its repetitions' from each other.
+void measure_step_spread(RowAdvice& a, const RunResult& r, const std::vector<const RunResult*>& ok) {
   a.step_spread = r.step_time_s.p90 / r.step_time_s.p50 - 1;
   a.step_spread_measured = std::isfinite(a.step_spread) || ok.size() > 1;
   if (!std::isfinite(a.step_spread)) a.step_spread = 0;
   a.step_spread = std::max(a.step_spread, ok.back()->steady_images_per_s / ok.front()->steady_images_per_s - 1);
-  a.measured_setting = measured_setting(r);
-  a.compression_cost_measured = details.contains("compression_s_per_byte");
-  StepParts parts{r.mean_phase_s.data_s, r.mean_phase_s.forward_s, r.mean_phase_s.optimizer_s,
-                  json_number_or(details, "backward_compute_s", kNotMeasured)};
-  parts.find_unused = r.config.is_object() && r.config.value("find-unused-parameters", false);
-  std::vector<MeasuredGradient> gradients = gradients_without_casts(
-      r, a.measured_setting, cast_seconds_per_byte(details, a.measured_setting.comm_hook), parts);
-  // The link alone and how backward and the allreduces slowed each other, where measured.
-  if (const std::optional<Link> alone = measure_contention(r, a.measured_setting, options.calibration, gradients, parts)) {
+}
+
+// The row's step as the advisor models it: its gradients on backward's time alone, its parts,
+// and each setting's step from them (project_setting).
+struct AdviceModel {
+  const RunResult& row;
+  StepParts parts;
+  std::vector<MeasuredGradient> gradients;
+  [[nodiscard]] SettingProjection at(const TuningSetting& s, int64_t ranks, int64_t per_node, const Fabric& fabric) const {
+    const double images_per_rank =
+        static_cast<double>(row.global_batch) / static_cast<double>(std::max<int64_t>(1, row.world_size));
+    return project_setting(s, gradients, parts, cast_seconds_per_byte(row.strategy_details, s.comm_hook), ranks,
+                           per_node, fabric, images_per_rank);
+  }
+  [[nodiscard]] bool timed() const {
+    return std::isfinite(parts.backward_compute_s) &&
+           std::all_of(gradients.begin(), gradients.end(),
+                       [](const MeasuredGradient& g) { return std::isfinite(g.ready_s) && g.size.bytes > 0; });
+  }
+};
+
+// The model of the row's measured setting, its casts and how backward and the allreduces slowed
+// each other; the link alone, where measured, is the advice's measured link (and its fabric's,
+// where the fabric is the measured one).
+AdviceModel read_model(RowAdvice& a, const RunResult& r, const ProjectionOptions& options) {
+  const json& details = r.strategy_details;
+  AdviceModel m{r,
+                StepParts{r.mean_phase_s.data_s, r.mean_phase_s.forward_s, r.mean_phase_s.optimizer_s,
+                          json_number_or(details, "backward_compute_s", kNotMeasured)},
+                {}};
+  m.parts.find_unused = r.config.is_object() && r.config.value("find-unused-parameters", false);
+  m.gradients = gradients_without_casts(r, a.measured_setting,
+                                        cast_seconds_per_byte(details, a.measured_setting.comm_hook), m.parts);
+  if (const std::optional<Link> alone = measure_contention(r, a.measured_setting, options.calibration, m.gradients, m.parts)) {
     a.measured_link.intra = a.measured_link.inter = *alone;
     a.measured_link.source = options.calibration ? a.measured_link.source
                                                  : "the row's largest bucket allreduced alone after its steps";
@@ -525,66 +593,103 @@ RowAdvice advise_row(const std::vector<const RunResult*>& repetitions, const Pro
       a.fabric.source = a.measured_link.source;
     }
   }
-  a.compute_slowdown = parts.compute_slowdown;
-  a.comm_slowdown = parts.comm_slowdown;
-  a.contention_measured = parts.contention_measured;
+  a.compute_slowdown = m.parts.compute_slowdown;
+  a.comm_slowdown = m.parts.comm_slowdown;
+  a.contention_measured = m.parts.contention_measured;
+  a.allreduce_alone_measured = m.parts.allreduce_alone_measured;
+  a.fp16_wire_fraction = m.parts.fp16_wire_fraction;
+  a.bf16_wire_fraction = m.parts.bf16_wire_fraction;
   if (std::max(a.compute_slowdown, a.comm_slowdown) >= kMostSlowdown) {
     a.unchecked = "backward or its allreduces lost " + format_percent(kMostSlowdown) +
                   " of their speed or more beside each other, past what the model takes: the host could not run both, "
                   "and what overlap costs is not known";
   }
-  a.allreduce_alone_measured = parts.allreduce_alone_measured;
-  a.fp16_wire_fraction = parts.fp16_wire_fraction;
-  a.bf16_wire_fraction = parts.bf16_wire_fraction;
-  const bool timed = std::isfinite(parts.backward_compute_s) &&
-                     std::all_of(gradients.begin(), gradients.end(), [](const MeasuredGradient& g) {
-                       return std::isfinite(g.ready_s) && g.size.bytes > 0;
-                     });
-  if (!timed) {
-    a.not_advised = "the gradient timeline has a gradient with no ready time or no bytes, or backward's compute was "
-                    "not measured";
-    return a;
-  }
-  const double images_per_rank =
-      static_cast<double>(r.global_batch) / static_cast<double>(std::max<int64_t>(1, r.world_size));
-  const auto at = [&](const TuningSetting& s, int64_t ranks, int64_t per_node, const Fabric& fabric) {
-    return project_setting(s, gradients, parts, cast_seconds_per_byte(details, s.comm_hook), ranks, per_node, fabric,
-                           images_per_rank);
-  };
-  // Its own check: the measured setting, where it was measured (all its ranks on the link fitted there).
+  return m;
+}
+
+// Its own check: the measured setting where it was measured (all its ranks on the link fitted
+// there); the tie band the wider of its error, its steps' spread and the least band.
+void check_own_point(RowAdvice& a, const RunResult& r, const AdviceModel& m) {
   if (r.world_size > 1 && a.measured_link.intra.bytes_per_s > 0) {
-    a.model_step_s = at(a.measured_setting, r.world_size, r.world_size, a.measured_link).step_s;
+    a.model_step_s = m.at(a.measured_setting, r.world_size, r.world_size, a.measured_link).step_s;
     a.model_error = a.model_step_s / a.measured_step_s - 1;
     a.tie_band = std::max({kMinimumTieBand, std::fabs(a.model_error), a.step_spread});
   } else {
     a.unchecked = "measured on one rank: no link was measured to set the model on";
     a.tie_band = std::max(kMinimumTieBand, a.step_spread);
   }
+}
+
+// Every setting at `ranks` ranks, the fastest, its ties, and the advice: the defaults where
+// they tie with the fastest (a tie is no reason to change them).
+RankAdvice advise_at(int64_t ranks, const std::vector<TuningSetting>& settings, const AdviceModel& m,
+                     const ProjectionOptions& options, const RowAdvice& a) {
+  RankAdvice advice;
+  advice.ranks = ranks;
+  for (const TuningSetting& s : settings) advice.settings.push_back(m.at(s, ranks, options.ranks_per_node, a.fabric));
+  std::vector<std::size_t> order(advice.settings.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return advice.settings[x].step_s < advice.settings[y].step_s;
+  });
+  advice.best = order.front();
+  const double best_s = advice.settings[advice.best].step_s;
+  for (std::size_t i : order) {
+    if (advice.settings[i].step_s <= best_s * (1 + a.tie_band)) advice.ties.push_back(i);
+  }
+  advice.defaults =
+      static_cast<std::size_t>(std::find(settings.begin(), settings.end(), kPyTorchDefaults) - settings.begin());
+  advice.advised = advice.defaults_tie() ? advice.defaults : advice.best;
+  advice.fastest_gain_over_defaults = advice.settings[advice.defaults].step_s / best_s - 1;
+  advice.gain_over_defaults = advice.settings[advice.defaults].step_s / advice.settings[advice.advised].step_s - 1;
+  return advice;
+}
+
+}  // namespace
+
+// Read (the median steady repetition, pooled only where its repetitions ran one setting), prove
+// (unusable_inputs, the projection's link), model, check at its own point, advise per rank count.
+RowAdvice advise_row(const std::vector<const RunResult*>& repetitions, const ProjectionOptions& options,
+                     const std::vector<TuningSetting>& grid) {
+  RowAdvice a;
+  if (repetitions.empty()) return a;
+  a.row = repetitions.front()->name;
+  a.mode = repetitions.front()->mode;
+  std::vector<const RunResult*> ok = steady_repetitions(repetitions);
+  if (ok.empty()) {
+    a.not_advised = "no repetition ran to a steady state";
+    return a;
+  }
+  a.repetitions_left_out = static_cast<int64_t>(repetitions.size() - ok.size());
+  a.not_advised = repetitions_problem(ok);
+  if (!a.not_advised.empty()) return a;
+  std::sort(ok.begin(), ok.end(), [](auto* x, auto* y) { return x->steady_images_per_s < y->steady_images_per_s; });
+  const RunResult& r = *ok[(ok.size() - 1) / 2];
+  a.not_advised = unusable_inputs(r);
+  if (!a.not_advised.empty()) return a;
+  // The projection picks the repetition, fits the link and names the fabric.
+  const RowProjection projection = project_row({&r}, options);
+  a.repetition = projection.repetition;
+  a.measured_ranks = projection.measured_ranks;
+  a.measured_step_s = projection.measured_step_s;
+  a.measured_link = projection.measured_link;
+  a.fabric = projection.fabric;
+  a.not_advised = projection.not_projected;
+  if (!a.not_advised.empty()) return a;
+  measure_step_spread(a, r, ok);
+  a.measured_setting = measured_setting(r);
+  a.compression_cost_measured = r.strategy_details.contains("compression_s_per_byte");
+  const AdviceModel m = read_model(a, r, options);
+  if (!m.timed()) {
+    a.not_advised = "the gradient timeline has a gradient with no ready time or no bytes, or backward's compute was "
+                    "not measured";
+    return a;
+  }
+  check_own_point(a, r, m);
   std::vector<TuningSetting> settings = grid;
   if (std::find(settings.begin(), settings.end(), kPyTorchDefaults) == settings.end()) settings.push_back(kPyTorchDefaults);
   for (int64_t ranks : options.ranks) {
-    if (ranks < 2) continue;
-    RankAdvice advice;
-    advice.ranks = ranks;
-    for (const TuningSetting& s : settings) advice.settings.push_back(at(s, ranks, options.ranks_per_node, a.fabric));
-    std::vector<std::size_t> order(advice.settings.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
-      return advice.settings[x].step_s < advice.settings[y].step_s;
-    });
-    advice.best = order.front();
-    const double best_s = advice.settings[advice.best].step_s;
-    for (std::size_t i : order) {
-      if (advice.settings[i].step_s <= best_s * (1 + a.tie_band)) advice.ties.push_back(i);
-    }
-    advice.defaults = static_cast<std::size_t>(std::find(settings.begin(), settings.end(), kPyTorchDefaults) -
-                                               settings.begin());
-    advice.gain_over_defaults = advice.settings[advice.defaults].step_s / best_s - 1;
-    // A tie with the defaults is no reason to change them.
-    advice.advised = advice.defaults_tie() ? advice.defaults : advice.best;
-    advice.fastest_gain_over_defaults = advice.gain_over_defaults;
-    advice.gain_over_defaults = advice.settings[advice.defaults].step_s / advice.settings[advice.advised].step_s - 1;
-    a.ranks.push_back(std::move(advice));
+    if (ranks >= 2) a.ranks.push_back(advise_at(ranks, settings, m, options, a));
   }
   return a;
 }
@@ -674,6 +779,108 @@ json advice_json(const std::vector<RowAdvice>& advice) {
   return out;
 }
 
+namespace {
+
+// Where the advice was measured, how far its model is off there, and its tie band.
+void markdown_advice_measured(std::ostringstream& md, const RowAdvice& a, const std::string& label) {
+  md << "\n### " << label << " on " << a.fabric.name << "\n\n"
+     << "Measured at " << a.measured_ranks << " ranks with " << setting_label(a.measured_setting) << ": "
+     << format_seconds(a.measured_step_s) << " per step; this model there: " << format_seconds(a.model_step_s);
+  if (std::isfinite(a.model_error)) {
+    md << " (" << (a.model_error >= 0 ? "+" : "") << format_fixed(100 * a.model_error, 1) << " %)";
+  }
+  if (a.step_spread_measured) {
+    md << "; its steps spread " << format_percent(a.step_spread) << " (p90 against p50, or its repetitions apart)";
+  } else {
+    md << "; its steps' spread was not recorded";
+  }
+  md << "; so settings within " << format_percent(a.tie_band) << " of each other are a tie.";
+  if (a.repetitions_left_out > 0) {
+    md << " " << a.repetitions_left_out << " of its repetitions did not run to a steady state and are left out.";
+  }
+  if (!a.unchecked.empty()) {
+    md << " **Not to be trusted: the model could not be checked at its own point (" << a.unchecked << ").**";
+  } else if (advice_off(a)) {
+    md << " **Not to be trusted: the model is more than " << format_percent(kModelTolerance)
+       << " off the step it measured.**";
+  }
+}
+
+// What the row measured, or did not, of what the model takes: compression, contention,
+// latency, the wire fractions.
+void markdown_advice_inputs(std::ostringstream& md, const RowAdvice& a) {
+  if (!a.compression_cost_measured) md << " The row did not measure compression's cost: fp16 and bf16 pay none here.";
+  if (a.contention_measured) {
+    md << " Backward and the allreduces shared the host: backward lost " << format_percent(a.compute_slowdown)
+       << " of its speed while an allreduce ran, the allreduces "
+       << (a.allreduce_alone_measured ? format_percent(a.comm_slowdown) + " of theirs while backward ran"
+                                      : std::string("an unmeasured share of theirs (no allreduce alone)"))
+       << " (as measured: each alone against both together), in every setting.";
+  } else {
+    md << " How backward and the allreduces slow each other was not measured (the row ran no allreduce beside "
+          "backward, or no backward alone): overlapped settings are advised as if they did not.";
+  }
+  if (a.fabric.inter.latency_s == 0 && a.fabric.intra.latency_s == 0) {
+    md << " Latency taken as 0 (the measured link cannot show one): small buckets look cheaper than they are; "
+          "give --latency-us.";
+  }
+  if (a.fp16_wire_fraction != 0.5 || a.bf16_wire_fraction != 0.5) {
+    md << " An fp16 allreduce took " << format_fixed(a.fp16_wire_fraction, 2) << " and a bf16 one "
+       << format_fixed(a.bf16_wire_fraction, 2) << " of an fp32 one's time alone here.";
+  }
+}
+
+// The advice per rank count, against PyTorch's defaults, with the closest ties.
+void markdown_advice_table(std::ostringstream& md, const RowAdvice& a) {
+  md << "\n\n| ranks | advice | flags | step | images/s | against PyTorch's defaults | also within " << format_percent(a.tie_band)
+     << " |\n| ---: | --- | --- | ---: | ---: | --- | --- |\n";
+  for (const RankAdvice& k : a.ranks) {
+    const SettingProjection& best = k.settings[k.advised];
+    std::string against;
+    if (k.best == k.defaults) {
+      against = "the defaults are the fastest";
+    } else if (k.defaults_tie()) {
+      against = "the fastest, " + setting_label(k.settings[k.best].setting) + " (" +
+                format_seconds(k.settings[k.best].step_s) + "), is a tie with them: keep them";
+    } else {
+      against = format_fixed(1 + k.gain_over_defaults, 2) + "x the defaults' speed (" +
+                format_seconds(k.settings[k.defaults].step_s) + ")";
+    }
+    // The closest three by name, the rest counted (every one is in the table below and the JSON).
+    std::string ties;
+    std::size_t named = 0;
+    for (std::size_t i : k.ties) {
+      if (i == k.advised || ++named > 3) continue;
+      ties += (ties.empty() ? "" : "; ") + setting_label(k.settings[i].setting);
+    }
+    if (named > 3) ties += "; and " + std::to_string(named - 3) + " more";
+    md << "| " << k.ranks << " | " << setting_label(best.setting) << " | `" << setting_flags(best.setting) << "` | "
+       << format_seconds(best.step_s) << " | " << format_rate(best.images_per_s) << " | " << against << " | "
+       << (ties.empty() ? "-" : ties) << " |\n";
+  }
+}
+
+// Every setting's projected step at every rank count, the advised one in bold.
+void markdown_every_setting(std::ostringstream& md, const RowAdvice& a) {
+  if (a.ranks.empty()) return;
+  md << "\nEvery setting, projected step (buckets):\n\n| setting |";
+  for (const RankAdvice& k : a.ranks) md << " " << k.ranks << " ranks |";
+  md << "\n| --- |";
+  for (std::size_t i = 0; i < a.ranks.size(); ++i) md << " ---: |";
+  md << "\n";
+  for (std::size_t s = 0; s < a.ranks.front().settings.size(); ++s) {
+    md << "| " << setting_label(a.ranks.front().settings[s].setting) << " |";
+    for (const RankAdvice& k : a.ranks) {
+      const bool mark = s == k.advised;
+      md << " " << (mark ? "**" : "") << format_seconds(k.settings[s].step_s) << (mark ? "**" : "") << " ("
+         << k.settings[s].buckets << ") |";
+    }
+    md << "\n";
+  }
+}
+
+}  // namespace
+
 std::string markdown_advice(const std::vector<RowAdvice>& advice, bool every_setting) {
   std::ostringstream md;
   for (const RowAdvice& a : advice) {
@@ -682,88 +889,10 @@ std::string markdown_advice(const std::vector<RowAdvice>& advice, bool every_set
       md << "- " << label << ": no advice: " << a.not_advised << "\n";
       continue;
     }
-    md << "\n### " << label << " on " << a.fabric.name << "\n\n"
-       << "Measured at " << a.measured_ranks << " ranks with " << setting_label(a.measured_setting) << ": "
-       << format_seconds(a.measured_step_s) << " per step; this model there: " << format_seconds(a.model_step_s);
-    if (std::isfinite(a.model_error)) {
-      md << " (" << (a.model_error >= 0 ? "+" : "") << format_fixed(100 * a.model_error, 1) << " %)";
-    }
-    if (a.step_spread_measured) {
-      md << "; its steps spread " << format_percent(a.step_spread) << " (p90 against p50, or its repetitions apart)";
-    } else {
-      md << "; its steps' spread was not recorded";
-    }
-    md << "; so settings within " << format_percent(a.tie_band) << " of each other are a tie.";
-    if (a.repetitions_left_out > 0) {
-      md << " " << a.repetitions_left_out << " of its repetitions did not run to a steady state and are left out.";
-    }
-    if (!a.unchecked.empty()) {
-      md << " **Not to be trusted: the model could not be checked at its own point (" << a.unchecked << ").**";
-    } else if (advice_off(a)) {
-      md << " **Not to be trusted: the model is more than " << format_percent(kModelTolerance)
-         << " off the step it measured.**";
-    }
-    if (!a.compression_cost_measured) md << " The row did not measure compression's cost: fp16 and bf16 pay none here.";
-    if (a.contention_measured) {
-      md << " Backward and the allreduces shared the host: backward lost " << format_percent(a.compute_slowdown)
-         << " of its speed while an allreduce ran, the allreduces "
-         << (a.allreduce_alone_measured ? format_percent(a.comm_slowdown) + " of theirs while backward ran"
-                                        : std::string("an unmeasured share of theirs (no allreduce alone)"))
-         << " (as measured: each alone against both together), in every setting.";
-    } else {
-      md << " How backward and the allreduces slow each other was not measured (the row ran no allreduce beside "
-            "backward, or no backward alone): overlapped settings are advised as if they did not.";
-    }
-    if (a.fabric.inter.latency_s == 0 && a.fabric.intra.latency_s == 0) {
-      md << " Latency taken as 0 (the measured link cannot show one): small buckets look cheaper than they are; "
-            "give --latency-us.";
-    }
-    if (a.fp16_wire_fraction != 0.5 || a.bf16_wire_fraction != 0.5) {
-      md << " An fp16 allreduce took " << format_fixed(a.fp16_wire_fraction, 2) << " and a bf16 one "
-         << format_fixed(a.bf16_wire_fraction, 2) << " of an fp32 one's time alone here.";
-    }
-    md << "\n\n| ranks | advice | flags | step | images/s | against PyTorch's defaults | also within " << format_percent(a.tie_band)
-       << " |\n| ---: | --- | --- | ---: | ---: | --- | --- |\n";
-    for (const RankAdvice& k : a.ranks) {
-      const SettingProjection& best = k.settings[k.advised];
-      std::string against;
-      if (k.best == k.defaults) {
-        against = "the defaults are the fastest";
-      } else if (k.defaults_tie()) {
-        against = "the fastest, " + setting_label(k.settings[k.best].setting) + " (" +
-                  format_seconds(k.settings[k.best].step_s) + "), is a tie with them: keep them";
-      } else {
-        against = format_fixed(1 + k.gain_over_defaults, 2) + "x the defaults' speed (" +
-                  format_seconds(k.settings[k.defaults].step_s) + ")";
-      }
-      // The closest three by name, the rest counted (every one is in the table below and the JSON).
-      std::string ties;
-      std::size_t named = 0;
-      for (std::size_t i : k.ties) {
-        if (i == k.advised || ++named > 3) continue;
-        ties += (ties.empty() ? "" : "; ") + setting_label(k.settings[i].setting);
-      }
-      if (named > 3) ties += "; and " + std::to_string(named - 3) + " more";
-      md << "| " << k.ranks << " | " << setting_label(best.setting) << " | `" << setting_flags(best.setting) << "` | "
-         << format_seconds(best.step_s) << " | " << format_rate(best.images_per_s) << " | " << against << " | "
-         << (ties.empty() ? "-" : ties) << " |\n";
-    }
-    if (every_setting && !a.ranks.empty()) {
-      md << "\nEvery setting, projected step (buckets):\n\n| setting |";
-      for (const RankAdvice& k : a.ranks) md << " " << k.ranks << " ranks |";
-      md << "\n| --- |";
-      for (std::size_t i = 0; i < a.ranks.size(); ++i) md << " ---: |";
-      md << "\n";
-      for (std::size_t s = 0; s < a.ranks.front().settings.size(); ++s) {
-        md << "| " << setting_label(a.ranks.front().settings[s].setting) << " |";
-        for (const RankAdvice& k : a.ranks) {
-          const bool mark = s == k.advised;
-          md << " " << (mark ? "**" : "") << format_seconds(k.settings[s].step_s) << (mark ? "**" : "") << " ("
-             << k.settings[s].buckets << ") |";
-        }
-        md << "\n";
-      }
-    }
+    markdown_advice_measured(md, a, label);
+    markdown_advice_inputs(md, a);
+    markdown_advice_table(md, a);
+    if (every_setting) markdown_every_setting(md, a);
     md << "\nNot modelled: " << kAdviceLeavesOut << ".\n";
   }
   return md.str();

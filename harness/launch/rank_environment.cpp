@@ -124,9 +124,13 @@ void derive_slurm_master(const EnvironmentLookup& lookup, const SlurmNodeList& n
   const int64_t job_id = has_job ? parse_variable("SLURM_JOB_ID", job, 0) : 0;
   const int64_t step_id = step != nullptr && *step != '\0' ? parse_variable("SLURM_STEP_ID", step, 0) : 0;
   if (has_job) env.run_id = "slurm-" + std::to_string(job_id) + "." + std::to_string(step_id);
-  if (!addr_given && !env.nodes.empty()) {
+  // One node's ranks meet on loopback: a node's own name need not resolve on it.
+  if (!addr_given && !env.nodes.empty() && env.node_count > 1) {
     env.master_addr = env.nodes.front();
     env.master_addr_origin = "the first host of " + node_list.origin;
+  } else if (!addr_given && !env.nodes.empty()) {
+    env.master_addr = "127.0.0.1";
+    env.master_addr_origin = "loopback: the step's ranks share one node (" + env.nodes.front() + ")";
   }
   if (!port_given && has_job) {
     env.master_port = 15000 + (37 * (job_id % 10000) + step_id) % 10000;

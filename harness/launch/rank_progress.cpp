@@ -137,4 +137,10 @@ bool died_waiting_for_another(const ProgressVerdict& verdict, int64_t rank, doub
   return own && own->inside && own->for_s >= 0.5 * timeout_s;
 }
 
+std::string sentence_for_killed(const ProgressVerdict& verdict, int64_t rank) {
+  const bool only_it = !verdict.blamed.empty() && std::all_of(verdict.blamed.begin(), verdict.blamed.end(),
+                                                              [&](int64_t blamed) { return blamed == rank; });
+  return only_it ? verdict.text : "";
+}
+
 }  // namespace ddpbench

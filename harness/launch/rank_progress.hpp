@@ -45,6 +45,11 @@ struct ProgressVerdict {
 /// after the timeout). A rank that dies as it enters a collective the others have not reached
 /// yet is ahead, not waiting: it is the cause.
 bool died_waiting_for_another(const ProgressVerdict& verdict, int64_t rank, double timeout_s);
+/// The records' sentence where `rank`, killed by a signal, is named as the cause: their text when
+/// they blame `rank` alone, else empty. A rank killed as it entered a collective leaves the others
+/// short of it, which the records read as theirs being behind; said after the killed rank's name
+/// that blames the wrong one.
+std::string sentence_for_killed(const ProgressVerdict& verdict, int64_t rank);
 ProgressVerdict blame(const std::vector<std::optional<RankProgress>>& before,
                       const std::vector<std::optional<RankProgress>>& after, double silence_s, int64_t observer);
 

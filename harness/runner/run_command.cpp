@@ -229,7 +229,8 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
 // inside a collective that the ranks' progress records blame another for: NCCL's watchdog
 // aborts (SIGABRT) the healthy ranks of a collective that a stuck rank never entered, after
 // the timeout, and those are victims. A rank that dies just after entering a collective is
-// ahead of the others, not their victim (died_waiting_for_another). Else the words of the
+// ahead of the others, not their victim (died_waiting_for_another), and the records' sentence
+// follows only where it blames that rank (sentence_for_killed). Else the words of the
 // rank that saw the failure: rank 0's failed result ("allreduce of bucket 2 failed on rank
 // 0: rank 1 is behind, alive: ..."), else the failing rank's own "ddpbench: rank N: " line;
 // else the progress records as the launcher read them; else how the process ended.
@@ -241,8 +242,8 @@ std::string failure_reason(const ProcessExit& failure, int64_t failed_rank, cons
     if (blames && died_waiting_for_another(*progress, failed_rank, timeout_s)) {
       return records + " (then " + failure.describe() + ")";
     }
-    return failure.describe() +
-           (blames ? "; the progress records as it died: " + progress->text : "") +
+    const std::string as_it_died = progress ? sentence_for_killed(*progress, failed_rank) : "";
+    return failure.describe() + (as_it_died.empty() ? "" : "; the progress records as it died: " + as_it_died) +
            "; its stderr ended:\n" + failure.tail(10);
   }
   try {

@@ -19,11 +19,13 @@ where the hosts had their share of the machine.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from pathlib import Path
 
 from emulated_hosts import RESNET18_ROW, EmulatedHosts, Shaping, busy_outside_the_ranks, hosts_had_their_share
-from projection_validation import SWEEPS, Analysis, Goal
+from projection_validation import (SWEEPS, Analysis, Goal, is_number, percent_text, relative_error, seconds_text,
+                                   unjudgeable)
 from recorded_rows import BadRecording, Recording, ask, normalised
 
 PART = "advice"
@@ -131,8 +133,13 @@ def setting_key(setting: dict) -> tuple[float, str]:
 
 def link_goals(shaping: str, advised_gap: float, median: float, worst: float, rho: float,
                judged: tuple[bool, str]) -> list[Goal]:
+    name = f"{shaping}: the goals and the bounds held before"
+    figures_found = [(advised_gap, "the advised setting's gap to the best"), (median, "the median error"),
+                     (worst, "the worst error"), (rho, "Spearman's rho")]
+    if cannot := unjudgeable(name, figures_found):
+        return [cannot]
     if not judged[0]:
-        return [Goal(f"{shaping}: the goals and the bounds held before", None, f"not judged: {judged[1]}")]
+        return [Goal(name, None, f"not judged: {judged[1]}")]
     figures = (f"advised {100 * advised_gap:+.1f} % from the best", f"median {100 * median:.1f} %",
                f"worst {100 * worst:.1f} %", f"Spearman {rho:.2f}")
     goals = []
@@ -160,26 +167,29 @@ def analyse_link(binary: Path, recording: Recording, rows: dict, shaping: str, s
     missing = [k for k in keys if k not in predicted]
     if missing:
         raise BadRecording(f"ddpbench advise {rows[shaping, MEASURED_FROM, DEFAULTS]}: no prediction for {missing}")
-    errors = {k: predicted[k] / measured[k] - 1 for k in keys}
-    rho = spearman([predicted[k] for k in keys], [measured[k] for k in keys])
+    errors = {k: relative_error(predicted[k], measured[k]) for k in keys}
+    every_number = all(map(is_number, errors.values()))
+    # A prediction that is not a number has no rank: every figure of this link is then not a number.
+    rho = spearman([predicted[k] for k in keys], [measured[k] for k in keys]) if every_number else math.nan
     advised = setting_key(at["advised"])
     best = min(keys, key=lambda k: measured[k])
     advised_gap = measured[advised] / measured[best] - 1
     ties = {setting_key(t) for t in at["ties"]}
-    median = statistics.median(abs(e) for e in errors.values())
-    worst = max(abs(e) for e in errors.values())
+    median = statistics.median(abs(e) for e in errors.values()) if every_number else math.nan
+    worst = max(abs(e) for e in errors.values()) if every_number else math.nan
     outputs[f"{shaping}: {rows[shaping, MEASURED_FROM, DEFAULTS]} advised for {ADVISED_FOR} hosts"] = normalised(
         document, recording.folder)
-    lines = ["", f"{shaping}: measured on {MEASURED_FROM} hosts {advice['measured_step_s']:.3f} s a step, the model "
-                 f"there {advice['model_step_s']:.3f} s ({100 * advice['model_error']:+.1f} %), backward "
+    lines = ["", f"{shaping}: measured on {MEASURED_FROM} hosts {seconds_text(advice['measured_step_s'])} a step, "
+                 f"the model there {seconds_text(advice['model_step_s'])} ({percent_text(advice['model_error'])}), backward "
                  f"{100 * advice['compute_slowdown']:.0f} % slower beside its allreduces; advised for {ADVISED_FOR}: "
                  f"{at['advised']['label']} ({len(ties - {advised})} ties)", "",
              "| bucket cap | hook | predicted step | measured step | error | predicted rank | measured rank |",
              "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
-    for k, pr, mr in zip(keys, ranks_of([predicted[k] for k in keys]), ranks_of([measured[k] for k in keys])):
+    predicted_ranks = ranks_of([predicted[k] for k in keys]) if every_number else [math.nan] * len(keys)
+    for k, pr, mr in zip(keys, predicted_ranks, ranks_of([measured[k] for k in keys])):
         mark = " (advised)" if k == advised else " (tie)" if k in ties else ""
-        lines.append(f"| {k[0]:g} MB | {k[1]}{mark} | {predicted[k]:.3f} s | {measured[k]:.3f} s | "
-                     f"{100 * errors[k]:+.1f} % | {pr:g} | {mr:g} |")
+        lines.append(f"| {k[0]:g} MB | {k[1]}{mark} | {seconds_text(predicted[k])} | {measured[k]:.3f} s | "
+                     f"{percent_text(errors[k])} | {pr:g} | {mr:g} |")
     lines += ["", f"Spearman {rho:.2f}; errors: median {100 * median:.1f} %, worst {100 * worst:.1f} %; the advised "
                   f"setting measured {100 * advised_gap:+.1f} % from the measured best ({best[0]:g} MB, {best[1]})"]
     return lines, link_goals(shaping, advised_gap, median, worst, rho, hosts_had_their_share(recording.loads))

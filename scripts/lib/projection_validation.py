@@ -23,6 +23,7 @@ Beside them: no projection the wrong way, fp16's measured allreduce time against
 """
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,6 +105,38 @@ class Goal:
     name: str
     met: bool | None  # None: not judged, and why in the text
     text: str
+    # Not judged because a figure of the model's is not a number: cannot judge, never a pass
+    # (scripts/validate exits 2), where a busy machine's "not judged" is the measurement's.
+    not_a_number: bool = False
+
+
+def is_number(value: object) -> bool:
+    """A finite int or float (not a bool): what a goal can be judged on."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def relative_error(predicted: object, measured: object) -> float:
+    """predicted / measured - 1, or NaN where either is not a number (or measured is not positive)."""
+    if is_number(predicted) and is_number(measured) and measured > 0:
+        return predicted / measured - 1
+    return math.nan
+
+
+def seconds_text(value: object) -> str:
+    return f"{value:.3f} s" if is_number(value) else f"{value} (not a number)"
+
+
+def percent_text(value: object) -> str:
+    return f"{100 * value:+.1f} %" if is_number(value) else f"{value} (not a number)"
+
+
+def unjudgeable(name: str, found: list[tuple[object, str]]) -> Goal | None:
+    """The goal `name` cannot be judged where any of its errors is not a number: named with its rows."""
+    bad = [f"{what}: {error}" for error, what in found if not is_number(error)]
+    if not bad:
+        return None
+    return Goal(name, None, f"cannot judge: {len(bad)} of {len(found)} errors not a number ({'; '.join(bad)})",
+                not_a_number=True)
 
 
 @dataclass
@@ -178,13 +211,13 @@ def own_point(project: Projector, rows: dict) -> tuple[list[str], list[tuple[flo
     for (hosts, shaping, variant), row in rows.items():
         p = project(row, hosts, None)
         what = f"{hosts} hosts, {variant}, on {shaping}"
-        if p["model_error"] is None:  # not projected: a miss, with its reason
-            errors.append((float("inf"), f"{what}: not projected: {p['not_projected']}"))
+        if p["model_error"] is None and p["not_projected"]:  # not projected: cannot judge, with its reason
+            errors.append((None, f"{what}: not projected: {p['not_projected']}"))
             table.append(f"| {hosts} | {shaping} | {variant_words(variant)} | - | - | {p['not_projected']} |")
             continue
         errors.append((p["model_error"], what))
-        table.append(f"| {hosts} | {shaping} | {variant_words(variant)} | {p['model_step_s']:.3f} s | "
-                     f"{p['measured_step_s']:.3f} s | {100 * p['model_error']:+.1f} % |")
+        table.append(f"| {hosts} | {shaping} | {variant_words(variant)} | {seconds_text(p['model_step_s'])} | "
+                     f"{seconds_text(p['measured_step_s'])} | {percent_text(p['model_error'])} |")
     return table, errors
 
 
@@ -200,10 +233,10 @@ def more_hosts(project: Projector, rows: dict) -> tuple[list[str], dict[str, lis
                 measured_s = project(rows[hosts, shaping, variant], hosts, None)["measured_step_s"]
                 for used, link in (("default", None), ("calibrated", link_name(hosts, shaping))):
                     predicted_s = project(rows[smallest, shaping, variant], hosts, link)["points"][0]["step_s"]
-                    error = predicted_s / measured_s - 1
+                    error = relative_error(predicted_s, measured_s)
                     errors[used].append((error, f"{shaping}, {variant}, {smallest} -> {hosts} hosts, {used} link"))
                     table.append(f"| {shaping} | {smallest} | {hosts} | {variant_words(variant)} | {used} | "
-                                 f"{predicted_s:.3f} s | {measured_s:.3f} s | {100 * error:+.1f} % |")
+                                 f"{seconds_text(predicted_s)} | {seconds_text(measured_s)} | {percent_text(error)} |")
     return table, errors
 
 
@@ -219,16 +252,17 @@ def other_links(project: Projector, rows: dict) -> tuple[list[str], list[tuple[f
             projected = project(row, hosts, link_name(hosts, target))
             measured_s = project(rows[hosts, target, variant], hosts, link_name(hosts, target))["measured_step_s"]
             predicted_s = projected["points"][0]["step_s"]
-            error = predicted_s / measured_s - 1
+            error = relative_error(predicted_s, measured_s)
             errors.append((error, f"{hosts} hosts, {variant}, {shaping} -> {target}"))
-            # A slower link must project a slower step than the row measured, a faster one faster.
+            # A slower link must project a slower step than the row measured, a faster one faster
+            # (a step that is not a number is its error's, not judged here).
             own_s = projected["measured_step_s"]
             slower = SHAPINGS_FASTEST_FIRST.index(target) > SHAPINGS_FASTEST_FIRST.index(shaping)
-            if (predicted_s > own_s) != slower:
+            if is_number(predicted_s) and is_number(own_s) and (predicted_s > own_s) != slower:
                 wrong_way.append(f"{hosts} hosts, {variant}, {shaping} -> {target}: {own_s:.3f} s -> "
                                  f"{predicted_s:.3f} s")
-            table.append(f"| {hosts} | {shaping} | {target} | {variant_words(variant)} | {predicted_s:.3f} s | "
-                         f"{measured_s:.3f} s | {100 * error:+.1f} % |")
+            table.append(f"| {hosts} | {shaping} | {target} | {variant_words(variant)} | {seconds_text(predicted_s)} | "
+                         f"{seconds_text(measured_s)} | {percent_text(error)} |")
     return table, errors, wrong_way
 
 
@@ -243,10 +277,10 @@ def compression(project: Projector, recording: Recording, rows: dict) -> tuple[l
         plain, fp16 = (recording.figure(slow[variant], run_of(recording, slow[variant]), "mean_phase_s", "allreduce_s")
                        for variant in ("overlap", "fp16"))
         slow_link = link_name(hosts, "200mbit")
-        ratio = (project(rows[hosts, "1gbit", "fp16"], hosts, slow_link)["points"][0]["comm_s"] /
-                 project(rows[hosts, "1gbit", "overlap"], hosts, slow_link)["points"][0]["comm_s"])
+        ratio = 1 + relative_error(project(rows[hosts, "1gbit", "fp16"], hosts, slow_link)["points"][0]["comm_s"],
+                                   project(rows[hosts, "1gbit", "overlap"], hosts, slow_link)["points"][0]["comm_s"])
         table.append(f"| {hosts} | {plain:.3f} s | {fp16:.3f} s | {fp16 / plain:.2f} | {ratio:.2f} |")
-        errors.append((fp16 / plain / ratio - 1, f"{hosts} hosts"))
+        errors.append((relative_error(fp16 / plain, ratio), f"{hosts} hosts"))
     return table, errors
 
 
@@ -266,7 +300,10 @@ def contention(recording: Recording, rows: dict) -> list[str]:
 
 def rate_goals(name: str, found: list[tuple[float, str]], every_bound: float, median_bound: float | None,
                judged: tuple[bool, str]) -> tuple[str, list[Goal]]:
-    """The check's rate line, its goal (every row within GOAL) and the bounds held before."""
+    """The check's rate line, its goal (every row within GOAL) and the bounds held before; an
+    error that is not a number makes them one goal that cannot be judged."""
+    if cannot := unjudgeable(f"{name}: every row within {100 * GOAL:.0f} % and the bounds held before", found):
+        return f"{name}: {cannot.text}", [cannot]
     within = sum(abs(e) <= GOAL for e, _ in found)
     median = statistics.median(abs(e) for e, _ in found)
     worst = max(found, key=lambda f: abs(f[0]))
@@ -282,6 +319,14 @@ def rate_goals(name: str, found: list[tuple[float, str]], every_bound: float, me
         goals.append(Goal(f"{name}: the median row within {100 * median_bound:.0f} % (bound held before)",
                           median <= median_bound, f"{100 * median:.1f} %"))
     return line, goals
+
+
+def compression_goal(errors: list[tuple[object, str]]) -> Goal:
+    name = f"fp16's allreduces within {100 * BOUND_COMPRESSION:.0f} % of the projected ratio (bound held before)"
+    if cannot := unjudgeable(name, errors):
+        return cannot
+    worst = max(errors, key=lambda e: abs(e[0]))
+    return Goal(name, abs(worst[0]) <= BOUND_COMPRESSION, f"the worst {100 * worst[0]:+.1f} % ({worst[1]})")
 
 
 def analyse(binary: Path, recording: Recording, scratch: Path) -> Analysis:
@@ -306,10 +351,7 @@ def analyse(binary: Path, recording: Recording, scratch: Path) -> Analysis:
         rates.append(line)
         goals += check_goals
     goals.append(Goal("no projection the wrong way", not wrong_way, "; ".join(wrong_way) or "none"))
-    worst_compression = max(compression_errors, key=lambda e: abs(e[0]))
-    goals.append(Goal(f"fp16's allreduces within {100 * BOUND_COMPRESSION:.0f} % of the projected ratio (bound held "
-                      f"before)", abs(worst_compression[0]) <= BOUND_COMPRESSION,
-                      f"the worst {100 * worst_compression[0]:+.1f} % ({worst_compression[1]})"))
+    goals.append(compression_goal(compression_errors))
     shaped = f"rate{' and delay' if recording.delay else ' only (no netem here)'}"
     lines = [f"links shaped in {shaped}; each host capped at the same share of the cores whatever the host count; "
              f"{recording.elapsed_s:.0f} s of measuring", noise, busy_outside_the_ranks(recording.loads), share[1], "",

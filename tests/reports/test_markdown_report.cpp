@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/markdown_report.hpp"
+#include "reports/straggler_judgement.hpp"
 
 namespace ddpbench {
 namespace {
@@ -54,6 +55,49 @@ TEST(MarkdownReport, ARowWithNoStepAfterTheWarmupSaysSo) {
             std::string::npos);
   r.warmup_steps = 3;
   EXPECT_EQ(markdown_runs_table({r}).find("no step after the warm-up"), std::string::npos);
+}
+
+// The straggler test (the same rank slowest beyond chance, p below 0.05) cannot flag 2 ranks
+// over 3 steady steps (best p = 0.5^3 = 0.125): the row says it could not be judged, rather than
+// imply no straggler; over 5 steps (0.031) or at 4 ranks over 3 (0.016) it could, and says nothing.
+TEST(MarkdownReport, AStragglerTheTestCouldNotFlagOnFewStepsIsNotJudged) {
+  RunResult r;
+  r.name = "ddp-2";
+  r.strategy = "ddp";
+  r.world_size = 2;
+  r.steps = 5;
+  r.warmup_steps = 2;
+  r.straggler_steps = 3;
+  r.straggler_of_steps = 3;
+  r.straggler_p = 0.125;
+  const std::string md = markdown_runs_table({r});
+  EXPECT_NE(md.find("- ddp-2: straggler: could not be judged: 3 steady steps of 2 ranks (the same rank slowest in "
+                    "every one is p = 0.125 by chance, not below 0.05; the test needs 5 steady steps or more)"),
+            std::string::npos)
+      << md;
+  EXPECT_DOUBLE_EQ(best_straggler_p(3, 2), 0.125);
+  EXPECT_EQ(steps_to_judge_straggler(2), 5);
+  EXPECT_EQ(steps_to_judge_straggler(3), 3);  // 1/27 = 0.037
+  EXPECT_EQ(steps_to_judge_straggler(8), 2);  // 1/64
+  RunResult enough = r;
+  enough.straggler_of_steps = 5;
+  EXPECT_EQ(straggler_not_judged(enough), "");
+  RunResult four = r;
+  four.world_size = 4;
+  EXPECT_EQ(straggler_not_judged(four), "") << "4 ranks over 3 steps: p can reach 1/64";
+  RunResult four_steps = r;
+  four_steps.straggler_of_steps = 4;  // 0.0625: still not below 0.05
+  EXPECT_NE(straggler_not_judged(four_steps), "");
+  RunResult flagged = r;
+  flagged.straggler = true;  // from a row without per-step times: flagged by its spread, judged
+  EXPECT_EQ(straggler_not_judged(flagged), "");
+  RunResult failed = r;
+  failed.status = RunStatus::failed;
+  EXPECT_EQ(straggler_not_judged(failed), "");
+  RunResult one_rank = r;
+  one_rank.world_size = 1;
+  EXPECT_EQ(straggler_not_judged(one_rank), "");
+  EXPECT_EQ(markdown_runs_table({enough}).find("straggler"), std::string::npos);
 }
 
 TEST(MarkdownReport, NotesCutAndFailedRowsAndEscapesPipes) {

@@ -285,6 +285,44 @@ TEST(AdversarialProjection, NoRowEscapesTheCheck) {
       << markdown_projection({q});
 }
 
+// A row that measured no link (one rank; or allreduces never timed on the wire) projected to a
+// named fabric printed "Link measured: 0 s latency, 0 B/s ()": it says what is known instead.
+TEST(AdversarialProjection, ALinkNotMeasuredIsSaidNotPrintedAsZeroBytesPerSecond) {
+  RunResult one;
+  one.name = "ddp";
+  one.strategy = "ddp";
+  one.world_size = 1;
+  one.global_batch = 64;
+  one.steady_images_per_s = 64 / 0.0116;
+  one.mean_phase_s = PhaseSeconds{0.0, 0.0001, 0.0019, 0, 0, 0, 0, 0};
+  one.strategy_details = {{"backward_compute_s", 0.0019},
+                          {"bucket_timeline", json::array({{{"bucket", 0}, {"bytes", 1e6}, {"ready_s", 0.001},
+                                                            {"allreduce_s", 0.0}, {"wire_s", 0.0}}})}};
+  ProjectionOptions options;
+  options.ranks = {8};
+  options.fabric = "hdr-ib";
+  const std::string md = markdown_projection({project_row({&one}, options)});
+  EXPECT_EQ(md.find("0 B/s"), std::string::npos) << md;
+  EXPECT_EQ(md.find("()"), std::string::npos) << md;
+  EXPECT_NE(md.find("No link measured (measured on one rank, which crosses no link). Projected to: hdr-ib"),
+            std::string::npos)
+      << md;
+  RunResult untimed = one;
+  untimed.world_size = 2;
+  untimed.global_batch = 128;
+  untimed.steady_images_per_s = 128 / 0.002;
+  const std::string md2 = markdown_projection({project_row({&untimed}, options)});
+  EXPECT_NE(md2.find("No link measured (no bucket allreduce was timed on the wire, so no link was measured to set the "
+                     "model on). Projected to: hdr-ib"),
+            std::string::npos)
+      << md2;
+  // A measured link still prints its figures.
+  const RunResult timed = measured_row();
+  const std::string md3 = markdown_projection({project_row({&timed}, options)});
+  EXPECT_NE(md3.find("Link measured: 0.0 us latency, "), std::string::npos) << md3;
+  EXPECT_EQ(md3.find("B/s ()"), std::string::npos) << md3;
+}
+
 TEST(Projection, CompressionHalvesTheBytesOnTheWire) {
   const RunResult plain = measured_row();
   RunResult fp16 = measured_row("fp16");

@@ -119,6 +119,36 @@ TEST(Reporters, MarkdownAndHtmlShowAStragglersRanks) {
   EXPECT_EQ(make_markdown_reporter()->render(doc).find("## stragglers"), std::string::npos);
 }
 
+// A sweep's DDP row of 3 steady steps on 2 ranks (the CPU preset's) could not have been flagged:
+// both reports say its straggler was not judged; rows whose test could reach alpha are not listed.
+TEST(Reporters, MarkdownAndHtmlSayAStragglerOnTooFewStepsWasNotJudged) {
+  ResultDocument doc = testing::sample_sweep_document();
+  bool set = false;
+  for (auto& r : doc.runs) {
+    r.straggler_of_steps = 0;
+    if (r.name != "ddp-2gpu" || r.mode != "faithful" || r.status != RunStatus::ok) continue;
+    r.world_size = 2;
+    r.straggler = false;
+    r.straggler_steps = 2;
+    r.straggler_of_steps = 3;
+    set = true;
+  }
+  ASSERT_TRUE(set);
+  const std::string md = make_markdown_reporter()->render(doc);
+  EXPECT_NE(md.find("## stragglers not judged\n\n- ddp-2gpu (faithful): a straggler could not be judged: 3 steady "
+                    "steps of 2 ranks"),
+            std::string::npos)
+      << md;
+  const std::string html = make_html_reporter()->render(doc);
+  EXPECT_NE(html.find("<h2>Stragglers not judged</h2>\n<ul>\n<li>ddp-2gpu (faithful): a straggler could not be "
+                      "judged: 3 steady steps of 2 ranks"),
+            std::string::npos)
+      << html;
+  for (auto& r : doc.runs) r.straggler_of_steps = r.straggler_of_steps > 0 ? 5 : 0;
+  EXPECT_EQ(make_markdown_reporter()->render(doc).find("not judged"), std::string::npos);
+  EXPECT_EQ(make_html_reporter()->render(doc).find("Stragglers not judged"), std::string::npos);
+}
+
 // With --reference, Markdown, HTML and JSON put each row against its PyTorch twin, and the
 // twin is not a row of the main tables.
 TEST(Reporters, EveryFormatPutsARowAgainstItsPyTorchTwin) {

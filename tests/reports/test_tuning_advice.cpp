@@ -139,6 +139,45 @@ TEST(TuningAdvice, ABucketIsReadyWhenItsLastGradientIsAndHeldToBackwardsEndWitho
   EXPECT_EQ(find(k, {1, "allreduce", true}).buckets, 2);
 }
 
+// Backward beside the allreduces against backward alone: a difference inside backward's own
+// spread (its runs alone apart, or its steps' p90 over p50) is its wobble, not contention. A 1 %
+// difference once read as backward losing speed to the allreduces in every setting.
+TEST(TuningAdvice, ContentionIsMeasuredAgainstBackwardsOwnSpread) {
+  std::vector<Gradient> gradients;
+  for (int i = 0; i < 10; ++i) gradients.push_back({4'000'000, 0.0303 * (i + 1)});
+  RunResult r = row_of(gradients, 0.303);
+  r.strategy_details["bucket_timeline"] = json::array(
+      {{{"bucket", 0}, {"bytes", 20e6}, {"ready_s", 0.15}, {"start_s", 0.15}, {"allreduce_s", 0.15}, {"wire_s", 0.15}},
+       {{"bucket", 1}, {"bytes", 20e6}, {"ready_s", 0.303}, {"start_s", 0.303}, {"allreduce_s", 0.02}, {"wire_s", 0.02}}});
+  r.strategy_details["backward_alone_s"] = 0.3;  // 1 % faster alone than beside its allreduces
+  r.strategy_details["backward_alone_runs_s"] = {0.297, 0.3, 0.306};
+  ProjectionOptions options;
+  options.ranks = {2};
+  options.ranks_per_node = 1;
+  const RowAdvice wobble = advise_row({&r}, options, default_tuning_grid());
+  ASSERT_EQ(wobble.not_advised, "");
+  EXPECT_TRUE(wobble.contention_measured);
+  EXPECT_EQ(wobble.compute_slowdown, 0.0) << "0.003 s inside its runs' 0.009 s: no contention";
+  EXPECT_NE(markdown_advice({wobble}, false).find("backward lost 0.0 % of its speed"), std::string::npos)
+      << markdown_advice({wobble}, false);
+  // Its steps' spread serves where its runs alone were not recorded: p90 2 % over p50.
+  RunResult steps = r;
+  steps.strategy_details.erase("backward_alone_runs_s");
+  steps.step_time_s = {1.0, 1.02, 1.05};
+  EXPECT_EQ(advise_row({&steps}, options, default_tuning_grid()).compute_slowdown, 0.0);
+  // Neither recorded: nothing says it wobbles, and the difference is taken as measured.
+  steps.step_time_s = {};
+  EXPECT_GT(advise_row({&steps}, options, default_tuning_grid()).compute_slowdown, 0.0);
+  // A clear difference beyond the spread: backward alone 0.25 s against 0.303 s beside.
+  RunResult clear = r;
+  clear.strategy_details["backward_alone_s"] = 0.25;
+  clear.strategy_details["backward_alone_runs_s"] = {0.247, 0.25, 0.256};
+  const RowAdvice contended = advise_row({&clear}, options, default_tuning_grid());
+  ASSERT_EQ(contended.not_advised, "");
+  // It lost 0.053 s over the 0.15 s an allreduce was in flight beside it.
+  EXPECT_NEAR(contended.compute_slowdown, 0.053 / 0.15, 1e-9);
+}
+
 // On CPU ranks backward and the allreduces share the cores. The row says by how much: backward
 // alone took 0.3 s against 0.4 s beside allreduces that were in flight 0.28 s of it, so it lost
 // 0.1 / 0.28 of its speed then. Settings that start every allreduce after backward do not meet

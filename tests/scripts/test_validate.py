@@ -219,6 +219,53 @@ class SpearmanTest(unittest.TestCase):
         self.assertAlmostEqual(advice_validation.spearman([1, 2, 3, 4], [1, 3, 2, 4]), 0.8)
 
 
+class NotANumberTest(unittest.TestCase):
+    """A model's error or figure that is not a number cannot be judged: never met, never MISSED
+    as a miss of the model's accuracy, and scripts/validate does not exit 0 on it."""
+
+    def test_an_error_that_is_not_a_number_is_not_judged_with_its_row_named(self) -> None:
+        share = (True, "")
+        for bad in (math.nan, math.inf, None):
+            found = [(0.01, "2 hosts, overlap, on 1gbit"), (bad, "3 hosts, fp16, on 200mbit")]
+            line, goals = projection_validation.rate_goals("its own point", found, 0.5, 0.5, share)
+            self.assertEqual(len(goals), 1, goals)
+            self.assertIsNone(goals[0].met, goals)
+            self.assertTrue(goals[0].not_a_number)
+            self.assertIn(f"3 hosts, fp16, on 200mbit: {bad}", goals[0].text)
+            self.assertIn("cannot judge", line)
+            compression = projection_validation.compression_goal([(0.02, "2 hosts"), (bad, "3 hosts")])
+            self.assertIsNone(compression.met)
+            self.assertTrue(compression.not_a_number)
+            advice = advice_validation.link_goals("200mbit", 0.0, 0.05, bad, 0.9, share)
+            self.assertEqual([(g.met, g.not_a_number) for g in advice], [(None, True)], advice)
+            self.assertIn("the worst error", advice[0].text)
+        # Numbers are judged as before: a NaN among them must not hide behind max() or the median.
+        _, goals = projection_validation.rate_goals("its own point", [(0.01, "a"), (0.6, "b")], 0.5, 0.5, (True, ""))
+        self.assertEqual([g.met for g in goals], [False, False, True])
+        self.assertTrue(math.isnan(projection_validation.relative_error(None, 1.0)))
+        self.assertTrue(math.isnan(projection_validation.relative_error(1.0, 0.0)))
+
+    def test_validate_exits_2_where_a_goal_cannot_be_judged(self) -> None:
+        from importlib.machinery import SourceFileLoader
+        from importlib.util import module_from_spec, spec_from_loader
+        loader = SourceFileLoader("validate_script", str(VALIDATE))
+        validate = module_from_spec(spec_from_loader("validate_script", loader))
+        loader.exec_module(validate)
+        unjudged = projection_validation.Goal("its own point", None, "cannot judge: 1 of 2 errors not a number",
+                                              not_a_number=True)
+        busy = projection_validation.Goal("2 hosts to more", None, "not judged: the machine was busy")
+        folder = Path(tempfile.mkdtemp(prefix="ddpbench-nan-goal-"))
+        self.addCleanup(shutil.rmtree, folder)
+        validate.binaries = lambda from_rows: (Path("ddpbench"), Path("ddpbench_microbench"))
+        argv = sys.argv
+        self.addCleanup(setattr, sys, "argv", argv)
+        sys.argv = ["scripts/validate", "projection", "--from-rows", str(folder)]
+        for goals, status in (([unjudged], 2), ([], 0)):
+            validate.report = lambda *_, found=goals: list(found)
+            self.assertEqual(validate.main(), status, goals)
+        self.assertFalse(busy.not_a_number, "a busy machine's not judged is the measurement's, exit 0 as before")
+
+
 class HostsShareTest(unittest.TestCase):
     def test_the_largest_worlds_median_load_decides(self) -> None:
         quiet, busy = WorldLoad(0.05, 0.01, 0.0), WorldLoad(0.35, 0.01, 0.0)

@@ -125,6 +125,24 @@ TEST(RankEnvironment, UnderSlurmTheMasterIsTheStepsFirstNodeOnAPortOfTheJob) {
   EXPECT_EQ(node_of_rank(*from(srun_task(2, 1, {{"SLURM_DISTRIBUTION", "block:cyclic"}})), 2), "node2");
 }
 
+TEST(RankEnvironment, UnderSlurmOnOneNodeTheMasterIsLoopbackNotTheNodesName) {
+  // `srun -N 1 -n 2` on node7: the node's name need not resolve on it; its ranks meet on loopback.
+  const auto env = from({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "1"}, {"SLURM_NODEID", "0"},
+                         {"SLURM_NNODES", "1"}, {"SLURM_NODELIST", "node7"}, {"SLURM_STEP_NODELIST", "node7"},
+                         {"SLURM_STEP_TASKS_PER_NODE", "2"}, {"SLURM_JOB_ID", "42"}, {"SLURM_STEP_ID", "0"},
+                         {"SLURMD_NODENAME", "node7"}});
+  ASSERT_TRUE(env.has_value());
+  EXPECT_EQ(env->node_count, 1);
+  EXPECT_EQ(env->master_addr, "127.0.0.1");
+  EXPECT_EQ(env->master_addr_origin, "loopback: the step's ranks share one node (node7)");
+  // The port still comes from the job: two jobs on the node do not collide.
+  EXPECT_EQ(env->master_port, 15000 + 37 * 42 % 10000);
+  // MASTER_ADDR still wins.
+  auto given = *from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_NNODES", "1"}, {"SLURM_NODELIST", "node7"},
+                      {"MASTER_ADDR", "10.0.0.3"}});
+  EXPECT_EQ(given.master_addr, "10.0.0.3");
+}
+
 TEST(RankEnvironment, MasterAddrAndMasterPortWinOverSlurms) {
   const auto env = from(srun_task(1, 0, {{"MASTER_ADDR", "10.0.0.9"}, {"MASTER_PORT", "29411"}}));
   EXPECT_EQ(env->master_addr, "10.0.0.9");

@@ -64,6 +64,31 @@ TEST(AdversarialCulprit, ARankThatDiedIsAVictimOnlyAfterWaitingHalfTheTimeout) {
   EXPECT_FALSE(died_waiting_for_another(nobody_blamed, 1, 60));
 }
 
+// Rank 1 killed by a signal as it entered collective #68: rank 0, alive, has not reached it,
+// which the records read as rank 0 behind. Said after "rank 1 killed by signal 9" that blamed
+// the wrong rank (1 of 10 random kills); the sentence follows the killed rank's name only where
+// it blames that rank alone.
+TEST(AdversarialCulprit, AKilledRanksReasonCarriesNoSentenceBlamingAnother) {
+  const std::vector<std::optional<RankProgress>> before = {at(10, 67, false, "allreduce of bucket 0", 0.0),
+                                                           at(10, 68, true, "allreduce of bucket 1", 0.0)};
+  const std::vector<std::optional<RankProgress>> after = {at(11, 67, false, "allreduce of bucket 0", 0.0),
+                                                          at(11, 68, true, "allreduce of bucket 1", 0.0)};
+  const ProgressVerdict v = blame(before, after, 1.5, -1);
+  ASSERT_EQ(v.blamed, std::vector<int64_t>{0}) << v.text;
+  ASSERT_NE(v.text.find("rank 0 is behind, alive: 0.0 s past collective #67"), std::string::npos) << v.text;
+  EXPECT_EQ(sentence_for_killed(v, 1), "") << "rank 1 was killed: rank 0 is not the culprit";
+  // Where the records blame the killed rank alone (it stopped answering), they say so.
+  const std::vector<std::optional<RankProgress>> silent = {at(14, 67, true, "allreduce of bucket 0", 3.0),
+                                                           at(11, 67, false, "allreduce of bucket 0", 0.5)};
+  const ProgressVerdict stopped = blame(after, silent, 1.5, 0);
+  ASSERT_EQ(stopped.blamed, std::vector<int64_t>{1}) << stopped.text;
+  EXPECT_EQ(sentence_for_killed(stopped, 1), stopped.text);
+  EXPECT_EQ(sentence_for_killed(stopped, 0), "");
+  ProgressVerdict nobody = v;
+  nobody.blamed.clear();
+  EXPECT_EQ(sentence_for_killed(nobody, 1), "") << "every rank alive and none behind blames no killed rank";
+}
+
 // Three ranks, rank 2 stuck before a broadcast: rank 1 received it and waits in the next
 // collective, the root (rank 0) still waits in the broadcast for rank 2. Counting collectives
 // alone blamed rank 0 too; it waits, so only rank 2 is behind. And a rank still inside a
