@@ -17,6 +17,7 @@
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/clock.hpp"
 #include "harness/base/scratch_dir.hpp"
+#include "harness/control/run_options.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "harness/distributed/run_store.hpp"
 #include "harness/launch/interruption.hpp"
