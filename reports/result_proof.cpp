@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "harness/base/input_error.hpp"
@@ -151,6 +152,14 @@ std::string unmeasured_figure(const RunResult& r) {
   return {};
 }
 
+// a x b, or nothing where it overflows: an edited file's numbers must not overflow the
+// arithmetic that proves them.
+std::optional<int64_t> product(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out)) return std::nullopt;
+  return out;
+}
+
 std::optional<int64_t> config_integer(const RunResult& r, const char* key) {
   if (!r.config.is_object() || !r.config.contains(key) || !r.config.at(key).is_number_integer()) return std::nullopt;
   return r.config.at(key).get<int64_t>();
@@ -169,13 +178,17 @@ std::string less_work(const RunResult& r) {
   if (const auto nproc = config_integer(r, "nproc"); nproc && *nproc != r.world_size) {
     return "it ran " + std::to_string(r.world_size) + " ranks where its configuration asks " + std::to_string(*nproc);
   }
-  if (const auto batch = config_integer(r, "batch-size"); batch && *batch * r.world_size != r.global_batch) {
+  if (const auto batch = config_integer(r, "batch-size"); batch && product(*batch, r.world_size) != std::optional<int64_t>(r.global_batch)) {
     return "its global batch is " + std::to_string(r.global_batch) + " where its configuration asks " +
            std::to_string(*batch) + " x " + std::to_string(r.world_size) + " ranks";
   }
   if (r.global_batch <= 0) return "it does not say its global batch";
   // Each epoch's last batch may be short; every other batch is whole.
-  if (r.images_trained > r.steps * r.global_batch || r.images_trained <= (r.steps - r.epochs) * r.global_batch) {
+  const auto most = product(r.steps, r.global_batch);
+  const int64_t epochs = config_integer(r, "epochs").value_or(r.epochs);
+  const auto short_batches = product(epochs, r.global_batch);
+  if (!most || !short_batches || epochs < 1 || r.images_trained > *most ||
+      r.images_trained <= *most - *short_batches) {
     return "it trained " + std::to_string(r.images_trained) + " images in " + std::to_string(r.steps) +
            " steps of " + std::to_string(r.global_batch);
   }
@@ -197,6 +210,8 @@ int64_t configured_steps(const RunResult& run) {
   if (const auto max_steps = config_integer(run, "max-steps"); max_steps && *max_steps > 0) {
     per_epoch = std::min(per_epoch, *max_steps);
   }
+  // No run has a billion steps; an edited file's would overflow (and then prove nothing).
+  if (epochs <= 0 || epochs > (int64_t{1} << 30) || per_epoch > (int64_t{1} << 30)) return 0;
   return epochs * per_epoch;
 }
 

@@ -145,7 +145,8 @@ Command parse_command_line(int argc, const char* const* argv) {
   });
 
   CompareCommand compare_command;
-  auto* compare = app.add_subcommand("compare", "compare two result files: the CI gate (exit 1 on a regression)");
+  auto* compare = app.add_subcommand(
+      "compare", "compare two result files: the CI gate (exit 0 no regression, 1 a regression, 2 cannot judge or bad input)");
   compare->add_option("baseline", compare_command.baseline, "baseline result JSON")->required();
   compare->add_option("current", compare_command.current, "current result JSON")->required();
   compare->add_option("--threshold", compare_command.threshold,
@@ -175,7 +176,8 @@ Command parse_command_line(int argc, const char* const* argv) {
                     "--max-rounds) (default threshold 0.05, metric train_time_s)");
   compare->add_option("--min-rounds", compare_command.min_rounds, "--paired: no row is decided on fewer pairs (default 4)");
   compare->add_option("--max-rounds", compare_command.max_rounds,
-                      "--paired: a row still undecided after this many pairs is within the noise (default 12)");
+                      "--paired: a row still undecided after this many pairs is within the noise; one with fewer "
+                      "pairs than --min-rounds here cannot be judged (default 12)");
   compare->add_option("--undecided-out", compare_command.undecided_out,
                       "--paired: write the rows still undecided below --max-rounds to this file, one a line (the "
                       "rounds to run next)");

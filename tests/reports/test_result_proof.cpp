@@ -111,6 +111,35 @@ TEST(ResultProof, WorkIsTheConfiguredStepsBatchWorldImagesAndEvaluation) {
             "SIGINT");
 }
 
+// An edited file's numbers may be anything: the arithmetic that proves the work must neither
+// overflow (the sanitized build and its fuzzer would say so) nor let the row through.
+TEST(ResultProof, HugeNumbersInAnEditedFileFailTheRowWithoutOverflow) {
+  const int64_t huge = std::numeric_limits<int64_t>::max() / 2;
+  const auto status_after = [](const std::function<void(RunResult&)>& edit) {
+    RunResult r = sample_run("ddp-2", "faithful", 2, 10, 5000);
+    edit(r);
+    return proven(swept({r}, 1)).document().runs[0].status;
+  };
+  EXPECT_EQ(status_after([&](RunResult& r) { r.config["epochs"] = huge; }), RunStatus::failed);
+  EXPECT_EQ(status_after([&](RunResult& r) { r.config["batch-size"] = huge; }), RunStatus::failed);
+  EXPECT_EQ(status_after([&](RunResult& r) { r.global_batch = huge; }), RunStatus::failed);
+  EXPECT_EQ(status_after([&](RunResult& r) {
+              r.steps_per_epoch = huge;
+              r.steps = huge;
+            }),
+            RunStatus::failed);
+  EXPECT_EQ(status_after([&](RunResult& r) {
+              r.config["epochs"] = 1;  // the configuration rules
+              r.epochs = -3;
+            }),
+            RunStatus::ok);
+  EXPECT_EQ(status_after([&](RunResult& r) {
+              r.config.erase("epochs");
+              r.epochs = -3;
+            }),
+            RunStatus::failed);
+}
+
 // Merged files' extra repetitions would outvote the ones that ran.
 TEST(ResultProof, RepetitionsAreUniqueAndWithinTheSweepsRepeat) {
   const auto two = std::vector<RunResult>{sample_run("single", "faithful", 1, 10, 5000, 0),
