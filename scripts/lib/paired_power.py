@@ -126,7 +126,9 @@ def gate_trial(kind: Kind, rows: list[str], draws: dict[str, list[int]], gate: p
                     wall += float((folder / "wall_s").read_text())
         paired_rounds.merge_rounds(files["base"], scratch / "base.json")
         paired_rounds.merge_rounds(files["cand"], scratch / "cand.json")
-        rc, text, undecided = gate.compare(scratch / "base.json", scratch / "cand.json", scratch / "undecided.txt")
+        ruling, undecided = gate.compare(scratch / "base.json", scratch / "cand.json", scratch / "undecided.txt",
+                                         scratch / "paired.md")
+        rc, text = ruling.rc, ruling.text
         found |= regressions(text)
         again = {paired_rounds.row_of(name, rows) for name in undecided}
         if not again:
@@ -241,7 +243,9 @@ def main(argv: list[str], build: Callable[[], str], source: Path) -> int:
             measure(binary, args.sweep_file, levels, args.rounds, args.seed, args.twins, args.work_dir)
         for threshold in thresholds:
             for alpha in alphas:
-                gate = paired_rounds.Gate(binary, threshold, alpha, args.metric, args.min_rounds, args.max_rounds)
+                # One build on both sides of every trial: it judges itself, and its compare runs once.
+                gate = paired_rounds.Gate(binary, binary, threshold, alpha, args.metric, args.min_rounds,
+                                          args.max_rounds)
                 print(f"\n### threshold {threshold}, alpha {alpha}\n")
                 print(evaluate(binary, args.sweep_file, levels, targets, args.work_dir, gate, args.resample, args.seed),
                       flush=True)

@@ -236,8 +236,10 @@ class Gate:
         candidate's compare writes beside the judge's (candidate-*), never over them."""
         undecided.unlink(missing_ok=True)
         judge = run_compare(self.command(self.judge, baseline, candidate, undecided, out))
-        accused = run_compare(self.command(self.accused, baseline, candidate, undecided.with_name(
-            "candidate-" + undecided.name), out.with_name("candidate-" + out.name)))
+        # The same binary on both sides (scripts/gate-power's trials) would only say it twice.
+        accused = judge if self.accused == self.judge else run_compare(self.command(
+            self.accused, baseline, candidate, undecided.with_name("candidate-" + undecided.name),
+            out.with_name("candidate-" + out.name)))
         ruling = rule("compare --paired", judge, accused)
         try:
             rows = [line.strip() for line in undecided.read_text().splitlines() if line.strip()]
@@ -563,11 +565,21 @@ def lock_out_dir(out: Path):
     return lock
 
 
+def judged_as_allowed(args: argparse.Namespace, settings: Settings) -> list[str]:
+    """The rows compare may find missing or not run: --allow-missing's, and those expected not to
+    run on this machine (a baseline build that cannot run them cannot judge them, and need not:
+    the row's own rounds say so), of the rows the rounds run (a twin only with the twins)."""
+    runs = set(settings.rows) | ({f"{row}.torch" for row in settings.rows} if args.twins else set())
+    names = [n for n in settings.allow_missing.split(",") if n]
+    expected = [n for n in args.expected_not_ok.split(",") if n and n in runs and n not in names]
+    return names + expected
+
+
 def gate_of(args: argparse.Namespace, settings: Settings) -> tuple[Arm, Arm, Gate, Floor | None]:
     baseline = Arm(args.baseline_label, args.baseline_binary, tuple(args.sweep_args))
     candidate = Arm("candidate", args.candidate_binary, tuple(args.sweep_args))
     gate = Gate(args.baseline_binary, args.candidate_binary, settings.threshold, settings.alpha, settings.metrics,
-                settings.min_rounds, settings.max_rounds, settings.allow_missing)
+                settings.min_rounds, settings.max_rounds, ",".join(judged_as_allowed(args, settings)))
     floor = None if settings.floor is None else Floor(args.baseline_binary, args.candidate_binary, settings.floor,
                                                       settings.floor_metrics)
     return baseline, candidate, gate, floor

@@ -67,7 +67,7 @@ class TrialsTest(unittest.TestCase):
     def test_disjoint_trials_take_consecutive_rounds_and_a_detection_is_the_slowed_row(self) -> None:
         paired_power.measure(str(self.binary), self.sweep, [0.5], rounds=12, seed=1, twins=False, work=self.work)
         self.assertEqual(len((self.dir / "runs.log").read_text().splitlines()), 12 * len(ROWS) * 3)
-        gate = paired_rounds.Gate(str(self.binary), 0.05, 0.05, "train_time_s", 4, 12)
+        gate = paired_rounds.Gate(str(self.binary), str(self.binary), 0.05, 0.05, "train_time_s", 4, 12)
         table = paired_power.evaluate(str(self.binary), self.sweep, [0.5], ["single", "all"], self.work, gate,
                                       resample=4, seed=1)
         lines = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): line for line in table.splitlines()
@@ -90,7 +90,7 @@ class TrialsTest(unittest.TestCase):
 
         scale("slow-50pct", "single", 1 / 1.5)  # the "slowed" single is not slower after all
         scale("aa", "ddp-2", 1.3)               # while the unslowed ddp-2 regresses
-        gate = paired_rounds.Gate(str(self.binary), 0.05, 0.05, "train_time_s", 4, 8)
+        gate = paired_rounds.Gate(str(self.binary), str(self.binary), 0.05, 0.05, "train_time_s", 4, 8)
         table = paired_power.evaluate(str(self.binary), self.sweep, [0.5], ["single"], self.work, gate, resample=0,
                                       seed=1)
         self.assertIn("| disjoint | A/A | 2 | 2/2 (100 %", table)
@@ -105,7 +105,7 @@ class TrialsTest(unittest.TestCase):
 
     def test_too_few_rounds_for_a_trial_is_bad_input(self) -> None:
         paired_power.measure(str(self.binary), self.sweep, [0.1], rounds=3, seed=1, twins=False, work=self.work)
-        gate = paired_rounds.Gate(str(self.binary), 0.05, 0.05, "train_time_s", 2, 4)
+        gate = paired_rounds.Gate(str(self.binary), str(self.binary), 0.05, 0.05, "train_time_s", 2, 4)
         with self.assertRaisesRegex(paired_rounds.BadInput, "3 complete rounds"):
             paired_power.evaluate(str(self.binary), self.sweep, [0.1], ["all"], self.work, gate, resample=0, seed=1)
 

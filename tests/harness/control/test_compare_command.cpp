@@ -86,6 +86,7 @@ TEST(CompareCommand, EveryBadInputReturnsWithinAMinuteNamingIt) {
   for (int i = 0; i < 2000; ++i) {
     many.runs.push_back(testing::sample_run("ddp-2gpu", "faithful", 2, 9.8 + 1e-5 * i, 5100.0, 2 + i));
   }
+  many.sweep->repeat = 2002;
   const std::vector<std::pair<std::string, const ResultDocument*>> files = {
       {"base", &base},         {"without-single", &without_single}, {"single-failed", &single_failed},
       {"not-measured", &not_measured}, {"ddp-lost", &ddp_lost},     {"many", &many}};
@@ -103,8 +104,9 @@ TEST(CompareCommand, EveryBadInputReturnsWithinAMinuteNamingIt) {
       {{file("without-single"), file("base"), "--normalize-by", "single"}, 2,
        "--normalize-by single: the baseline has no row single (faithful)"},
       {{file("base"), file("single-failed"), "--normalize-by", "single"}, 2, "did not run in the current file"},
-      {{file("base"), file("not-measured"), "--normalize-by", "single"}, 2, "has no train_time_s to divide by"},
-      {{file("base"), file("not-measured")}, 1, "train_time_s measured in the baseline, not now"},
+      {{file("base"), file("not-measured"), "--normalize-by", "single"}, 2,
+       "single (faithful) did not run in the current file (failed: says ok, but it measured no train_time_s"},
+      {{file("base"), file("not-measured")}, 1, "ddp-2gpu (faithful): failed: says ok, but it measured no train_time_s"},
       {{file("base"), file("ddp-lost")}, 1, "ddp-2gpu (faithful): ran in the baseline, absent now"},
       {{file("base"), file("ddp-lost"), "--allow-missing", "nope"}, 2, "--allow-missing: the baseline has no row 'nope'"},
       {{file("base"), file("base"), "--min-vs-pytorch", "0.9"}, 2, "has no PyTorch twin rows"},
