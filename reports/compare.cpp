@@ -98,6 +98,17 @@ class Normaliser {
     }
   }
 
+  // --normalize-by twin: the row's values now have nothing to be divided by (its twin, or the
+  // one that stands in for it, ran no repetition now); empty where they have.
+  [[nodiscard]] std::string missing_divisor(const RowKey& row) const {
+    if (!twin_ || twin_runs_.count({true, row}) == 0 || twin_runs_.count({false, row}) != 0) return {};
+    const auto own = twins_.find(true);
+    const std::string name = substitutes_.count(row) != 0 || own == twins_.end() || own->second.count(row) == 0
+                                 ? "that stands in for its own"
+                                 : own->second.at(row);
+    return "the PyTorch twin " + name + " ran no repetition now, so nothing divides its values (--normalize-by twin)";
+  }
+
   // --normalize-by ROW's row: divided by itself it reads 1 whatever it did.
   [[nodiscard]] bool is_yardstick(const RowKey& row) const { return !yardstick_.empty() && row.first == yardstick_; }
 
@@ -521,6 +532,8 @@ void judge_metrics(const RowJudgement& row, const std::vector<const RunResult*>&
     if (base.empty()) {
       row.result.cannot_judge.push_back(row.label + ": " + info->name +
                                         " not measured in the baseline, so nothing judges it now");
+    } else if (cur.empty() && !normaliser.missing_divisor(row.key).empty()) {
+      row.result.cannot_judge.push_back(row.label + ": " + info->name + ": " + normaliser.missing_divisor(row.key));
     } else if (cur.empty()) {
       row.missing(info->name + " measured in the baseline, not now");
     } else {

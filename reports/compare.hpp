@@ -100,9 +100,12 @@ struct Comparison {
 /// only where these are equal (settings_difference in reports/result_proof.hpp, with defaults).
 nlohmann::json comparable_config(const nlohmann::json& config);
 
-/// Whether two configs run the same row, as --resume asks: the same configuration and the
-/// same injected slowdown (a row run slowed must not stand in for the row run as it is).
-bool runs_the_same(const nlohmann::json& a, const nlohmann::json& b);
+/// Whether two configs run the same row, as --resume asks: the same configuration (each side's
+/// missing options at its defaults, as settings_difference_of) and the same injected slowdown
+/// (a row run slowed must not stand in for the row run as it is).
+bool runs_the_same(const nlohmann::json& a, const nlohmann::json& b,
+                   const nlohmann::json& a_defaults = nlohmann::json::object(),
+                   const nlohmann::json& b_defaults = nlohmann::json::object());
 
 /// How two configs differ, option by option ("amp \"bf16\" vs \"off\", ..."); empty when equal.
 std::string config_difference(const nlohmann::json& a, const nlohmann::json& b);

@@ -458,6 +458,9 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
     md << "\n\n**Regression**: the candidate is slower beyond the noise, or a row failed.\n";
   } else if (r.cannot_judge_any()) {
     md << "\n\nCannot judge: a row or comparison above has nothing to judge it by (CANNOT JUDGE); this is no pass.\n";
+  } else if (!undecided.empty()) {
+    md << "\n\nUndecided below the cap: no verdict yet; run more rounds of the undecided rows (scripts/ci-bench "
+          "--against does), up to --max-rounds.\n";
   } else {
     md << "\n\nNo regression.\n";
   }

@@ -60,8 +60,11 @@ struct PairedResult {
   /// No regression, and a row or comparison could not be judged (too few pairs at the cap, a
   /// row the baseline build failed): exit 2, never a pass.
   [[nodiscard]] bool cannot_judge_any() const;
-  /// Three answers: 1 a regression, 2 cannot judge, 0 no regression (or undecided below the cap).
-  [[nodiscard]] int exit_code() const { return regression() ? 1 : cannot_judge_any() ? 2 : 0; }
+  /// Three answers: 1 a regression, 2 cannot judge (or not yet: rows undecided below the cap,
+  /// whose next rounds scripts/ci-bench runs), 0 no regression.
+  [[nodiscard]] int exit_code() const {
+    return regression() ? 1 : (cannot_judge_any() || !undecided_rows().empty()) ? 2 : 0;
+  }
   /// Rows (by name) with a comparison still undecided below max_rounds: the rounds to run next.
   [[nodiscard]] std::vector<std::string> undecided_rows() const;
 };

@@ -317,6 +317,65 @@ MeasuredLink link_from_microbenchmark(const json& doc, const std::string& source
   return MeasuredLink{fit_link(samples, ranks), ranks, source};
 }
 
+namespace {
+
+std::string number_text(const json& object, const char* key) {
+  return object.is_object() && object.contains(key) ? object.at(key).dump() : std::string("absent");
+}
+
+std::string phases_problem(const PhaseSeconds& p) {
+  const std::pair<const char*, double> phases[] = {{"data_s", p.data_s},
+                                                   {"forward_s", p.forward_s},
+                                                   {"backward_s", p.backward_s},
+                                                   {"comm_s", p.comm_s},
+                                                   {"optimizer_s", p.optimizer_s}};
+  for (const auto& [name, seconds] : phases) {
+    if (!(seconds >= 0) || !std::isfinite(seconds)) {
+      return std::string("mean_phase_s.") + name + " " + (std::isfinite(seconds) ? json(seconds).dump() : "null") +
+             ": not a time its steps spent";
+    }
+  }
+  return "";
+}
+
+std::string bucket_timeline_problem(const json& d, double backward_s) {
+  if (!d.contains("bucket_timeline")) return "";  // none: the model says so itself
+  if (!d.at("bucket_timeline").is_array()) return "bucket_timeline: not a list";
+  for (const json& b : d.at("bucket_timeline")) {
+    const double bytes = json_number_or(b, "bytes", kNotMeasured), ready = json_number_or(b, "ready_s", kNotMeasured);
+    if (!(bytes > 0) || bytes != std::floor(bytes)) return "bucket_timeline: a bucket of " + number_text(b, "bytes") + " bytes";
+    if (!(ready >= 0 && ready <= backward_s * 1.05 + 1e-3)) {
+      return "bucket_timeline: a bucket ready at " + number_text(b, "ready_s") + " s, outside backward (0 to " +
+             json(backward_s).dump() + " s)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string step_model_problem(const RunResult& r) {
+  if (r.global_batch <= 0) return "global_batch " + std::to_string(r.global_batch) + ": no step to model";
+  if (std::string why = phases_problem(r.mean_phase_s); !why.empty()) return why;
+  const json& d = r.strategy_details;
+  if (!d.is_object() || !d.contains("backward_compute_s")) return "";  // no timeline: the model says so itself
+  const double backward_s = json_number_or(d, "backward_compute_s", kNotMeasured);
+  if (!(backward_s > 0) || !std::isfinite(backward_s)) {
+    return "backward_compute_s " + number_text(d, "backward_compute_s") + ": not a time";
+  }
+  return bucket_timeline_problem(d, backward_s);
+}
+
+std::string no_steady_repetition(const std::vector<const RunResult*>& repetitions) {
+  for (const RunResult* r : repetitions) {
+    if (r->status != RunStatus::ok) {
+      return "no repetition ran to a steady state (repetition " + std::to_string(r->repetition) + ": " +
+             std::string(status_name(r->status)) + (r->reason.empty() ? "" : ": " + r->reason) + ")";
+    }
+  }
+  return "no repetition ran to a steady state (none measured its steady images/s)";
+}
+
 RowProjection project_row(const std::vector<const RunResult*>& repetitions, const ProjectionOptions& options) {
   RowProjection p;
   if (repetitions.empty()) return p;
@@ -324,10 +383,12 @@ RowProjection project_row(const std::vector<const RunResult*>& repetitions, cons
   p.mode = repetitions.front()->mode;
   const RunResult* median = median_repetition(repetitions);
   if (median == nullptr) {
-    p.not_projected = "no repetition ran to a steady state";
+    p.not_projected = no_steady_repetition(repetitions);
     return p;
   }
   const RunResult& r = *median;
+  p.not_projected = step_model_problem(r);
+  if (!p.not_projected.empty()) return p;
   p.repetition = r.repetition;
   p.measured_ranks = r.world_size;
   p.measured_images_per_s = r.steady_images_per_s;

@@ -113,6 +113,16 @@ bool model_off(const RowProjection& projection);
 /// The projection of one row (the repetition with the median step), or why there is none.
 RowProjection project_row(const std::vector<const RunResult*>& repetitions, const ProjectionOptions& options);
 
+/// Why a row's step cannot feed the step model of `project` and `advise` alike (one set of rules
+/// for both: a row one refuses, the other must not project from), naming the field; empty where
+/// it can. The step's phases, backward's compute and each bucket's bytes and ready time are
+/// times and sizes a run records: finite, not negative, ready within backward.
+std::string step_model_problem(const RunResult& row);
+
+/// Why no repetition of a row can be modelled: none ran to a steady state, and what the first
+/// that did not says of itself (a failure, the proof's "did less work than configured").
+std::string no_steady_repetition(const std::vector<const RunResult*>& repetitions);
+
 /// The document's DDP rows, each with its repetitions, in the order they first appear.
 std::vector<std::vector<const RunResult*>> ddp_rows(const ResultDocument& document);
 

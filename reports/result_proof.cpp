@@ -114,6 +114,12 @@ struct Figure {
   bool steady;  // measured after warm-up: absent where the row ran no step past it
 };
 
+std::vector<std::pair<const char*, double>> phases_of(const PhaseSeconds& p) {
+  return {{"data_s", p.data_s},         {"forward_s", p.forward_s},     {"backward_s", p.backward_s},
+          {"comm_s", p.comm_s},         {"optimizer_s", p.optimizer_s}, {"allreduce_s", p.allreduce_s},
+          {"collective_wait_s", p.collective_wait_s}, {"replicate_s", p.replicate_s}};
+}
+
 std::vector<Figure> figures_of(const RunResult& r) {
   return {{"train_time_s", r.train_time_s, false, false},
           {"total_time_s", r.total_time_s, false, false},
@@ -122,9 +128,11 @@ std::vector<Figure> figures_of(const RunResult& r) {
           {"step_time_s", r.step_time_s.p50, false, true}};
 }
 
-// Every figure is a time or a rate a run measures: never zero, negative, or beyond a year or a
-// trillion images a second where given (a damaged or edited file: bad input).
+// Every figure of a row that ran is a time or a rate a run measures: never zero, negative, or
+// beyond a year or a trillion images a second where given (a damaged or edited file: bad input).
+// A row that did not run is read for its status and reason alone.
 void prove_figures(const RunResult& r, const std::string& side) {
+  if (r.status != RunStatus::ok) return;
   for (const Figure& f : figures_of(r)) {
     const double most = f.is_rate ? 1e12 : 365.0 * 24 * 3600;
     const double least = f.is_rate ? 0 : 1e-6;
@@ -132,6 +140,12 @@ void prove_figures(const RunResult& r, const std::string& side) {
       throw InputError(side + ": " + run_label(r) + " has " + f.name + " " +
                        (f.value <= 0 ? format_fixed(f.value, 6) : scientific(f.value)) +
                        ": not a time or a rate a run measures (a damaged or edited file)");
+    }
+  }
+  for (const auto& [name, seconds] : phases_of(r.mean_phase_s)) {
+    if (std::isfinite(seconds) && (seconds < 0 || seconds > 365.0 * 24 * 3600)) {
+      throw InputError(side + ": " + run_label(r) + " has mean_phase_s." + name + " " + scientific(seconds) +
+                       ": not a time a step spends (a damaged or edited file)");
     }
   }
   if (std::isfinite(r.test_accuracy) && (r.test_accuracy < 0 || r.test_accuracy > 1)) {
@@ -160,54 +174,79 @@ std::optional<int64_t> product(int64_t a, int64_t b) {
   return out;
 }
 
-std::optional<int64_t> config_integer(const RunResult& r, const char* key) {
-  if (!r.config.is_object() || !r.config.contains(key) || !r.config.at(key).is_number_integer()) return std::nullopt;
-  return r.config.at(key).get<int64_t>();
+// The row's own setting of `key`, else its writer's default: the configuration the row ran
+// with, as its file says it (a default of another binary asks nothing of it). A whole number
+// written as 16.0 is 16.
+std::optional<int64_t> config_integer(const RunResult& r, const json& writer_defaults, const char* key) {
+  const json* value = r.config.is_object() && r.config.contains(key) ? &r.config.at(key)
+                      : writer_defaults.contains(key)                  ? &writer_defaults.at(key)
+                                                                       : nullptr;
+  if (value == nullptr) return std::nullopt;
+  if (value->is_number_integer()) return value->get<int64_t>();
+  if (value->is_number_float()) {
+    const double v = value->get<double>();
+    if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9.0e15) return static_cast<int64_t>(v);
+  }
+  return std::nullopt;
+}
+
+bool config_is_null(const RunResult& r, const json& writer_defaults, const char* key) {
+  if (r.config.is_object() && r.config.contains(key)) return r.config.at(key).is_null();
+  return writer_defaults.contains(key) && writer_defaults.at(key).is_null();
+}
+
+// An ok row evaluated: the whole test set where its configuration says so (max-eval-batches
+// unset), some of it where it asks for batches.
+std::string less_evaluation(const RunResult& r, const json& writer_defaults) {
+  const bool whole_test_set = config_is_null(r, writer_defaults, "max-eval-batches");
+  const auto batches = config_integer(r, writer_defaults, "max-eval-batches");
+  if ((whole_test_set && (r.eval_cut || r.eval_images <= 0)) || (batches && *batches > 0 && r.eval_images <= 0)) {
+    return "it evaluated " + std::to_string(r.eval_images) + " images" + (r.eval_cut ? ", cut short," : "") +
+           " where its configuration asks for " +
+           (whole_test_set ? std::string("the whole test set") : std::to_string(*batches) + " batches");
+  }
+  return {};
 }
 
 // Why an ok row did less work than its configuration asks (steps, batch, world, images,
 // evaluation); empty where it did the work. Such a row is failed: less work reads as speed.
-std::string less_work(const RunResult& r) {
-  const int64_t configured = configured_steps(r);
+std::string less_work(const RunResult& r, const json& writer_defaults) {
+  const int64_t configured = configured_steps(r, writer_defaults);
   if (configured <= 0) return "it does not say how many steps an epoch has (steps_per_epoch " +
                              std::to_string(r.steps_per_epoch) + ", epochs " + std::to_string(r.epochs) + ")";
   if (r.steps != configured) {
     return "it trained " + std::to_string(r.steps) + " of the " + std::to_string(configured) + " steps its " +
            "configuration asks (epochs x a full epoch's " + std::to_string(r.steps_per_epoch) + ", cut by max-steps)";
   }
-  if (const auto nproc = config_integer(r, "nproc"); nproc && *nproc != r.world_size) {
+  if (const auto nproc = config_integer(r, writer_defaults, "nproc"); nproc && *nproc != r.world_size) {
     return "it ran " + std::to_string(r.world_size) + " ranks where its configuration asks " + std::to_string(*nproc);
   }
-  if (const auto batch = config_integer(r, "batch-size"); batch && product(*batch, r.world_size) != std::optional<int64_t>(r.global_batch)) {
+  const auto batch = config_integer(r, writer_defaults, "batch-size");
+  if (batch && product(*batch, r.world_size) != std::optional<int64_t>(r.global_batch)) {
     return "its global batch is " + std::to_string(r.global_batch) + " where its configuration asks " +
            std::to_string(*batch) + " x " + std::to_string(r.world_size) + " ranks";
   }
   if (r.global_batch <= 0) return "it does not say its global batch";
   // Each epoch's last batch may be short; every other batch is whole.
   const auto most = product(r.steps, r.global_batch);
-  const int64_t epochs = config_integer(r, "epochs").value_or(r.epochs);
+  const int64_t epochs = config_integer(r, writer_defaults, "epochs").value_or(r.epochs);
   const auto short_batches = product(epochs, r.global_batch);
   if (!most || !short_batches || epochs < 1 || r.images_trained > *most ||
       r.images_trained <= *most - *short_batches) {
     return "it trained " + std::to_string(r.images_trained) + " images in " + std::to_string(r.steps) +
            " steps of " + std::to_string(r.global_batch);
   }
-  const bool whole_test_set = r.config.is_object() && r.config.contains("max-eval-batches") &&
-                              r.config.at("max-eval-batches").is_null();
-  if (whole_test_set && (r.eval_cut || r.eval_images <= 0)) {
-    return "it evaluated " + std::to_string(r.eval_images) + " images" + (r.eval_cut ? ", cut short," : "") +
-           " where its configuration asks for the whole test set";
-  }
+  return less_evaluation(r, writer_defaults);
   return {};
 }
 
 }  // namespace
 
-int64_t configured_steps(const RunResult& run) {
+int64_t configured_steps(const RunResult& run, const json& writer_defaults) {
   if (run.steps_per_epoch <= 0) return 0;
-  const int64_t epochs = config_integer(run, "epochs").value_or(run.epochs);
+  const int64_t epochs = config_integer(run, writer_defaults, "epochs").value_or(run.epochs);
   int64_t per_epoch = run.steps_per_epoch;
-  if (const auto max_steps = config_integer(run, "max-steps"); max_steps && *max_steps > 0) {
+  if (const auto max_steps = config_integer(run, writer_defaults, "max-steps"); max_steps && *max_steps > 0) {
     per_epoch = std::min(per_epoch, *max_steps);
   }
   // No run has a billion steps; an edited file's would overflow (and then prove nothing).
@@ -235,8 +274,8 @@ std::string config_difference(const json& a, const json& b) {
   return out;
 }
 
-bool runs_the_same(const json& a, const json& b) {
-  if (comparable_config(a) != comparable_config(b)) return false;
+bool runs_the_same(const json& a, const json& b, const json& a_defaults, const json& b_defaults) {
+  if (!settings_difference_of(a, a_defaults, b, b_defaults).empty()) return false;
   for (const char* key : {"inject-slowdown", "inject-slowdown-rank", "inject-slowdown-phase"}) {
     const json none = nullptr;
     if ((a.contains(key) ? a.at(key) : none) != (b.contains(key) ? b.at(key) : none)) return false;
@@ -244,36 +283,45 @@ bool runs_the_same(const json& a, const json& b) {
   return true;
 }
 
-std::string settings_difference(const RunResult& a, const ProvenResults& a_file, const RunResult& b,
-                                const ProvenResults& b_file) {
-  json left = comparable_config(a.config);
-  json right = comparable_config(b.config);
+std::string settings_difference_of(const json& a, const json& a_defaults, const json& b, const json& b_defaults) {
+  json left = comparable_config(a);
+  json right = comparable_config(b);
   // An option only one side's writer knew is, on the other side, the knowing side's default.
   if (left.is_object() && right.is_object() && !left.empty() && !right.empty()) {
     for (const auto& [key, value] : right.items()) {
-      if (!left.contains(key) && b_file.option_defaults().contains(key)) left[key] = b_file.option_defaults().at(key);
+      if (!left.contains(key) && b_defaults.contains(key)) left[key] = b_defaults.at(key);
     }
     for (const auto& [key, value] : left.items()) {
-      if (!right.contains(key) && a_file.option_defaults().contains(key)) right[key] = a_file.option_defaults().at(key);
+      if (!right.contains(key) && a_defaults.contains(key)) right[key] = a_defaults.at(key);
     }
   }
   return config_difference(left, right);
 }
 
+std::string settings_difference(const RunResult& a, const ProvenResults& a_file, const RunResult& b,
+                                const ProvenResults& b_file) {
+  return settings_difference_of(a.config, a_file.option_defaults(), b.config, b_file.option_defaults());
+}
+
 ProvenResults prove_results(ResultDocument document, std::string side, const json& reader_defaults) {
   ProvenResults proven;
   proven.side_ = std::move(side);
-  proven.option_defaults_ = document.option_defaults.empty() ? reader_defaults : document.option_defaults;
-  if (!proven.option_defaults_.is_object()) throw InputError(proven.side_ + ": option_defaults is not an object");
+  if (!document.option_defaults.is_object() || !reader_defaults.is_object()) {
+    throw InputError(proven.side_ + ": option_defaults is not an object");
+  }
+  // The writer's defaults, and the reader's for what the writer did not know of.
+  proven.option_defaults_ = reader_defaults;
+  for (const auto& [key, value] : document.option_defaults.items()) proven.option_defaults_[key] = value;
   prove_repetitions(document, proven.side_);
-  // The work is proven against what the row's own configuration says, before any default
-  // completes it: a default the row never stated asks nothing of it.
+  // The work is proven against the configuration the row's file states (its own settings, its
+  // writer's defaults), before the reader's defaults complete it: a default of another binary
+  // asks nothing of it.
   for (auto& r : document.runs) {
     prove_names(r, proven.side_);
     prove_figures(r, proven.side_);
     if (r.status != RunStatus::ok) continue;
     const std::string unmeasured = unmeasured_figure(r);
-    const std::string less = unmeasured.empty() ? less_work(r) : std::string();
+    const std::string less = unmeasured.empty() ? less_work(r, document.option_defaults) : std::string();
     if (unmeasured.empty() && less.empty()) continue;
     r.status = RunStatus::failed;
     r.reason = unmeasured.empty() ? "did less work than configured: " + less : "says ok, but " + unmeasured;

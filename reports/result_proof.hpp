@@ -23,7 +23,8 @@ class ProvenResults {
   [[nodiscard]] const ResultDocument& document() const { return document_; }
   /// How messages name the file: "the baseline", "the candidate's file".
   [[nodiscard]] const std::string& side() const { return side_; }
-  /// The option table's defaults this file is read with: its writer's, else the reader's.
+  /// The option table's defaults this file is read with: its writer's, and the reader's for
+  /// options its writer did not know.
   [[nodiscard]] const nlohmann::json& option_defaults() const { return option_defaults_; }
   /// Rows the proof failed ("ddp-2 (faithful) repetition 1: trained 98 of 196 configured
   /// steps"): each is in the document as failed, with the reason.
@@ -48,12 +49,17 @@ ProvenResults read_proven_results(const std::filesystem::path& path, const std::
                                   const nlohmann::json& reader_defaults = nlohmann::json::object());
 
 /// The steps a row's configuration asks for: its epochs x (a full epoch's steps, cut by
-/// max-steps); 0 where the row does not say how long an epoch is.
-int64_t configured_steps(const RunResult& run);
+/// max-steps), its own settings else `writer_defaults`; 0 where the row does not say how long
+/// an epoch is.
+int64_t configured_steps(const RunResult& run, const nlohmann::json& writer_defaults = nlohmann::json::object());
 
 /// How two rows' settings differ, option by option ("amp \"bf16\" vs \"off\""); empty when the
 /// same. An option one side does not have is that side's default, by its file's table.
 std::string settings_difference(const RunResult& a, const ProvenResults& a_file, const RunResult& b,
                                 const ProvenResults& b_file);
+
+/// The same of two configurations and the option defaults each is read with.
+std::string settings_difference_of(const nlohmann::json& a, const nlohmann::json& a_defaults, const nlohmann::json& b,
+                                   const nlohmann::json& b_defaults);
 
 }  // namespace ddpbench

@@ -24,8 +24,13 @@ json quantiles_json(const Quantiles& q) {
   return {{"p50", json_number(q.p50)}, {"p90", json_number(q.p90)}, {"max", json_number(q.max)}};
 }
 
+// Absent, null, or a quantile missing: not measured (the proof then fails a row that says ok
+// without them), never a reader's error.
 Quantiles read_quantiles(const json& j) {
-  return {read_number(j, "p50"), read_number(j, "p90"), read_number(j, "max")};
+  if (j.is_null()) return {kNotMeasured, kNotMeasured, kNotMeasured};
+  if (!j.is_object()) throw std::invalid_argument("step_time_s must be an object of p50, p90 and max, or null");
+  const auto quantile = [&](const char* key) { return j.contains(key) ? read_number(j, key) : kNotMeasured; };
+  return {quantile("p50"), quantile("p90"), quantile("max")};
 }
 
 // A number that older files may lack.
@@ -183,7 +188,7 @@ void from_json(const json& j, RunResult& r) {
   r.total_time_s = read_number(j, "total_time_s");
   r.images_per_s = read_number(j, "images_per_s");
   r.steady_images_per_s = read_number(j, "steady_images_per_s");
-  r.step_time_s = read_quantiles(j.at("step_time_s"));
+  r.step_time_s = read_quantiles(j.value("step_time_s", json(nullptr)));
   if (j.contains("mean_phase_s")) r.mean_phase_s = read_phases(j.at("mean_phase_s"));
   if (j.contains("train_flops_per_image")) r.train_flops_per_image = read_number(j, "train_flops_per_image");
   if (j.contains("achieved_flops_per_s")) r.achieved_flops_per_s = read_number(j, "achieved_flops_per_s");
@@ -330,6 +335,9 @@ void from_json(const json& j, SweepInfo& s) {
   s.preset = j.value("preset", "");
   s.note = j.value("note", "");
   s.baseline_row = j.value("baseline_row", "");
+  if (j.contains("repeat") && !j.at("repeat").is_number_integer()) {
+    throw std::invalid_argument("sweep.repeat " + j.at("repeat").dump() + " is not a whole number");
+  }
   s.repeat = j.value("repeat", int64_t{1});
   s.projection = j.value("projection", json(nullptr));
   s.rows.clear();

@@ -273,7 +273,8 @@ std::string alone_figures_problem(const json& d) {
 std::string unusable_inputs(const RunResult& r) {
   const json& d = r.strategy_details;
   double bytes = 0;
-  std::string why = batch_and_hook_problem(r);
+  std::string why = step_model_problem(r);  // the projection's rules first: one set for both
+  if (why.empty()) why = batch_and_hook_problem(r);
   if (why.empty()) why = gradient_timeline_problem(d, bytes);
   if (why.empty()) why = step_quantiles_problem(r.step_time_s);
   if (why.empty()) why = declared_setting_problem(r, d);
@@ -657,7 +658,7 @@ RowAdvice advise_row(const std::vector<const RunResult*>& repetitions, const Pro
   a.mode = repetitions.front()->mode;
   std::vector<const RunResult*> ok = steady_repetitions(repetitions);
   if (ok.empty()) {
-    a.not_advised = "no repetition ran to a steady state";
+    a.not_advised = no_steady_repetition(repetitions);
     return a;
   }
   a.repetitions_left_out = static_cast<int64_t>(repetitions.size() - ok.size());

@@ -54,6 +54,13 @@ int project_command(const ProjectCommand& command) {
   const ResultDocument& doc = proven.document();
   const std::vector<RowProjection> projections = project_document(doc, options);
   if (projections.empty()) throw InputError(command.results + " has no DDP row to project");
+  // As advise: a file none of whose rows the model can read projects nothing (exit 2, each row's
+  // reason), never an exit 0 over a table of dashes.
+  if (std::all_of(projections.begin(), projections.end(), [](const RowProjection& p) { return !p.not_projected.empty(); })) {
+    std::string why;
+    for (const RowProjection& p : projections) why += "; " + row_label(p.row, p.mode) + ": " + p.not_projected;
+    throw InputError(command.results + " has no DDP row to project" + why);
+  }
   const std::string md = "# ddpbench projection of " + command.results + "\n" + markdown_projection(projections);
   if (!command.out_dir.empty()) {
     write_projection_outputs(command, options, "projection", "projections", projection_json(projections), md);

@@ -27,12 +27,12 @@ namespace {
 
 // A row's own result file, read through the one reader every verdict reads through: a row that
 // says ok but did less work than configured comes back failed, and is run again on --resume.
-RunResult read_row_result(const std::filesystem::path& file) {
+ProvenResults read_row_file(const std::filesystem::path& file) {
   return prove_results(read_result_file(file), "the row's result '" + file.string() + "'",
-                       run_config_to_json(RunConfig{}))
-      .document()
-      .runs.at(0);
+                       run_config_to_json(RunConfig{}));
 }
+
+RunResult read_row_result(const std::filesystem::path& file) { return read_row_file(file).document().runs.at(0); }
 
 
 using nlohmann::json;
@@ -581,10 +581,13 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     bool resumed = false;
     if (command.resume && std::filesystem::exists(row.result_file)) {
       try {
-        RunResult previous = read_row_result(row.result_file);
+        const ProvenResults previous_file = read_row_file(row.result_file);
+        RunResult previous = previous_file.document().runs.at(0);
         // A skip is decided again every time: the GPUs and nodes it depended on may have come.
+        // The same settings as compare reads them: an option one side does not set, at its default.
         const bool finished = previous.status == RunStatus::ok;
-        if (finished && runs_the_same(previous.config, run_config_to_json(row.config))) {
+        if (finished && runs_the_same(previous.config, run_config_to_json(row.config), previous_file.option_defaults(),
+                                      run_config_to_json(RunConfig{}))) {
           result = std::move(previous);
           resumed = true;
         }

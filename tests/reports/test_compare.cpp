@@ -354,6 +354,14 @@ TEST(AdversarialGate, ARowRunSlowedIsNotResumedAsTheRow) {
   elsewhere["out"] = "c.json";
   EXPECT_TRUE(runs_the_same(plain, elsewhere));
   EXPECT_TRUE(runs_the_same(slowed, slowed));
+  // --resume reads settings as compare does: an option a row's file sets at its own writer's
+  // default, which this binary's plan does not have, is the same setting; at another value, not.
+  nlohmann::json newer = plain;
+  newer["a-newer-option"] = 0;
+  const nlohmann::json newer_defaults = {{"a-newer-option", 0}};
+  EXPECT_TRUE(runs_the_same(newer, plain, newer_defaults, nlohmann::json::object()));
+  newer["a-newer-option"] = 1;
+  EXPECT_FALSE(runs_the_same(newer, plain, newer_defaults, nlohmann::json::object()));
 }
 
 // Which rows are twins is the baseline's to say: a current file that names a row under test a

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cmath>
 
 #include "harness/base/input_error.hpp"
@@ -162,6 +164,39 @@ RunResult measured_row(const std::string& hook = "allreduce") {
                         {"bucket_timeline", json::array({{{"bucket", 0}, {"bytes", 150e6}, {"ready_s", 0.1}, {"allreduce_s", 0.15}},
                                                          {{"bucket", 1}, {"bytes", 100e6}, {"ready_s", 0.2}, {"allreduce_s", 0.10}}})}};
   return r;
+}
+
+// One set of rules for what the step model reads, in project and advise alike (the second
+// attack: project projected from a negative backward, a bucket ready before backward began and
+// an unmeasured optimizer, which advise refused, and exited 0 over a table of dashes).
+TEST(AdversarialProjection, ProjectRefusesTheStepInputsAdviseRefuses) {
+  ProjectionOptions options;
+  options.ranks = {2, 4};
+  const auto not_projected = [&](const std::function<void(RunResult&)>& edit) {
+    RunResult r = measured_row();
+    edit(r);
+    const RowProjection p = project_row({&r}, options);
+    EXPECT_EQ(p.not_projected, step_model_problem(r)) << "project and advise read the row by the same rules";
+    return p.not_projected;
+  };
+  EXPECT_EQ(not_projected([](RunResult&) {}), "");
+  EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["backward_compute_s"] = -1; }),
+            "backward_compute_s -1: not a time");
+  EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["bucket_timeline"][1]["ready_s"] = -5; }),
+            "bucket_timeline: a bucket ready at -5 s, outside backward (0 to 0.3 s)");
+  EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["bucket_timeline"][0]["bytes"] = 0; }),
+            "bucket_timeline: a bucket of 0 bytes");
+  EXPECT_EQ(not_projected([](RunResult& r) { r.mean_phase_s.optimizer_s = kNotMeasured; }),
+            "mean_phase_s.optimizer_s null: not a time its steps spent");
+  EXPECT_EQ(not_projected([](RunResult& r) { r.mean_phase_s.forward_s = -0.5; }),
+            "mean_phase_s.forward_s -0.5: not a time its steps spent");
+  // A row the proof failed says why it cannot be projected, not that it never reached a steady state.
+  RunResult failed = measured_row();
+  failed.status = RunStatus::failed;
+  failed.reason = "did less work than configured: it trained 3 of the 16 steps";
+  EXPECT_EQ(project_row({&failed}, options).not_projected,
+            "no repetition ran to a steady state (repetition 0: failed: did less work than configured: it trained 3 "
+            "of the 16 steps)");
 }
 
 TEST(Projection, BucketsRunOneAfterAnotherFromWhenBackwardMadeThemReady) {

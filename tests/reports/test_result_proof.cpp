@@ -8,6 +8,7 @@
 #include "harness/base/input_error.hpp"
 #include "reports/compare.hpp"
 #include "reports/paired_compare.hpp"
+#include "reports/result_file.hpp"
 #include "reports/result_proof.hpp"
 #include "support/proven_documents.hpp"
 #include "support/sample_results.hpp"
@@ -186,6 +187,29 @@ TEST(ResultProof, AnOkRowWithoutAFigureIsFailedUnlessNoStepRanPastWarmup) {
   EXPECT_NE(message_of([&] { prove_results(swept({r}, 1), "f"); }).find("not a time or a rate"), std::string::npos);
 }
 
+// A result file's "null" is "not measured" wherever a figure may be absent: a step_time_s that
+// is null, absent or missing a quantile fails a row that says ok (exit 1 on the candidate's
+// side), never a reader's error that reads as bad input (exit 2, 125 under git bisect).
+TEST(ResultProof, AStepTimeThatIsNullOrPartialIsUnmeasuredNotUnreadable) {
+  ResultDocument doc = swept({sample_run("single", "faithful", 1, 10, 5000)}, 1);
+  for (const nlohmann::json& edited : {nlohmann::json(nullptr), nlohmann::json{{"p50", nullptr}},
+                                       nlohmann::json{{"p90", 0.2}}}) {
+    nlohmann::json j = doc;
+    j["runs"][0]["step_time_s"] = edited;
+    const ProvenResults p = prove_results(parse_result_document(j.dump(), "f.json"), "f");
+    EXPECT_EQ(p.document().runs[0].reason, "says ok, but it measured no step_time_s (null, NaN or infinite)")
+        << edited.dump();
+  }
+  nlohmann::json absent = doc;
+  absent["runs"][0].erase("step_time_s");
+  EXPECT_EQ(prove_results(parse_result_document(absent.dump(), "f.json"), "f").document().runs[0].status,
+            RunStatus::failed);
+  nlohmann::json huge_repeat = doc;
+  huge_repeat["sweep"]["repeat"] = 1e30;
+  EXPECT_NE(message_of([&] { parse_result_document(huge_repeat.dump(), "f.json"); }).find("is not a whole number"),
+            std::string::npos);
+}
+
 // A commit that adds a run option wrote it at its default on one side only; every later
 // commit was "other settings" (exit 2, 125 under git bisect run).
 TEST(ResultProof, AnOptionAbsentOnOneSideAtItsDefaultIsTheSameSetting) {
@@ -268,6 +292,46 @@ TEST(ResultProof, TheNormalisingRowCannotBeJudgedAgainstItself) {
   EXPECT_TRUE(mentions(c.cannot_judge, "single (faithful): the row every other is divided by"));
   o.allow_missing = {"single"};
   EXPECT_FALSE(compare_results(doc(10), doc(20), o).cannot_judge_any());
+}
+
+// Found by the second attack: an excused twin left its row "measured in the baseline, not now"
+// (a regression with a false reason); the row measured its time, only its divisor is missing.
+TEST(ResultProof, ARowWhoseTwinDidNotRunNowCannotBeJudgedByItsTwin) {
+  const ResultDocument baseline = twin_document({100, 100}, {100, 100});
+  ResultDocument current = baseline;
+  for (auto& r : current.runs) {
+    if (r.name == "ddp.torch") {
+      r.status = RunStatus::skipped;
+      r.reason = "torch not installed";
+    }
+  }
+  CompareOptions o;
+  o.normalize_by = "twin";
+  o.metrics = {"train_time_s"};
+  o.allow_missing = {"ddp.torch"};
+  const Comparison c = compare_results(baseline, current, o);
+  EXPECT_TRUE(c.cannot_judge_any());
+  EXPECT_TRUE(mentions(c.cannot_judge, "ddp (faithful): train_time_s: the PyTorch twin ddp.torch ran no repetition now"));
+  EXPECT_FALSE(mentions(c.missing_rows, "measured in the baseline, not now"));
+}
+
+// The second attack: a file's own defaults, a whole number written 16.0, and an evaluation
+// that saw nothing are read as the configuration the row ran.
+TEST(ResultProof, TheWorkIsReadFromTheRowsOwnFileDefaultsAndWholeFloats) {
+  RunResult r = sample_run("ddp-2", "faithful", 2, 10, 5000);
+  r.steps = 16;
+  r.images_trained = 16 * 512;
+  ResultDocument doc = swept({r}, 1);
+  doc.option_defaults = {{"max-steps", 16}};
+  EXPECT_EQ(proven(doc).document().runs[0].status, RunStatus::ok) << proven(doc).document().runs[0].reason;
+  doc.option_defaults = nlohmann::json::object();
+  doc.runs[0].config["max-steps"] = 16.0;
+  EXPECT_EQ(proven(doc).document().runs[0].status, RunStatus::ok) << proven(doc).document().runs[0].reason;
+  doc.runs[0].config["max-eval-batches"] = 2;
+  doc.runs[0].eval_images = 0;
+  EXPECT_NE(proven(doc).document().runs[0].reason.find("evaluated 0 images where its configuration asks for 2 batches"),
+            std::string::npos)
+      << proven(doc).document().runs[0].reason;
 }
 
 TEST(ResultProof, AFailedTwinLeavesTheFloorUnjudged) {

@@ -165,7 +165,8 @@ TEST(CompareCommand, PairedRoundsOfTwoBuilds) {
 
   const auto early = compare({(dir / "base.json").string(), (dir / "cand.json").string(), "--paired", "--min-rounds",
                               "8", "--max-rounds", "10", "--undecided-out", (dir / "undecided.txt").string()});
-  EXPECT_EQ(early.exit_code, 0) << early.out << early.err;
+  EXPECT_EQ(early.exit_code, 2) << early.out << early.err;  // no verdict yet: never a pass
+  EXPECT_NE(early.out.find("Undecided below the cap: no verdict yet"), std::string::npos) << early.out;
   EXPECT_NE(testing::read_text(dir / "undecided.txt").find("ddp-2gpu\n"), std::string::npos);
 
   for (const std::vector<std::string>& bad : {std::vector<std::string>{"--min-rounds", "3"},
