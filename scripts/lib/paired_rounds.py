@@ -11,9 +11,14 @@ its PyTorch floor) decides, and the candidate's own compare must agree with it; 
 breaks compare cannot pass its own gate.
 
 Exit codes: 0 no regression, 1 a regression (found at any look, or below the floor), a candidate
-whose sweep died or whose compare disagreed with the baseline build's, 2 bad input, a baseline
-build that cannot run the rows, or a judge that cannot judge, 130 interrupted. verdict.txt
-("regression", "no regression", "cannot judge") is written last, after the floor.
+whose sweep died, refused an input the baseline build accepted, or whose compare disagreed with
+the baseline build's, 2 bad input, a baseline build that cannot run the rows, or a judge that
+cannot judge, 130 interrupted. verdict.txt ("regression", "no regression", "cannot judge") is
+written last, after the floor.
+
+What it removes in --out-dir: only its own files (OUTPUTS, by those names) and the two builds'
+round folders it made (each holds its marker, ROUNDS_MARKER); a baseline/ or candidate/ folder
+without the marker is refused before anything runs.
 """
 from __future__ import annotations
 
@@ -79,7 +84,12 @@ def sweep_rows(sweep_file: Path) -> list[str]:
 
 
 class BrokenCandidate(Exception):
-    """The candidate build's sweep died or wrote nothing readable: the gate fails (exit 1)."""
+    """The candidate build's sweep died or wrote nothing readable, or refused an input the
+    baseline build accepts: the gate fails (exit 1)."""
+
+
+class Refused(BadInput):
+    """A build's sweep refused its input (exit 2): bad input, unless the other build accepts it."""
 
 
 def run_sweep(command: list[str], log_path: Path) -> int:
@@ -117,7 +127,7 @@ def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, can
     if rc == 2 and candidate and ran_before:
         raise BrokenCandidate(f"{where} refused the input it ran in an earlier round")
     if rc == 2:
-        raise BadInput(f"{where} refused its input")
+        raise Refused(f"{where} refused its input")
     if rc in (-signal.SIGINT, -signal.SIGTERM, 130, 143):
         raise Interrupted(f"{where} was interrupted (exit {rc})")
     problem = "" if rc in (0, 1) else f"exited with {rc}"
@@ -162,51 +172,103 @@ def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
     tmp.replace(out)
 
 
+INTERRUPTED = (-signal.SIGINT, -signal.SIGTERM, 130, 143)
+
+
 @dataclass(frozen=True)
 class Compared:
-    """One `ddpbench compare` run: its exit code and what it said."""
+    """One `ddpbench compare` run: its exit code, what it said, and the rows its --undecided-out
+    named (none where it wrote no such file)."""
     rc: int
     stdout: str
     stderr: str
+    undecided: tuple[str, ...] = ()
+
+    def printed(self, start: str) -> bool:
+        return any(line.startswith(start) for line in self.stdout.splitlines())
 
     @property
     def cannot_judge(self) -> bool:
         """Exit 2 with a table ending in "Cannot judge": a verdict, not a refused input (which
         prints nothing on stdout)."""
-        return self.rc == 2 and any(line.startswith("Cannot judge") for line in self.stdout.splitlines())
+        return self.rc == 2 and self.printed("Cannot judge")
+
+    @property
+    def verdict(self) -> str:
+        """regression, no regression, undecided (rows to run again below the cap: exit 0 with
+        undecided rows from an older compare, exit 2 and "Undecided below the cap" from a newer),
+        cannot judge, refused (exit 2, no table), interrupted, or died."""
+        if self.rc == 1:
+            return "regression"
+        if self.rc == 0:
+            return "undecided" if self.undecided else "no regression"
+        if self.rc == 2:
+            return ("cannot judge" if self.printed("Cannot judge") else
+                    "undecided" if self.printed("Undecided below the cap") else "refused")
+        return "interrupted" if self.rc in INTERRUPTED else "died"
+
+    def last_said(self) -> str:
+        said = self.stderr.strip().splitlines()[-1:] or self.stdout.strip().splitlines()[-1:] or [""]
+        return said[0]
 
 
-def run_compare(command: list[str]) -> Compared:
+def run_compare(command: list[str], undecided: Path | None = None) -> Compared:
     done = subprocess.run(command, capture_output=True, text=True, check=False)
-    return Compared(done.returncode, done.stdout, done.stderr)
+    rows: tuple[str, ...] = ()
+    if undecided is not None:
+        try:
+            rows = tuple(line.strip() for line in undecided.read_text().splitlines() if line.strip())
+        except OSError:
+            pass
+    return Compared(done.returncode, done.stdout, done.stderr, rows)
 
 
 @dataclass(frozen=True)
 class Ruling:
     """What a comparison run by both builds decides: rc 0, 1 or 2 (cannot judge), the judge's
-    text, and where the candidate's compare disagreed, the line that says so (rc 1)."""
+    text, where the candidate's compare disagreed, the line that says so (rc 1), and where the
+    gate cannot judge for another reason than the judge's own, why (note)."""
     rc: int
     text: str
     judged: int  # the judge's own exit code
     disagreement: str = ""
+    note: str = ""
 
 
-def rule(what: str, judge: Compared, accused: Compared) -> Ruling:
+def rule(what: str, judge: Compared, accused: Compared, final: bool = True) -> Ruling:
     """The baseline build's compare decides; the candidate's must say the same. A judge that
-    refuses the input or dies decides nothing: that is no fault of the candidate's."""
-    if judge.rc == 2 and not judge.cannot_judge:
+    refuses the input or dies decides nothing: that is no fault of the candidate's. "Undecided"
+    is one answer whichever way a build says it (an older compare exits 0 with undecided rows, a
+    newer one 2). At the final look (`final`), undecided rows cannot be judged, and a candidate
+    whose compare prints its table and cannot judge (a newer rule than the judge's) leaves the
+    gate unable to judge; a regression the judge found stands whatever the candidate says."""
+    judged, said = judge.verdict, accused.verdict
+    if judged == "refused":
         raise BadInput(f"the baseline build's `{what}` refused the rounds: {judge.stderr.strip()}")
-    if judge.rc in (-signal.SIGINT, -signal.SIGTERM, 130, 143):
+    if judged == "interrupted":
         raise Interrupted(f"the baseline build's `{what}` was interrupted (exit {judge.rc})")
-    if judge.rc not in (0, 1, 2):
+    if judged == "died":
         raise BadInput(f"the baseline build's `{what}` exited with {judge.rc}, so nothing can judge the "
                        f"candidate: {judge.stderr.strip()}")
-    if judge.rc == 2 or accused.rc == judge.rc:
-        return Ruling(judge.rc, judge.stdout, judge.rc)
-    said = accused.stderr.strip().splitlines()[-1:] or accused.stdout.strip().splitlines()[-1:] or [""]
-    return Ruling(1, judge.stdout, judge.rc, f"**The candidate fails**: its `{what}` disagreed with the baseline build's "
-                                   f"(baseline build: exit {judge.rc}, candidate: exit {accused.rc}"
-                                   f"{': ' + said[0] if said[0] else ''}).\n")
+    if judged == "cannot judge":
+        return Ruling(2, judge.stdout, judge.rc)
+    last = accused.last_said()
+    disagreement = (f"**The candidate fails**: its `{what}` disagreed with the baseline build's (baseline build: "
+                    f"exit {judge.rc}, candidate: exit {accused.rc}{': ' + last if last else ''}).\n")
+    if judged == "regression":
+        return Ruling(1, judge.stdout, judge.rc, "" if said == "regression" else disagreement)
+    if said in ("regression", "refused", "interrupted", "died"):
+        return Ruling(1, judge.stdout, judge.rc, disagreement)
+    if said == "cannot judge" or (final and said == "undecided" and accused.rc == 2):
+        return Ruling(2, judge.stdout, judge.rc, note=(
+            f"Cannot judge: the candidate's `{what}` printed its table and cannot judge what the baseline build's "
+            f"judged (baseline build: exit {judge.rc}, candidate: exit {accused.rc}{': ' + last if last else ''}); "
+            f"a newer rule than the judge's, so neither build's answer stands.\n"))
+    if final and judged == "undecided":
+        return Ruling(2, judge.stdout, judge.rc, note=(
+            f"Cannot judge: rows still undecided after the last round ({', '.join(judge.undecided) or 'named above'}); "
+            f"this is no pass.\n"))
+    return Ruling(0, judge.stdout, judge.rc)
 
 
 @dataclass
@@ -231,21 +293,24 @@ class Gate:
             command += ["--allow-missing", *self.allow_missing.split(",")]
         return command
 
-    def compare(self, baseline: Path, candidate: Path, undecided: Path, out: Path) -> tuple[Ruling, list[str]]:
-        """This look's ruling and the judge's undecided rows (the rounds to run next). The
-        candidate's compare writes beside the judge's (candidate-*), never over them."""
+    def compare(self, baseline: Path, candidate: Path, undecided: Path, out: Path,
+                at_cap: bool = False) -> tuple[Ruling, list[str]]:
+        """This look's ruling and the judge's undecided rows (the rounds to run next, whatever
+        the judge's exit code: 0 from an older compare, 2 from a newer). The look is final at
+        the cap or where the judge has no row undecided. The candidate's compare writes beside
+        the judge's (candidate-*), never over them."""
+        accused_undecided = undecided.with_name("candidate-" + undecided.name)
         undecided.unlink(missing_ok=True)
-        judge = run_compare(self.command(self.judge, baseline, candidate, undecided, out))
+        accused_undecided.unlink(missing_ok=True)
+        judge = run_compare(self.command(self.judge, baseline, candidate, undecided, out), undecided)
         # The same binary on both sides (scripts/gate-power's trials) would only say it twice.
         accused = judge if self.accused == self.judge else run_compare(self.command(
-            self.accused, baseline, candidate, undecided.with_name("candidate-" + undecided.name),
-            out.with_name("candidate-" + out.name)))
-        ruling = rule("compare --paired", judge, accused)
-        try:
-            rows = [line.strip() for line in undecided.read_text().splitlines() if line.strip()]
-        except OSError as error:
-            raise BadInput(f"the baseline build's `compare --paired` wrote no undecided rows ({error})") from None
-        return ruling, rows
+            self.accused, baseline, candidate, accused_undecided, out.with_name("candidate-" + out.name)),
+            accused_undecided)
+        ruling = rule("compare --paired", judge, accused, final=at_cap or not judge.undecided)
+        if not undecided.is_file():
+            raise BadInput(f"the baseline build's `compare --paired` wrote no undecided rows ({undecided})")
+        return ruling, list(judge.undecided)
 
 
 @dataclass(frozen=True)
@@ -270,9 +335,9 @@ class Floor:
         kept = [line for line in lines[start:] if not line.startswith(("No regression", "**Regression"))]
         verdict = {0: "Every row at or above the floor.",
                    1: f"**Below the floor**: a row is slower than {self.floor}x its PyTorch twin beyond the noise.",
-                   2: "Cannot judge the floor (above)."}[ruling.judged]
+                   2: "Cannot judge the floor (above)."}[ruling.judged if ruling.rc != 2 else 2]
         text = (f"ci-bench: each row of the candidate against its PyTorch twin (floor {self.floor}x)\n"
-                + "".join(f"{line}\n" for line in kept) + verdict + "\n" + ruling.disagreement)
+                + "".join(f"{line}\n" for line in kept) + verdict + "\n" + ruling.disagreement + ruling.note)
         return ruling, text
 
 
@@ -292,10 +357,14 @@ def row_of(name: str, rows: list[str]) -> str:
 
 
 # The gate's own files in --out-dir, beside the two builds' round folders; verdict.txt is
-# written last, only by a gate that finished, the floor included.
+# written last, only by a gate that finished, the floor included. These names (and their .tmp
+# while written) are the only files it removes there, besides round folders it made.
 OUTPUTS = ("baseline-rounds.json", "candidate-rounds.json", "order.jsonl", "paired.md", "undecided.txt",
            "candidate-paired.md", "candidate-undecided.txt", "floor.md", "verdict.txt")
 VERDICTS = {0: "no regression", 1: "regression", 2: "cannot judge"}
+# Written into each build's round folder (--out-dir/LABEL) the gate makes: only a folder holding
+# it is ever removed, so a user's own baseline/ or candidate/ there is refused, never emptied.
+ROUNDS_MARKER = ".ddpbench-ci-bench-rounds"
 
 
 def never_ran_on_baseline(baseline_rounds: Path, expected_not_ok: set[str]) -> list[str]:
@@ -307,11 +376,43 @@ def never_ran_on_baseline(baseline_rounds: Path, expected_not_ok: set[str]) -> l
     return [name for name in names if name not in ok and name not in expected_not_ok]
 
 
+def out_dir_refusal(out: Path, labels: tuple[str, ...]) -> str:
+    """Why the gate may not write into --out-dir `out` (or ""): a path through a file, a round
+    folder (out/LABEL) it did not make (no ROUNDS_MARKER: the user's own), or one of its own
+    file names taken by something that is not a file."""
+    existing = out
+    while not existing.exists() and not existing.is_symlink() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"--out-dir {out}: {existing} is not a folder"
+    if not out.is_dir():
+        return ""
+    strangers = [str(out / label) for label in labels
+                 if (out / label).exists() or (out / label).is_symlink()
+                 if (out / label).is_symlink() or not (out / label / ROUNDS_MARKER).is_file()]
+    if strangers:
+        it = "it" if len(strangers) == 1 else "them"
+        return (f"--out-dir {out}: {' and '.join(strangers)} exist{'s' if len(strangers) == 1 else ''} without the "
+                f"marker {ROUNDS_MARKER}, so scripts/ci-bench did not make {it} (or a gate older than the marker "
+                f"did) and will not remove {it}: choose another --out-dir, or move {it} away")
+    taken = [str(out / name) for name in OUTPUTS if (out / name).exists() and not (out / name).is_file()]
+    if taken:
+        return f"--out-dir {out}: {', '.join(taken)} is not a file, and the gate writes its own file there"
+    return ""
+
+
 def clear_outputs(out: Path, labels: tuple[str, ...]) -> None:
-    """A folder used before keeps nothing of an earlier gate that could be read as this one's;
-    nothing else in it is touched."""
-    for stale in labels:
-        shutil.rmtree(out / stale, ignore_errors=True)
+    """A folder used before keeps nothing of an earlier gate that could be read as this one's:
+    the round folders it made (their marker says so; any other is refused) and its own files;
+    nothing else in it is touched. Each round folder is made again with its marker."""
+    refusal = out_dir_refusal(out, labels)
+    if refusal:
+        raise BadInput(refusal)
+    for label in labels:
+        if (out / label / ROUNDS_MARKER).is_file():
+            shutil.rmtree(out / label)
+        (out / label).mkdir()
+        (out / label / ROUNDS_MARKER).write_text("made by scripts/ci-bench --against: removed by the next gate\n")
     for name in OUTPUTS:
         (out / name).unlink(missing_ok=True)
 
@@ -331,18 +432,40 @@ class Rounds:
     twins: bool
     out: Path
     files: dict[str, list[tuple[int, Path]]] = field(default_factory=dict)
+    accepted: dict[str, int] = field(default_factory=dict)  # row -> the round the baseline build first ran it
 
     def run(self, order: list[tuple[str, str]], round_index: int, plan) -> None:
         baseline, candidate = self.baseline, self.candidate
         for row, label in order:
             arm = baseline if label == baseline.label else candidate
             began = time.time()
-            path = run_row(arm, self.sweep_file, row, self.twins, self.out / label / f"round-{round_index:02d}" / row,
-                           candidate=arm is candidate, ran_before=bool(self.files.setdefault(label, [])))
+            try:
+                path = run_row(arm, self.sweep_file, row, self.twins,
+                               self.out / label / f"round-{round_index:02d}" / row, candidate=arm is candidate,
+                               ran_before=bool(self.files.setdefault(label, [])))
+            except Refused as refusal:
+                if arm is candidate:
+                    raise self.candidate_refused(row, refusal) from None
+                raise
+            if arm is baseline:
+                self.accepted.setdefault(row, round_index)
             self.files[label].append((round_index, path))
             plan.write(json.dumps({"round": round_index, "row": row, "build": label, "started_unix_s": round(began, 3),
                                    "wall_s": round(time.time() - began, 3)}) + "\n")
             plan.flush()
+
+    def candidate_refused(self, row: str, refusal: Refused) -> Exception:
+        """The candidate's sweep refused a row: its failure where the baseline build accepts that
+        row's input (it ran it in a round, or runs it now), bad input where both refuse it."""
+        if row in self.accepted:
+            return BrokenCandidate(f"{refusal}, which the baseline build accepted (round {self.accepted[row] + 1})")
+        folder = self.out / self.baseline.label / "refusal-check" / row
+        try:
+            run_row(self.baseline, self.sweep_file, row, self.twins, folder)
+        except Refused as too:
+            return BadInput(f"{refusal}, and {too} too: neither build accepts it")
+        return BrokenCandidate(f"{refusal}, which the baseline build accepted (its sweep of the same row, run to "
+                               f"tell: {folder / 'sweep.log'})")
 
     def merge(self) -> tuple[Path, Path]:
         merge_rounds(self.files[self.baseline.label], self.out / "baseline-rounds.json")
@@ -391,7 +514,8 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
               f"{time.monotonic() - started:.0f} s", file=log, flush=True)
         if round_index + 1 < gate.min_rounds:
             continue
-        ruling, undecided = gate.compare(*rounds.merge(), out / "undecided.txt", out / "paired.md")
+        ruling, undecided = gate.compare(*rounds.merge(), out / "undecided.txt", out / "paired.md",
+                                         at_cap=round_index + 1 >= gate.max_rounds)
         if ruling.disagreement:
             break  # the candidate fails whatever more rounds would say
         for name in regressions(ruling.text) - set(regressed):
@@ -409,12 +533,12 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
         raise BadInput(f"the baseline build never ran {', '.join(never)} in any round, so it cannot judge the "
                        f"candidate's (see {out / baseline.label}; rows expected not to run here: "
                        f"{', '.join(sorted(expected_not_ok)) or 'none'})")
-    rc, text = ruling.rc, ruling.text + ruling.disagreement
+    rc, text = ruling.rc, ruling.text + ruling.disagreement + ruling.note
     text, taken_back = stood(text, regressed)
     if taken_back:
         rc = 1
         (out / "paired.md").write_text(text)
-    if ruling.disagreement:
+    if ruling.disagreement or ruling.note:
         (out / "paired.md").write_text(text)
     (out / "undecided.txt").write_text("".join(f"{name}\n" for name in undecided
                                                if not any(name == k.split(" (")[0] for k in regressed)))
@@ -496,6 +620,18 @@ class Settings:
     floor_metrics: str
     allow_missing: str
     rows: tuple[str, ...]
+    expected_not_ok: frozenset[str] = frozenset()
+
+
+def row_names(flag: str, text: str, rows: list[str]) -> list[str]:
+    """The names in `text` (comma-separated), each a row of the sweep file or its twin (ROW.torch)."""
+    known = set(rows) | {f"{row}.torch" for row in rows}
+    names = [n for n in text.split(",") if n]
+    strangers = [n for n in names if n not in known]
+    if strangers:
+        raise BadInput(f"{flag}: the sweep file has no row {', '.join(strangers)} (rows: {', '.join(rows)}, "
+                       f"and each one's twin ROW.torch)")
+    return names
 
 
 def check_settings(args: argparse.Namespace) -> Settings:
@@ -515,12 +651,18 @@ def check_settings(args: argparse.Namespace) -> Settings:
         floor = number("--floor (--min-vs-pytorch)", args.floor, 0, math.inf, "(0, inf)")
     floor_metrics = metric_list("--floor-metric", args.floor_metric, METRICS, "")
     rows = sweep_rows(args.sweep_file)
+    row_names("--allow-missing", args.allow_missing, rows)
+    # Names the user gave must be rows; the committed default names rows of the committed sweep
+    # file, so with another sweep file it keeps only the rows that file has.
+    expected = set(row_names("--expected-not-ok", args.expected_not_ok, rows))
     known = set(rows) | {f"{row}.torch" for row in rows}
-    strangers = [n for n in args.allow_missing.split(",") if n and n not in known]
-    if strangers:
-        raise BadInput(f"--allow-missing: the sweep file has no row {', '.join(strangers)} (rows: {', '.join(rows)})")
+    expected |= {n for n in args.expected_not_ok_default.split(",") if n in known}
+    if args.out_dir is not None:
+        refusal = out_dir_refusal(args.out_dir, (args.baseline_label, "candidate"))
+        if refusal:
+            raise BadInput(refusal)
     return Settings(integer("--seed", args.seed), min_rounds, max_rounds, threshold, alpha, metrics, floor,
-                    floor_metrics, args.allow_missing, tuple(rows))
+                    floor_metrics, args.allow_missing, tuple(rows), frozenset(expected))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -542,7 +684,10 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--floor-metric", default="train_time_s,steady_images_per_s")
     parser.add_argument("--allow-missing", default="")
     parser.add_argument("--twins", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--expected-not-ok", default="", help="rows expected not to run on this machine")
+    parser.add_argument("--expected-not-ok", default="",
+                        help="rows expected not to run on this machine (each a row of the sweep file or its twin)")
+    parser.add_argument("--expected-not-ok-default", default="",
+                        help="the committed default of --expected-not-ok: only the names that are rows here are kept")
     parser.add_argument("sweep_args", nargs="*", help="arguments for both builds' sweeps")
     return parser
 
@@ -571,7 +716,7 @@ def judged_as_allowed(args: argparse.Namespace, settings: Settings) -> list[str]
     the row's own rounds say so), of the rows the rounds run (a twin only with the twins)."""
     runs = set(settings.rows) | ({f"{row}.torch" for row in settings.rows} if args.twins else set())
     names = [n for n in settings.allow_missing.split(",") if n]
-    expected = [n for n in args.expected_not_ok.split(",") if n and n in runs and n not in names]
+    expected = [n for n in sorted(settings.expected_not_ok) if n in runs and n not in names]
     return names + expected
 
 
@@ -593,10 +738,12 @@ def main(argv: list[str]) -> int:
             return 0
         check_binaries(args)
         baseline, candidate, gate, floor = gate_of(args, settings)
+        if baseline.label == candidate.label:
+            raise BadInput(f"the two builds need two labels (both are '{baseline.label}')")
         lock = lock_out_dir(args.out_dir)  # noqa: F841 (held until exit)
         signal.signal(signal.SIGTERM, terminated)
         rc, text = run_rounds(baseline, candidate, args.sweep_file, gate, settings.seed, args.twins, args.out_dir,
-                              expected_not_ok=frozenset(n for n in args.expected_not_ok.split(",") if n),
+                              expected_not_ok=settings.expected_not_ok,
                               floor=floor)
     except BadInput as error:
         print(f"scripts/ci-bench: {error}", file=sys.stderr)

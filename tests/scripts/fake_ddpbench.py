@@ -7,12 +7,18 @@ is FAKE_DDPBENCH_BUILD.
 
 FAKE_DDPBENCH_SPEC: {"log": PATH, "state": DIR, "first_penalty": X,
                      "sleep_s": S, "rows": {ROW: {BUILD: [MEAN_S, SPREAD] or {"times": [S, ...]} or "garbage"
-                                                   or "crash" or "failed" or "refuse-after-first"}}}
+                                                   or "crash" or "failed" or "refuse-after-first"
+                                                   or "refuse"}}}
 first_penalty: a run that opens a pair (the first of consecutive runs of a row) is X slower.
+"refuse": the sweep refuses the row's input every time (exit 2, as for an option it does not have).
+`sweep --dry-run` is the real one's (the real ddpbench: FAKE_REAL_DDPBENCH, else DDPBENCH_BINARY).
 "compare": {BUILD: {"paired": HOW, "floor": HOW}} makes that build's `compare --paired` or its
 plain compare (the floor) misbehave, HOW being "lie" (prints "No regression." and exits 0 whatever
 the files say), "refuse" (nothing on stdout, exit 2), "cannot-judge" (the real table, then a
-"Cannot judge" line, exit 2) or "crash" (killed by SIGSEGV); otherwise compare is the real one.
+"Cannot judge" line, exit 2), "crash" (killed by SIGSEGV), or, for `--paired`, "old" or "new":
+the real comparison as an older compare says rows still undecided below the cap (exit 0, its
+table ending "No regression.") or a newer one (exit 2, its table ending "Undecided below the
+cap"), whichever the real binary is; otherwise compare is the real one.
 """
 from __future__ import annotations
 
@@ -28,7 +34,13 @@ from pathlib import Path
 SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 
 
+def real_binary() -> str:
+    return os.environ.get("FAKE_REAL_DDPBENCH") or os.environ["DDPBENCH_BINARY"]
+
+
 def sweep(args: list[str], spec: dict) -> int:
+    if "--dry-run" in args:
+        os.execv(real_binary(), [real_binary(), "sweep", *args])
     row = args[args.index("--rows") + 1]
     out = Path(args[args.index("--out-dir") + 1])
     build = os.environ["FAKE_DDPBENCH_BUILD"]
@@ -41,7 +53,8 @@ def sweep(args: list[str], spec: dict) -> int:
     time.sleep(spec.get("sleep_s", 0))
     if how == "crash":
         os.kill(os.getpid(), signal.SIGSEGV)
-    if how == "refuse-after-first" and count > 0:
+    if how == "refuse-after-first" and count > 0 or how == "refuse":
+        print(f"ddpbench: error: row '{row}': refused on purpose (test)", file=sys.stderr)
         return 2
     if isinstance(how, dict):
         seconds = how["times"][count]
@@ -95,6 +108,8 @@ def compare(args: list[str], how: str) -> int:
         text = "No regression.\n"
         if undecided:
             Path(undecided).write_text("")
+    elif how in ("old", "new"):
+        return undecided_as(how, args, out)
     else:  # cannot-judge: the real table and undecided rows, then the verdict no one can give
         real = subprocess.run([os.environ["DDPBENCH_BINARY"], "compare", *args], capture_output=True, text=True,
                               check=False)
@@ -106,6 +121,36 @@ def compare(args: list[str], how: str) -> int:
     return 0 if how == "lie" else 2
 
 
+UNDECIDED = "Undecided below the cap"
+
+
+def undecided_as(how: str, args: list[str], out: str | None) -> int:
+    """The real `compare --paired`, its answer for rows still undecided below the cap as an older
+    compare gave it (exit 0, "No regression.") or as a newer one does (exit 2, "Undecided below
+    the cap ..."), whichever the real binary is."""
+    real = subprocess.run([real_binary(), "compare", *args], capture_output=True, text=True, check=False)
+    undecided_out = value_of(args, "--undecided-out")
+    rows = Path(undecided_out).read_text().split() if undecided_out and Path(undecided_out).exists() else []
+    rc, lines = real.returncode, real.stdout.rstrip("\n").splitlines()
+    undecided_now = bool(rows) and rc in (0, 2) and (rc == 0 or any(line.startswith(UNDECIDED) for line in lines))
+    if undecided_now:
+        lines = [line for line in lines if not line.startswith(("No regression", UNDECIDED))]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        if how == "old":
+            lines += ["", "No regression."]
+            rc = 0
+        else:
+            lines += ["", f"{UNDECIDED} (run more rounds of {', '.join(rows)}): no verdict yet (test)."]
+            rc = 2
+    text = "\n".join(lines) + "\n"
+    if out:
+        Path(out).write_text(text)
+    print(text, end="")
+    print(real.stderr, end="", file=sys.stderr)
+    return rc
+
+
 def main() -> int:
     spec = json.loads(os.environ["FAKE_DDPBENCH_SPEC"])
     if sys.argv[1:2] == ["sweep"]:
@@ -115,7 +160,7 @@ def main() -> int:
         how = spec.get("compare", {}).get(os.environ.get("FAKE_DDPBENCH_BUILD", ""), {}).get(kind)
         if how:
             return compare(sys.argv[2:], how)
-    os.execv(os.environ["DDPBENCH_BINARY"], [os.environ["DDPBENCH_BINARY"], *sys.argv[1:]])
+    os.execv(real_binary(), [real_binary(), *sys.argv[1:]])
     return 127
 
 

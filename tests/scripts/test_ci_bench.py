@@ -380,6 +380,67 @@ class AgainstDirTest(GateCase):
                                         capture_output=True, text=True, check=True).stdout.strip(), "my-work")
         self.assertFalse((self.dir / "fake-runs.log").exists(), "something ran")
 
+    def head(self, worktree: Path) -> str:
+        return subprocess.run(["git", "-C", str(worktree), "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    def test_a_worktree_added_again_at_the_gates_src_is_refused_untouched(self) -> None:
+        # The attack: the gate made D (marker) and D/src; the user removed that worktree and added
+        # their own at the same path, on a branch, with an edit and an untracked file. The marker
+        # stands and D/src is a worktree of this repository, yet it is not the gate's.
+        repo, env, git, commits = self.stand_in_history()
+        mine = self.dir / "d"
+        made = self.against(repo, env, "--against", commits[0], "--no-twins", "--max-rounds", "2", "--min-rounds", "2",
+                            "--against-dir", str(mine))
+        self.assertIn(made.returncode, (0, 1), made.stderr)
+        self.assertTrue((mine / ".ddpbench-ci-bench-worktree").is_file())
+        git("worktree", "remove", "--force", str(mine / "src"))
+        git("worktree", "add", "-q", "-b", "userwork", str(mine / "src"), "HEAD")
+        (mine / "src" / "slowdown").write_text("edited, not committed\n")
+        (mine / "src" / "draft.txt").write_text("untracked\n")
+        before = self.snapshot(mine / "src")
+        for flags, code in (([], 2), (["--bisect"], 128)):
+            refused = self.against(repo, env, *flags, "--against", commits[2], "--no-twins", "--against-dir", str(mine))
+            self.assertEqual(refused.returncode, code, refused.stderr)
+            self.assertIn(f"{mine / 'src'} is a worktree of this repository that scripts/ci-bench did not add",
+                          refused.stderr)
+            self.assertEqual(self.snapshot(mine / "src"), before, "the user's worktree was changed")
+            self.assertEqual(self.head(mine / "src"), "userwork", "the user's branch is no longer checked out")
+
+    def test_the_gates_own_worktree_with_a_branch_or_changes_is_refused_untouched(self) -> None:
+        repo, env, git, commits = self.stand_in_history()
+        d = self.dir / "d"
+        quick = ["--no-twins", "--max-rounds", "2", "--min-rounds", "2", "--against-dir", str(d)]
+        made = self.against(repo, env, "--against", commits[0], *quick)
+        self.assertIn(made.returncode, (0, 1), made.stderr)
+        src = d / "src"
+        # A branch checked out there: someone works in it (the gate always detaches).
+        git("-C", str(src), "checkout", "-q", "-b", "someone")
+        refused = self.against(repo, env, "--against", commits[2], *quick)
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("has branch someone checked out", refused.stderr)
+        self.assertEqual(self.head(src), "someone")
+        git("-C", str(src), "checkout", "-q", "--detach")
+        for path, text in ((src / "slowdown", "edited\n"), (src / "draft.txt", "untracked\n")):
+            original = path.read_bytes() if path.exists() else None
+            path.write_text(text)
+            before = self.snapshot(src)
+            refused = self.against(repo, env, "--against", commits[2], *quick)
+            self.assertEqual(refused.returncode, 2, refused.stderr)
+            self.assertIn("holds changes scripts/ci-bench did not make", refused.stderr)
+            self.assertEqual(self.snapshot(src), before, f"{path.name} was changed")
+            if original is None:
+                path.unlink()
+            else:
+                path.write_bytes(original)
+        # Ignored files (a build's) are the gate's to clean: the worktree is used again.
+        (src / "build-old").mkdir()
+        (src / "build-old" / "object.o").write_text("ignored\n")
+        again = self.against(repo, env, "--against", commits[2], *quick)
+        self.assertIn(again.returncode, (0, 1), again.stderr)
+        self.assertEqual(git("-C", str(src), "rev-parse", "HEAD").strip(), commits[2])
+        self.assertFalse((src / "build-old").exists())
+
     def test_the_candidates_checkout_and_build_are_refused(self) -> None:
         repo, env, _, commits = self.stand_in_history()
         (repo / "build").mkdir()
@@ -435,6 +496,9 @@ class AgainstDirTest(GateCase):
     def test_every_setting_is_checked_before_rev_is_built(self) -> None:
         repo, env, _, commits = self.stand_in_history()
         (self.dir / "empty.json").write_text(json.dumps({"rows": []}))
+        (self.dir / "a-file").write_text("mine\n")
+        (self.dir / "mine" / "candidate").mkdir(parents=True)
+        (self.dir / "mine" / "candidate" / "notes.txt").write_text("mine\n")
         for args, says in ((["--max-rounds", "101"], "--max-rounds at most 100"),
                            (["--min-rounds", "1"], "--min-rounds must be 2 or more"),
                            (["--min-rounds", "6", "--max-rounds", "5"], "must be at most --max-rounds"),
@@ -448,13 +512,32 @@ class AgainstDirTest(GateCase):
                            (["--seed", "-3"], "--seed must be a non-negative integer"),
                            (["--sweep-file", str(self.dir / "none.json")], "--sweep-file: cannot read the rows"),
                            (["--sweep-file", str(self.dir / "empty.json")], "must name each row once"),
-                           (["--allow-missing", "no-such-row"], "--allow-missing: the sweep file has no row")):
+                           (["--allow-missing", "no-such-row"], "--allow-missing: the sweep file has no row"),
+                           (["--expected-not-ok", "nonsense-row"], "--expected-not-ok: the sweep file has no row"),
+                           (["--out-dir", str(self.dir / "a-file")], "a-file is not a folder"),
+                           (["--out-dir", str(self.dir / "a-file" / "out")], "a-file is not a folder"),
+                           (["--out-dir", str(self.dir / "mine")], "exists without the marker")):
             for flags, code in (([], 2), (["--bisect"], 125)):
                 refused = self.against(repo, env, *flags, "--against", commits[0], *args)
                 self.assertEqual(refused.returncode, code, f"{args}: {refused.stderr}")
                 self.assertIn(says, refused.stderr, args)
         self.assertFalse((repo / "build-against").exists(), "the against dir was made before the settings were checked")
         self.assertFalse((repo / "build").exists(), "a build started before the settings were checked")
+        self.assertEqual((self.dir / "a-file").read_text(), "mine\n")
+        self.assertEqual((self.dir / "mine" / "candidate" / "notes.txt").read_text(), "mine\n")
+
+    def test_sweep_arguments_the_candidate_refuses_are_refused_before_rev_is_built(self) -> None:
+        repo, env, _, commits = self.stand_in_history()
+        refused = self.against(repo, env, "--against", commits[0], "--no-twins", "--", "--bogus-flag")
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("the candidate's sweep refuses the sweep file's rows or the arguments after --", refused.stderr)
+        self.assertIn("--bogus-flag", refused.stderr)
+        self.assertNotIn("baseline build", refused.stderr)
+        self.assertFalse((repo / "build-against").exists(), "REV was built before the sweep's arguments were checked")
+        self.assertFalse((self.dir / "fake-runs.log").exists(), "something ran")
+        accepted = self.against(repo, env, "--against", commits[0], "--no-twins", "--max-rounds", "2", "--min-rounds",
+                                "2", "--", "--inject-slowdown", "0")
+        self.assertIn(accepted.returncode, (0, 1), accepted.stderr)
 
 
 class UpdateBaselineTest(GateCase):
@@ -475,6 +558,38 @@ class UpdateBaselineTest(GateCase):
             self.assertIn(f"--update-baseline: the gate cannot time {path}", refused.stderr)
             self.assertIn("single (faithful)", refused.stderr, "compare's reason is not quoted")
             self.assertFalse(target.exists(), "a baseline the gate cannot time was written")
+
+    def test_a_malformed_file_is_refused_in_one_line_not_a_traceback(self) -> None:
+        target = self.dir / "new-baseline.json"
+        no_status = copy.deepcopy(BASELINE)
+        del no_status["runs"][0]["status"]
+        words = copy.deepcopy(BASELINE)
+        words["sweep"]["repeat"] = "five"
+        for name, doc, says in (("no-status.json", no_status, "status"), ("words.json", words, "five")):
+            path = self.write(name, doc)
+            for flags, code in (([], 2), (["--bisect"], 125)):
+                refused = self.gate(*flags, "--update-baseline", "--current", str(path), "--baseline", str(target))
+                self.assertEqual(refused.returncode, code, refused.stdout + refused.stderr)
+                self.assertNotIn("Traceback", refused.stderr)
+                self.assertIn(f"the gate cannot time {path}", refused.stderr)
+                self.assertIn(says, refused.stderr)
+                self.assertFalse(target.exists())
+        # A compare that passes it anyway (here one that says "No regression." to anything): the
+        # gate's own reading of the file still names it in one line.
+        wrapper = self.dir / "lying-ddpbench"
+        wrapper.write_text(f"#!/bin/sh\nFAKE_DDPBENCH_BUILD=x exec {sys.executable} {FAKE} \"$@\"\n")
+        wrapper.chmod(0o755)
+        env = dict(os.environ, DDPBENCH_BINARY=str(wrapper), FAKE_REAL_DDPBENCH=os.environ["DDPBENCH_BINARY"],
+                   FAKE_DDPBENCH_SPEC=json.dumps({"log": str(self.dir / "log"), "state": str(self.dir), "rows": {},
+                                                  "compare": {"x": {"floor": "lie"}}}))
+        for name in ("no-status.json", "words.json"):
+            refused = self.gate("--update-baseline", "--current", str(self.dir / name), "--baseline", str(target),
+                                env=env)
+            self.assertEqual(refused.returncode, 2, refused.stdout + refused.stderr)
+            self.assertNotIn("Traceback", refused.stderr)
+            self.assertIn(f"--update-baseline: {self.dir / name} is not a result file the gate can read", refused.stderr)
+            self.assertEqual(len(refused.stderr.strip().splitlines()), 1, refused.stderr)
+            self.assertFalse(target.exists())
 
     def test_a_file_compare_refuses_is_refused_with_its_reason(self) -> None:
         wrapper = self.dir / "refusing-ddpbench"

@@ -305,6 +305,200 @@ class PairedRoundsTest(StandInBuilds):
         self.assertIn("must name each row once", done.stderr)
 
 
+class CandidateRefusalTest(StandInBuilds):
+    """A candidate whose sweep refuses (exit 2) a row the baseline build accepts fails the gate
+    (exit 1): the input is good. Where both refuse it, or only the baseline build does, the gate
+    cannot judge (exit 2; 125 under --bisect)."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": "single"}]}))
+
+    @staticmethod
+    def seed_where(first: str) -> int:
+        """A seed whose first round runs `first` build first."""
+        return next(seed for seed in range(1, 100)
+                    if paired_rounds.round_order(["single"], ["baseline", "candidate"], seed, 0)[0][1] == first)
+
+    def count(self, build: str) -> int:
+        path = self.dir / "state" / f"{build}.single.count"
+        return int(path.read_text()) if path.exists() else 0
+
+    def test_a_candidate_refusing_what_the_baseline_build_accepts_fails(self) -> None:
+        for first in ("baseline", "candidate"):
+            baseline, candidate, _ = self.builds({"single": {"baseline": [5.0, 0.005], "candidate": "refuse"}})
+            done = self.run_rounds(baseline, candidate, seed=self.seed_where(first))
+            self.assertEqual(done.returncode, 1, f"{first} first: {done.stdout + done.stderr}")
+            self.assertIn("the candidate build's sweep of row single", done.stderr)
+            self.assertIn("which the baseline build accepted", done.stderr)
+            self.assertIn("the candidate fails the gate", done.stderr)
+            self.assertEqual(self.count("baseline"), 1, f"{first} first: the baseline build ran the row once, to tell")
+            self.assertFalse((self.dir / "out" / "verdict.txt").exists())
+
+    def test_an_input_both_builds_refuse_or_only_the_baseline_build_refuses_cannot_be_judged(self) -> None:
+        for rows in ({"single": {"baseline": "refuse", "candidate": "refuse"}},
+                     {"single": {"baseline": "refuse", "candidate": [5.0, 0.005]}}):
+            for first in ("baseline", "candidate"):
+                baseline, candidate, _ = self.builds(rows)
+                done = self.run_rounds(baseline, candidate, seed=self.seed_where(first))
+                self.assertEqual(done.returncode, 2, f"{rows} {first} first: {done.stdout + done.stderr}")
+                self.assertIn("the baseline build's sweep of row single", done.stderr)
+                self.assertNotIn("the candidate fails", done.stderr)
+
+
+class UndecidedTest(StandInBuilds):
+    """Rows undecided below the cap: an older compare says so with exit 0 and its undecided rows, a
+    newer one with exit 2 and "Undecided below the cap". Either way the rounds go on while the
+    judge names undecided rows, and two builds that say it each their own way agree."""
+
+    NOISY = {"single": {"baseline": [4.0, 0.005], "candidate": [4.0, 0.005]},
+             "ddp-2": {"baseline": [8.0, 0.3], "candidate": [8.0, 0.3]},  # too noisy to decide before the cap
+             "dp-2": {"baseline": [6.0, 0.005], "candidate": [6.0, 0.005]}}
+
+    def test_an_older_and_a_newer_compare_agree_on_undecided_rows_and_the_rounds_go_on(self) -> None:
+        for judge, accused in (("old", "new"), ("new", "old"), ("new", "new")):
+            baseline, candidate, log = self.builds(self.NOISY, compare={"baseline": {"paired": judge},
+                                                                        "candidate": {"paired": accused}})
+            done = self.run_rounds(baseline, candidate, "--max-rounds", "7")
+            self.assertEqual(done.returncode, 0, f"judge {judge}, candidate {accused}: {done.stdout + done.stderr}")
+            self.assertNotIn("disagreed", done.stdout)
+            self.assertEqual(Counter(row for _, row in self.runs(log)), {"single": 8, "ddp-2": 14, "dp-2": 8},
+                             f"judge {judge}, candidate {accused}: the undecided row did not run to the cap")
+            self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "no regression\n")
+
+    def test_a_candidate_that_cannot_judge_at_the_last_look_leaves_the_gate_unable_to(self) -> None:
+        same = {row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]} for row in ROWS}
+        baseline, candidate, _ = self.builds(same, compare={"candidate": {"paired": "cannot-judge"}})
+        done = self.run_rounds(baseline, candidate)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertNotIn("The candidate fails", done.stdout)
+        self.assertIn("the candidate's `compare --paired` printed its table and cannot judge", done.stdout)
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "cannot judge\n")
+        # A regression the judge found stands whatever the candidate's compare says.
+        slow = {row: {"baseline": [5.0, 0.005], "candidate": [10.0 if row == "single" else 5.0, 0.005]} for row in ROWS}
+        baseline, candidate, _ = self.builds(slow, compare={"candidate": {"paired": "cannot-judge"}})
+        done = self.run_rounds(baseline, candidate)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n")
+
+
+def compared(rc: int, last_line: str = "", undecided: tuple[str, ...] = (), stderr: str = "") -> paired_rounds.Compared:
+    """A compare run that printed a table ending in `last_line` (none: printed nothing)."""
+    stdout = f"| single (faithful) | train_time_s | 4 |\n\n{last_line}\n" if last_line else ""
+    return paired_rounds.Compared(rc, stdout, stderr, undecided)
+
+
+class RuleTest(unittest.TestCase):
+    """rule(): the baseline build's compare judges; how each answer of the candidate's is read."""
+
+    def setUp(self) -> None:
+        self.OLD_UNDECIDED = compared(0, "No regression.", ("ddp-2",))
+        self.NEW_UNDECIDED = compared(2, "Undecided below the cap (run more rounds of ddp-2).", ("ddp-2",))
+        self.NO_REGRESSION = compared(0, "No regression.")
+        self.REGRESSION = compared(1, "**Regression**: the candidate is slower beyond the noise, or a row failed.")
+        self.CANNOT_JUDGE = compared(2, "Cannot judge: a row or comparison above has nothing to judge it by.")
+        self.REFUSED = compared(2, stderr="ddpbench: error: refused")
+
+    def ruled(self, judge: paired_rounds.Compared, accused: paired_rounds.Compared, final: bool) -> tuple[int, bool]:
+        ruling = paired_rounds.rule("compare --paired", judge, accused, final=final)
+        return ruling.rc, bool(ruling.disagreement)
+
+    def test_undecided_said_either_way_is_agreement_at_a_look_before_the_last(self) -> None:
+        for judge in (self.OLD_UNDECIDED, self.NEW_UNDECIDED):
+            for accused in (self.OLD_UNDECIDED, self.NEW_UNDECIDED, self.NO_REGRESSION):
+                self.assertEqual(self.ruled(judge, accused, final=False), (0, False), (judge, accused))
+
+    def test_the_last_look(self) -> None:
+        cases = [
+            (self.NO_REGRESSION, self.CANNOT_JUDGE, (2, False)),   # an older judge, a newer candidate's rule
+            (self.NO_REGRESSION, self.NEW_UNDECIDED, (2, False)),
+            (self.NEW_UNDECIDED, self.NEW_UNDECIDED, (2, False)),  # undecided at the end is no pass
+            (self.OLD_UNDECIDED, self.OLD_UNDECIDED, (2, False)),
+            (self.REGRESSION, self.CANNOT_JUDGE, (1, True)),       # the judge's regression stands
+            (self.REGRESSION, self.NO_REGRESSION, (1, True)),
+            (self.REGRESSION, self.REFUSED, (1, True)),
+            (self.REGRESSION, self.REGRESSION, (1, False)),
+            (self.NO_REGRESSION, self.REFUSED, (1, True)),         # the candidate refuses what the judge judged
+            (self.NO_REGRESSION, self.REGRESSION, (1, True)),
+            (self.NO_REGRESSION, self.NO_REGRESSION, (0, False)),
+            (self.CANNOT_JUDGE, self.NO_REGRESSION, (2, False)),
+            (self.CANNOT_JUDGE, self.REFUSED, (2, False)),
+        ]
+        for judge, accused, expected in cases:
+            self.assertEqual(self.ruled(judge, accused, final=True), expected, (judge, accused))
+
+    def test_a_judge_that_refuses_or_dies_decides_nothing(self) -> None:
+        with self.assertRaises(paired_rounds.BadInput):
+            paired_rounds.rule("compare --paired", self.REFUSED, self.NO_REGRESSION)
+        with self.assertRaises(paired_rounds.BadInput):
+            paired_rounds.rule("compare --paired", compared(-11), self.NO_REGRESSION)
+
+
+class OutDirTest(StandInBuilds):
+    """--out-dir: the gate removes only round folders it made (their marker says so) and its own
+    files; a user's baseline/ or candidate/ there is refused before anything runs."""
+
+    def gate(self, baseline: Path, candidate: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(PAIRED_ROUNDS), "--baseline-binary", str(baseline),
+                               "--candidate-binary", str(candidate), "--sweep-file", str(self.sweep), "--out-dir",
+                               str(out), "--seed", "1", "--no-twins", *args], capture_output=True, text=True,
+                              check=False, timeout=300)
+
+    def test_a_users_folders_named_like_the_builds_are_refused_untouched(self) -> None:
+        baseline, candidate, log = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}
+                                                for row in ROWS})
+        out = self.dir / "mine"
+        files = {out / "baseline" / "notes.txt": b"my baseline notes\n",
+                 out / "candidate" / "round-00" / "thesis.tex": b"\\section{mine}\n",
+                 out / "keep.txt": b"mine\n"}
+        for path, data in files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        for check in ([], ["--check"]):
+            done = self.gate(baseline, candidate, out, *check)
+            self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+            self.assertIn(f"{out / 'baseline'} and {out / 'candidate'} exist without the marker", done.stderr)
+            for path, data in files.items():
+                self.assertEqual(path.read_bytes(), data, f"{path} was changed")
+        self.assertFalse(log.exists(), "rounds ran before --out-dir was checked")
+        # Only the candidate's folder is the user's: still refused, the baseline's untouched too.
+        shutil.rmtree(out / "baseline")
+        done = self.gate(baseline, candidate, out)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn(f"{out / 'candidate'} exists without the marker", done.stderr)
+        self.assertEqual((out / "candidate" / "round-00" / "thesis.tex").read_bytes(), b"\\section{mine}\n")
+
+    def test_the_gates_own_folders_are_reused_and_nothing_else_is_removed(self) -> None:
+        baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}
+                                              for row in ROWS})
+        out = self.dir / "out"
+        out.mkdir()
+        (out / "keep.txt").write_text("mine\n")
+        for _ in range(2):
+            done = self.gate(baseline, candidate, out)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+            for label in ("baseline", "candidate"):
+                self.assertTrue((out / label / paired_rounds.ROUNDS_MARKER).is_file())
+        self.assertEqual((out / "keep.txt").read_text(), "mine\n")
+        (self.dir / "a-file").write_text("")
+        done = self.gate(baseline, candidate, self.dir / "a-file", "--check")
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("is not a folder", done.stderr)
+
+    def test_rows_expected_not_to_run_must_be_the_sweep_files(self) -> None:
+        baseline, candidate, log = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}
+                                                for row in ROWS})
+        for check in ([], ["--check"]):
+            done = self.gate(baseline, candidate, self.dir / "out", "--expected-not-ok", "nonsense-row", *check)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertIn("--expected-not-ok: the sweep file has no row nonsense-row", done.stderr)
+        self.assertFalse(log.exists())
+        # A twin is a row's; the committed default keeps only the rows this sweep file has.
+        for args in (["--expected-not-ok", "dp-2.torch,single"], ["--expected-not-ok-default", "dp-9.torch"]):
+            done = self.gate(baseline, candidate, self.dir / "out", *args, "--check")
+            self.assertEqual(done.returncode, 0, f"{args}: {done.stderr}")
+
+
 # The committed baseline's first repetition: the stand-in writes each row's twin from it, so a
 # row at its committed time keeps its committed ratio to its twin.
 COMMITTED_S = {"single": 3.900853366, "ddp-2": 7.407802188, "dp-2": 6.051714154}
