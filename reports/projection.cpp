@@ -348,6 +348,15 @@ std::string bucket_timeline_problem(const json& d, double backward_s) {
       return "bucket_timeline: a bucket ready at " + number_text(b, "ready_s") + " s, outside backward (0 to " +
              json(backward_s).dump() + " s)";
     }
+    // Its timings, where recorded, are times: when it started, its allreduce (none on one rank)
+    // and its own time on the wire (none where it ran wholly beside another: Gloo runs two).
+    for (const char* key : {"start_s", "allreduce_s", "wire_s"}) {
+      if (!b.is_object() || !b.contains(key) || b.at(key).is_null()) continue;
+      const double v = b.at(key).is_number() ? b.at(key).get<double>() : kNotMeasured;
+      if (!std::isfinite(v) || v < 0) {
+        return "bucket_timeline: a bucket's " + std::string(key) + " " + b.at(key).dump() + ": not a time";
+      }
+    }
   }
   return "";
 }

@@ -208,8 +208,9 @@ std::string less_evaluation(const RunResult& r, const json& writer_defaults) {
   return {};
 }
 
-// Why an ok row did less work than its configuration asks (steps, batch, world, images,
-// evaluation); empty where it did the work. Such a row is failed: less work reads as speed.
+// Why an ok row did not do the work its configuration asks (steps, batch, world, images,
+// evaluation); empty where it did. Such a row is failed: less work reads as speed, other work
+// measures another row. "other: " marks work that is not less but other (ranks, batch).
 std::string less_work(const RunResult& r, const json& writer_defaults) {
   const int64_t configured = configured_steps(r, writer_defaults);
   if (configured <= 0) return "it does not say how many steps an epoch has (steps_per_epoch " +
@@ -219,11 +220,11 @@ std::string less_work(const RunResult& r, const json& writer_defaults) {
            "configuration asks (epochs x a full epoch's " + std::to_string(r.steps_per_epoch) + ", cut by max-steps)";
   }
   if (const auto nproc = config_integer(r, writer_defaults, "nproc"); nproc && *nproc != r.world_size) {
-    return "it ran " + std::to_string(r.world_size) + " ranks where its configuration asks " + std::to_string(*nproc);
+    return "other: it ran " + std::to_string(r.world_size) + " ranks where its configuration asks " + std::to_string(*nproc);
   }
   const auto batch = config_integer(r, writer_defaults, "batch-size");
   if (batch && product(*batch, r.world_size) != std::optional<int64_t>(r.global_batch)) {
-    return "its global batch is " + std::to_string(r.global_batch) + " where its configuration asks " +
+    return "other: its global batch is " + std::to_string(r.global_batch) + " where its configuration asks " +
            std::to_string(*batch) + " x " + std::to_string(r.world_size) + " ranks";
   }
   if (r.global_batch <= 0) return "it does not say its global batch";
@@ -324,7 +325,9 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
     const std::string less = unmeasured.empty() ? less_work(r, document.option_defaults) : std::string();
     if (unmeasured.empty() && less.empty()) continue;
     r.status = RunStatus::failed;
-    r.reason = unmeasured.empty() ? "did less work than configured: " + less : "says ok, but " + unmeasured;
+    r.reason = !unmeasured.empty()         ? "says ok, but " + unmeasured
+               : less.starts_with("other: ") ? "did other work than configured: " + less.substr(7)
+                                             : "did less work than configured: " + less;
     proven.failed_by_proof_.push_back(row_label(r.name, r.mode) + " repetition " + std::to_string(r.repetition) +
                                       ": " + r.reason);
   }

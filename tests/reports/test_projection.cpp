@@ -186,6 +186,15 @@ TEST(AdversarialProjection, ProjectRefusesTheStepInputsAdviseRefuses) {
             "bucket_timeline: a bucket ready at -5 s, outside backward (0 to 0.3 s)");
   EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["bucket_timeline"][0]["bytes"] = 0; }),
             "bucket_timeline: a bucket of 0 bytes");
+  EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["bucket_timeline"][1]["wire_s"] = -1; }),
+            "bucket_timeline: a bucket's wire_s -1: not a time");
+  EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["bucket_timeline"][1]["start_s"] = -0.1; }),
+            "bucket_timeline: a bucket's start_s -0.1: not a time");
+  // None on the wire is what a bucket done wholly beside another recorded (Gloo runs two).
+  EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["bucket_timeline"][1]["wire_s"] = 0; }), "");
+  EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["bucket_timeline"][0]["allreduce_s"] = "x"; }),
+            "bucket_timeline: a bucket's allreduce_s \"x\": not a time");
+  EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["bucket_timeline"][0]["wire_s"] = nullptr; }), "");
   EXPECT_EQ(not_projected([](RunResult& r) { r.mean_phase_s.optimizer_s = kNotMeasured; }),
             "mean_phase_s.optimizer_s null: not a time its steps spent");
   EXPECT_EQ(not_projected([](RunResult& r) { r.mean_phase_s.forward_s = -0.5; }),

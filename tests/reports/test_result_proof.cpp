@@ -100,7 +100,11 @@ TEST(ResultProof, WorkIsTheConfiguredStepsBatchWorldImagesAndEvaluation) {
             std::string::npos);
   EXPECT_NE(reason_for([](RunResult& r) { r.config["nproc"] = 4; }).find("ran 2 ranks where its configuration asks 4"),
             std::string::npos);
-  EXPECT_NE(reason_for([](RunResult& r) { r.global_batch = 256; }).find("global batch is 256"), std::string::npos);
+  EXPECT_NE(reason_for([](RunResult& r) { r.global_batch = 256; }).find("did other work than configured: its global batch is 256"),
+            std::string::npos);
+  EXPECT_NE(reason_for([](RunResult& r) { r.global_batch = 2048; }).find("did other work than configured"),
+            std::string::npos)
+      << "more work than configured is other work, not less";
   EXPECT_NE(reason_for([](RunResult& r) { r.images_trained = 25000; }).find("trained 25000 images"), std::string::npos);
   EXPECT_NE(reason_for([](RunResult& r) { r.eval_cut = true; }).find("whole test set"), std::string::npos);
   // A row that did not finish says so itself: the proof leaves its status and reason alone.

@@ -441,6 +441,36 @@ class AgainstDirTest(GateCase):
         self.assertEqual(git("-C", str(src), "rev-parse", "HEAD").strip(), commits[2])
         self.assertFalse((src / "build-old").exists())
 
+    def test_a_commit_made_in_the_gates_worktree_and_an_out_dir_inside_it_are_refused_untouched(self) -> None:
+        # The second attack: a commit on the gate's detached HEAD leaves status clean and no
+        # branch, yet the next checkout would orphan it; an --out-dir inside REV's worktree (an
+        # ignored folder) was wiped by its clean.
+        repo, env, git, commits = self.stand_in_history()
+        d = self.dir / "d"
+        quick = ["--no-twins", "--max-rounds", "2", "--min-rounds", "2", "--against-dir", str(d)]
+        made = self.against(repo, env, "--against", commits[0], *quick)
+        self.assertIn(made.returncode, (0, 1), made.stderr)
+        src = d / "src"
+        (src / "notes.txt").write_text("mine\n")
+        git("-C", str(src), "add", "notes.txt")
+        git("-C", str(src), "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "work on the gate's HEAD")
+        mine = git("-C", str(src), "rev-parse", "HEAD").strip()
+        for flags, code in (([], 2), (["--bisect"], 128)):
+            refused = self.against(repo, env, *flags, "--against", commits[2], *quick)
+            self.assertEqual(refused.returncode, code, refused.stderr)
+            self.assertIn(f"not at {commits[0]} where scripts/ci-bench left it", refused.stderr)
+            self.assertEqual(git("-C", str(src), "rev-parse", "HEAD").strip(), mine, "the user's commit was left")
+            self.assertEqual((src / "notes.txt").read_text(), "mine\n")
+        git("-C", str(src), "checkout", "-q", "--detach", commits[0])
+        inside = src / "results" / "mine"
+        inside.mkdir(parents=True)
+        (inside / "notes.txt").write_text("precious\n")
+        for out in (inside, d):
+            refused = self.against(repo, env, "--against", commits[2], *quick, "--out-dir", str(out))
+            self.assertEqual(refused.returncode, 2, refused.stderr)
+            self.assertIn("lie one inside the other", refused.stderr)
+        self.assertEqual((inside / "notes.txt").read_text(), "precious\n")
+
     def test_the_candidates_checkout_and_build_are_refused(self) -> None:
         repo, env, _, commits = self.stand_in_history()
         (repo / "build").mkdir()
@@ -558,6 +588,23 @@ class UpdateBaselineTest(GateCase):
             self.assertIn(f"--update-baseline: the gate cannot time {path}", refused.stderr)
             self.assertIn("single (faithful)", refused.stderr, "compare's reason is not quoted")
             self.assertFalse(target.exists(), "a baseline the gate cannot time was written")
+
+    def test_a_file_lacking_a_row_of_the_gates_sweep_file_is_refused(self) -> None:
+        # The second attack: a baseline without dp-2 (a sweep run with --rows) was taken, and
+        # dp-2 three times slower then passed, "only in the current file".
+        target = self.dir / "new-baseline.json"
+        lacking = copy.deepcopy(BASELINE)
+        lacking["runs"] = [r for r in lacking["runs"] if not r["name"].startswith("dp-2")]
+        lacking["sweep"]["rows"] = [r for r in lacking["sweep"]["rows"] if not r["name"].startswith("dp-2")]
+        lacking.pop("summary", None)
+        path = self.write("lacking.json", lacking)
+        for flags, code in (([], 2), (["--bisect"], 125)):
+            refused = self.gate(*flags, "--update-baseline", "--current", str(path), "--baseline", str(target),
+                                "--expected-not-ok", "")
+            self.assertEqual(refused.returncode, code, refused.stdout + refused.stderr)
+            self.assertIn("lacks rows the gate's sweep file", refused.stderr)
+            self.assertIn("dp-2", refused.stderr)
+            self.assertFalse(target.exists(), "a baseline lacking a gated row was written")
 
     def test_a_malformed_file_is_refused_in_one_line_not_a_traceback(self) -> None:
         target = self.dir / "new-baseline.json"
