@@ -532,10 +532,13 @@ void judge_metrics(const RowJudgement& row, const std::vector<const RunResult*>&
     if (base.empty()) {
       row.result.cannot_judge.push_back(row.label + ": " + info->name +
                                         " not measured in the baseline, so nothing judges it now");
-    } else if (cur.empty() && !normaliser.missing_divisor(row.key).empty()) {
-      row.result.cannot_judge.push_back(row.label + ": " + info->name + ": " + normaliser.missing_divisor(row.key));
     } else if (cur.empty()) {
-      row.missing(info->name + " measured in the baseline, not now");
+      const std::string divisor = normaliser.missing_divisor(row.key);
+      if (divisor.empty()) {
+        row.missing(info->name + " measured in the baseline, not now");
+      } else {
+        row.result.cannot_judge.push_back(row.label + ": " + info->name + ": " + divisor);
+      }
     } else {
       row.result.metrics.push_back(compare_metric(row.key, *info, std::move(base), std::move(cur), options));
     }
@@ -642,9 +645,7 @@ Comparison compare_results(const ProvenResults& baseline_file, const ProvenResul
   for (const MetricInfo* m : metrics) metric_names.push_back(m->name);
   check_baseline_unslowed(baseline, "the baseline");
   Comparison result;
-  for (const auto* file : {&baseline_file, &current_file}) {
-    for (const auto& f : file->failed_by_proof()) result.failed_by_proof.push_back(file->side() + ": " + f);
-  }
+  result.failed_by_proof = failed_by_proofs(baseline_file, current_file);
   std::vector<std::string> env = environment_differences(baseline.environment, current.environment);
   const Rows base_rows = rows_of(baseline);
   const Rows cur_rows = rows_of(current);

@@ -374,9 +374,7 @@ PairedResult compare_paired(const ProvenResults& baseline_file, const ProvenResu
   check_baseline_unslowed(baseline, "the baseline build's file");
   PairedResult result;
   result.looks = options.max_rounds - options.min_rounds + 1;
-  for (const auto* file : {&baseline_file, &candidate_file}) {
-    for (const auto& f : file->failed_by_proof()) result.failed_by_proof.push_back(file->side() + ": " + f);
-  }
+  result.failed_by_proof = failed_by_proofs(baseline_file, candidate_file);
   require_side_by_side(baseline.environment, candidate.environment, options, result);
   const auto base_rows = rounds_of(baseline);
   const auto cand_rows = rounds_of(candidate);

@@ -337,6 +337,14 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
   return proven;
 }
 
+std::vector<std::string> failed_by_proofs(const ProvenResults& baseline, const ProvenResults& current) {
+  std::vector<std::string> out;
+  for (const auto* file : {&baseline, &current}) {
+    for (const auto& f : file->failed_by_proof()) out.push_back(file->side() + ": " + f);
+  }
+  return out;
+}
+
 ProvenResults read_proven_results(const std::filesystem::path& path, const std::string& side,
                                   const json& reader_defaults) {
   return prove_results(read_result_file(path), side + " '" + path.string() + "'", reader_defaults);

@@ -44,6 +44,10 @@ class ProvenResults {
 ProvenResults prove_results(ResultDocument document, std::string side,
                             const nlohmann::json& reader_defaults = nlohmann::json::object());
 
+/// The rows the proofs of both files failed, each "SIDE: ROW repetition N: reason", the
+/// baseline's first: what a verdict lists beside its table.
+std::vector<std::string> failed_by_proofs(const ProvenResults& baseline, const ProvenResults& current);
+
 /// read_result_file, then prove_results; `side` names the file ("the baseline 'a.json'").
 ProvenResults read_proven_results(const std::filesystem::path& path, const std::string& side,
                                   const nlohmann::json& reader_defaults = nlohmann::json::object());
