@@ -12,6 +12,7 @@
 #include "harness/base/statistics.hpp"
 #include "harness/base/units.hpp"
 #include "reports/environment_fingerprint.hpp"
+#include "reports/matched_steps.hpp"
 
 namespace ddpbench {
 namespace {
@@ -45,6 +46,10 @@ std::string verdict_text(const PairedComparison& c) {
   return c.needs_more_rounds ? "undecided" : std::string(verdict_name(c.verdict));
 }
 
+bool coarse(const PairedComparison& c, const PairedOptions& o) {
+  return std::find(o.coarse_metrics.begin(), o.coarse_metrics.end(), c.metric) != o.coarse_metrics.end();
+}
+
 // Decides one comparison from its pairs, once Holm has adjusted its p-value. Its look is the
 // rounds its row ran, not its pairs: a row that lost a round (a flake, a failure
 // --allow-missing excuses) reaches the cap with fewer pairs, and the gate stops there.
@@ -76,6 +81,9 @@ void decide(PairedComparison& c, const PairedOptions& o) {
   } else if (inside) {
     c.verdict = Verdict::unchanged;
     c.why = "its " + format_fixed((1 - o.alpha) * 100, 0) + " % CI inside ±" + format_percent(o.threshold);
+  } else if (!at_cap && coarse(c, o)) {
+    c.verdict = Verdict::within_noise;
+    c.why = "undecided after " + pairs + "; a coarse metric (--coarse-metric) asks for no more rounds: within the noise";
   } else if (!at_cap) {
     c.verdict = Verdict::within_noise;
     c.needs_more_rounds = true;
@@ -138,6 +146,11 @@ std::vector<const MetricInfo*> paired_metrics(const PairedOptions& options) {
     }
     if (std::count(options.metrics.begin(), options.metrics.end(), m) > 1) {
       throw InputError("--metric lists " + m + " twice (each comparison counts once in the correction across rows)");
+    }
+  }
+  for (const auto& m : options.coarse_metrics) {
+    if (std::find(options.metrics.begin(), options.metrics.end(), m) == options.metrics.end()) {
+      throw InputError("--coarse-metric " + m + ": not one of the metrics compared (--metric)");
     }
   }
   return metrics;
@@ -299,7 +312,18 @@ void time_metric(const PairedRow& row, const RoundSplit& split, const Rounds& ba
   c.rounds_run = split.rounds_run;
   // A round the candidate said ok without the figure is failed by the proof before it pairs
   // (result_proof.hpp): a figure missing here is missing on both builds (no step past warm-up).
+  // A step time is compared step by step where both rounds' steady steps match (a lockstep run
+  // pairs them in time), else by the rounds' medians: one rule for every round of the row.
+  c.matched_steps = info.name == "step_time_s" && !split.paired.empty() &&
+                    std::all_of(split.paired.begin(), split.paired.end(), [&](int64_t round) {
+                      return matched_step_log_ratio(*base.at(round), *cand.at(round)).has_value();
+                    });
   for (const auto round : split.paired) {
+    if (c.matched_steps) {
+      c.rounds.push_back(round);
+      c.log_ratios.push_back(*matched_step_log_ratio(*base.at(round), *cand.at(round)));
+      continue;
+    }
     const double b = metric_value(*base.at(round), info.name);
     const double a = metric_value(*cand.at(round), info.name);
     if (!(std::isfinite(a) && std::isfinite(b))) continue;
@@ -422,11 +446,17 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
        << signed_percent(c.change) << " | " << signed_percent(c.ci_low) << " to " << signed_percent(c.ci_high) << " | "
        << p_text(c.p_value) << " | " << p_text(c.p_holm) << " | " << verdict_text(c) << " | " << c.why << " |\n";
   }
-  md << "\nEach round ran the baseline build and the candidate back to back, in a random order; a change is "
+  md << "\nEach round ran the baseline build and the candidate on one machine, back to back in a random order or side "
+        "by side taking turns step by step (lockstep); a change is "
         "the candidate over the baseline build (above 0: worse), from the 20 % trimmed mean of the log ratios. Paired "
         "t test on that trimmed mean (Tukey-McLaughlin), one-sided in the direction of the change (a false regression "
         "and a false improvement each at most alpha " << format_fixed(o.alpha, 2) << "); Holm across the "
      << r.comparisons.size() << " comparisons in each direction; ";
+  if (std::any_of(r.comparisons.begin(), r.comparisons.end(), [](const PairedComparison& c) { return c.matched_steps; })) {
+    md << "step_time_s's log ratio of a round is from its matched steady steps (a lockstep run: the builds took "
+          "turns step by step): the mean of the 20 % trimmed means of the even and of the odd steps, so going first "
+          "in a pair cancels; ";
+  }
   if (r.looks == 1) {
     md << "one look, at " << o.min_rounds << " rounds.\n";
   } else {

@@ -24,6 +24,9 @@ struct PairedOptions {
   int64_t max_rounds = 12;  // a row still undecided here is within the noise
   bool allow_env_mismatch = false;
   std::vector<std::string> allow_missing;  // rows (by name) that may fail or be absent on the candidate
+  // Metrics (of `metrics`) judged on the rounds the others ask for: undecided, one asks for no
+  // more rounds and is within the noise (a lockstep gate's train_time_s, noisier than its steps).
+  std::vector<std::string> coarse_metrics;
 };
 
 struct PairedComparison {
@@ -33,6 +36,7 @@ struct PairedComparison {
   std::vector<int64_t> rounds;      // the paired rounds, in order
   int64_t rounds_run = 0;           // the rounds its row ran in, on either build, paired or not: its look
   std::vector<double> log_ratios;   // per round: log(candidate / baseline), worse positive
+  bool matched_steps = false;       // step_time_s: each round's value its matched steps' (matched_steps.hpp)
   double change = kNotMeasured;     // exp(trimmed mean log ratio) - 1: above 0 worse
   double ci_low = kNotMeasured;     // the change's (1 - alpha) confidence interval
   double ci_high = kNotMeasured;

@@ -148,6 +148,10 @@ void prove_figures(const RunResult& r, const std::string& side) {
                        ": not a time a step spends (a damaged or edited file)");
     }
   }
+  if (std::isfinite(r.lockstep_wait_s) && (r.lockstep_wait_s < 0 || r.lockstep_wait_s > 365.0 * 24 * 3600)) {
+    throw InputError(side + ": " + run_label(r) + " has lockstep_wait_s " + scientific(r.lockstep_wait_s) +
+                     ": not a time a run waits (a damaged or edited file)");
+  }
   if (std::isfinite(r.test_accuracy) && (r.test_accuracy < 0 || r.test_accuracy > 1)) {
     throw InputError(side + ": " + run_label(r) + " has test_accuracy " + format_fixed(r.test_accuracy, 4) +
                      ": a fraction lies in [0, 1]");

@@ -161,6 +161,8 @@ void to_json(json& j, const RunResult& r) {
            {"config", r.config},
            {"strategy_details", r.strategy_details},
            {"step_records", std::move(steps)}};
+  // Only a lockstep run has it: files of free runs stay as they were.
+  if (std::isfinite(r.lockstep_wait_s)) j["lockstep_wait_s"] = r.lockstep_wait_s;
 }
 
 void from_json(const json& j, RunResult& r) {
@@ -186,6 +188,7 @@ void from_json(const json& j, RunResult& r) {
   r.reason = j.value("reason", "");
   r.train_time_s = read_number(j, "train_time_s");
   r.total_time_s = read_number(j, "total_time_s");
+  if (j.contains("lockstep_wait_s")) r.lockstep_wait_s = read_number(j, "lockstep_wait_s");
   r.images_per_s = read_number(j, "images_per_s");
   r.steady_images_per_s = read_number(j, "steady_images_per_s");
   r.step_time_s = read_quantiles(j.value("step_time_s", json(nullptr)));

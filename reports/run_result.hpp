@@ -53,6 +53,8 @@ struct RunResult {
 
   double train_time_s = kNotMeasured;  // the training epochs as the tutorial timed them
   double total_time_s = kNotMeasured;  // the whole row: data, model, training, evaluation
+  double lockstep_wait_s = kNotMeasured;  // a lockstep run's waits for the other build's turns, left out
+                                         // of train_time_s (scripts/lib/lockstep.py); else not measured
   double images_per_s = kNotMeasured;  // images trained (all processes) / train_time_s
   double steady_images_per_s = kNotMeasured;  // after warm-up, all processes
   Quantiles step_time_s;                      // steps after warm-up

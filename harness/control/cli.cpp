@@ -178,6 +178,10 @@ Command parse_command_line(int argc, const char* const* argv) {
   compare->add_option("--max-rounds", compare_command.max_rounds,
                       "--paired: a row still undecided after this many pairs is within the noise; one with fewer "
                       "pairs than --min-rounds here cannot be judged (default 12)");
+  compare->add_option("--coarse-metric", compare_command.coarse_metrics,
+                      "--paired: metrics (of --metric) judged on the rounds the others ask for: one still undecided "
+                      "asks for no more rounds and is within the noise (scripts/ci-bench's lockstep gate: train_time_s)")
+      ->delimiter(',');
   compare->add_option("--undecided-out", compare_command.undecided_out,
                       "--paired: write the rows still undecided below --max-rounds to this file, one a line (the "
                       "rounds to run next)");
@@ -231,7 +235,7 @@ Command parse_command_line(int argc, const char* const* argv) {
   if (compare->parsed()) {
     compare_command.threshold_given = compare->count("--threshold") > 0;
     compare_command.metrics_given = compare->count("--metric") > 0;
-    for (const char* flag : {"--min-rounds", "--max-rounds", "--undecided-out"}) {
+    for (const char* flag : {"--min-rounds", "--max-rounds", "--undecided-out", "--coarse-metric"}) {
       if (compare->count(flag) > 0 && !compare_command.paired) throw InputError(std::string(flag) + " needs --paired");
     }
     for (const char* flag : {"--normalize-by", "--min-vs-pytorch"}) {

@@ -35,6 +35,7 @@ struct CompareCommand {
   int64_t min_rounds = 4;
   int64_t max_rounds = 12;
   std::string undecided_out;  // --paired: write the rows still undecided below the cap here, one a line
+  std::vector<std::string> coarse_metrics;  // --paired: judged on the rounds the others ask for, never asking for more
 };
 
 /// `ddpbench project`: DDP rows of a result file projected to another cluster.

@@ -21,6 +21,7 @@ int paired_compare_command(const CompareCommand& command) {
   options.alpha = command.alpha;
   options.min_rounds = command.min_rounds;
   options.max_rounds = command.max_rounds;
+  options.coarse_metrics = command.coarse_metrics;
   options.allow_env_mismatch = command.allow_env_mismatch;
   options.allow_missing = command.allow_missing;
   if (!command.out.empty()) require_writable(command.out, "--out");

@@ -167,7 +167,7 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
   const json spec = {{"strategy", config.strategy},   {"config", row},
                      {"device", device.str()},        {"train_files", paths(data.train)},
                      {"test_files", paths(data.test)}, {"initial_weights", weights.string()},
-                     {"records", records_file.string()}};
+                     {"records", records_file.string()}, {"row_name", config.row_name()}};
   const auto spec_file = scratch.path() / "spec.json";
   write_file_atomically(spec_file, spec.dump(2));
 
@@ -205,6 +205,7 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
   if (env.rank == 0) measurements.train_flops_per_image = model_train_flops(config);
   RunResult result = assemble_result(config, env.world_size, std::move(measurements));
   result.strategy_details = records.at("details");
+  if (records.contains("lockstep_wait_s")) result.lockstep_wait_s = records.at("lockstep_wait_s").get<double>();
   if (records.value("interrupted", false)) {
     result.status = RunStatus::interrupted;
     result.reason = "interrupted by " + records.value("interrupted_by", std::string("a signal")) +

@@ -23,6 +23,7 @@
 #include "harness/base/statistics.hpp"
 #include "harness/control/progress.hpp"
 #include "harness/launch/interruption.hpp"
+#include "harness/launch/lockstep_turns.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "harness/runner/device.hpp"
@@ -364,6 +365,13 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     op_ranges.emplace(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::NVTX));
   }
 
+  // In a lockstep run (scripts/ci-bench --against) each step waits for its build's turn; the
+  // waits are the other build's steps, not this row's training.
+  const auto turns = LockstepTurns::from_environment(config.row_name(), dist.rank, dist.world_size);
+  if (turns && config.workers > 0) {
+    throw InputError("--workers " + std::to_string(config.workers) + ": in a lockstep run a loader's workers would " +
+                     "run while the other build has the turn; lockstep needs --workers 0");
+  }
   int64_t global_step = 0;
   int64_t local_images = 0;
   double last_loss = kNotMeasured;
@@ -388,16 +396,19 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     nvtx::ScopedRange epoch_range("epoch", epoch);
     // The tutorial's clock: wall time around the epoch, loader start-up included.
     const auto epoch_start = Clock::now();
+    const double waited_before_s = turns ? turns->waited_s() : 0;
     timer->mark_epoch_start();
     loader->start_epoch(EpochPlan{
         train_shard_indices(data.train.size(), config.seed, epoch, shard),
         random_augmentation(config.seed, epoch, AugmentationStream::train, data.train.size(), config.crop_padding)});
     for (int64_t step = 0;; ++step, ++global_step) {
       faults.before_step(global_step);
-      if (interruption_signal() != 0) {
+      // A turn's wait returns early only for a signal.
+      if (interruption_signal() != 0 || (turns && step < steps_per_epoch && !turns->wait_for_turn())) {
         interrupted = std::string(::strsignal(interruption_signal())) + " after " + std::to_string(global_step) + " steps";
         break;
       }
+      if (turns) timer->mark_epoch_start();  // the step's time starts with its turn
       nvtx::ScopedRange step_range("step", global_step);
       timer->set_step(global_step);
       std::optional<Batch> batch;
@@ -445,11 +456,17 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
       local_images += batch->size();
       pending.push_back(std::move(p));
       if (config.sync_every_step || (global_step + 1) % config.log_interval_steps == 0) resolve();
+      if (turns) {
+        // The turn passes when the step's work is done, on the device too.
+        synchronize(dist.device);
+        turns->release(global_step);
+      }
     }
     resolve();
     synchronize(dist.device);
-    result.train_time_s += seconds_since(epoch_start);
+    result.train_time_s += seconds_since(epoch_start) - (turns ? turns->waited_s() - waited_before_s : 0);
   }
+  if (turns) turns->end();
   progress.finish();
   op_ranges.reset();
   RowMeasurements m;
@@ -469,6 +486,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   if (!interrupted.empty()) {
     // No evaluation and no collective: the other ranks may be gone.
     result = assemble_result(config, dist.world_size, std::move(m));
+    if (turns) result.lockstep_wait_s = turns->waited_s();
     result.status = RunStatus::interrupted;
     result.reason = "interrupted by " + interrupted + "; the finished steps are kept";
     result.total_time_s = seconds_since(row_start);
@@ -484,6 +502,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     m.ranks = gather_rank_steps(m.train_time_s, m.peak_memory_bytes, steady_steps(m.steps, config.warmup_steps), dist);
   }
   result = assemble_result(config, dist.world_size, std::move(m));
+  if (turns) result.lockstep_wait_s = turns->waited_s();
   result.strategy_details = strategy->details();
   if (config.amp == AmpMode::fp16) {
     result.strategy_details["loss_scale"] = precision.current_scale();

@@ -20,9 +20,11 @@ evidence; the disjoint count is the honest one).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lockstep  # noqa: E402
 import paired_rounds  # noqa: E402
 
 
@@ -61,6 +64,129 @@ def measure(binary: str, sweep_file: Path, levels: list[float], rounds: int, see
             (folder / "wall_s").write_text(f"{time.monotonic() - started:.2f}\n")
         print(f"gate-power: round {round_index + 1}/{rounds} measured in {time.monotonic() - began:.0f} s",
               file=sys.stderr, flush=True)
+
+
+def lockstep_folder(work: Path, arm: str, round_index: int, row: str) -> Path:
+    """Where a lockstep run of `row` (the base arm beside `arm`) keeps both builds' results."""
+    return work / "lockstep" / arm / f"round-{round_index:03d}" / row
+
+
+def measure_lockstep(binary: str, sweep_file: Path, levels: list[float], rounds: int, seed: int, twins: bool,
+                     work: Path) -> None:
+    """Rounds of lockstep runs, as scripts/ci-bench --against runs them by default: in each round,
+    each row once per candidate arm (`aa`, and each slowdown), side by side with the base arm in
+    lockstep, the rows and arms in a random order; fresh processes every run."""
+    rows = paired_rounds.sweep_rows(sweep_file)
+    base = paired_rounds.Arm("base", binary)
+    arms = {"aa": paired_rounds.Arm("candidate", binary)}
+    for level in levels:
+        arms[arm_label(level)] = paired_rounds.Arm("candidate", binary, (),
+                                                   {row: ("--inject-slowdown", str(level)) for row in rows})
+    for round_index in range(rounds):
+        order = paired_rounds.round_order(rows, list(arms), seed, round_index)
+        began = time.monotonic()
+        ran = 0
+        for row, label in order:
+            folder = lockstep_folder(work, label, round_index, row)
+            if (folder / "wall_s").exists():
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+            started = time.monotonic()
+            sides = {"base": (base, folder / "base"), "cand": (arms[label], folder / "cand")}
+            participants = [lockstep.Participant(arm.label, tuple(paired_rounds.sweep_command(arm, sweep_file, row, twins,
+                                                                                              side_folder)),
+                                                 side_folder / "sweep.log") for arm, side_folder in sides.values()]
+            record = lockstep.run_lockstep(participants, seed, f"power:{round_index}:{row}:{label}",
+                                           folder / "lockstep.json")
+            for side, (arm, side_folder) in sides.items():
+                paired_rounds.checked_result(arm, row, side_folder, record.returncodes[arm.label])
+            (folder / "wall_s").write_text(f"{time.monotonic() - started:.2f}\n")
+            ran += 1
+        if ran:
+            print(f"gate-power: lockstep round {round_index + 1}/{rounds} measured in {time.monotonic() - began:.0f} s",
+                  file=sys.stderr, flush=True)
+
+
+def trimmed_mean(values: list[float]) -> float:
+    """The 20 % trimmed mean (scipy.stats.trim_mean(x, 0.2))."""
+    ordered = sorted(values)
+    cut = len(ordered) // 5
+    kept = ordered[cut:len(ordered) - cut]
+    return sum(kept) / len(kept)
+
+
+def run_statistic(steady: list[tuple[int, float]]) -> float:
+    """A lockstep run's log ratio from its steady steps (position, log ratio), as
+    reports/matched_steps.cpp takes it: the mean of the even and the odd positions' trimmed means."""
+    return (trimmed_mean([d for k, d in steady if k % 2 == 0]) + trimmed_mean([d for k, d in steady if k % 2])) / 2
+
+
+def lockstep_noise(work: Path, rows: list[str], arms: list[str], pool: list[int]) -> str:
+    """What the lockstep runs say about the noise, per row and candidate arm: the runs' statistic
+    (the trimmed mean of the matched steady steps' log ratios) and its spread between runs, the
+    spread of one step's log ratio within a run, the train_time_s log ratio's spread between runs,
+    and the effect of going first in a pair (the mean log ratio of the pairs the candidate opened
+    less that of the pairs the baseline build opened)."""
+    lines = ["| row | candidate | runs | step: mean log ratio | between runs (sd) | one step within a run (sd) | "
+             "train_time_s: mean | between runs (sd) | candidate first minus baseline first (mean ± sd) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        for arm in arms:
+            per_run, within, train, first_effect = [], [], [], []
+            for round_index in pool:
+                folder = lockstep_folder(work, arm, round_index, row)
+                try:
+                    base, cand = (next(r for r in json.loads((folder / side / "results.json").read_text())["runs"]
+                                       if r["name"] == row) for side in ("base", "cand"))
+                    first = json.loads((folder / "lockstep.json").read_text())["sessions"][0]["first"]
+                except (OSError, ValueError, KeyError, IndexError, StopIteration):
+                    continue
+                warmup = base["warmup_steps"]
+                pairs = list(zip(base["step_records"], cand["step_records"]))
+                steady = [(k, math.log(c["time_s"] / b["time_s"])) for k, (b, c) in enumerate(pairs) if k >= warmup]
+                if len(steady) < 2:
+                    continue
+                per_run.append(run_statistic(steady))
+                within.append(statistics.stdev([d for _, d in steady]))
+                train.append(math.log(cand["train_time_s"] / base["train_time_s"]))
+                candidate_opened = [d for k, d in steady if (k % 2 == 0) == (first == "candidate")]
+                baseline_opened = [d for k, d in steady if (k % 2 == 0) != (first == "candidate")]
+                if candidate_opened and baseline_opened:
+                    first_effect.append(statistics.mean(candidate_opened) - statistics.mean(baseline_opened))
+            if len(per_run) < 2:
+                continue
+            lines.append(f"| {row} | {arm} | {len(per_run)} | {statistics.mean(per_run):+.4f} | "
+                         f"{statistics.stdev(per_run):.4f} | {statistics.mean(within):.4f} | "
+                         f"{statistics.mean(train):+.4f} | {statistics.stdev(train):.4f} | "
+                         f"{statistics.mean(first_effect):+.4f} ± {statistics.stdev(first_effect):.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+def export_lockstep_runs(work: Path, out: Path) -> int:
+    """Every complete lockstep run in `work`, one JSON line each (row, candidate arm, round, the
+    first build, both builds' step times, warm-up, train times and waits, wall seconds): the
+    record that keeps, small enough to commit, from which the noise can be read again."""
+    lines = []
+    for wall in sorted(work.glob("lockstep/*/round-*/*/wall_s")):
+        folder = wall.parent
+        try:
+            base, cand = (next(r for r in json.loads((folder / side / "results.json").read_text())["runs"]
+                               if r["name"] == folder.name) for side in ("base", "cand"))
+            record = json.loads((folder / "lockstep.json").read_text())
+        except (OSError, ValueError, KeyError, StopIteration):
+            continue
+        lines.append(json.dumps({
+            "row": folder.name, "arm": folder.parent.parent.name, "round": int(folder.parent.name.split("-")[1]),
+            "first": record["sessions"][0]["first"] if record["sessions"] else None,
+            "warmup_steps": base["warmup_steps"], "wall_s": float(wall.read_text()),
+            **{f"{side}_{key}": run[key] for side, run in (("base", base), ("cand", cand))
+               for key in ("train_time_s", "lockstep_wait_s")},
+            "base_step_s": [round(step["time_s"], 6) for step in base["step_records"]],
+            "cand_step_s": [round(step["time_s"], 6) for step in cand["step_records"]]}))
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines))
+    tmp.replace(out)
+    return len(lines)
 
 
 @dataclass(frozen=True)
@@ -108,7 +234,7 @@ def regressions(text: str) -> set[str]:
 
 
 def gate_trial(kind: Kind, rows: list[str], draws: dict[str, list[int]], gate: paired_rounds.Gate, work: Path,
-               scratch: Path) -> Trial | None:
+               scratch: Path, in_lockstep: bool = False) -> Trial | None:
     """One adaptive gate run whose rounds of row r come from draws[r], in order; None when a row
     would need more rounds than it was given."""
     taken = {row: gate.min_rounds for row in rows}
@@ -120,6 +246,12 @@ def gate_trial(kind: Kind, rows: list[str], draws: dict[str, list[int]], gate: p
         wall = 0.0
         for row in rows:
             for position, round_index in enumerate(draws[row][:taken[row]]):
+                if in_lockstep:  # one run held both sides
+                    folder = lockstep_folder(work, kind.arm(row), round_index, row)
+                    for side in ("base", "cand"):
+                        files[side].append((position, folder / side / "results.json"))
+                    wall += float((folder / "wall_s").read_text())
+                    continue
                 for side, arm in (("base", "base"), ("cand", kind.arm(row))):
                     folder = work / arm / f"round-{round_index:03d}" / row
                     files[side].append((position, folder / "results.json"))
@@ -138,17 +270,21 @@ def gate_trial(kind: Kind, rows: list[str], draws: dict[str, list[int]], gate: p
             taken[row] += 1
 
 
-def complete_rounds(work: Path, rows: list[str], arms: list[str]) -> list[int]:
+def complete_rounds(work: Path, rows: list[str], arms: list[str], in_lockstep: bool = False) -> list[int]:
+    if in_lockstep:
+        found = sorted({int(p.name.split("-")[1]) for p in (work / "lockstep" / "aa").glob("round-*")})
+        return [r for r in found if all((lockstep_folder(work, arm, r, row) / "wall_s").exists()
+                                        for arm in arms if arm != "base" for row in rows)]
     found = sorted({int(p.name.split("-")[1]) for p in (work / "base").glob("round-*")}) if (work / "base").exists() else []
     return [r for r in found if all((work / arm / f"round-{r:03d}" / row / "wall_s").exists()
                                     for arm in arms for row in rows)]
 
 
 def evaluate(binary: str, sweep_file: Path, levels: list[float], targets: list[str], work: Path,
-             gate: paired_rounds.Gate, resample: int, seed: int) -> str:
+             gate: paired_rounds.Gate, resample: int, seed: int, in_lockstep: bool = False) -> str:
     rows = paired_rounds.sweep_rows(sweep_file)
     arms = ["base", "aa"] + [arm_label(level) for level in levels]
-    pool = complete_rounds(work, rows, arms)
+    pool = complete_rounds(work, rows, arms, in_lockstep)
     if len(pool) < gate.max_rounds:
         raise paired_rounds.BadInput(f"{len(pool)} complete rounds in {work}: a trial may need --max-rounds "
                                      f"({gate.max_rounds}); measure more")
@@ -166,7 +302,8 @@ def evaluate(binary: str, sweep_file: Path, levels: list[float], targets: list[s
                     # trial used, as a gate run after the last one would.
                     start = 0
                     while True:
-                        trial = gate_trial(kind, rows, {row: pool[start:] for row in rows}, gate, work, scratch)
+                        trial = gate_trial(kind, rows, {row: pool[start:] for row in rows}, gate, work, scratch,
+                                           in_lockstep)
                         if trial is None:
                             break
                         trials.append(trial)
@@ -175,7 +312,7 @@ def evaluate(binary: str, sweep_file: Path, levels: list[float], targets: list[s
                     rng = random.Random(f"gate-power-resample:{seed}:{kind.name}")
                     for _ in range(resample):
                         draws = {row: rng.sample(pool, min(len(pool), gate.max_rounds)) for row in rows}
-                        trial = gate_trial(kind, rows, draws, gate, work, scratch)
+                        trial = gate_trial(kind, rows, draws, gate, work, scratch, in_lockstep)
                         if trial is not None:
                             trials.append(trial)
                 if not trials:
@@ -192,9 +329,11 @@ def evaluate(binary: str, sweep_file: Path, levels: list[float], targets: list[s
                 lines.append(f"| {how} | {kind.name} | {n} | {alarm_cell} | {detect_cell} | {mean_rounds:.1f} | "
                              f"{minutes:.1f} |")
                 print(lines[-1], file=sys.stderr, flush=True)
-    return "\n".join(lines) + (
+    noise = ("\n\nThe noise of the lockstep runs (log ratios: candidate over baseline build; pair k's order is the "
+             "run's first build's when k is even):\n\n" + lockstep_noise(work, rows, arms[1:], pool)) if in_lockstep else ""
+    return "\n".join(lines) + noise + (
         f"\n\n{len(pool)} complete rounds measured in {work} (each: every row once per arm: "
-        f"{', '.join(arms)}); gate: threshold {gate.threshold}, alpha {gate.alpha}, metric {gate.metrics}, rounds "
+        f"{', '.join(arms)}{'; in lockstep: base beside each other arm' if in_lockstep else ''}); gate: threshold {gate.threshold}, alpha {gate.alpha}, metric {gate.metrics}, rounds "
         f"{gate.min_rounds} to {gate.max_rounds}. Disjoint trials take consecutive unused rounds, as consecutive gate "
         f"runs would; resampled trials draw {gate.max_rounds} rounds per row without replacement from the pool "
         f"(they share rounds). Minutes per gate run: the runs' own wall time (two builds), no rebuild.\n")
@@ -215,10 +354,16 @@ def main(argv: list[str], build: Callable[[], str], source: Path) -> int:
     parser.add_argument("--thresholds", default="0.05")
     parser.add_argument("--alphas", default="0.05")
     parser.add_argument("--metric", default="train_time_s")
+    parser.add_argument("--coarse-metric", default="", help="metrics judged on the rounds the others ask for")
     parser.add_argument("--resample", type=int, default=100, help="resampled trials per kind (0: none)")
     parser.add_argument("--seed", type=int, default=1, help="the run order and the resampling")
     parser.add_argument("--work-dir", type=Path, default=source / "results" / "gate-power-paired")
     parser.add_argument("--evaluate-only", action="store_true", help="evaluate the rounds measured before")
+    parser.add_argument("--export-runs", type=Path,
+                        help="--lockstep: write every measured run, one JSON line each, to this file (and evaluate)")
+    parser.add_argument("--lockstep", action=argparse.BooleanOptionalAction, default=True,
+                        help="measure and gate lockstep runs (ci-bench --against's default); --no-lockstep: rounds "
+                             "back to back (ci-bench --against --round-level)")
     args = parser.parse_args(argv)
     try:
         levels = [float(v) for v in args.levels.split(",") if v]
@@ -240,15 +385,19 @@ def main(argv: list[str], build: Callable[[], str], source: Path) -> int:
             raise paired_rounds.BadInput("--rounds must be at least --max-rounds, and 2 <= --min-rounds <= --max-rounds")
         args.work_dir.mkdir(parents=True, exist_ok=True)
         if not args.evaluate_only:
-            measure(binary, args.sweep_file, levels, args.rounds, args.seed, args.twins, args.work_dir)
+            (measure_lockstep if args.lockstep else measure)(binary, args.sweep_file, levels, args.rounds, args.seed,
+                                                             args.twins, args.work_dir)
+        if args.export_runs is not None and args.lockstep:
+            print(f"gate-power: {export_lockstep_runs(args.work_dir, args.export_runs)} lockstep runs written to "
+                  f"{args.export_runs}", file=sys.stderr)
         for threshold in thresholds:
             for alpha in alphas:
                 # One build on both sides of every trial: it judges itself, and its compare runs once.
                 gate = paired_rounds.Gate(binary, binary, threshold, alpha, args.metric, args.min_rounds,
-                                          args.max_rounds)
+                                          args.max_rounds, coarse=args.coarse_metric)
                 print(f"\n### threshold {threshold}, alpha {alpha}\n")
-                print(evaluate(binary, args.sweep_file, levels, targets, args.work_dir, gate, args.resample, args.seed),
-                      flush=True)
+                print(evaluate(binary, args.sweep_file, levels, targets, args.work_dir, gate, args.resample, args.seed,
+                               args.lockstep), flush=True)
     except paired_rounds.BadInput as error:
         print(f"scripts/gate-power: {error}", file=sys.stderr)
         return 2

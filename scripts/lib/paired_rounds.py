@@ -35,6 +35,9 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
+
+import lockstep
 
 
 class BadInput(Exception):
@@ -110,18 +113,27 @@ def run_sweep(command: list[str], log_path: Path) -> int:
             raise
 
 
-def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, candidate: bool = False,
-            ran_before: bool = False) -> Path:
-    """One row (and its PyTorch twin) on one build; its result file. A row that fails still
-    writes its row (exit 1): the comparison fails it closed. A sweep that itself dies or writes
-    no readable result fails the gate when it is the candidate's, and cannot be judged when it
-    is the baseline build's."""
+def sweep_command(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path) -> list[str]:
+    """One row (and its PyTorch twin) on one build, its results in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     command = [arm.binary, "sweep", "--file", str(sweep_file), "--mode", "faithful", "--table", "tutorial", "--rows",
                row, "--repeat", "1", "--out-dir", str(folder), *arm.sweep_args, *arm.row_args.get(row, ())]
-    if twins:
-        command.append("--reference")
-    rc = run_sweep(command, folder / "sweep.log")
+    return command + (["--reference"] if twins else [])
+
+
+def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, candidate: bool = False,
+            ran_before: bool = False) -> Path:
+    """One row (and its PyTorch twin) on one build; its result file (checked_result)."""
+    rc = run_sweep(sweep_command(arm, sweep_file, row, twins, folder), folder / "sweep.log")
+    return checked_result(arm, row, folder, rc, candidate, ran_before)
+
+
+def checked_result(arm: Arm, row: str, folder: Path, rc: int, candidate: bool = False, ran_before: bool = False,
+                   culprits: tuple[str, ...] = ()) -> Path:
+    """The result file of one build's sweep of `row` that exited with `rc`. A row that fails still
+    writes its row (exit 1): the comparison fails it closed. A sweep that itself dies or writes
+    no readable result fails the gate when it is the candidate's, and cannot be judged when it
+    is the baseline build's; `culprits` (a lockstep run's) say why, where known."""
     results = folder / "results.json"
     where = f"the {arm.label} build's sweep of row {row} (log: {folder / 'sweep.log'})"
     if rc == 2 and candidate and ran_before:
@@ -139,6 +151,7 @@ def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, can
         except (OSError, ValueError, KeyError, TypeError) as error:
             problem = f"wrote no readable result file ({results}: {error})"
     if problem:
+        problem += "".join(f"; {culprit}" for culprit in culprits)
         if candidate:
             raise BrokenCandidate(f"{where} {problem}")
         raise BadInput(f"{where} {problem}")
@@ -283,6 +296,7 @@ class Gate:
     min_rounds: int
     max_rounds: int
     allow_missing: str = ""
+    coarse: str = ""  # metrics judged on the rounds the others ask for (compare --coarse-metric)
 
     def command(self, binary: str, baseline: Path, candidate: Path, undecided: Path, out: Path) -> list[str]:
         command = [binary, "compare", str(baseline), str(candidate), "--paired", "--threshold",
@@ -291,6 +305,8 @@ class Gate:
                    str(undecided), "--out", str(out)]
         if self.allow_missing:
             command += ["--allow-missing", *self.allow_missing.split(",")]
+        if self.coarse:
+            command += ["--coarse-metric", *self.coarse.split(",")]
         return command
 
     def compare(self, baseline: Path, candidate: Path, undecided: Path, out: Path,
@@ -423,6 +439,20 @@ def write_atomically(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def require_turns_taken(arm: Arm, results: Path, candidate: bool) -> None:
+    """A row that ran in a lockstep run took turns, as its lockstep_wait_s says. A build that did not
+    ran beside the other, and nothing it timed can be compared: the baseline build's is older than
+    lockstep (cannot judge: --round-level compares it), the candidate's broke it (it fails)."""
+    for run in json.loads(results.read_text())["runs"]:
+        if run.get("status") == "ok" and run.get("lockstep_wait_s") is None:
+            said = (f"the {arm.label} build's row {run.get('name')} ran without taking turns (no lockstep_wait_s in "
+                    f"{results}), beside the other build")
+            if candidate:
+                raise BrokenCandidate(f"{said}: the candidate broke lockstep")
+            raise BadInput(f"{said}: a build older than lockstep; --round-level (scripts/ci-bench) compares it back "
+                           f"to back")
+
+
 @dataclass
 class Rounds:
     """The rounds run so far: each build's result files, and how many rounds each row had."""
@@ -433,24 +463,58 @@ class Rounds:
     out: Path
     files: dict[str, list[tuple[int, Path]]] = field(default_factory=dict)
     accepted: dict[str, int] = field(default_factory=dict)  # row -> the round the baseline build first ran it
+    turn_timeout_s: float = 300.0
+
+    def take(self, arm: Arm, row: str, round_index: int, result: Callable[[bool], Path]) -> None:
+        """One build's result file of `row` in a round, as `result(ran_before)` gives it (checked);
+        a candidate's refusal is its failure where the baseline build accepts the row."""
+        try:
+            path = result(bool(self.files.setdefault(arm.label, [])))
+        except Refused as refusal:
+            if arm is self.candidate:
+                raise self.candidate_refused(row, refusal) from None
+            raise
+        if arm is self.baseline:
+            self.accepted.setdefault(row, round_index)
+        self.files[arm.label].append((round_index, path))
 
     def run(self, order: list[tuple[str, str]], round_index: int, plan) -> None:
         baseline, candidate = self.baseline, self.candidate
         for row, label in order:
             arm = baseline if label == baseline.label else candidate
             began = time.time()
-            try:
-                path = run_row(arm, self.sweep_file, row, self.twins,
-                               self.out / label / f"round-{round_index:02d}" / row, candidate=arm is candidate,
-                               ran_before=bool(self.files.setdefault(label, [])))
-            except Refused as refusal:
-                if arm is candidate:
-                    raise self.candidate_refused(row, refusal) from None
-                raise
-            if arm is baseline:
-                self.accepted.setdefault(row, round_index)
-            self.files[label].append((round_index, path))
+            self.take(arm, row, round_index, lambda ran_before: run_row(
+                arm, self.sweep_file, row, self.twins, self.out / label / f"round-{round_index:02d}" / row,
+                candidate=arm is candidate, ran_before=ran_before))
             plan.write(json.dumps({"round": round_index, "row": row, "build": label, "started_unix_s": round(began, 3),
+                                   "wall_s": round(time.time() - began, 3)}) + "\n")
+            plan.flush()
+
+    def run_lockstep(self, rows: list[str], round_index: int, seed: int, plan) -> None:
+        """Round `round_index` in lockstep: each row (and its twin) on both builds at once, taking
+        turns step by step (lockstep.py), fresh processes each round; the coordinator's record
+        (each turn's build and seconds, and any culprit) in the baseline build's folder."""
+        arms = (self.baseline, self.candidate)
+        for row in rows:
+            began = time.time()
+            folders = {arm.label: self.out / arm.label / f"round-{round_index:02d}" / row for arm in arms}
+            participants = [lockstep.Participant(arm.label, tuple(sweep_command(arm, self.sweep_file, row, self.twins,
+                                                                                folders[arm.label])),
+                                                 folders[arm.label] / "sweep.log") for arm in arms]
+            ran = lockstep.run_lockstep(participants, seed, f"{round_index}:{row}",
+                                        folders[self.baseline.label] / "lockstep.json", self.turn_timeout_s)
+            culprits = tuple(c for session in ran.record["sessions"] for c in session["culprits"])
+            culprits += tuple(ran.record["problems"])
+            for arm in arms:  # the baseline build's first: whether it accepts the row decides a refusal
+                def result(ran_before: bool, arm: Arm = arm) -> Path:
+                    path = checked_result(arm, row, folders[arm.label], ran.returncodes[arm.label],
+                                          candidate=arm is self.candidate, ran_before=ran_before, culprits=culprits)
+                    require_turns_taken(arm, path, arm is self.candidate)
+                    return path
+                self.take(arm, row, round_index, result)
+            firsts = {s["row"]: s["first"] for s in ran.record["sessions"]}
+            plan.write(json.dumps({"round": round_index, "row": row, "build": "lockstep", "first": firsts,
+                                   "culprits": list(culprits), "started_unix_s": round(began, 3),
                                    "wall_s": round(time.time() - began, 3)}) + "\n")
             plan.flush()
 
@@ -490,7 +554,7 @@ def stood(text: str, regressed: dict[str, int]) -> tuple[str, bool]:
 
 def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed: int, twins: bool, out: Path,
                log=sys.stderr, expected_not_ok: frozenset[str] = frozenset(),
-               floor: Floor | None = None) -> tuple[int, str]:
+               floor: Floor | None = None, in_lockstep: bool = True, turn_timeout_s: float = 300.0) -> tuple[int, str]:
     """The adaptive paired gate, then the floor: the exit code (0, 1, or 2 where the judge cannot
     judge) and the report."""
     rows = sweep_rows(sweep_file)
@@ -498,7 +562,7 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
         raise BadInput(f"the two builds need two labels (both are '{baseline.label}')")
     out.mkdir(parents=True, exist_ok=True)
     clear_outputs(out, (baseline.label, candidate.label))
-    rounds = Rounds(baseline, candidate, sweep_file, twins, out)
+    rounds = Rounds(baseline, candidate, sweep_file, twins, out, turn_timeout_s=turn_timeout_s)
     plan = open(out / "order.jsonl", "w")
     to_run = list(rows)
     rounds_of = {row: 0 for row in rows}
@@ -507,11 +571,15 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
     for round_index in range(gate.max_rounds):
         order = [(row, arm) for row, arm in round_order(rows, [baseline.label, candidate.label], seed, round_index)
                  if row in to_run]
-        rounds.run(order, round_index, plan)
+        if in_lockstep:
+            rounds.run_lockstep(list(dict.fromkeys(row for row, _ in order)), round_index, seed, plan)
+        else:
+            rounds.run(order, round_index, plan)
         for row in to_run:
             rounds_of[row] += 1
-        print(f"ci-bench: round {round_index + 1} done ({', '.join(f'{r} {a}' for r, a in order)}), "
-              f"{time.monotonic() - started:.0f} s", file=log, flush=True)
+        ran = (f"in lockstep: {', '.join(dict.fromkeys(r for r, _ in order))}" if in_lockstep
+               else ", ".join(f"{r} {a}" for r, a in order))
+        print(f"ci-bench: round {round_index + 1} done ({ran}), {time.monotonic() - started:.0f} s", file=log, flush=True)
         if round_index + 1 < gate.min_rounds:
             continue
         ruling, undecided = gate.compare(*rounds.merge(), out / "undecided.txt", out / "paired.md",
@@ -621,6 +689,8 @@ class Settings:
     allow_missing: str
     rows: tuple[str, ...]
     expected_not_ok: frozenset[str] = frozenset()
+    turn_timeout_s: float = 300.0
+    coarse: str = ""
 
 
 def row_names(flag: str, text: str, rows: list[str]) -> list[str]:
@@ -661,8 +731,13 @@ def check_settings(args: argparse.Namespace) -> Settings:
         refusal = out_dir_refusal(args.out_dir, (args.baseline_label, "candidate"))
         if refusal:
             raise BadInput(refusal)
+    turn_timeout_s = number("--turn-timeout-s", args.turn_timeout_s, 0, 86400.0001, "(0, 86400]")
+    coarse = [m for m in args.coarse_metric.split(",") if m]
+    if any(m not in metrics.split(",") for m in coarse) or len(set(coarse)) != len(coarse):
+        raise BadInput(f"--coarse-metric: '{args.coarse_metric}' must name metrics of --metric ({metrics}), each once")
     return Settings(integer("--seed", args.seed), min_rounds, max_rounds, threshold, alpha, metrics, floor,
-                    floor_metrics, args.allow_missing, tuple(rows), frozenset(expected))
+                    floor_metrics, args.allow_missing, tuple(rows), frozenset(expected), turn_timeout_s,
+                    ",".join(coarse))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -684,6 +759,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--floor-metric", default="train_time_s,steady_images_per_s")
     parser.add_argument("--allow-missing", default="")
     parser.add_argument("--twins", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--lockstep", action=argparse.BooleanOptionalAction, default=True,
+                        help="both builds at once, taking turns step by step (default); --no-lockstep: back to back")
+    parser.add_argument("--coarse-metric", default="",
+                        help="metrics of --metric judged on the rounds the others ask for (compare --coarse-metric)")
+    parser.add_argument("--turn-timeout-s", default="300",
+                        help="lockstep: a rank that has not finished its step this long after its turn hangs")
     parser.add_argument("--expected-not-ok", default="",
                         help="rows expected not to run on this machine (each a row of the sweep file or its twin)")
     parser.add_argument("--expected-not-ok-default", default="",
@@ -724,7 +805,7 @@ def gate_of(args: argparse.Namespace, settings: Settings) -> tuple[Arm, Arm, Gat
     baseline = Arm(args.baseline_label, args.baseline_binary, tuple(args.sweep_args))
     candidate = Arm("candidate", args.candidate_binary, tuple(args.sweep_args))
     gate = Gate(args.baseline_binary, args.candidate_binary, settings.threshold, settings.alpha, settings.metrics,
-                settings.min_rounds, settings.max_rounds, ",".join(judged_as_allowed(args, settings)))
+                settings.min_rounds, settings.max_rounds, ",".join(judged_as_allowed(args, settings)), settings.coarse)
     floor = None if settings.floor is None else Floor(args.baseline_binary, args.candidate_binary, settings.floor,
                                                       settings.floor_metrics)
     return baseline, candidate, gate, floor
@@ -744,7 +825,7 @@ def main(argv: list[str]) -> int:
         signal.signal(signal.SIGTERM, terminated)
         rc, text = run_rounds(baseline, candidate, args.sweep_file, gate, settings.seed, args.twins, args.out_dir,
                               expected_not_ok=settings.expected_not_ok,
-                              floor=floor)
+                              floor=floor, in_lockstep=args.lockstep, turn_timeout_s=settings.turn_timeout_s)
     except BadInput as error:
         print(f"scripts/ci-bench: {error}", file=sys.stderr)
         return abandoned(args.out_dir, 2)

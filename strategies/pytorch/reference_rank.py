@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cifar_data  # noqa: E402
 import models  # noqa: E402
+from lockstep_turns import LockstepTurns  # noqa: E402
 from step_clock import StepClock  # noqa: E402
 from training import Row, StopRequest, Trainer  # noqa: E402
 
@@ -143,6 +144,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     unmeasured = ("comm", "allreduce") if strategy != "torch-single" else ()
     clock = StepClock(device, nvtx=row["nvtx"] != "off", unmeasured=unmeasured)
     trainer = Trainer(row, wrapped, optimizer, clock)
+    turns = LockstepTurns.from_environment(spec.get("row_name", strategy), rank, world)
+    if turns and row["workers"] > 0:
+        raise RuntimeError(f"--workers {row['workers']}: in a lockstep run a loader's workers would run while the other "
+                           "build has the turn; lockstep needs --workers 0")
 
     train = cifar_data.read_records(spec["train_files"])
     test = cifar_data.read_records(spec["test_files"])
@@ -152,9 +157,9 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     with clock.range(f"row {row['name'] or strategy}"):
         if emit_nvtx:
             with emit_nvtx:
-                measured = trainer.train(train, sampler)
+                measured = trainer.train(train, sampler, turns)
         else:
-            measured = trainer.train(train, sampler)
+            measured = trainer.train(train, sampler, turns)
         if measured.interrupted_by:
             records = interrupted_records(measured, device, details)
             write_records(spec["records"], records)
@@ -178,6 +183,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
                "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images,
                "correct": measured.correct, "seen": measured.seen, "eval_cut": measured.eval_cut,
                "peak_memory_bytes": memory, "peak_memory_source": source, "ranks": ranks}
+    if measured.lockstep_wait_s is not None:
+        records["lockstep_wait_s"] = measured.lockstep_wait_s
     write_records(spec["records"], records)
     if world > 1:
         # DistributedDataParallel must go before its process group, or the process aborts at exit.

@@ -15,6 +15,7 @@ import torch.distributed as dist
 from torch import nn
 
 import cifar_data
+from lockstep_turns import LockstepTurns
 from step_clock import StepClock, StepTiming
 
 
@@ -56,6 +57,7 @@ class Measured:
     seen: int = 0
     eval_cut: bool = False
     interrupted_by: str = ""
+    lockstep_wait_s: float | None = None  # a lockstep run's waits for the other build, not in train_time_s
 
 
 def _batches(count: int, batch_size: int, limit: int | None) -> int:
@@ -122,7 +124,8 @@ class Trainer:
                 self.optimizer.step()
         return loss.detach()
 
-    def train(self, train: cifar_data.ImageSet, sampler: torch.utils.data.DistributedSampler) -> Measured:
+    def train(self, train: cifar_data.ImageSet, sampler: torch.utils.data.DistributedSampler,
+              turns: LockstepTurns | None = None) -> Measured:
         row, out = self.row, Measured()
         limit = row["max-steps"]
         out.full_steps_per_epoch = _batches(len(sampler), row["batch-size"], None)
@@ -151,6 +154,7 @@ class Trainer:
         for epoch in range(row["epochs"]):
             with self.clock.range("epoch"):
                 epoch_start = time.perf_counter()
+                waited_before_s = turns.waited_s if turns else 0.0
                 self.clock.mark_epoch_start()
                 sampler.set_epoch(epoch)
                 dataset.set_epoch(epoch)
@@ -166,6 +170,14 @@ class Trainer:
                         while not StopRequest.signal:  # hang: alive, before the step's collectives
                             time.sleep(0.05)
                         continue
+                    if turns:
+                        if not turns.wait_for_turn():
+                            if StopRequest.signal:
+                                out.interrupted_by = signal.Signals(StopRequest.signal).name
+                                break
+                            raise RuntimeError("lockstep (DDPBENCH_LOCKSTEP_SOCKET): the coordinator hung up "
+                                               "before this build's turn")
+                        self.clock.mark_epoch_start()  # the step's time starts with its turn
                     with self.clock.range("step"):
                         with self.clock.phase("data"):
                             images, labels = self.to_device(*next(batches))
@@ -179,14 +191,21 @@ class Trainer:
                     out.images += int(labels.numel())
                     if row["sync-every-step"] or (global_step + 1) % row["log-interval-steps"] == 0:
                         resolve()
+                    if turns:
+                        if row.device.type == "cuda":
+                            torch.cuda.synchronize(row.device)  # the turn passes when the device is done
+                        turns.release(global_step)
                     global_step += 1
                 resolve()
                 if row.device.type == "cuda":
                     torch.cuda.synchronize(row.device)
-                out.train_time_s += time.perf_counter() - epoch_start
+                out.train_time_s += time.perf_counter() - epoch_start - (turns.waited_s - waited_before_s if turns else 0)
                 del batches
             if out.interrupted_by:
                 break
+        if turns:
+            turns.end()
+            out.lockstep_wait_s = turns.waited_s
         return out
 
     def evaluate(self, test: cifar_data.ImageSet, eval_model: nn.Module, out: Measured) -> None:

@@ -118,6 +118,29 @@ TEST(PairedCompare, AnUndecidedRowAsksForMoreRoundsUntilTheCap) {
   EXPECT_FALSE(six.regression());
 }
 
+// A coarse metric (the lockstep gate's train_time_s) is judged on the rounds the others ask
+// for: undecided below the cap, it asks for none and is within the noise; a clear change is
+// still a regression at any look; it must be one of the metrics compared.
+TEST(PairedCompare, ACoarseMetricAsksForNoMoreRounds) {
+  PairedOptions o;
+  o.min_rounds = 4;
+  o.max_rounds = 6;
+  o.coarse_metrics = {"train_time_s"};
+  const auto base = rounds({{"ddp-2", drifting(6, 1.0, 4, 0.0)}, {"single", drifting(10, 1.0, 4, 0.0)}});
+  const auto cand = rounds({{"ddp-2", drifting(6, 1.05, 4, 0.04)}, {"single", drifting(10, 1.30, 4, 0.001)}});
+  const PairedResult r = compare_paired(base, cand, o);
+  const auto& noisy = comparison(r, "ddp-2");
+  EXPECT_FALSE(noisy.needs_more_rounds) << noisy.why;
+  EXPECT_EQ(noisy.verdict, Verdict::within_noise);
+  EXPECT_NE(noisy.why.find("a coarse metric (--coarse-metric) asks for no more rounds"), std::string::npos) << noisy.why;
+  EXPECT_TRUE(r.undecided_rows().empty());
+  EXPECT_EQ(comparison(r, "single").verdict, Verdict::regression) << comparison(r, "single").why;
+  o.coarse_metrics.clear();
+  EXPECT_TRUE(comparison(compare_paired(base, cand, o), "ddp-2").needs_more_rounds) << "the same row, not coarse";
+  o.coarse_metrics = {"step_time_s"};
+  EXPECT_THROW((void)compare_paired(base, cand, o), InputError) << "a coarse metric that is not compared";
+}
+
 // One row whose p-value passes alpha alone is no regression among four more rows with the
 // same evidence: Holm holds the chance of any false alarm across them all.
 TEST(PairedCompare, HolmHoldsTheFalseAlarmRateAcrossRows) {

@@ -95,13 +95,16 @@ class StandInBuilds(unittest.TestCase):
             paths.append(path)
         return paths[0], paths[1], log
 
-    def run_rounds(self, baseline: Path, candidate: Path, *args: str, seed: int = 1, twins: bool = False
-                   ) -> subprocess.CompletedProcess[str]:
+    def run_rounds(self, baseline: Path, candidate: Path, *args: str, seed: int = 1, twins: bool = False,
+                   lockstep: bool = False) -> subprocess.CompletedProcess[str]:
+        """The rounds back to back (--no-lockstep): the stand-ins take no turns (test_lockstep.py
+        runs lockstep on real builds)."""
         out = self.dir / "out"
         shutil.rmtree(out, ignore_errors=True)
         return subprocess.run([sys.executable, str(PAIRED_ROUNDS), "--baseline-binary", str(baseline),
                                "--candidate-binary", str(candidate), "--sweep-file", str(self.sweep), "--out-dir",
-                               str(out), "--seed", str(seed), "--twins" if twins else "--no-twins", *args],
+                               str(out), "--seed", str(seed), "--twins" if twins else "--no-twins",
+                               "--lockstep" if lockstep else "--no-lockstep", *args],
                               capture_output=True, text=True, check=False, timeout=300)
 
     @staticmethod
@@ -248,7 +251,8 @@ class PairedRoundsTest(StandInBuilds):
         os.environ["FAKE_DDPBENCH_SPEC"] = json.dumps(dict(spec, sleep_s=30))
         out = self.dir / "out"
         command = [sys.executable, str(PAIRED_ROUNDS), "--baseline-binary", str(baseline), "--candidate-binary",
-                   str(candidate), "--sweep-file", str(self.sweep), "--out-dir", str(out), "--seed", "1", "--no-twins"]
+                   str(candidate), "--sweep-file", str(self.sweep), "--out-dir", str(out), "--seed", "1", "--no-twins",
+                   "--no-lockstep"]
         first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         pids = Path(spec["state"]) / "pids"
         for _ in range(100):
@@ -265,6 +269,19 @@ class PairedRoundsTest(StandInBuilds):
         for pid in pids.read_text().split():
             with self.assertRaises(ProcessLookupError, msg=f"sweep {pid} outlived its gate"):
                 os.kill(int(pid), 0)
+
+    def test_a_build_that_takes_no_turns_cannot_be_timed_in_lockstep(self) -> None:
+        # A build that ignores the coordinator runs beside the other build: nothing it timed is
+        # comparable: a baseline build older than lockstep cannot judge (never a pass). The
+        # stand-ins take no turns; the baseline build's rows are checked first.
+        baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}
+                                              for row in ROWS})
+        done = self.run_rounds(baseline, candidate, lockstep=True)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertRegex(done.stderr, r"the baseline build's row \S+ ran without taking turns \(no lockstep_wait_s")
+        self.assertIn("--round-level", done.stderr)
+        self.assertFalse((self.dir / "out" / "verdict.txt").exists())
+        # (A candidate that takes no turns fails: test_lockstep.py, on the real ddpbench.)
 
     def test_bad_rounds_are_bad_input(self) -> None:
         baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.0], "candidate": [5.0, 0.0]} for row in ROWS})
@@ -441,8 +458,8 @@ class OutDirTest(StandInBuilds):
     def gate(self, baseline: Path, candidate: Path, out: Path, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, str(PAIRED_ROUNDS), "--baseline-binary", str(baseline),
                                "--candidate-binary", str(candidate), "--sweep-file", str(self.sweep), "--out-dir",
-                               str(out), "--seed", "1", "--no-twins", *args], capture_output=True, text=True,
-                              check=False, timeout=300)
+                               str(out), "--seed", "1", "--no-twins", "--no-lockstep", *args], capture_output=True,
+                              text=True, check=False, timeout=300)
 
     def test_a_users_folders_named_like_the_builds_are_refused_untouched(self) -> None:
         baseline, candidate, log = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}

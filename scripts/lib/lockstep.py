@@ -1,0 +1,348 @@
+"""Lockstep runs of two builds (scripts/ci-bench --against, the default; scripts/gate-power): both
+builds' processes run the same row at once and take turns step by step, so that whatever the
+machine does over a run falls on both (paired benchmarking at the grain of one step: duet
+benchmarking, Bulej et al. ICPE 2020; tango-bench). This is the coordinator: it listens on a Unix
+socket named to every rank (DDPBENCH_LOCKSTEP_SOCKET, DDPBENCH_LOCKSTEP_ARM), and for each row
+gives the turn to every rank of one build, waits until each says its step is done, then passes
+the turn. The order is ABBA (pair k: the first build, then the other; pair k + 1 the other way),
+the first build drawn from the seed and the run. A waiting rank sleeps in a blocking read, and
+OMP_WAIT_POLICY=PASSIVE keeps LibTorch's OpenMP threads (GNU libgomp) from spinning meanwhile. A
+build whose training ends first is held ("end", then "bye" once the other's ends too), so its
+evaluation does not run beside the other build's last steps.
+
+A rank that hangs up before its training ends (it died) or gives no answer to its turn within
+--turn-timeout-s (it hangs) ends its build's part: the coordinator closes that build's
+connections, names the culprit in the run's record, and lets the other build run on alone; a
+hung build is killed --hang-grace-s later. Protocol: harness/launch/lockstep_turns.hpp.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import selectors
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def first_build(labels: list[str], seed: int, run: int) -> str:
+    """The build that goes first in pair 0 of run `run`: drawn from the seed and the run alone."""
+    return random.Random(f"ddpbench-lockstep:{seed}:{run}").choice(sorted(labels))
+
+
+def pair_order(first: str, second: str, pair: int) -> list[str]:
+    """ABBA...: pair k runs `first` then `second` when k is even, the other way when odd, so going
+    first in a pair falls on each build equally."""
+    return [first, second] if pair % 2 == 0 else [second, first]
+
+
+def turn_order(first: str, second: str, pairs: int) -> list[str]:
+    """The turns of `pairs` pairs, in order."""
+    return [label for pair in range(pairs) for label in pair_order(first, second, pair)]
+
+
+@dataclass(frozen=True)
+class Participant:
+    """One build's part of a lockstep run: its command (a `ddpbench sweep` of one row), its log."""
+    label: str
+    command: tuple[str, ...]
+    log: Path
+
+
+@dataclass
+class Connection:
+    sock: socket.socket
+    buffer: bytes = b""
+    closed: bool = False
+    arm: str = ""
+    row: str = ""
+    rank: int = -1
+    world: int = 0
+    pid: int = 0
+    ended: bool = False
+
+    def line(self) -> str | None:
+        if b"\n" not in self.buffer:
+            return None
+        text, self.buffer = self.buffer.split(b"\n", 1)
+        return text.decode("ascii", "replace").strip()
+
+    def send(self, text: str) -> bool:
+        try:
+            self.sock.sendall((text + "\n").encode("ascii"))
+            return True
+        except OSError:
+            return False
+
+    def describe(self) -> str:
+        return f"rank {self.rank} (pid {self.pid})"
+
+
+@dataclass
+class Session:
+    """One row's lockstep: who went first, each turn's build and seconds (the coordinator's clock,
+    from its "go" to the last rank's "done"), and what went wrong, in words."""
+    row: str
+    first: str
+    builds: list[str]
+    turns: list[tuple[str, float]] = field(default_factory=list)
+    culprits: list[str] = field(default_factory=list)
+
+    def record(self) -> dict:
+        return {"row": self.row, "first": self.first, "builds": self.builds,
+                "turns": [{"build": build, "s": round(seconds, 6)} for build, seconds in self.turns],
+                "culprits": self.culprits}
+
+
+class Coordinator:
+    def __init__(self, listener: socket.socket, processes: dict[str, subprocess.Popen], seed: int, run: int,
+                 turn_timeout_s: float, start_timeout_s: float, hang_grace_s: float):
+        self.listener = listener
+        self.processes = processes
+        self.seed, self.run = seed, run
+        self.turn_timeout_s, self.start_timeout_s, self.hang_grace_s = turn_timeout_s, start_timeout_s, hang_grace_s
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(listener, selectors.EVENT_READ)
+        self.connections: list[Connection] = []
+        self.first_seen: dict[str, float] = {}  # row -> when its first hello came
+        self.hung: dict[str, float] = {}  # build -> when it was found hung: killed hang_grace_s later
+        self.sessions: list[Session] = []
+        self.problems: list[str] = []  # hellos that could not be read
+
+    # --- the socket ---
+    def pump(self, timeout_s: float) -> None:
+        """One wait for what the ranks send: new connections, lines, hang-ups."""
+        for key, _ in self.selector.select(max(0.0, timeout_s)):
+            if key.fileobj is self.listener:
+                sock, _ = self.listener.accept()
+                connection = Connection(sock)
+                self.connections.append(connection)
+                self.selector.register(sock, selectors.EVENT_READ, connection)
+                continue
+            connection = key.data
+            try:
+                data = connection.sock.recv(4096)
+            except OSError:
+                data = b""
+            if data:
+                connection.buffer += data
+            else:
+                self.close(connection)
+        self.read_hellos()
+        self.kill_hung()
+
+    def close(self, connection: Connection) -> None:
+        if not connection.closed:
+            connection.closed = True
+            try:
+                self.selector.unregister(connection.sock)
+            except (KeyError, ValueError):
+                pass
+            connection.sock.close()
+
+    def read_hellos(self) -> None:
+        for connection in self.connections:
+            if connection.arm or connection.closed and b"\n" not in connection.buffer:
+                continue
+            line = connection.line()
+            if line is None:
+                continue
+            parts = line.split()
+            try:
+                if len(parts) != 6 or parts[0] != "hello" or parts[1] not in self.processes:
+                    raise ValueError
+                rank, world, pid = int(parts[3]), int(parts[4]), int(parts[5])
+                if not 0 <= rank < world:
+                    raise ValueError
+            except ValueError:
+                self.problems.append(f"a rank said {line!r}, not 'hello BUILD ROW RANK WORLD PID' of a build here")
+                self.close(connection)
+                continue
+            same = [c for c in self.waiting() if (c.arm, c.row, c.rank) == (parts[1], parts[2], rank)]
+            connection.arm, connection.row, connection.rank, connection.world, connection.pid = \
+                parts[1], parts[2], rank, world, pid
+            if same:
+                self.problems.append(f"the {parts[1]} build's row {parts[2]} has rank {rank} twice "
+                                     f"(pids {same[0].pid} and {pid})")
+                self.close(connection)
+                continue
+            self.first_seen.setdefault(connection.row, time.monotonic())
+
+    def waiting(self) -> list[Connection]:
+        """Ranks that said hello and wait for their row's lockstep to begin."""
+        return [c for c in self.connections if c.arm and not c.closed and not c.ended]
+
+    def exited(self, label: str) -> bool:
+        return self.processes[label].poll() is not None
+
+    # --- which row runs next ---
+    def ready(self) -> tuple[str, dict[str, list[Connection]]] | None:
+        """A row whose lockstep can begin: every build either has all its ranks for it, or will
+        not come (its process ended, it moved on to another row, or --start-timeout-s passed)."""
+        waiting = self.waiting()
+        for row in dict.fromkeys(c.row for c in waiting):
+            present: dict[str, list[Connection]] = {}
+            for label in self.processes:
+                ranks = [c for c in waiting if (c.arm, c.row) == (label, row)]
+                moved_on = any(c.arm == label and c.row != row for c in waiting)
+                gone = self.exited(label) or moved_on or label in self.hung or \
+                    time.monotonic() - self.first_seen[row] > self.start_timeout_s
+                if ranks and len({c.rank for c in ranks}) == ranks[0].world:
+                    present[label] = sorted(ranks, key=lambda c: c.rank)
+                elif not gone:
+                    break
+                elif ranks:  # some ranks never came: the build cannot step without them
+                    for c in ranks:
+                        self.close(c)
+                    self.problems.append(f"the {label} build's row {row}: only ranks "
+                                         f"{sorted(c.rank for c in ranks)} of {ranks[0].world} came")
+            else:
+                if present:
+                    return row, present
+        return None
+
+    # --- a row in lockstep ---
+    def give_turn(self, label: str, ranks: list[Connection], session: Session, pair: int) -> str:
+        """One turn: "go" to every rank of `label`, then each one's answer. Returns "stepped",
+        "ended" (every rank's training is over) or "broken" (a rank hung up or did not answer)."""
+        start = time.monotonic()
+        for c in ranks:
+            if not c.ended:
+                c.send("go")
+        answered = {id(c) for c in ranks if c.ended}
+        while len(answered) < len(ranks):
+            for c in ranks:
+                if id(c) in answered:
+                    continue
+                line = c.line()
+                if line is None and not c.closed:
+                    continue
+                if line is None or not (line == "end" or line.startswith("done ")):
+                    session.culprits.append(
+                        f"the {label} build's {c.describe()} of row {session.row} "
+                        + (f"hung up in its turn of pair {pair}: it died or failed" if line is None
+                           else f"said {line!r} in its turn of pair {pair}"))
+                    return "broken"
+                if line == "end":
+                    c.ended = True
+                answered.add(id(c))
+            left_s = start + self.turn_timeout_s - time.monotonic()
+            if len(answered) < len(ranks):
+                if left_s <= 0:
+                    silent = [c.describe() for c in ranks if id(c) not in answered]
+                    session.culprits.append(f"the {label} build's row {session.row}: {', '.join(silent)} gave no "
+                                            f"answer to its turn of pair {pair} within {self.turn_timeout_s:g} s: it hangs")
+                    self.hung[label] = time.monotonic()
+                    return "broken"
+                self.pump(min(left_s, 1.0))
+        if all(c.ended for c in ranks):
+            return "ended"
+        session.turns.append((label, time.monotonic() - start))
+        return "stepped"
+
+    def run_session(self, row: str, present: dict[str, list[Connection]]) -> None:
+        labels = sorted(present)
+        first = first_build(labels, self.seed, self.run)
+        second = next((label for label in labels if label != first), first)
+        session = Session(row, first, labels)
+        self.sessions.append(session)
+        active = dict(present)
+        ended: list[Connection] = []
+        pair = 0
+        while active:
+            for label in pair_order(first, second, pair):
+                outcome = self.give_turn(label, active[label], session, pair) if label in active else "stepped"
+                if outcome == "ended":
+                    ended += active.pop(label)
+                elif outcome == "broken":
+                    for c in active.pop(label):
+                        self.close(c)
+            pair += 1
+        # A build whose training ended first was held: its evaluation starts with the other's.
+        for c in ended:
+            c.send("bye")
+            self.close(c)
+
+    def kill_hung(self) -> None:
+        for label, since in list(self.hung.items()):
+            if not self.exited(label) and time.monotonic() - since > self.hang_grace_s:
+                stop_group(self.processes[label])
+
+    def serve(self) -> None:
+        """Rows in lockstep, as their ranks come, until both builds' processes have ended."""
+        while True:
+            self.pump(0.2)
+            found = self.ready()
+            if found is not None:
+                self.run_session(*found)
+                continue
+            if all(self.exited(label) for label in self.processes):
+                self.pump(0)
+                if self.ready() is None:
+                    return
+
+
+def stop_group(process: subprocess.Popen) -> None:
+    """The process and everything it started: SIGTERM, then SIGKILL."""
+    for sig, grace_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(process.pid, sig)
+            process.wait(timeout=grace_s)
+            return
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            continue
+
+
+@dataclass
+class LockstepRun:
+    """What a lockstep run left: each build's exit code and the coordinator's record."""
+    returncodes: dict[str, int]
+    record: dict
+
+
+def run_lockstep(participants: list[Participant], seed: int, run: int, record_path: Path | None = None,
+                 turn_timeout_s: float = 300, start_timeout_s: float = 900, hang_grace_s: float = 30) -> LockstepRun:
+    """Both builds' commands at once, in lockstep; returns when both have ended. The record (JSON at
+    `record_path`) holds each row's turns and culprits."""
+    folder = Path(tempfile.mkdtemp(prefix="ddpb-lockstep-"))  # short: a socket path has 107 characters
+    socket_path = folder / "turns.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(socket_path))
+    listener.listen(64)
+    listener.setblocking(False)
+    processes: dict[str, subprocess.Popen] = {}
+    logs = []
+    try:
+        for p in participants:
+            env = dict(os.environ, DDPBENCH_LOCKSTEP_SOCKET=str(socket_path), DDPBENCH_LOCKSTEP_ARM=p.label,
+                       OMP_WAIT_POLICY="PASSIVE")
+            log = open(p.log, "w")
+            logs.append(log)
+            processes[p.label] = subprocess.Popen(list(p.command), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                                  start_new_session=True)
+        coordinator = Coordinator(listener, processes, seed, run, turn_timeout_s, start_timeout_s, hang_grace_s)
+        coordinator.serve()
+        returncodes = {label: process.wait() for label, process in processes.items()}
+    except BaseException:
+        for process in processes.values():
+            stop_group(process)
+        raise
+    finally:
+        for log in logs:
+            log.close()
+        listener.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    record = {"seed": seed, "run": run, "sessions": [s.record() for s in coordinator.sessions],
+              "problems": coordinator.problems, "hung": sorted(coordinator.hung),
+              "returncodes": returncodes}
+    if record_path is not None:
+        tmp = record_path.with_name(record_path.name + ".tmp")
+        tmp.write_text(json.dumps(record, indent=1))
+        tmp.replace(record_path)
+    return LockstepRun(returncodes, record)

@@ -1,0 +1,261 @@
+"""scripts/lib/lockstep.py, the coordinator of lockstep runs (scripts/ci-bench --against): the
+turn order (ABBA, the first build drawn from the seed and the run), that no two builds' steps
+ever overlap, that a build whose training ends first is held until the other's ends, and that a
+rank that dies or hangs ends its build's part while the other build and the coordinator finish
+within the timeout, the culprit named; on stand-in builds (fake_lockstep_build.py). Then the real
+ddpbench in lockstep through scripts/lib/paired_rounds.py: a candidate slowed by busy work is
+caught, an unchanged one is not, and a rank killed in lockstep fails the candidate's row.
+
+Run: python3 -m unittest -v test_lockstep (from tests/scripts); the real-build tests need
+DDPBENCH_BINARY.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from collections import Counter
+from pathlib import Path
+
+SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
+import lockstep  # noqa: E402
+
+FAKE = Path(__file__).resolve().parent / "fake_lockstep_build.py"
+PAIRED_ROUNDS = SOURCE / "scripts" / "lib" / "paired_rounds.py"
+
+
+class TurnOrderTest(unittest.TestCase):
+    def test_pairs_alternate_abba(self) -> None:
+        self.assertEqual(lockstep.turn_order("a", "b", 4), ["a", "b", "b", "a", "a", "b", "b", "a"])
+        self.assertEqual(lockstep.pair_order("x", "y", 0), ["x", "y"])
+        self.assertEqual(lockstep.pair_order("x", "y", 7), ["y", "x"])
+
+    def test_the_first_build_is_drawn_from_the_seed_and_run_and_reproduced(self) -> None:
+        labels = ["baseline", "candidate"]
+        firsts = [lockstep.first_build(labels, 5, f"{run}:ddp-2") for run in range(40)]
+        self.assertEqual(firsts, [lockstep.first_build(labels, 5, f"{run}:ddp-2") for run in range(40)])
+        self.assertEqual(set(firsts), set(labels))
+        counts = Counter(firsts)
+        self.assertGreaterEqual(min(counts.values()), 10, counts)
+        self.assertNotEqual(firsts, [lockstep.first_build(labels, 6, f"{run}:ddp-2") for run in range(40)])
+        # The labels' order does not decide it.
+        self.assertEqual(lockstep.first_build(["candidate", "baseline"], 5, "3:x"), lockstep.first_build(labels, 5, "3:x"))
+
+
+class StandInLockstep(unittest.TestCase):
+    def setUp(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-lockstep-"))
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.log = self.dir / "steps.log"
+
+    def build(self, label: str, **spec: object) -> lockstep.Participant:
+        full = {"rows": ["ddp-2"], "world": 2, "steps": 6, "step_s": 0.02, "log": str(self.log), "die": None,
+                "hang": None, "exit": None}
+        full.update(spec)
+        path = self.dir / f"{label}.json"
+        path.write_text(json.dumps(full))
+        return lockstep.Participant(label, (sys.executable, str(FAKE), str(path)), self.dir / f"{label}.log")
+
+    def steps(self) -> list[tuple[str, str, int, int, float, float]]:
+        out = []
+        for line in self.log.read_text().splitlines():
+            arm, row, rank, step, *times = line.split()
+            if step != "held":
+                out.append((arm, row, int(rank), int(step), float(times[0]), float(times[1])))
+        return out
+
+    def held(self) -> dict[tuple[str, str, int], float]:
+        held = {}
+        for line in self.log.read_text().splitlines():
+            arm, row, rank, step, *times = line.split()
+            if step == "held":
+                held[(arm, row, int(rank))] = float(times[0])
+        return held
+
+    def assert_no_overlap(self, steps: list[tuple[str, str, int, int, float, float]]) -> None:
+        for a in steps:
+            for b in steps:
+                if a[0] != b[0] and a[1] == b[1]:
+                    self.assertFalse(a[4] < b[5] and b[4] < a[5], f"steps of two builds overlap: {a} and {b}")
+
+
+class CoordinatorTest(StandInLockstep):
+    def test_two_builds_take_turns_abba_and_never_overlap(self) -> None:
+        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate")], seed=4, run="0:ddp-2",
+                                    record_path=self.dir / "record.json", turn_timeout_s=30)
+        self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 0})
+        session, = ran.record["sessions"]
+        self.assertEqual(session["culprits"], [])
+        first = lockstep.first_build(["baseline", "candidate"], 4, "0:ddp-2")
+        self.assertEqual(session["first"], first)
+        second = "candidate" if first == "baseline" else "baseline"
+        self.assertEqual([t["build"] for t in session["turns"]], lockstep.turn_order(first, second, 6))
+        steps = self.steps()
+        self.assertEqual(Counter((arm, rank) for arm, _, rank, *_ in steps),
+                         {(arm, rank): 6 for arm in ("baseline", "candidate") for rank in (0, 1)})
+        self.assert_no_overlap(steps)
+        self.assertEqual(json.loads((self.dir / "record.json").read_text())["sessions"][0]["first"], first)
+
+    def test_the_build_that_ends_first_is_held_until_the_other_ends(self) -> None:
+        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate")], seed=2, run="1:ddp-2")
+        self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 0})
+        last_step_end = max(end for *_, end in self.steps())
+        for key, released in self.held().items():
+            self.assertGreaterEqual(released, last_step_end, f"{key} was released before the last step ended")
+
+    def test_rows_run_one_after_the_other_each_in_lockstep(self) -> None:
+        ran = lockstep.run_lockstep([self.build("baseline", rows=["single", "single.torch"], world=1),
+                                     self.build("candidate", rows=["single", "single.torch"], world=1)],
+                                    seed=1, run="0:single")
+        self.assertEqual([s["row"] for s in ran.record["sessions"]], ["single", "single.torch"])
+        self.assert_no_overlap(self.steps())
+
+    def test_a_rank_that_dies_ends_its_build_and_the_other_runs_on(self) -> None:
+        began = time.monotonic()
+        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate", die=[1, 3])], seed=3,
+                                    run="0:ddp-2", turn_timeout_s=30)
+        self.assertLess(time.monotonic() - began, 25)
+        self.assertEqual(ran.returncodes["baseline"], 0)
+        self.assertNotEqual(ran.returncodes["candidate"], 0)
+        culprits = ran.record["sessions"][0]["culprits"]
+        self.assertEqual(len(culprits), 1, culprits)
+        self.assertRegex(culprits[0], r"the candidate build's rank 1 \(pid \d+\) of row ddp-2 hung up in its turn of "
+                                      r"pair 3: it died or failed")
+        self.assertEqual(Counter(arm for arm, *_ in self.steps())["baseline"], 12, "the baseline build did not finish")
+
+    def test_a_rank_that_hangs_is_named_and_its_build_killed_within_the_timeout(self) -> None:
+        began = time.monotonic()
+        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate", hang=[1, 2])], seed=3,
+                                    run="0:ddp-2", turn_timeout_s=2, hang_grace_s=1)
+        self.assertLess(time.monotonic() - began, 40, "the coordinator did not end within the timeout")
+        self.assertEqual(ran.returncodes["baseline"], 0)
+        self.assertNotEqual(ran.returncodes["candidate"], 0)
+        self.assertEqual(ran.record["hung"], ["candidate"])
+        culprits = ran.record["sessions"][0]["culprits"]
+        self.assertEqual(len(culprits), 1, culprits)
+        self.assertRegex(culprits[0], r"the candidate build's row ddp-2: rank 1 \(pid \d+\) gave no answer to its "
+                                      r"turn of pair 2 within 2 s: it hangs")
+        self.assertEqual(Counter(arm for arm, *_ in self.steps())["baseline"], 12)
+
+    def test_a_build_that_never_connects_leaves_the_other_to_run_alone(self) -> None:
+        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate", exit=2)], seed=3, run="0:ddp-2")
+        self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 2})
+        session, = ran.record["sessions"]
+        self.assertEqual(session["builds"], ["baseline"])
+        self.assertEqual(Counter(arm for arm, *_ in self.steps()), {"baseline": 12})
+
+    def test_a_stranger_on_the_socket_is_refused_and_named(self) -> None:
+        # A hello that names no build of the run (or a rank twice) is dropped, never given turns.
+        stranger = self.dir / "stranger.py"
+        stranger.write_text(
+            "import os, socket\n"
+            "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['DDPBENCH_LOCKSTEP_SOCKET'])\n"
+            "s.sendall(b'hello intruder ddp-2 0 2 1\\n'); print(s.recv(10))\n")
+        ran = lockstep.run_lockstep([self.build("baseline"),
+                                     lockstep.Participant("candidate", (sys.executable, str(stranger)),
+                                                          self.dir / "candidate.log")], seed=3, run="0")
+        self.assertEqual(ran.returncodes["baseline"], 0)
+        self.assertIn("hello intruder ddp-2 0 2 1", " ".join(ran.record["problems"]))
+        self.assertIn("b''", (self.dir / "candidate.log").read_text(), "the stranger was given a turn")
+
+
+def real_binary() -> str | None:
+    return os.environ.get("DDPBENCH_BINARY")
+
+
+@unittest.skipUnless(real_binary(), "DDPBENCH_BINARY is not set (the real ddpbench)")
+class RealBuildsTest(unittest.TestCase):
+    """Two builds of the real ddpbench (one binary; the candidate slowed by --inject-slowdown:
+    real busy work in every step) through scripts/lib/paired_rounds.py in lockstep."""
+
+    def setUp(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-lockstep-real-"))
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.sweep = self.dir / "sweep.json"
+        self.sweep.write_text(json.dumps({
+            "name": "lockstep-test", "baseline": "single",
+            "defaults": {"model": "resnet18", "num-classes": 10, "dataset": "synthetic", "synthetic-train-images": 512,
+                         "synthetic-test-images": 64, "batch-size": 16, "workers": 0, "device": "cpu", "max-steps": 10,
+                         "warmup-steps": 2, "max-eval-batches": 1, "seed": 1, "threads": 1},
+            "rows": [{"name": "single", "options": {"strategy": "single"}},
+                     {"name": "ddp-2", "devices": 2, "options": {"strategy": "ddp", "nproc": 2, "sync-bn": False}}]}))
+        # One binary, two labels: a build whose sweep always adds the candidate's arguments.
+        self.candidate = self.dir / "candidate-ddpbench"
+
+    def candidate_with(self, *args: str) -> Path:
+        self.candidate.write_text(f"#!/bin/sh\ncmd=$1; shift\nexec {real_binary()} \"$cmd\" \"$@\" "
+                                  + " ".join(args) + "\n")
+        self.candidate.chmod(0o755)
+        return self.candidate
+
+    def gate(self, candidate: Path, *args: str, sweep: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(PAIRED_ROUNDS), "--baseline-binary", str(real_binary()),
+                               "--candidate-binary", str(candidate), "--sweep-file", str(sweep or self.sweep), "--out-dir",
+                               str(self.dir / "out"), "--seed", "7", "--no-twins", "--lockstep", "--min-rounds", "3",
+                               "--max-rounds", "3", "--metric", "step_time_s", *args],
+                              capture_output=True, text=True, check=False, timeout=900)
+
+    def rows(self, label: str, round_index: int, row: str) -> dict:
+        path = self.dir / "out" / label / f"round-{round_index:02d}" / row / "results.json"
+        return next(r for r in json.loads(path.read_text())["runs"] if r["name"] == row)
+
+    def test_a_slowed_candidate_is_caught_and_the_waits_are_not_timed(self) -> None:
+        done = self.gate(self.candidate_with("--inject-slowdown", "1.0"))
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        for row in ("single", "ddp-2"):
+            self.assertRegex(done.stdout, rf"- {row} \(faithful\) step_time_s: \d+\.\d % slower.*REGRESSION")
+        self.assertIn("matched steady steps", done.stdout)
+        for round_index in range(3):
+            record = json.loads((self.dir / "out" / "baseline" / f"round-{round_index:02d}" / "single" /
+                                 "lockstep.json").read_text())
+            self.assertEqual([s["culprits"] for s in record["sessions"]], [[]])
+            for label in ("baseline", "candidate"):
+                run = self.rows(label, round_index, "single")
+                own_s = sum(s["time_s"] for s in run["step_records"])
+                # A step's time starts with its turn: the other build's steps are not in it ...
+                self.assertLessEqual(own_s, run["train_time_s"] + 1e-3, f"{label}: a wait counted in a step")
+                # ... nor in the training time (the waits are at least the other build's steps,
+                # here as long as this one's or twice as long).
+                self.assertGreater(run["lockstep_wait_s"], 0.5 * own_s, label)
+                self.assertLess(run["train_time_s"], own_s + 0.5 * run["lockstep_wait_s"],
+                                f"{label}: the waits counted in train_time_s")
+
+    def test_an_unchanged_candidate_is_no_regression(self) -> None:
+        # A 50 % threshold: no unchanged build comes near it, so the verdict cannot flake.
+        done = self.gate(self.candidate_with(), "--threshold", "0.5")
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertNotIn("REGRESSION", done.stdout)
+
+    def test_a_candidate_that_takes_no_turns_fails(self) -> None:
+        # Its ranks never hear of the coordinator: they run beside the baseline build's turns.
+        self.candidate.write_text(f"#!/bin/sh\nexec env -u DDPBENCH_LOCKSTEP_SOCKET {real_binary()} \"$@\"\n")
+        self.candidate.chmod(0o755)
+        done = self.gate(self.candidate, "--threshold", "0.5")
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertRegex(done.stderr, r"the candidate build's row \S+ ran without taking turns .*the candidate broke "
+                                      r"lockstep: the candidate fails the gate")
+        self.assertFalse((self.dir / "out" / "verdict.txt").exists())
+
+    def test_a_rank_killed_in_lockstep_fails_the_candidates_row_and_the_gate_ends(self) -> None:
+        only_ddp = self.dir / "ddp-2.json"
+        sweep = json.loads(self.sweep.read_text())
+        sweep["rows"] = [row for row in sweep["rows"] if row["name"] == "ddp-2"]
+        sweep["baseline"] = "ddp-2"
+        only_ddp.write_text(json.dumps(sweep))
+        began = time.monotonic()
+        done = self.gate(self.candidate_with("--inject-fault-kind", "kill", "--inject-fault-rank", "1",
+                                             "--inject-fault-step", "4"), "--threshold", "0.5", sweep=only_ddp)
+        self.assertLess(time.monotonic() - began, 600)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertRegex(done.stdout, r"failed on the candidate: ddp-2")
+        self.assertEqual(self.rows("baseline", 0, "ddp-2")["status"], "ok", "the baseline build did not run on")
+
+
+if __name__ == "__main__":
+    unittest.main()
