@@ -52,10 +52,12 @@ bool coarse(const PairedComparison& c, const PairedOptions& o) {
 
 // Decides one comparison from its pairs, once Holm has adjusted its p-value. Its look is the
 // rounds its row ran, not its pairs: a row that lost a round (a flake, a failure
-// --allow-missing excuses) reaches the cap with fewer pairs, and the gate stops there.
-void decide(PairedComparison& c, const PairedOptions& o) {
+// --allow-missing excuses) reaches the cap with fewer pairs, and the gate stops there. A coarse
+// metric whose row runs no more rounds (`row_stops`) is at its cap: its last look spends the
+// cap's share of alpha, as any comparison's last look does.
+void decide(PairedComparison& c, const PairedOptions& o, bool row_stops = false) {
   const auto n = static_cast<int64_t>(c.log_ratios.size());
-  const int64_t look = std::max(c.rounds_run, n);
+  const int64_t look = row_stops ? o.max_rounds : std::max(c.rounds_run, n);
   const bool at_cap = look >= o.max_rounds;
   const double look_alpha = alpha_at_look(look, o);
   const bool beyond = std::isfinite(c.change) && std::fabs(c.change) > o.threshold;
@@ -83,7 +85,11 @@ void decide(PairedComparison& c, const PairedOptions& o) {
     c.why = "its " + format_fixed((1 - o.alpha) * 100, 0) + " % CI inside ±" + format_percent(o.threshold);
   } else if (!at_cap && coarse(c, o)) {
     c.verdict = Verdict::within_noise;
-    c.why = "undecided after " + pairs + "; a coarse metric (--coarse-metric) asks for no more rounds: within the noise";
+    c.why = "undecided after " + pairs + "; a coarse metric (--coarse-metric) asks for no rounds of its own";
+  } else if (row_stops) {
+    c.verdict = Verdict::within_noise;
+    c.why = "still undecided after " + pairs + ", its row's last (a coarse metric, judged at the cap's alpha): "
+            "within the noise";
   } else if (!at_cap) {
     c.verdict = Verdict::within_noise;
     c.needs_more_rounds = true;
@@ -313,11 +319,20 @@ void time_metric(const PairedRow& row, const RoundSplit& split, const Rounds& ba
   // A round the candidate said ok without the figure is failed by the proof before it pairs
   // (result_proof.hpp): a figure missing here is missing on both builds (no step past warm-up).
   // A step time is compared step by step where both rounds' steady steps match (a lockstep run
-  // pairs them in time), else by the rounds' medians: one rule for every round of the row.
-  c.matched_steps = info.name == "step_time_s" && !split.paired.empty() &&
-                    std::all_of(split.paired.begin(), split.paired.end(), [&](int64_t round) {
-                      return matched_step_log_ratio(*base.at(round), *cand.at(round)).has_value();
-                    });
+  // pairs them in time), else by the rounds' medians: one rule for every round of the row, and
+  // a row whose rounds match but one is damaged, not quietly read by the other rule.
+  std::vector<int64_t> unmatched;
+  if (info.name == "step_time_s") {
+    for (const auto round : split.paired) {
+      if (!matched_step_log_ratio(*base.at(round), *cand.at(round))) unmatched.push_back(round);
+    }
+    if (!unmatched.empty() && unmatched.size() < split.paired.size()) {
+      throw InputError(row.label + ": step_time_s: the steady steps of round " + std::to_string(unmatched.front()) +
+                       " do not match between the two builds' files (their count or step numbers) while other "
+                       "rounds' do: a damaged or edited file");
+    }
+  }
+  c.matched_steps = info.name == "step_time_s" && !split.paired.empty() && unmatched.empty();
   for (const auto round : split.paired) {
     if (c.matched_steps) {
       c.rounds.push_back(round);
@@ -383,7 +398,20 @@ void adjust_and_decide(PairedResult& result, const PairedOptions& options) {
   for (std::size_t i = 0; i < result.comparisons.size(); ++i) {
     auto& c = result.comparisons[i];
     c.p_holm = c.change < 0 ? faster_holm[i] : slower_holm[i];
-    decide(c, options);
+    if (!coarse(c, options)) decide(c, options);
+  }
+  // A coarse metric is judged once its row's other metrics are: at the cap's alpha where they
+  // ask for no more rounds (or, with none, from --min-rounds on).
+  for (auto& c : result.comparisons) {
+    if (!coarse(c, options)) continue;
+    bool others = false, row_goes_on = false;
+    for (const auto& other : result.comparisons) {
+      if (other.row != c.row || other.mode != c.mode || coarse(other, options)) continue;
+      others = true;
+      row_goes_on = row_goes_on || other.needs_more_rounds;
+    }
+    const bool row_stops = others ? !row_goes_on : static_cast<int64_t>(c.log_ratios.size()) >= options.min_rounds;
+    decide(c, options, row_stops && std::max(c.rounds_run, static_cast<int64_t>(c.log_ratios.size())) < options.max_rounds);
   }
 }
 
@@ -452,6 +480,12 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
         "t test on that trimmed mean (Tukey-McLaughlin), one-sided in the direction of the change (a false regression "
         "and a false improvement each at most alpha " << format_fixed(o.alpha, 2) << "); Holm across the "
      << r.comparisons.size() << " comparisons in each direction; ";
+  for (std::size_t i = 0; i < o.coarse_metrics.size(); ++i) {
+    md << (i == 0 ? "coarse metrics (" : ", ") << o.coarse_metrics[i]
+       << (i + 1 == o.coarse_metrics.size() ? ") ask for no rounds of their own and are judged at the cap's alpha at "
+                                              "their row's last look; "
+                                            : "");
+  }
   if (std::any_of(r.comparisons.begin(), r.comparisons.end(), [](const PairedComparison& c) { return c.matched_steps; })) {
     md << "step_time_s's log ratio of a round is from its matched steady steps (a lockstep run: the builds took "
           "turns step by step): the mean of the 20 % trimmed means of the even and of the odd steps, so going first "

@@ -131,6 +131,23 @@ std::vector<Figure> figures_of(const RunResult& r) {
 // Every figure of a row that ran is a time or a rate a run measures: never zero, negative, or
 // beyond a year or a trillion images a second where given (a damaged or edited file: bad input).
 // A row that did not run is read for its status and reason alone.
+// A row's step records, which matched steps compare one by one (matched_steps.hpp): each a
+// time a step takes, in the order the steps ran, none twice.
+void prove_step_records(const RunResult& r, const std::string& side) {
+  for (std::size_t k = 0; k < r.step_records.size(); ++k) {
+    const StepRecord& s = r.step_records[k];
+    if (!(std::isfinite(s.time_s) && s.time_s > 1e-6 && s.time_s <= 365.0 * 24 * 3600)) {
+      throw InputError(side + ": " + run_label(r) + " has step_records[" + std::to_string(k) + "].time_s " +
+                       scientific(s.time_s) + ": not a time a step takes (a damaged or edited file)");
+    }
+    if (k > 0 && std::pair(s.epoch, s.step) <= std::pair(r.step_records[k - 1].epoch, r.step_records[k - 1].step)) {
+      throw InputError(side + ": " + run_label(r) + " has step_records[" + std::to_string(k) + "] (epoch " +
+                       std::to_string(s.epoch) + ", step " + std::to_string(s.step) +
+                       ") out of order or repeated (a damaged or edited file)");
+    }
+  }
+}
+
 void prove_figures(const RunResult& r, const std::string& side) {
   if (r.status != RunStatus::ok) return;
   for (const Figure& f : figures_of(r)) {
@@ -324,6 +341,7 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
   for (auto& r : document.runs) {
     prove_names(r, proven.side_);
     prove_figures(r, proven.side_);
+    if (r.status == RunStatus::ok) prove_step_records(r, proven.side_);
     if (r.status != RunStatus::ok) continue;
     const std::string unmeasured = unmeasured_figure(r);
     const std::string less = unmeasured.empty() ? less_work(r, document.option_defaults) : std::string();

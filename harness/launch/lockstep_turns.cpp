@@ -121,8 +121,15 @@ void LockstepTurns::end() {
   }
   // Held until the other build's training is over too, so that this one's evaluation does not
   // run beside the other's last steps. A coordinator that hangs up lets it go as well.
+  // Only "bye" releases it: a "go" sent before the coordinator read "end" is no release.
   const auto start = std::chrono::steady_clock::now();
-  while (buffered_.find('\n') == std::string::npos) {
+  for (bool bye = false; !bye;) {
+    const std::size_t end_of_line = buffered_.find('\n');
+    if (end_of_line != std::string::npos) {
+      bye = buffered_.compare(0, end_of_line, "bye") == 0;
+      buffered_.erase(0, end_of_line + 1);
+      continue;
+    }
     char chunk[64];
     const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
     if (n < 0 && errno == EINTR && interruption_signal() == 0) continue;

@@ -171,6 +171,43 @@ struct PendingStep {
   std::function<StepTiming()> timing;
 };
 
+// A lockstep run's turns around each step (harness/launch/lockstep_turns.hpp), and nothing
+// without one: the waits are the other build's steps, not this row's training.
+class StepTurns {
+ public:
+  StepTurns(const RunConfig& config, const DistContext& dist)
+      : turns_(LockstepTurns::from_environment(config.row_name(), dist.rank, dist.world_size)) {
+    if (turns_ && config.workers > 0) {
+      throw InputError("--workers " + std::to_string(config.workers) + ": in a lockstep run a loader's workers would " +
+                       "run while the other build has the turn; lockstep needs --workers 0");
+    }
+  }
+  /// Waits for the turn of step `step` of an epoch of `steps` (the loader's last call, past
+  /// them, takes none) and starts the step's time there; false when a signal ended the wait.
+  bool before_step(int64_t step, int64_t steps, PhaseTimer& timer) {
+    if (!turns_) return true;
+    if (step < steps && !turns_->wait_for_turn()) return false;
+    timer.mark_epoch_start();
+    return true;
+  }
+  /// The turn passes when the step's work is done, on the device too.
+  void after_step(int64_t global_step, const c10::Device& device) {
+    if (!turns_) return;
+    synchronize(device);
+    turns_->release(global_step);
+  }
+  [[nodiscard]] double waited_s() const { return turns_ ? turns_->waited_s() : 0; }
+  void end() {
+    if (turns_) turns_->end();
+  }
+  void record(RunResult& result) const {
+    if (turns_) result.lockstep_wait_s = turns_->waited_s();
+  }
+
+ private:
+  std::unique_ptr<LockstepTurns> turns_;
+};
+
 }  // namespace
 
 RunResult unfinished_result(const RunConfig& config, RunStatus status, std::string reason, int64_t world_size) {
@@ -365,13 +402,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     op_ranges.emplace(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::NVTX));
   }
 
-  // In a lockstep run (scripts/ci-bench --against) each step waits for its build's turn; the
-  // waits are the other build's steps, not this row's training.
-  const auto turns = LockstepTurns::from_environment(config.row_name(), dist.rank, dist.world_size);
-  if (turns && config.workers > 0) {
-    throw InputError("--workers " + std::to_string(config.workers) + ": in a lockstep run a loader's workers would " +
-                     "run while the other build has the turn; lockstep needs --workers 0");
-  }
+  StepTurns turns(config, dist);
   int64_t global_step = 0;
   int64_t local_images = 0;
   double last_loss = kNotMeasured;
@@ -396,19 +427,17 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     nvtx::ScopedRange epoch_range("epoch", epoch);
     // The tutorial's clock: wall time around the epoch, loader start-up included.
     const auto epoch_start = Clock::now();
-    const double waited_before_s = turns ? turns->waited_s() : 0;
+    const double waited_before_s = turns.waited_s();
     timer->mark_epoch_start();
     loader->start_epoch(EpochPlan{
         train_shard_indices(data.train.size(), config.seed, epoch, shard),
         random_augmentation(config.seed, epoch, AugmentationStream::train, data.train.size(), config.crop_padding)});
     for (int64_t step = 0;; ++step, ++global_step) {
       faults.before_step(global_step);
-      // A turn's wait returns early only for a signal.
-      if (interruption_signal() != 0 || (turns && step < steps_per_epoch && !turns->wait_for_turn())) {
+      if (interruption_signal() != 0 || !turns.before_step(step, steps_per_epoch, *timer)) {
         interrupted = std::string(::strsignal(interruption_signal())) + " after " + std::to_string(global_step) + " steps";
         break;
       }
-      if (turns) timer->mark_epoch_start();  // the step's time starts with its turn
       nvtx::ScopedRange step_range("step", global_step);
       timer->set_step(global_step);
       std::optional<Batch> batch;
@@ -456,17 +485,13 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
       local_images += batch->size();
       pending.push_back(std::move(p));
       if (config.sync_every_step || (global_step + 1) % config.log_interval_steps == 0) resolve();
-      if (turns) {
-        // The turn passes when the step's work is done, on the device too.
-        synchronize(dist.device);
-        turns->release(global_step);
-      }
+      turns.after_step(global_step, dist.device);
     }
     resolve();
     synchronize(dist.device);
-    result.train_time_s += seconds_since(epoch_start) - (turns ? turns->waited_s() - waited_before_s : 0);
+    result.train_time_s += seconds_since(epoch_start) - (turns.waited_s() - waited_before_s);
   }
-  if (turns) turns->end();
+  turns.end();
   progress.finish();
   op_ranges.reset();
   RowMeasurements m;
@@ -486,7 +511,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   if (!interrupted.empty()) {
     // No evaluation and no collective: the other ranks may be gone.
     result = assemble_result(config, dist.world_size, std::move(m));
-    if (turns) result.lockstep_wait_s = turns->waited_s();
+    turns.record(result);
     result.status = RunStatus::interrupted;
     result.reason = "interrupted by " + interrupted + "; the finished steps are kept";
     result.total_time_s = seconds_since(row_start);
@@ -502,7 +527,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     m.ranks = gather_rank_steps(m.train_time_s, m.peak_memory_bytes, steady_steps(m.steps, config.warmup_steps), dist);
   }
   result = assemble_result(config, dist.world_size, std::move(m));
-  if (turns) result.lockstep_wait_s = turns->waited_s();
+  turns.record(result);
   result.strategy_details = strategy->details();
   if (config.amp == AmpMode::fp16) {
     result.strategy_details["loss_scale"] = precision.current_scale();

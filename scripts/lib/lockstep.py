@@ -13,7 +13,10 @@ evaluation does not run beside the other build's last steps.
 A rank that hangs up before its training ends (it died) or gives no answer to its turn within
 --turn-timeout-s (it hangs) ends its build's part: the coordinator closes that build's
 connections, names the culprit in the run's record, and lets the other build run on alone; a
-hung build is killed --hang-grace-s later. Protocol: harness/launch/lockstep_turns.hpp.
+hung build is killed --hang-grace-s later. A build whose ranks do not come within
+start_timeout_s of the other's, or that does not end within it of the other's end, is stuck and
+stopped. Every build the coordinator stopped is in the record's "stopped", with why: its exit
+status is the coordinator's doing, not a user's interruption. Protocol: harness/launch/lockstep_turns.hpp.
 """
 from __future__ import annotations
 
@@ -112,6 +115,8 @@ class Coordinator:
         self.connections: list[Connection] = []
         self.first_seen: dict[str, float] = {}  # row -> when its first hello came
         self.hung: dict[str, float] = {}  # build -> when it was found hung: killed hang_grace_s later
+        self.stopped: dict[str, str] = {}  # build -> why the coordinator stopped it (hung, or stuck)
+        self.first_exit: float | None = None  # when the first build's process ended
         self.sessions: list[Session] = []
         self.problems: list[str] = []  # hellos that could not be read
 
@@ -191,13 +196,19 @@ class Coordinator:
             for label in self.processes:
                 ranks = [c for c in waiting if (c.arm, c.row) == (label, row)]
                 moved_on = any(c.arm == label and c.row != row for c in waiting)
-                gone = self.exited(label) or moved_on or label in self.hung or \
-                    time.monotonic() - self.first_seen[row] > self.start_timeout_s
+                late = time.monotonic() - self.first_seen[row] > self.start_timeout_s
+                gone = self.exited(label) or moved_on or label in self.stopped or late
                 if ranks and len({c.rank for c in ranks}) == ranks[0].world:
                     present[label] = sorted(ranks, key=lambda c: c.rank)
-                elif not gone:
+                    continue
+                if not gone:
                     break
-                elif ranks:  # some ranks never came: the build cannot step without them
+                if late and not (self.exited(label) or moved_on or label in self.stopped):
+                    # Run on its own later, it would run beside the other build's next row.
+                    self.stop(label, f"the {label} build's ranks of row {row} did not all come within "
+                                     f"{self.start_timeout_s:g} s of the other build's: it is stuck")
+                if ranks:
+                    # some ranks never came: the build cannot step without them
                     for c in ranks:
                         self.close(c)
                     self.problems.append(f"the {label} build's row {row}: only ranks "
@@ -239,6 +250,7 @@ class Coordinator:
                     session.culprits.append(f"the {label} build's row {session.row}: {', '.join(silent)} gave no "
                                             f"answer to its turn of pair {pair} within {self.turn_timeout_s:g} s: it hangs")
                     self.hung[label] = time.monotonic()
+                    self.stopped[label] = session.culprits[-1]
                     return "broken"
                 self.pump(min(left_s, 1.0))
         if all(c.ended for c in ranks):
@@ -269,10 +281,25 @@ class Coordinator:
             c.send("bye")
             self.close(c)
 
+    def stop(self, label: str, why: str) -> None:
+        self.stopped.setdefault(label, why)
+        self.problems.append(why)
+        stop_group(self.processes[label])
+
     def kill_hung(self) -> None:
         for label, since in list(self.hung.items()):
             if not self.exited(label) and time.monotonic() - since > self.hang_grace_s:
                 stop_group(self.processes[label])
+        # A build that has not ended --start-timeout-s after the other did (whose row was written)
+        # is stuck after its training: its teardown, say.
+        ended = [label for label in self.processes if self.exited(label)]
+        if ended and self.first_exit is None:
+            self.first_exit = time.monotonic()
+        if self.first_exit is not None and time.monotonic() - self.first_exit > self.start_timeout_s:
+            for label in self.processes:
+                if not self.exited(label):
+                    self.stop(label, f"the {label} build did not end within {self.start_timeout_s:g} s of the other "
+                                     f"build's end: it is stuck")
 
     def serve(self) -> None:
         """Rows in lockstep, as their ranks come, until both builds' processes have ended."""
@@ -339,7 +366,7 @@ def run_lockstep(participants: list[Participant], seed: int, run: int, record_pa
         listener.close()
         shutil.rmtree(folder, ignore_errors=True)
     record = {"seed": seed, "run": run, "sessions": [s.record() for s in coordinator.sessions],
-              "problems": coordinator.problems, "hung": sorted(coordinator.hung),
+              "problems": coordinator.problems, "hung": sorted(coordinator.hung), "stopped": coordinator.stopped,
               "returncodes": returncodes}
     if record_path is not None:
         tmp = record_path.with_name(record_path.name + ".tmp")

@@ -99,7 +99,8 @@ def measure_lockstep(binary: str, sweep_file: Path, levels: list[float], rounds:
             record = lockstep.run_lockstep(participants, seed, f"power:{round_index}:{row}:{label}",
                                            folder / "lockstep.json")
             for side, (arm, side_folder) in sides.items():
-                paired_rounds.checked_result(arm, row, side_folder, record.returncodes[arm.label])
+                paired_rounds.checked_result(arm, row, side_folder, record.returncodes[arm.label],
+                                             stopped=record.record["stopped"].get(arm.label, ""))
             (folder / "wall_s").write_text(f"{time.monotonic() - started:.2f}\n")
             ran += 1
         if ran:

@@ -129,12 +129,19 @@ def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, can
 
 
 def checked_result(arm: Arm, row: str, folder: Path, rc: int, candidate: bool = False, ran_before: bool = False,
-                   culprits: tuple[str, ...] = ()) -> Path:
+                   culprits: tuple[str, ...] = (), stopped: str = "") -> Path:
     """The result file of one build's sweep of `row` that exited with `rc`. A row that fails still
     writes its row (exit 1): the comparison fails it closed. A sweep that itself dies or writes
     no readable result fails the gate when it is the candidate's, and cannot be judged when it
-    is the baseline build's; `culprits` (a lockstep run's) say why, where known."""
+    is the baseline build's; `culprits` (a lockstep run's) say why, where known. A build the
+    lockstep coordinator stopped (`stopped`: why) failed, whatever its exit status says."""
     results = folder / "results.json"
+    if stopped:
+        where = f"the {arm.label} build's sweep of row {row} (log: {folder / 'sweep.log'})"
+        problem = f"was stopped by the lockstep coordinator: {stopped}"
+        if candidate:
+            raise BrokenCandidate(f"{where} {problem}")
+        raise BadInput(f"{where} {problem}")
     where = f"the {arm.label} build's sweep of row {row} (log: {folder / 'sweep.log'})"
     if rc == 2 and candidate and ran_before:
         raise BrokenCandidate(f"{where} refused the input it ran in an earlier round")
@@ -383,13 +390,15 @@ VERDICTS = {0: "no regression", 1: "regression", 2: "cannot judge"}
 ROUNDS_MARKER = ".ddpbench-ci-bench-rounds"
 
 
-def never_ran_on_baseline(baseline_rounds: Path, expected_not_ok: set[str]) -> list[str]:
+def never_ran_on_baseline(baseline_rounds: Path, expected_not_ok: set[str]) -> list[tuple[str, str]]:
     """Rows with no run that finished on the baseline build in any round, but those expected not to
-    run here: such a row would pass any candidate."""
+    run here (such a row would pass any candidate), each with the reason its first run gave."""
     runs = json.loads(baseline_rounds.read_text())["runs"]
-    names = dict.fromkeys(r["name"] for r in runs)
+    reasons: dict[str, str] = {}
+    for r in runs:
+        reasons.setdefault(r["name"], r.get("reason") or r.get("status", ""))
     ok = {r["name"] for r in runs if r.get("status") == "ok"}
-    return [name for name in names if name not in ok and name not in expected_not_ok]
+    return [(name, reason) for name, reason in reasons.items() if name not in ok and name not in expected_not_ok]
 
 
 def out_dir_refusal(out: Path, labels: tuple[str, ...]) -> str:
@@ -464,6 +473,7 @@ class Rounds:
     files: dict[str, list[tuple[int, Path]]] = field(default_factory=dict)
     accepted: dict[str, int] = field(default_factory=dict)  # row -> the round the baseline build first ran it
     turn_timeout_s: float = 300.0
+    culprits: list[str] = field(default_factory=list)  # what the lockstep coordinator saw go wrong, by round
 
     def take(self, arm: Arm, row: str, round_index: int, result: Callable[[bool], Path]) -> None:
         """One build's result file of `row` in a round, as `result(ran_before)` gives it (checked);
@@ -502,13 +512,16 @@ class Rounds:
                                                                                 folders[arm.label])),
                                                  folders[arm.label] / "sweep.log") for arm in arms]
             ran = lockstep.run_lockstep(participants, seed, f"{round_index}:{row}",
-                                        folders[self.baseline.label] / "lockstep.json", self.turn_timeout_s)
+                                        folders[self.baseline.label] / "lockstep.json", self.turn_timeout_s,
+                                        start_timeout_s=self.turn_timeout_s)
             culprits = tuple(c for session in ran.record["sessions"] for c in session["culprits"])
             culprits += tuple(ran.record["problems"])
+            self.culprits += [f"round {round_index + 1}, {row}: {culprit}" for culprit in culprits]
             for arm in arms:  # the baseline build's first: whether it accepts the row decides a refusal
                 def result(ran_before: bool, arm: Arm = arm) -> Path:
                     path = checked_result(arm, row, folders[arm.label], ran.returncodes[arm.label],
-                                          candidate=arm is self.candidate, ran_before=ran_before, culprits=culprits)
+                                          candidate=arm is self.candidate, ran_before=ran_before, culprits=culprits,
+                                          stopped=ran.record["stopped"].get(arm.label, ""))
                     require_turns_taken(arm, path, arm is self.candidate)
                     return path
                 self.take(arm, row, round_index, result)
@@ -598,10 +611,14 @@ def run_rounds(baseline: Arm, candidate: Arm, sweep_file: Path, gate: Gate, seed
     print(f"ci-bench: rounds run per row: {summary}; {time.monotonic() - started:.0f} s", file=log, flush=True)
     never = never_ran_on_baseline(out / "baseline-rounds.json", expected_not_ok)
     if never:
-        raise BadInput(f"the baseline build never ran {', '.join(never)} in any round, so it cannot judge the "
+        why = "; ".join(f"{name}: {reason}" for name, reason in never if reason)
+        raise BadInput(f"the baseline build never ran {', '.join(name for name, _ in never)} in any round"
+                       f"{f' ({why})' if why else ''}, so it cannot judge the "
                        f"candidate's (see {out / baseline.label}; rows expected not to run here: "
                        f"{', '.join(sorted(expected_not_ok)) or 'none'})")
     rc, text = ruling.rc, ruling.text + ruling.disagreement + ruling.note
+    if rounds.culprits:
+        text += "\nWhat the lockstep coordinator saw:\n" + "".join(f"- {line}\n" for line in rounds.culprits)
     text, taken_back = stood(text, regressed)
     if taken_back:
         rc = 1
@@ -632,7 +649,9 @@ def terminated(signum: int, frame: object) -> None:
 
 
 def abandoned(out: Path | None, code: int) -> int:
-    """A gate that did not finish leaves no verdict of an earlier look to be read as its own."""
+    """A gate that did not finish leaves no verdict of an earlier look to be read as its own. Only
+    a gate that holds --out-dir's lock (`out`; else None) removes anything: one refused before
+    (a setting, a folder not its own, another gate at work) touches nothing."""
     if out is None or not out.is_dir():
         return code
     for name in ("paired.md", "undecided.txt", "floor.md", "verdict.txt", "verdict.txt.tmp"):
@@ -813,6 +832,7 @@ def gate_of(args: argparse.Namespace, settings: Settings) -> tuple[Arm, Arm, Gat
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    lock = None  # held: --out-dir is this gate's, and what it leaves there on failure is removed
     try:
         settings = check_settings(args)
         if args.check:
@@ -821,23 +841,23 @@ def main(argv: list[str]) -> int:
         baseline, candidate, gate, floor = gate_of(args, settings)
         if baseline.label == candidate.label:
             raise BadInput(f"the two builds need two labels (both are '{baseline.label}')")
-        lock = lock_out_dir(args.out_dir)  # noqa: F841 (held until exit)
+        lock = lock_out_dir(args.out_dir)  # held until exit
         signal.signal(signal.SIGTERM, terminated)
         rc, text = run_rounds(baseline, candidate, args.sweep_file, gate, settings.seed, args.twins, args.out_dir,
                               expected_not_ok=settings.expected_not_ok,
                               floor=floor, in_lockstep=args.lockstep, turn_timeout_s=settings.turn_timeout_s)
     except BadInput as error:
         print(f"scripts/ci-bench: {error}", file=sys.stderr)
-        return abandoned(args.out_dir, 2)
+        return abandoned(args.out_dir if lock else None, 2)
     except OSError as error:  # --out-dir or a file in it cannot be written
         print(f"scripts/ci-bench: --out-dir {args.out_dir}: {error}", file=sys.stderr)
-        return abandoned(args.out_dir, 2)
+        return abandoned(args.out_dir if lock else None, 2)
     except BrokenCandidate as error:
         print(f"scripts/ci-bench: {error}: the candidate fails the gate", file=sys.stderr)
-        return abandoned(args.out_dir, 1)
+        return abandoned(args.out_dir if lock else None, 1)
     except (Interrupted, KeyboardInterrupt) as error:
         print(f"scripts/ci-bench: {str(error) or 'interrupted'}", file=sys.stderr)
-        return abandoned(args.out_dir, 130)
+        return abandoned(args.out_dir if lock else None, 130)
     print(text, end="")
     return rc
 

@@ -62,5 +62,8 @@ class LockstepTurns:
             self.release(-1)
             self._send("end")
             start = time.perf_counter()
-            self._reader.readline()  # "bye" once the other build's training is over too (or EOF)
+            # Only "bye" (or EOF) releases it: a "go" sent before the coordinator read "end" does not.
+            line = self._reader.readline()
+            while line and line.strip() != "bye":
+                line = self._reader.readline()
             self.waited_s += time.perf_counter() - start

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "harness/base/input_error.hpp"
 #include "reports/matched_steps.hpp"
 #include "reports/paired_compare.hpp"
 #include "support/proven_documents.hpp"
@@ -96,19 +97,44 @@ TEST(MatchedSteps, PairedStepTimeTestsTheRunsMatchedRatiosAsScipy) {
   EXPECT_NE(markdown_paired(r, options).find("matched steady steps"), std::string::npos);
 }
 
-// One round whose steps do not match (a different count) and the row is compared by each
-// round's median step time, every round alike: never a mix of the two statistics.
-TEST(MatchedSteps, ARoundWithoutMatchingStepsComparesEveryRoundByItsMedian) {
+// Rounds whose steps match nowhere (files without comparable step records) are compared by
+// each round's median step time, every round alike. One round that does not match where the
+// others do is a damaged file, never a quiet switch of every round to the other statistic.
+TEST(MatchedSteps, RowsMatchedNowhereUseMediansAndOneUnmatchedRoundIsBadInput) {
   PairedOptions options;
   options.metrics = {"step_time_s"};
   options.min_rounds = 4;
   options.max_rounds = 4;
-  ResultDocument cand = lockstep_rounds(true);
-  cand.runs[2].step_records.pop_back();
-  const PairedResult r = compare_paired(lockstep_rounds(false), cand, options);
+  ResultDocument none = lockstep_rounds(true);
+  for (auto& run : none.runs) run.step_records.pop_back();
+  const PairedResult r = compare_paired(lockstep_rounds(false), none, options);
   ASSERT_EQ(r.comparisons.size(), 1u);
   EXPECT_FALSE(r.comparisons.front().matched_steps);
   for (const double d : r.comparisons.front().log_ratios) EXPECT_NEAR(d, 0.0, 1e-12) << "sample_run's median, both sides";
+  for (const auto damage : {0, 1}) {
+    ResultDocument cand = lockstep_rounds(true);
+    if (damage == 0) cand.runs[2].step_records.pop_back();                      // a record dropped
+    if (damage == 1) cand.runs[2].step_records.push_back({0, 16, 256, 0.2, 2.0, {}});  // one added
+    try {
+      (void)compare_paired(lockstep_rounds(false), cand, options);
+      FAIL() << "damage " << damage << " was read";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("the steady steps of round 2 do not match"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// What the proof refuses in step records: a time that is no time, steps out of order or twice.
+TEST(MatchedSteps, TheProofRefusesDamagedStepRecords) {
+  for (const auto damage : {0, 1, 2, 3}) {
+    ResultDocument cand = lockstep_rounds(true);
+    auto& records = cand.runs[1].step_records;
+    if (damage == 0) records[6].time_s = 0;
+    if (damage == 1) records[6].time_s = -0.1;
+    if (damage == 2) records[6].step = 5;  // step 5 twice
+    if (damage == 3) std::swap(records[6], records[7]);
+    EXPECT_THROW((void)compare_paired(lockstep_rounds(false), cand, PairedOptions{}), InputError) << "damage " << damage;
+  }
 }
 
 }  // namespace

@@ -6,7 +6,8 @@ logs each step's start and end. One rank may die or hang at one step.
 
 Usage: fake_lockstep_build.py SPEC.json
 SPEC: {"rows": [ROW, ...], "world": W, "steps": N, "step_s": S, "log": PATH,
-       "die": [RANK, STEP] or null, "hang": [RANK, STEP] or null, "exit": CODE or null (exit at once)}
+       "die": [RANK, STEP] or null, "hang": [RANK, STEP] or null, "exit": CODE or null (exit at once),
+       "linger_s": S (after its ranks end, the build stays S seconds before it exits: a stuck teardown)}
 The log's lines: "ARM ROW RANK STEP START_S END_S" (time.time()), then "ARM ROW RANK held END_S"
 once released after training.
 """
@@ -57,6 +58,7 @@ def main(argv: list[str]) -> int:
         codes = [rank.wait() for rank in ranks]
         if any(codes):
             return 1
+    time.sleep(spec.get("linger_s") or 0)
     return 0
 
 

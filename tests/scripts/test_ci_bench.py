@@ -86,7 +86,7 @@ class GateCase(unittest.TestCase):
             self.skipTest("git is not installed")
         repo = self.dir / "repo"
         (repo / "scripts" / "lib").mkdir(parents=True)
-        for name in ("ci-bench", "ci-bench.env", "lib/paired_rounds.py"):
+        for name in ("ci-bench", "ci-bench.env", "lib/paired_rounds.py", "lib/lockstep.py"):
             shutil.copy2(SOURCE / "scripts" / name, repo / "scripts" / name)
         (repo / "scripts" / "ci-bench.sweep.json").write_text(json.dumps({
             "name": "ci-bench", "baseline": "single",

@@ -109,6 +109,38 @@ class CoordinatorTest(StandInLockstep):
         for key, released in self.held().items():
             self.assertGreaterEqual(released, last_step_end, f"{key} was released before the last step ended")
 
+    def test_a_build_that_ends_first_is_held_by_bye_not_by_a_turn(self) -> None:
+        # The coordinator may give the turn to a build that has just sent "end": only "bye",
+        # once the other build's training is over too, releases it.
+        ran = lockstep.run_lockstep([self.build("baseline", steps=2, world=1),
+                                     self.build("candidate", steps=6, world=1)], seed=2, run="0:ddp-2")
+        self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 0})
+        candidate_end = max(end for arm, *_, end in self.steps() if arm == "candidate")
+        self.assertGreaterEqual(self.held()[("baseline", "ddp-2", 0)], candidate_end)
+
+    def test_a_build_stuck_after_its_training_is_stopped_and_named(self) -> None:
+        began = time.monotonic()
+        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate", linger_s=600)], seed=1,
+                                    run="0:ddp-2", start_timeout_s=3)
+        self.assertLess(time.monotonic() - began, 60)
+        self.assertEqual(ran.returncodes["baseline"], 0)
+        self.assertIn("the candidate build did not end within 3 s of the other build's end: it is stuck",
+                      ran.record["stopped"]["candidate"])
+
+    def test_a_build_whose_ranks_do_not_come_is_stopped_not_left_to_run_alone_later(self) -> None:
+        late = self.dir / "late.sh"
+        late.write_text(f"#!/bin/sh\nsleep 600\nexec {sys.executable} {FAKE} {self.dir / 'candidate.json'}\n")
+        late.chmod(0o755)
+        self.build("candidate")  # writes candidate.json
+        began = time.monotonic()
+        ran = lockstep.run_lockstep([self.build("baseline"),
+                                     lockstep.Participant("candidate", (str(late),), self.dir / "late.log")],
+                                    seed=1, run="0:ddp-2", start_timeout_s=3)
+        self.assertLess(time.monotonic() - began, 60)
+        self.assertEqual(ran.returncodes["baseline"], 0)
+        self.assertIn("did not all come within 3 s", ran.record["stopped"]["candidate"])
+        self.assertEqual(Counter(arm for arm, *_ in self.steps()), {"baseline": 12})
+
     def test_rows_run_one_after_the_other_each_in_lockstep(self) -> None:
         ran = lockstep.run_lockstep([self.build("baseline", rows=["single", "single.torch"], world=1),
                                      self.build("candidate", rows=["single", "single.torch"], world=1)],
@@ -137,6 +169,7 @@ class CoordinatorTest(StandInLockstep):
         self.assertEqual(ran.returncodes["baseline"], 0)
         self.assertNotEqual(ran.returncodes["candidate"], 0)
         self.assertEqual(ran.record["hung"], ["candidate"])
+        self.assertIn("gave no answer", ran.record["stopped"]["candidate"])
         culprits = ran.record["sessions"][0]["culprits"]
         self.assertEqual(len(culprits), 1, culprits)
         self.assertRegex(culprits[0], r"the candidate build's row ddp-2: rank 1 \(pid \d+\) gave no answer to its "
@@ -188,6 +221,14 @@ class RealBuildsTest(unittest.TestCase):
         # One binary, two labels: a build whose sweep always adds the candidate's arguments.
         self.candidate = self.dir / "candidate-ddpbench"
 
+    def only_ddp(self) -> Path:
+        only_ddp = self.dir / "ddp-2.json"
+        sweep = json.loads(self.sweep.read_text())
+        sweep["rows"] = [row for row in sweep["rows"] if row["name"] == "ddp-2"]
+        sweep["baseline"] = "ddp-2"
+        only_ddp.write_text(json.dumps(sweep))
+        return only_ddp
+
     def candidate_with(self, *args: str) -> Path:
         self.candidate.write_text(f"#!/bin/sh\ncmd=$1; shift\nexec {real_binary()} \"$cmd\" \"$@\" "
                                   + " ".join(args) + "\n")
@@ -215,15 +256,16 @@ class RealBuildsTest(unittest.TestCase):
             record = json.loads((self.dir / "out" / "baseline" / f"round-{round_index:02d}" / "single" /
                                  "lockstep.json").read_text())
             self.assertEqual([s["culprits"] for s in record["sessions"]], [[]])
-            for label in ("baseline", "candidate"):
-                run = self.rows(label, round_index, "single")
-                own_s = sum(s["time_s"] for s in run["step_records"])
+            runs = {label: self.rows(label, round_index, "single") for label in ("baseline", "candidate")}
+            steps_s = {label: sum(s["time_s"] for s in run["step_records"]) for label, run in runs.items()}
+            for label, other in (("baseline", "candidate"), ("candidate", "baseline")):
+                run = runs[label]
                 # A step's time starts with its turn: the other build's steps are not in it ...
-                self.assertLessEqual(own_s, run["train_time_s"] + 1e-3, f"{label}: a wait counted in a step")
-                # ... nor in the training time (the waits are at least the other build's steps,
-                # here as long as this one's or twice as long).
-                self.assertGreater(run["lockstep_wait_s"], 0.5 * own_s, label)
-                self.assertLess(run["train_time_s"], own_s + 0.5 * run["lockstep_wait_s"],
+                self.assertLessEqual(steps_s[label], run["train_time_s"] + 1e-3, f"{label}: a wait counted in a step")
+                # ... the build waited through every step of the other's ...
+                self.assertGreater(run["lockstep_wait_s"], 0.9 * steps_s[other], label)
+                # ... and those waits are not in its training time.
+                self.assertLess(run["train_time_s"], steps_s[label] + 0.5 * steps_s[other],
                                 f"{label}: the waits counted in train_time_s")
 
     def test_an_unchanged_candidate_is_no_regression(self) -> None:
@@ -243,18 +285,28 @@ class RealBuildsTest(unittest.TestCase):
         self.assertFalse((self.dir / "out" / "verdict.txt").exists())
 
     def test_a_rank_killed_in_lockstep_fails_the_candidates_row_and_the_gate_ends(self) -> None:
-        only_ddp = self.dir / "ddp-2.json"
-        sweep = json.loads(self.sweep.read_text())
-        sweep["rows"] = [row for row in sweep["rows"] if row["name"] == "ddp-2"]
-        sweep["baseline"] = "ddp-2"
-        only_ddp.write_text(json.dumps(sweep))
         began = time.monotonic()
         done = self.gate(self.candidate_with("--inject-fault-kind", "kill", "--inject-fault-rank", "1",
-                                             "--inject-fault-step", "4"), "--threshold", "0.5", sweep=only_ddp)
+                                             "--inject-fault-step", "4"), "--threshold", "0.5", sweep=self.only_ddp())
         self.assertLess(time.monotonic() - began, 600)
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertRegex(done.stdout, r"failed on the candidate: ddp-2")
+        self.assertRegex(done.stdout, r"What the lockstep coordinator saw:\n- round 1, ddp-2: the candidate build's "
+                                      r"rank 1 \(pid \d+\) of row ddp-2 hung up")
         self.assertEqual(self.rows("baseline", 0, "ddp-2")["status"], "ok", "the baseline build did not run on")
+
+    def test_a_rank_hung_in_lockstep_fails_the_candidate_not_interrupts_the_gate(self) -> None:
+        # The coordinator stops the hung build (SIGTERM: exit 143); that exit is its doing, not
+        # the user's interruption (130).
+        began = time.monotonic()
+        done = self.gate(self.candidate_with("--inject-fault-kind", "hang", "--inject-fault-rank", "0",
+                                             "--inject-fault-step", "3"), "--threshold", "0.5", "--turn-timeout-s",
+                         "15", sweep=self.only_ddp())
+        self.assertLess(time.monotonic() - began, 300)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertRegex(done.stderr, r"the candidate build's sweep of row ddp-2 .*was stopped by the lockstep "
+                                      r"coordinator: the candidate build's row ddp-2: rank .* gave no answer to its "
+                                      r"turn of pair \d+ within 15 s: it hangs")
 
 
 if __name__ == "__main__":

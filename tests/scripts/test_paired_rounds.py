@@ -8,6 +8,7 @@ Run: python3 -m unittest -v test_paired_rounds (from tests/scripts), with DDPBEN
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -484,6 +485,28 @@ class OutDirTest(StandInBuilds):
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn(f"{out / 'candidate'} exists without the marker", done.stderr)
         self.assertEqual((out / "candidate" / "round-00" / "thesis.tex").read_bytes(), b"\\section{mine}\n")
+
+    def test_a_gate_refused_before_it_holds_the_folder_removes_nothing(self) -> None:
+        # A refused setting, a folder not the gate's, another gate at work: none of these may
+        # take the files of a gate that finished (or the user's own) with it.
+        baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}
+                                              for row in ROWS})
+        out = self.dir / "out"
+        (out / "baseline").mkdir(parents=True)
+        for name in ("paired.md", "verdict.txt", "undecided.txt", "floor.md"):
+            (out / name).write_text("mine\n")
+        for args in (["--check"], [], ["--min-rounds", "1"]):
+            done = self.gate(baseline, candidate, out, *args)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            for name in ("paired.md", "verdict.txt", "undecided.txt", "floor.md"):
+                self.assertEqual((out / name).read_text(), "mine\n", f"{args}: {name} was touched")
+        (out / "baseline").rmdir()
+        with open(out / ".ci-bench.lock", "w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            done = self.gate(baseline, candidate, out)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("another gate is writing into", done.stderr)
+        self.assertEqual((out / "verdict.txt").read_text(), "mine\n", "a refused gate took the running gate's verdict")
 
     def test_the_gates_own_folders_are_reused_and_nothing_else_is_removed(self) -> None:
         baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}

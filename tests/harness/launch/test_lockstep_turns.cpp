@@ -112,6 +112,8 @@ TEST(LockstepTurns, HelloTurnsDoneAndEndHeldUntilBye) {
   auto ending = std::async(std::launch::async, [&] { turns->end(); });
   EXPECT_EQ(coordinator.line(), "done -1");
   EXPECT_EQ(coordinator.line(), "end");
+  // A turn given before the coordinator read "end" is no release.
+  coordinator.send("go\n");
   EXPECT_EQ(ending.wait_for(std::chrono::milliseconds(200)), std::future_status::timeout) << "not held until bye";
   const double before_bye = turns->waited_s();
   coordinator.send("bye\n");
