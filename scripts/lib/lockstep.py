@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-def first_build(labels: list[str], seed: int, run: int) -> str:
+def first_build(labels: list[str], seed: int, run: str) -> str:
     """The build that goes first in pair 0 of run `run`: drawn from the seed and the run alone."""
     return random.Random(f"ddpbench-lockstep:{seed}:{run}").choice(sorted(labels))
 
@@ -103,9 +103,14 @@ class Session:
                 "culprits": self.culprits}
 
 
+class PastDeadline(Exception):
+    """The whole run took longer than its deadline."""
+
+
 class Coordinator:
-    def __init__(self, listener: socket.socket, processes: dict[str, subprocess.Popen], seed: int, run: int,
-                 turn_timeout_s: float, start_timeout_s: float, hang_grace_s: float):
+    def __init__(self, listener: socket.socket, processes: dict[str, subprocess.Popen], seed: int, run: str,
+                 turn_timeout_s: float, start_timeout_s: float, hang_grace_s: float,
+                 deadline_s: float | None = None):
         self.listener = listener
         self.processes = processes
         self.seed, self.run = seed, run
@@ -117,12 +122,15 @@ class Coordinator:
         self.hung: dict[str, float] = {}  # build -> when it was found hung: killed hang_grace_s later
         self.stopped: dict[str, str] = {}  # build -> why the coordinator stopped it (hung, or stuck)
         self.first_exit: float | None = None  # when the first build's process ended
+        self.deadline = None if deadline_s is None else time.monotonic() + deadline_s
+        self.deadline_s = deadline_s
         self.sessions: list[Session] = []
         self.problems: list[str] = []  # hellos that could not be read
 
     # --- the socket ---
     def pump(self, timeout_s: float) -> None:
         """One wait for what the ranks send: new connections, lines, hang-ups."""
+        self.check_deadline()
         for key, _ in self.selector.select(max(0.0, timeout_s)):
             if key.fileobj is self.listener:
                 sock, _ = self.listener.accept()
@@ -141,6 +149,10 @@ class Coordinator:
                 self.close(connection)
         self.read_hellos()
         self.kill_hung()
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise PastDeadline
 
     def close(self, connection: Connection) -> None:
         if not connection.closed:
@@ -189,39 +201,48 @@ class Coordinator:
     # --- which row runs next ---
     def ready(self) -> tuple[str, dict[str, list[Connection]]] | None:
         """A row whose lockstep can begin: every build either has all its ranks for it, or will
-        not come (its process ended, it moved on to another row, or --start-timeout-s passed)."""
+        not come (ranks_of)."""
         waiting = self.waiting()
         for row in dict.fromkeys(c.row for c in waiting):
             present: dict[str, list[Connection]] = {}
             for label in self.processes:
-                ranks = [c for c in waiting if (c.arm, c.row) == (label, row)]
-                moved_on = any(c.arm == label and c.row != row for c in waiting)
-                late = time.monotonic() - self.first_seen[row] > self.start_timeout_s
-                gone = self.exited(label) or moved_on or label in self.stopped or late
-                if ranks and len({c.rank for c in ranks}) == ranks[0].world:
-                    present[label] = sorted(ranks, key=lambda c: c.rank)
-                    continue
-                if not gone:
+                ranks = self.ranks_of(label, row, waiting)
+                if ranks is None:
                     break
-                if late and not (self.exited(label) or moved_on or label in self.stopped):
-                    # Run on its own later, it would run beside the other build's next row.
-                    self.stop(label, f"the {label} build's ranks of row {row} did not all come within "
-                                     f"{self.start_timeout_s:g} s of the other build's: it is stuck")
                 if ranks:
-                    # some ranks never came: the build cannot step without them
-                    for c in ranks:
-                        self.close(c)
-                    self.problems.append(f"the {label} build's row {row}: only ranks "
-                                         f"{sorted(c.rank for c in ranks)} of {ranks[0].world} came")
+                    present[label] = ranks
             else:
                 if present:
                     return row, present
         return None
 
+    def ranks_of(self, label: str, row: str, waiting: list[Connection]) -> list[Connection] | None:
+        """`label`'s ranks of `row` once all have come; [] where they will not (its process ended,
+        it moved on to another row, the coordinator stopped it, or start_timeout_s passed: then
+        it is stopped, for run alone later it would run beside the other build's next row);
+        None while they may still come."""
+        ranks = [c for c in waiting if (c.arm, c.row) == (label, row)]
+        if ranks and len({c.rank for c in ranks}) == ranks[0].world:
+            return sorted(ranks, key=lambda c: c.rank)
+        gone = self.exited(label) or any(c.arm == label and c.row != row for c in waiting) or label in self.stopped
+        late = time.monotonic() - self.first_seen[row] > self.start_timeout_s
+        if not (gone or late):
+            return None
+        if not gone:
+            self.stop(label, f"the {label} build's ranks of row {row} did not all come within "
+                             f"{self.start_timeout_s:g} s of the other build's: it is stuck")
+        if ranks:  # some ranks never came: the build cannot step without them
+            for c in ranks:
+                self.close(c)
+            self.problems.append(f"the {label} build's row {row}: only ranks {sorted(c.rank for c in ranks)} of "
+                                 f"{ranks[0].world} came")
+        return []
+
     # --- a row in lockstep ---
     def give_turn(self, label: str, ranks: list[Connection], session: Session, pair: int) -> str:
         """One turn: "go" to every rank of `label`, then each one's answer. Returns "stepped",
         "ended" (every rank's training is over) or "broken" (a rank hung up or did not answer)."""
+        self.check_deadline()
         start = time.monotonic()
         for c in ranks:
             if not c.ended:
@@ -302,7 +323,16 @@ class Coordinator:
                                      f"build's end: it is stuck")
 
     def serve(self) -> None:
-        """Rows in lockstep, as their ranks come, until both builds' processes have ended."""
+        """Rows in lockstep, as their ranks come, until both builds' processes have ended, or
+        the deadline (then every build still running is stopped, and named)."""
+        try:
+            self.serve_rows()
+        except PastDeadline:
+            for label in self.processes:
+                if not self.exited(label):
+                    self.stop(label, f"the lockstep run passed its deadline of {self.deadline_s:g} s")
+
+    def serve_rows(self) -> None:
         while True:
             self.pump(0.2)
             found = self.ready()
@@ -333,10 +363,12 @@ class LockstepRun:
     record: dict
 
 
-def run_lockstep(participants: list[Participant], seed: int, run: int, record_path: Path | None = None,
-                 turn_timeout_s: float = 300, start_timeout_s: float = 900, hang_grace_s: float = 30) -> LockstepRun:
-    """Both builds' commands at once, in lockstep; returns when both have ended. The record (JSON at
-    `record_path`) holds each row's turns and culprits."""
+def run_lockstep(participants: list[Participant], seed: int, run: str, record_path: Path | None = None,
+                 turn_timeout_s: float = 300, start_timeout_s: float = 900, hang_grace_s: float = 30,
+                 deadline_s: float | None = None) -> LockstepRun:
+    """Both builds' commands at once, in lockstep; returns when both have ended (or `deadline_s`
+    passed: every build still running is stopped). The record (JSON at `record_path`) holds each
+    row's turns and culprits, and the builds the coordinator stopped, with why."""
     folder = Path(tempfile.mkdtemp(prefix="ddpb-lockstep-"))  # short: a socket path has 107 characters
     socket_path = folder / "turns.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -353,7 +385,8 @@ def run_lockstep(participants: list[Participant], seed: int, run: int, record_pa
             logs.append(log)
             processes[p.label] = subprocess.Popen(list(p.command), stdout=log, stderr=subprocess.STDOUT, env=env,
                                                   start_new_session=True)
-        coordinator = Coordinator(listener, processes, seed, run, turn_timeout_s, start_timeout_s, hang_grace_s)
+        coordinator = Coordinator(listener, processes, seed, run, turn_timeout_s, start_timeout_s, hang_grace_s,
+                                  deadline_s)
         coordinator.serve()
         returncodes = {label: process.wait() for label, process in processes.items()}
     except BaseException:

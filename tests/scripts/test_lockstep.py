@@ -62,6 +62,12 @@ class StandInLockstep(unittest.TestCase):
         path.write_text(json.dumps(full))
         return lockstep.Participant(label, (sys.executable, str(FAKE), str(path)), self.dir / f"{label}.log")
 
+    @staticmethod
+    def run_lockstep(*args: object, **kwargs: object) -> lockstep.LockstepRun:
+        """A lockstep run that cannot outlive the test: stopped after a minute."""
+        kwargs.setdefault("deadline_s", 60)
+        return lockstep.run_lockstep(*args, **kwargs)  # type: ignore[arg-type]
+
     def steps(self) -> list[tuple[str, str, int, int, float, float]]:
         out = []
         for line in self.log.read_text().splitlines():
@@ -87,7 +93,7 @@ class StandInLockstep(unittest.TestCase):
 
 class CoordinatorTest(StandInLockstep):
     def test_two_builds_take_turns_abba_and_never_overlap(self) -> None:
-        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate")], seed=4, run="0:ddp-2",
+        ran = self.run_lockstep([self.build("baseline"), self.build("candidate")], seed=4, run="0:ddp-2",
                                     record_path=self.dir / "record.json", turn_timeout_s=30)
         self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 0})
         session, = ran.record["sessions"]
@@ -103,7 +109,7 @@ class CoordinatorTest(StandInLockstep):
         self.assertEqual(json.loads((self.dir / "record.json").read_text())["sessions"][0]["first"], first)
 
     def test_the_build_that_ends_first_is_held_until_the_other_ends(self) -> None:
-        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate")], seed=2, run="1:ddp-2")
+        ran = self.run_lockstep([self.build("baseline"), self.build("candidate")], seed=2, run="1:ddp-2")
         self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 0})
         last_step_end = max(end for *_, end in self.steps())
         for key, released in self.held().items():
@@ -112,7 +118,7 @@ class CoordinatorTest(StandInLockstep):
     def test_a_build_that_ends_first_is_held_by_bye_not_by_a_turn(self) -> None:
         # The coordinator may give the turn to a build that has just sent "end": only "bye",
         # once the other build's training is over too, releases it.
-        ran = lockstep.run_lockstep([self.build("baseline", steps=2, world=1),
+        ran = self.run_lockstep([self.build("baseline", steps=2, world=1),
                                      self.build("candidate", steps=6, world=1)], seed=2, run="0:ddp-2")
         self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 0})
         candidate_end = max(end for arm, *_, end in self.steps() if arm == "candidate")
@@ -120,7 +126,7 @@ class CoordinatorTest(StandInLockstep):
 
     def test_a_build_stuck_after_its_training_is_stopped_and_named(self) -> None:
         began = time.monotonic()
-        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate", linger_s=600)], seed=1,
+        ran = self.run_lockstep([self.build("baseline"), self.build("candidate", linger_s=600)], seed=1,
                                     run="0:ddp-2", start_timeout_s=3)
         self.assertLess(time.monotonic() - began, 60)
         self.assertEqual(ran.returncodes["baseline"], 0)
@@ -133,7 +139,7 @@ class CoordinatorTest(StandInLockstep):
         late.chmod(0o755)
         self.build("candidate")  # writes candidate.json
         began = time.monotonic()
-        ran = lockstep.run_lockstep([self.build("baseline"),
+        ran = self.run_lockstep([self.build("baseline"),
                                      lockstep.Participant("candidate", (str(late),), self.dir / "late.log")],
                                     seed=1, run="0:ddp-2", start_timeout_s=3)
         self.assertLess(time.monotonic() - began, 60)
@@ -141,8 +147,17 @@ class CoordinatorTest(StandInLockstep):
         self.assertIn("did not all come within 3 s", ran.record["stopped"]["candidate"])
         self.assertEqual(Counter(arm for arm, *_ in self.steps()), {"baseline": 12})
 
+    def test_a_run_past_its_deadline_stops_every_build_still_running(self) -> None:
+        began = time.monotonic()
+        ran = self.run_lockstep([self.build("baseline", step_s=0.5, steps=40), self.build("candidate", step_s=0.5,
+                                                                                           steps=40)],
+                                seed=1, run="0:ddp-2", deadline_s=4)
+        self.assertLess(time.monotonic() - began, 60)
+        self.assertEqual(set(ran.record["stopped"]), {"baseline", "candidate"})
+        self.assertIn("passed its deadline of 4 s", ran.record["stopped"]["baseline"])
+
     def test_rows_run_one_after_the_other_each_in_lockstep(self) -> None:
-        ran = lockstep.run_lockstep([self.build("baseline", rows=["single", "single.torch"], world=1),
+        ran = self.run_lockstep([self.build("baseline", rows=["single", "single.torch"], world=1),
                                      self.build("candidate", rows=["single", "single.torch"], world=1)],
                                     seed=1, run="0:single")
         self.assertEqual([s["row"] for s in ran.record["sessions"]], ["single", "single.torch"])
@@ -150,7 +165,7 @@ class CoordinatorTest(StandInLockstep):
 
     def test_a_rank_that_dies_ends_its_build_and_the_other_runs_on(self) -> None:
         began = time.monotonic()
-        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate", die=[1, 3])], seed=3,
+        ran = self.run_lockstep([self.build("baseline"), self.build("candidate", die=[1, 3])], seed=3,
                                     run="0:ddp-2", turn_timeout_s=30)
         self.assertLess(time.monotonic() - began, 25)
         self.assertEqual(ran.returncodes["baseline"], 0)
@@ -163,7 +178,7 @@ class CoordinatorTest(StandInLockstep):
 
     def test_a_rank_that_hangs_is_named_and_its_build_killed_within_the_timeout(self) -> None:
         began = time.monotonic()
-        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate", hang=[1, 2])], seed=3,
+        ran = self.run_lockstep([self.build("baseline"), self.build("candidate", hang=[1, 2])], seed=3,
                                     run="0:ddp-2", turn_timeout_s=2, hang_grace_s=1)
         self.assertLess(time.monotonic() - began, 40, "the coordinator did not end within the timeout")
         self.assertEqual(ran.returncodes["baseline"], 0)
@@ -177,7 +192,7 @@ class CoordinatorTest(StandInLockstep):
         self.assertEqual(Counter(arm for arm, *_ in self.steps())["baseline"], 12)
 
     def test_a_build_that_never_connects_leaves_the_other_to_run_alone(self) -> None:
-        ran = lockstep.run_lockstep([self.build("baseline"), self.build("candidate", exit=2)], seed=3, run="0:ddp-2")
+        ran = self.run_lockstep([self.build("baseline"), self.build("candidate", exit=2)], seed=3, run="0:ddp-2")
         self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 2})
         session, = ran.record["sessions"]
         self.assertEqual(session["builds"], ["baseline"])
@@ -190,7 +205,7 @@ class CoordinatorTest(StandInLockstep):
             "import os, socket\n"
             "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['DDPBENCH_LOCKSTEP_SOCKET'])\n"
             "s.sendall(b'hello intruder ddp-2 0 2 1\\n'); print(s.recv(10))\n")
-        ran = lockstep.run_lockstep([self.build("baseline"),
+        ran = self.run_lockstep([self.build("baseline"),
                                      lockstep.Participant("candidate", (sys.executable, str(stranger)),
                                                           self.dir / "candidate.log")], seed=3, run="0")
         self.assertEqual(ran.returncodes["baseline"], 0)
