@@ -128,9 +128,6 @@ std::vector<Figure> figures_of(const RunResult& r) {
           {"step_time_s", r.step_time_s.p50, false, true}};
 }
 
-// Every figure of a row that ran is a time or a rate a run measures: never zero, negative, or
-// beyond a year or a trillion images a second where given (a damaged or edited file: bad input).
-// A row that did not run is read for its status and reason alone.
 // A row's step records, which matched steps compare one by one (matched_steps.hpp): each a
 // time a step takes, in the order the steps ran, none twice.
 void prove_step_records(const RunResult& r, const std::string& side) {
@@ -148,6 +145,9 @@ void prove_step_records(const RunResult& r, const std::string& side) {
   }
 }
 
+// Every figure of a row that ran is a time or a rate a run measures: never zero, negative, or
+// beyond a year or a trillion images a second where given (a damaged or edited file: bad input).
+// A row that did not run is read for its status and reason alone.
 void prove_figures(const RunResult& r, const std::string& side) {
   if (r.status != RunStatus::ok) return;
   for (const Figure& f : figures_of(r)) {
