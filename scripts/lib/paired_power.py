@@ -92,15 +92,12 @@ def measure_lockstep(binary: str, sweep_file: Path, levels: list[float], rounds:
                 continue
             shutil.rmtree(folder, ignore_errors=True)
             started = time.monotonic()
-            sides = {"base": (base, folder / "base"), "cand": (arms[label], folder / "cand")}
-            participants = [lockstep.Participant(arm.label, tuple(paired_rounds.sweep_command(arm, sweep_file, row, twins,
-                                                                                              side_folder)),
-                                                 side_folder / "sweep.log") for arm, side_folder in sides.values()]
-            record = lockstep.run_lockstep(participants, seed, f"power:{round_index}:{row}:{label}",
-                                           folder / "lockstep.json")
-            for side, (arm, side_folder) in sides.items():
-                paired_rounds.checked_result(arm, row, side_folder, record.returncodes[arm.label],
-                                             stopped=record.record["stopped"].get(arm.label, ""))
+            sides = [(base, folder / "base"), (arms[label], folder / "cand")]
+            ran = paired_rounds.lockstep_row(sides, sweep_file, row, twins, seed, f"power:{round_index}:{row}:{label}",
+                                             folder / "lockstep.json")
+            for arm, side_folder in sides:
+                paired_rounds.checked_result(arm, row, side_folder, ran.returncodes[arm.label],
+                                             stopped=ran.record["stopped"].get(arm.label, ""))
             (folder / "wall_s").write_text(f"{time.monotonic() - started:.2f}\n")
             ran += 1
         if ran:
@@ -122,9 +119,20 @@ def run_statistic(steady: list[tuple[int, float]]) -> float:
     return (trimmed_mean([d for k, d in steady if k % 2 == 0]) + trimmed_mean([d for k, d in steady if k % 2])) / 2
 
 
+def read_lockstep_run(folder: Path, row: str) -> tuple[dict, dict, dict] | None:
+    """A measured lockstep run of `row`: the base and the candidate build's rows, and the
+    coordinator's record; None where any is missing or unreadable."""
+    try:
+        base, cand = (next(r for r in json.loads((folder / side / "results.json").read_text())["runs"]
+                           if r["name"] == row) for side in ("base", "cand"))
+        return base, cand, json.loads((folder / "lockstep.json").read_text())
+    except (OSError, ValueError, KeyError, StopIteration):
+        return None
+
+
 def lockstep_noise(work: Path, rows: list[str], arms: list[str], pool: list[int]) -> str:
     """What the lockstep runs say about the noise, per row and candidate arm: the runs' statistic
-    (the trimmed mean of the matched steady steps' log ratios) and its spread between runs, the
+    (run_statistic, as compare takes it) and its spread between runs, the
     spread of one step's log ratio within a run, the train_time_s log ratio's spread between runs,
     and the effect of going first in a pair (the mean log ratio of the pairs the candidate opened
     less that of the pairs the baseline build opened)."""
@@ -135,13 +143,11 @@ def lockstep_noise(work: Path, rows: list[str], arms: list[str], pool: list[int]
         for arm in arms:
             per_run, within, train, first_effect = [], [], [], []
             for round_index in pool:
-                folder = lockstep_folder(work, arm, round_index, row)
-                try:
-                    base, cand = (next(r for r in json.loads((folder / side / "results.json").read_text())["runs"]
-                                       if r["name"] == row) for side in ("base", "cand"))
-                    first = json.loads((folder / "lockstep.json").read_text())["sessions"][0]["first"]
-                except (OSError, ValueError, KeyError, IndexError, StopIteration):
+                read = read_lockstep_run(lockstep_folder(work, arm, round_index, row), row)
+                if read is None or not read[2]["sessions"]:
                     continue
+                base, cand, record = read
+                first = record["sessions"][0]["first"]
                 warmup = base["warmup_steps"]
                 pairs = list(zip(base["step_records"], cand["step_records"]))
                 steady = [(k, math.log(c["time_s"] / b["time_s"])) for k, (b, c) in enumerate(pairs) if k >= warmup]
@@ -170,12 +176,10 @@ def export_lockstep_runs(work: Path, out: Path) -> int:
     lines = []
     for wall in sorted(work.glob("lockstep/*/round-*/*/wall_s")):
         folder = wall.parent
-        try:
-            base, cand = (next(r for r in json.loads((folder / side / "results.json").read_text())["runs"]
-                               if r["name"] == folder.name) for side in ("base", "cand"))
-            record = json.loads((folder / "lockstep.json").read_text())
-        except (OSError, ValueError, KeyError, StopIteration):
+        read = read_lockstep_run(folder, folder.name)
+        if read is None:
             continue
+        base, cand, record = read
         lines.append(json.dumps({
             "row": folder.name, "arm": folder.parent.parent.name, "round": int(folder.parent.name.split("-")[1]),
             "first": record["sessions"][0]["first"] if record["sessions"] else None,

@@ -103,13 +103,7 @@ def run_sweep(command: list[str], log_path: Path) -> int:
         try:
             return process.wait()
         except BaseException:
-            for sig, grace_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
-                try:
-                    os.killpg(process.pid, sig)
-                    process.wait(timeout=grace_s)
-                    break
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    continue
+            lockstep.stop_group(process)
             raise
 
 
@@ -136,13 +130,9 @@ def checked_result(arm: Arm, row: str, folder: Path, rc: int, candidate: bool = 
     is the baseline build's; `culprits` (a lockstep run's) say why, where known. A build the
     lockstep coordinator stopped (`stopped`: why) failed, whatever its exit status says."""
     results = folder / "results.json"
-    if stopped:
-        where = f"the {arm.label} build's sweep of row {row} (log: {folder / 'sweep.log'})"
-        problem = f"was stopped by the lockstep coordinator: {stopped}"
-        if candidate:
-            raise BrokenCandidate(f"{where} {problem}")
-        raise BadInput(f"{where} {problem}")
     where = f"the {arm.label} build's sweep of row {row} (log: {folder / 'sweep.log'})"
+    if stopped:
+        raise build_failed(candidate, f"{where} was stopped by the lockstep coordinator: {stopped}")
     if rc == 2 and candidate and ran_before:
         raise BrokenCandidate(f"{where} refused the input it ran in an earlier round")
     if rc == 2:
@@ -158,11 +148,23 @@ def checked_result(arm: Arm, row: str, folder: Path, rc: int, candidate: bool = 
         except (OSError, ValueError, KeyError, TypeError) as error:
             problem = f"wrote no readable result file ({results}: {error})"
     if problem:
-        problem += "".join(f"; {culprit}" for culprit in culprits)
-        if candidate:
-            raise BrokenCandidate(f"{where} {problem}")
-        raise BadInput(f"{where} {problem}")
+        raise build_failed(candidate, f"{where} {problem}" + "".join(f"; {culprit}" for culprit in culprits))
     return results
+
+
+def build_failed(candidate: bool, what: str) -> Exception:
+    """A build's run that cannot be judged: the candidate's fails the gate, the baseline build's
+    leaves it unable to judge."""
+    return BrokenCandidate(what) if candidate else BadInput(what)
+
+
+def lockstep_row(sides: list[tuple[Arm, Path]], sweep_file: Path, row: str, twins: bool, seed: int, run: str,
+                 record: Path, turn_timeout_s: float = 300, start_timeout_s: float = 900) -> lockstep.LockstepRun:
+    """`row` (and its twin) on each build at once, taking turns (lockstep.py): each build's sweep
+    writes into its folder, the coordinator's record to `record`."""
+    participants = [lockstep.Participant(arm.label, tuple(sweep_command(arm, sweep_file, row, twins, folder)),
+                                         folder / "sweep.log") for arm, folder in sides]
+    return lockstep.run_lockstep(participants, seed, run, record, turn_timeout_s, start_timeout_s)
 
 
 def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
@@ -455,11 +457,10 @@ def require_turns_taken(arm: Arm, results: Path, candidate: bool) -> None:
     for run in json.loads(results.read_text())["runs"]:
         if run.get("status") == "ok" and run.get("lockstep_wait_s") is None:
             said = (f"the {arm.label} build's row {run.get('name')} ran without taking turns (no lockstep_wait_s in "
-                    f"{results}), beside the other build")
-            if candidate:
-                raise BrokenCandidate(f"{said}: the candidate broke lockstep")
-            raise BadInput(f"{said}: a build older than lockstep; --round-level (scripts/ci-bench) compares it back "
-                           f"to back")
+                    f"{results}), beside the other build: ")
+            raise build_failed(candidate, said + ("the candidate broke lockstep" if candidate else
+                                                  "a build older than lockstep; --round-level (scripts/ci-bench) "
+                                                  "compares it back to back"))
 
 
 @dataclass
@@ -508,12 +509,9 @@ class Rounds:
         for row in rows:
             began = time.time()
             folders = {arm.label: self.out / arm.label / f"round-{round_index:02d}" / row for arm in arms}
-            participants = [lockstep.Participant(arm.label, tuple(sweep_command(arm, self.sweep_file, row, self.twins,
-                                                                                folders[arm.label])),
-                                                 folders[arm.label] / "sweep.log") for arm in arms]
-            ran = lockstep.run_lockstep(participants, seed, f"{round_index}:{row}",
-                                        folders[self.baseline.label] / "lockstep.json", self.turn_timeout_s,
-                                        start_timeout_s=self.turn_timeout_s)
+            ran = lockstep_row([(arm, folders[arm.label]) for arm in arms], self.sweep_file, row, self.twins, seed,
+                               f"{round_index}:{row}", folders[self.baseline.label] / "lockstep.json",
+                               self.turn_timeout_s, self.turn_timeout_s)
             culprits = tuple(c for session in ran.record["sessions"] for c in session["culprits"])
             culprits += tuple(ran.record["problems"])
             self.culprits += [f"round {round_index + 1}, {row}: {culprit}" for culprit in culprits]
