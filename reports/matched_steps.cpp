@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "harness/base/statistics.hpp"
 
 namespace ddpbench {
 namespace {
@@ -12,15 +13,6 @@ namespace {
 std::span<const StepRecord> steady(const RunResult& run) {
   const auto skip = std::min(run.step_records.size(), static_cast<std::size_t>(std::max<int64_t>(0, run.warmup_steps)));
   return std::span<const StepRecord>(run.step_records).subspan(skip);
-}
-
-// floor(0.2 n) from each end, as scipy.stats.trim_mean(x, 0.2).
-double trimmed_mean(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t trim = values.size() / 5;
-  double sum = 0;
-  for (std::size_t k = trim; k < values.size() - trim; ++k) sum += values[k];
-  return sum / static_cast<double>(values.size() - 2 * trim);
 }
 
 }  // namespace
@@ -33,13 +25,13 @@ std::optional<double> matched_step_log_ratio(const RunResult& baseline, const Ru
   // parity's own trimmed mean, then their mean, so the effect of going first in a pair cancels
   // exactly and adds nothing to the spread.
   std::vector<double> parity[2];
+  const std::size_t first = baseline.step_records.size() - base.size();  // the first steady step's position
   for (std::size_t k = 0; k < base.size(); ++k) {
     const StepRecord& b = base[k];
     const StepRecord& c = cand[k];
     if (b.epoch != c.epoch || b.step != c.step) return std::nullopt;
     if (!(std::isfinite(b.time_s) && std::isfinite(c.time_s) && b.time_s > 0 && c.time_s > 0)) return std::nullopt;
-    const auto position = static_cast<std::size_t>(&b - baseline.step_records.data());
-    parity[position % 2].push_back(std::log(c.time_s / b.time_s));
+    parity[(first + k) % 2].push_back(std::log(c.time_s / b.time_s));
   }
   return (trimmed_mean(parity[0]) + trimmed_mean(parity[1])) / 2;
 }

@@ -119,6 +119,13 @@ double standard_deviation(const std::vector<double>& values) {
 
 }  // namespace
 
+double trimmed_mean(std::vector<double> values) {
+  const std::vector<double> sorted = finite_sorted(std::move(values));
+  if (sorted.empty()) return kNaN;
+  const auto trim = static_cast<std::ptrdiff_t>(sorted.size() / 5);
+  return mean_of(sorted.begin() + trim, sorted.end() - trim);
+}
+
 double quantile(std::vector<double> values, double q) { return sorted_quantile(finite_sorted(std::move(values)), q); }
 
 double median(std::vector<double> values) { return quantile(std::move(values), 0.5); }
@@ -226,7 +233,7 @@ PairedTTest trimmed_paired_t_test(const std::vector<double>& differences, double
   std::fill(winsorised.end() - trim, winsorised.end(), d[n - 1 - g]);
   // (1 - 2 x 0.2) as Wilcox's trimse and SciPy's trimmed_stde write it, not kept / n.
   const double standard_error = standard_deviation(winsorised) / (0.6 * std::sqrt(static_cast<double>(n)));
-  return t_test_of_mean(mean_of(d.begin() + trim, d.end() - trim), standard_error, static_cast<double>(n - 2 * g - 1),
+  return t_test_of_mean(trimmed_mean(d), standard_error, static_cast<double>(n - 2 * g - 1),
                         d[g] == d[n - 1 - g], alpha, static_cast<int64_t>(n));
 }
 

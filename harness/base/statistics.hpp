@@ -50,6 +50,10 @@ struct PairedTTest {
 };
 PairedTTest paired_t_test(const std::vector<double>& differences, double alpha);
 
+/// The 20 % trimmed mean of the finite values (scipy.stats.trim_mean(x, 0.2)): floor(0.2 n)
+/// cut from each end; NaN with none.
+double trimmed_mean(std::vector<double> values);
+
 /// The same test on the 20 % trimmed mean of the differences (Tukey and McLaughlin; Yuen's test
 /// for one sample): the lowest and highest floor(0.2 n) differences are trimmed, the standard
 /// error comes from the winsorised variance, on n - 2 floor(0.2 n) - 1 degrees of freedom. One

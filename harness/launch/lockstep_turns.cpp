@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "harness/launch/interruption.hpp"
@@ -74,32 +75,33 @@ void LockstepTurns::send_line(const std::string& line) {
   }
 }
 
-bool LockstepTurns::wait_for_turn() {
-  release(-1);  // a turn still held (an epoch's loader ran dry) passes first, or both would wait
-  const auto start = std::chrono::steady_clock::now();
-  auto waited = [&] {
-    waited_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
+std::optional<std::string> LockstepTurns::read_line() {
   while (buffered_.find('\n') == std::string::npos) {
     char chunk[64];
-    // A blocking read: the process sleeps in the kernel until its turn.
+    // A blocking read: the process sleeps in the kernel until the coordinator speaks.
     const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
-    if (n < 0 && errno == EINTR) {
-      if (interruption_signal() != 0) return waited(), false;
-      continue;
-    }
+    if (n < 0 && errno == EINTR && interruption_signal() == 0) continue;
     if (n <= 0) {
-      waited();
-      if (interruption_signal() != 0) return false;
-      throw lockstep_error(n == 0 ? "the coordinator hung up before this build's turn"
-                                  : "reading the turn: " + std::string(std::strerror(errno)));
+      hang_up_ = n == 0 || errno == EINTR ? "hung up" : "could not be read (" + std::string(std::strerror(errno)) + ")";
+      return std::nullopt;
     }
     buffered_.append(chunk, static_cast<std::size_t>(n));
   }
-  waited();
-  const std::string line = buffered_.substr(0, buffered_.find('\n'));
+  std::string line = buffered_.substr(0, buffered_.find('\n'));
   buffered_.erase(0, line.size() + 1);
-  if (line != "go") throw lockstep_error("the coordinator said '" + line + "', not 'go'");
+  return line;
+}
+
+bool LockstepTurns::wait_for_turn() {
+  release(-1);  // a turn still held (an epoch's loader ran dry) passes first, or both would wait
+  const auto start = std::chrono::steady_clock::now();
+  const auto line = read_line();
+  waited_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!line) {
+    if (interruption_signal() != 0) return false;
+    throw lockstep_error("the coordinator " + hang_up_ + " before this build's turn");
+  }
+  if (*line != "go") throw lockstep_error("the coordinator said '" + *line + "', not 'go'");
   holding_ = true;
   return true;
 }
@@ -123,18 +125,7 @@ void LockstepTurns::end() {
   // run beside the other's last steps. A coordinator that hangs up lets it go as well.
   // Only "bye" releases it: a "go" sent before the coordinator read "end" is no release.
   const auto start = std::chrono::steady_clock::now();
-  for (bool bye = false; !bye;) {
-    const std::size_t end_of_line = buffered_.find('\n');
-    if (end_of_line != std::string::npos) {
-      bye = buffered_.compare(0, end_of_line, "bye") == 0;
-      buffered_.erase(0, end_of_line + 1);
-      continue;
-    }
-    char chunk[64];
-    const ssize_t n = ::recv(fd_, chunk, sizeof(chunk), 0);
-    if (n < 0 && errno == EINTR && interruption_signal() == 0) continue;
-    if (n <= 0) break;
-    buffered_.append(chunk, static_cast<std::size_t>(n));
+  for (auto line = read_line(); line && *line != "bye"; line = read_line()) {
   }
   waited_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

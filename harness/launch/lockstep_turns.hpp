@@ -10,6 +10,7 @@
 // No LibTorch.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace ddpbench {
@@ -37,15 +38,18 @@ class LockstepTurns {
   void end();
   /// The seconds spent blocked in wait_for_turn so far: not training, left out of train_time_s.
   [[nodiscard]] double waited_s() const { return waited_s_; }
-  [[nodiscard]] bool holding_turn() const { return holding_; }
 
  private:
   void send_line(const std::string& line);
+  /// The coordinator's next line (blocking); nullopt when it hung up, the read failed (hang_up_
+  /// says which), or a signal asked this process to stop.
+  std::optional<std::string> read_line();
   int fd_ = -1;
   bool holding_ = false;
   bool ended_ = false;
   double waited_s_ = 0;
   std::string buffered_;
+  std::string hang_up_;
 };
 
 }  // namespace ddpbench

@@ -93,6 +93,13 @@ TEST(Statistics, BinomialUpperTail) {
   EXPECT_LT(binomial_upper_tail(17, 17, 0.5), 1e-5);
 }
 
+// scipy.stats.trim_mean(x, 0.2), SciPy 1.17: floor(0.2 n) cut from each end, non-finite values left out.
+TEST(Statistics, TrimmedMeanIsScipys) {
+  EXPECT_NEAR(trimmed_mean({3.0, -1.0, 10.0, 2.5, 0.5, 7.0, 100.0, 1.5, 2.0, 4.0, -50.0}), 2.9285714285714284, 1e-15);
+  EXPECT_NEAR(trimmed_mean({2.0, 1.0, 4.0, std::nan("")}), 2.3333333333333335, 1e-15) << "below 5 values nothing is cut";
+  EXPECT_TRUE(std::isnan(trimmed_mean({})));
+}
+
 // Values from SciPy 1.16 (scipy.stats.t.cdf and .ppf), on both tails and a fractional df.
 TEST(Statistics, StudentTIsScipys) {
   EXPECT_NEAR(student_t_cdf(-2.5, 3), 0.04385332350403278, 1e-12);
