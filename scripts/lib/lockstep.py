@@ -69,6 +69,7 @@ class Connection:
     world: int = 0
     pid: int = 0
     ended: bool = False
+    heard: float = field(default_factory=time.monotonic)  # when it last sent anything, or hung up
 
     def line(self) -> str | None:
         if b"\n" not in self.buffer:
@@ -139,6 +140,7 @@ class Coordinator:
                 self.selector.register(sock, selectors.EVENT_READ, connection)
                 continue
             connection = key.data
+            connection.heard = time.monotonic()
             try:
                 data = connection.sock.recv(4096)
             except OSError:
@@ -311,16 +313,20 @@ class Coordinator:
         for label, since in list(self.hung.items()):
             if not self.exited(label) and time.monotonic() - since > self.hang_grace_s:
                 stop_group(self.processes[label])
-        # A build that has not ended --start-timeout-s after the other did (whose row was written)
-        # is stuck after its training: its teardown, say.
-        ended = [label for label in self.processes if self.exited(label)]
-        if ended and self.first_exit is None:
+        # A build that has not ended start_timeout_s after the other did and after its own last word
+        # is stuck after its training (its teardown, say); one whose ranks are still connected is
+        # running a row on its own (the other build failed early), not stuck.
+        if self.first_exit is None and any(self.exited(label) for label in self.processes):
             self.first_exit = time.monotonic()
-        if self.first_exit is not None and time.monotonic() - self.first_exit > self.start_timeout_s:
-            for label in self.processes:
-                if not self.exited(label):
-                    self.stop(label, f"the {label} build did not end within {self.start_timeout_s:g} s of the other "
-                                     f"build's end: it is stuck")
+        if self.first_exit is None:
+            return
+        for label in self.processes:
+            mine = [c for c in self.connections if c.arm == label]
+            if self.exited(label) or any(not c.closed for c in mine):
+                continue
+            if time.monotonic() - max([self.first_exit] + [c.heard for c in mine]) > self.start_timeout_s:
+                self.stop(label, f"the {label} build did not end within {self.start_timeout_s:g} s of the other "
+                                 f"build's end and its own last word: it is stuck")
 
     def serve(self) -> None:
         """Rows in lockstep, as their ranks come, until both builds' processes have ended, or

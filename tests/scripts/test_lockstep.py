@@ -130,8 +130,16 @@ class CoordinatorTest(StandInLockstep):
                                     run="0:ddp-2", start_timeout_s=3)
         self.assertLess(time.monotonic() - began, 60)
         self.assertEqual(ran.returncodes["baseline"], 0)
-        self.assertIn("the candidate build did not end within 3 s of the other build's end: it is stuck",
-                      ran.record["stopped"]["candidate"])
+        self.assertIn("the candidate build did not end within 3 s of the other build's end and its own last word: "
+                      "it is stuck", ran.record["stopped"]["candidate"])
+
+    def test_a_build_left_to_run_alone_is_not_stuck_while_it_runs(self) -> None:
+        # The other build failed at once: this one's row, longer than the timeout, is no hang.
+        ran = self.run_lockstep([self.build("baseline", exit=2), self.build("candidate", world=1, steps=8, step_s=0.5)],
+                                seed=1, run="0:ddp-2", start_timeout_s=2)
+        self.assertEqual(ran.returncodes, {"baseline": 2, "candidate": 0})
+        self.assertEqual(ran.record["stopped"], {})
+        self.assertEqual(Counter(arm for arm, *_ in self.steps()), {"candidate": 8})
 
     def test_a_build_whose_ranks_do_not_come_is_stopped_not_left_to_run_alone_later(self) -> None:
         late = self.dir / "late.sh"
