@@ -135,11 +135,12 @@ class CoordinatorTest(StandInLockstep):
 
     def test_a_build_left_to_run_alone_is_not_stuck_while_it_runs(self) -> None:
         # The other build failed at once: this one's row, longer than the timeout, is no hang.
-        ran = self.run_lockstep([self.build("baseline", exit=2), self.build("candidate", world=1, steps=8, step_s=0.5)],
+        # Its steps (3 s) are longer than the timeout (2 s): it says nothing while it works.
+        ran = self.run_lockstep([self.build("baseline", exit=2), self.build("candidate", world=1, steps=3, step_s=3)],
                                 seed=1, run="0:ddp-2", start_timeout_s=2)
         self.assertEqual(ran.returncodes, {"baseline": 2, "candidate": 0})
         self.assertEqual(ran.record["stopped"], {})
-        self.assertEqual(Counter(arm for arm, *_ in self.steps()), {"candidate": 8})
+        self.assertEqual(Counter(arm for arm, *_ in self.steps()), {"candidate": 3})
 
     def test_a_build_whose_ranks_do_not_come_is_stopped_not_left_to_run_alone_later(self) -> None:
         late = self.dir / "late.sh"
