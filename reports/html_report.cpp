@@ -599,6 +599,36 @@ std::string projection_chart(const std::vector<RowProjection>& projections, cons
   return svg.str();
 }
 
+// Rows traced with --trace-steps: their files, linked where a sweep put them (rows/MODE/ under
+// its --out-dir, which the sweep says relative to this page), and what tracing cost.
+std::string trace_table(const ResultDocument& doc) {
+  const std::vector<RunResult>& runs = doc.runs;
+  const std::string rows_href = doc.sweep ? doc.sweep->rows_href : "rows";
+  const bool any = std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.trace.traced(); });
+  if (!any) return "";
+  std::string html =
+      "<h2>Traces</h2>\n<p>Steps traced with PyTorch's profiler (<code>--trace-steps</code>), left out of the steady "
+      "figures: one Chrome trace per rank. "
+      "<code>ddpbench trace ROW.json</code> merges a row's ranks on one clock for Perfetto or chrome://tracing; "
+      "<code>scripts/trace-report ROW.json</code> breaks the steps down and runs Holistic Trace Analysis.</p>\n" +
+      table_open() +
+      "<tr><th>row</th><th>mode</th><th>steps</th><th>traced step p50</th><th>untraced step p50</th>"
+      "<th>profiler start and stop</th><th>files</th></tr>\n";
+  for (const auto& r : runs) {
+    if (!r.trace.traced()) continue;
+    std::string links;
+    for (const auto& file : r.trace.files) {
+      const std::string href = r.mode.empty() ? file : rows_href + "/" + r.mode + "/" + file;
+      links += (links.empty() ? "" : " ") + std::string("<a href=\"") + escape(href) + "\">" + escape(file) + "</a>";
+    }
+    html += "<tr><td>" + escape(r.name) + "</td><td>" + escape(r.mode) + "</td><td>" +
+            std::to_string(r.trace.first_step) + "-" + std::to_string(r.trace.last_step) + "</td><td>" +
+            format_seconds(r.trace.traced_step_time_s) + "</td><td>" + format_seconds(r.trace.untraced_step_time_s) +
+            "</td><td>" + format_seconds(r.trace.profiler_switch_s) + "</td><td>" + links + "</td></tr>\n";
+  }
+  return html + table_close(TableNotes{});
+}
+
 class HtmlReporter final : public Reporter {
   [[nodiscard]] std::string do_render(const ResultDocument& doc, const std::vector<RowSummary>& rows) const override {
     std::ostringstream html;
@@ -673,6 +703,7 @@ class HtmlReporter final : public Reporter {
       }
       html << table_close(TableNotes{});
     }
+    html << trace_table(doc);
     if (const auto unjudged = rows_without_straggler_verdict(doc.runs); !unjudged.empty()) {
       html << "<h2>Stragglers not judged</h2>\n<ul>\n";
       for (const auto& [label, why] : unjudged) html << "<li>" << escape(label) << ": a straggler " << escape(why) << "</li>\n";

@@ -39,6 +39,16 @@ std::string notes_under(const TableNotes& notes) {
 }
 
 // A row whose every step was warm-up measured no steady figure, and so judged no straggler.
+// A traced row: which steps, where their traces are, and what the profiler cost them.
+std::string trace_note(const RunResult& r) {
+  std::string files;
+  for (const auto& file : r.trace.files) files += (files.empty() ? "" : ", ") + file;
+  return "steps " + std::to_string(r.trace.first_step) + "-" + std::to_string(r.trace.last_step) +
+         " traced with PyTorch's profiler and left out of the steady figures (traced step p50 " +
+         format_seconds(r.trace.traced_step_time_s) + ", untraced " + format_seconds(r.trace.untraced_step_time_s) +
+         "); traces beside the row's JSON: " + files + " (merge them with `ddpbench trace`)";
+}
+
 std::string no_steady_steps(const RunResult& r) {
   return "no step after the warm-up (--warmup-steps " + std::to_string(r.warmup_steps) + " of its " +
          std::to_string(r.steps) + " steps): its steady figures and stragglers were not measured";
@@ -111,6 +121,7 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
       notes << "- " << cell(r.name) << ": straggler: " << why << "\n";
     }
     for (const auto& note : strategy_notes(r)) notes << "- " << cell(r.name) << ": " << cell(note) << "\n";
+    if (r.trace.traced()) notes << "- " << cell(r.name) << ": " << cell(trace_note(r)) << "\n";
   }
   if (!notes.str().empty()) md << "\n" << notes.str();
   return md.str();
@@ -346,6 +357,11 @@ class MarkdownReporter final : public Reporter {
         for (const auto& label : runs) who += (who.empty() ? "" : ", ") + label;
       }
       notes << "- " << cell(who) << ": " << cell(text) << "\n";
+    }
+    for (const auto& run : doc.runs) {
+      if (!run.trace.traced()) continue;
+      notes << "- " << cell(row_label(run.name, run.mode)) << " repetition " << run.repetition << ": "
+            << cell(trace_note(run)) << "\n";
     }
     if (!notes.str().empty()) md << "\n## notes\n\n" << notes.str();
     return md.str();

@@ -175,6 +175,39 @@ void prove_figures(const RunResult& r, const std::string& side) {
   }
 }
 
+// A traced row's trace names one file per rank beside its JSON: plain names, never a path a
+// reader would follow out of the row's folder, and steps the row ran.
+void prove_trace(const RunResult& r, const std::string& side) {
+  const TraceRecord& t = r.trace;
+  if (!t.traced()) return;
+  const std::string at = side + ": " + run_label(r) + " has a trace ";
+  if (t.last_step < t.first_step) {
+    throw InputError(at + "of steps " + std::to_string(t.first_step) + " to " + std::to_string(t.last_step) +
+                     ": the last comes before the first (a damaged or edited file)");
+  }
+  if (r.status == RunStatus::ok && t.last_step >= r.steps) {
+    throw InputError(at + "of steps " + std::to_string(t.first_step) + " to " + std::to_string(t.last_step) +
+                     " but ran " + std::to_string(r.steps) + " steps (a damaged or edited file)");
+  }
+  if (static_cast<int64_t>(t.files.size()) != r.world_size || t.crc32.size() != t.files.size()) {
+    throw InputError(at + "of " + std::to_string(t.files.size()) + " files and " + std::to_string(t.crc32.size()) +
+                     " CRC-32s for " + std::to_string(r.world_size) + " ranks: one each per rank (a damaged or edited file)");
+  }
+  for (const std::string& file : t.files) {
+    const bool plain = !file.empty() && file.front() != '.' && file.find_first_of("/\\") == std::string::npos &&
+                       fits_a_line_and_a_cell(file) &&
+                       (file.ends_with(".trace.json") || file.ends_with(".trace.json.gz"));
+    if (!plain) {
+      throw InputError(at + "file '" + file + "': not a plain NAME.trace.json[.gz] beside the row's JSON");
+    }
+  }
+  for (const double seconds : {t.traced_step_time_s, t.untraced_step_time_s, t.profiler_switch_s, t.save_s}) {
+    if (std::isfinite(seconds) && (seconds < 0 || seconds > 365.0 * 24 * 3600)) {
+      throw InputError(at + "time of " + scientific(seconds) + " s: not a time (a damaged or edited file)");
+    }
+  }
+}
+
 // An ok row measured every figure a verdict may use (the steady ones unless no step ran past
 // warm-up). One that says ok without them did not finish what it says: it is failed, with the
 // reason, and a value that is not a number is never read as a pass.
@@ -281,6 +314,8 @@ json comparable_config(const json& config) {
   for (const char* key : kIgnoredConfigKeys) c.erase(key);
   // Files from before --nodes ran on one node.
   if (c.is_object() && !c.contains("nodes")) c["nodes"] = 1;
+  // Files from before --trace-steps traced nothing.
+  if (c.is_object() && !c.contains("trace-steps")) c["trace-steps"] = "";
   return c;
 }
 
@@ -341,6 +376,7 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
   for (auto& r : document.runs) {
     prove_names(r, proven.side_);
     prove_figures(r, proven.side_);
+    prove_trace(r, proven.side_);
     if (r.status == RunStatus::ok) prove_step_records(r, proven.side_);
     if (r.status != RunStatus::ok) continue;
     const std::string unmeasured = unmeasured_figure(r);

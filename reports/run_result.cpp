@@ -38,6 +38,48 @@ double read_optional_number(const json& j, const char* key, double absent) {
   return j.contains(key) ? read_number(j, key) : absent;
 }
 
+json trace_json(const TraceRecord& t) {
+  return {{"first_step", t.first_step},
+          {"last_step", t.last_step},
+          {"files", t.files},
+          {"crc32", t.crc32},
+          {"traced_step_time_s", json_number(t.traced_step_time_s)},
+          {"untraced_step_time_s", json_number(t.untraced_step_time_s)},
+          {"profiler_switch_s", json_number(t.profiler_switch_s)},
+          {"save_s", json_number(t.save_s)}};
+}
+
+TraceRecord read_trace(const json& j) {
+  if (!j.is_object()) throw std::invalid_argument("'trace' must be an object");
+  TraceRecord t;
+  for (const char* key : {"first_step", "last_step"}) {
+    if (!j.contains(key) || !j.at(key).is_number_integer()) {
+      throw std::invalid_argument(std::string("trace.") + key + " must be a whole number");
+    }
+  }
+  t.first_step = j.at("first_step").get<int64_t>();
+  t.last_step = j.at("last_step").get<int64_t>();
+  // A trace's steps are steps: a negative first step would read as no trace at all.
+  if (t.first_step < 0) throw std::invalid_argument("trace.first_step must not be negative");
+  if (!j.contains("files") || !j.at("files").is_array()) throw std::invalid_argument("trace.files must be a list");
+  for (const auto& file : j.at("files")) {
+    if (!file.is_string()) throw std::invalid_argument("trace.files must hold file names");
+    t.files.push_back(file.get<std::string>());
+  }
+  if (!j.contains("crc32") || !j.at("crc32").is_array()) throw std::invalid_argument("trace.crc32 must be a list");
+  for (const auto& crc : j.at("crc32")) {
+    if (!crc.is_number_unsigned() || crc.get<uint64_t>() > 0xffffffffu) {
+      throw std::invalid_argument("trace.crc32 must hold CRC-32s (whole numbers below 2^32)");
+    }
+    t.crc32.push_back(static_cast<uint32_t>(crc.get<uint64_t>()));
+  }
+  t.traced_step_time_s = read_optional_number(j, "traced_step_time_s", kNotMeasured);
+  t.untraced_step_time_s = read_optional_number(j, "untraced_step_time_s", kNotMeasured);
+  t.profiler_switch_s = read_optional_number(j, "profiler_switch_s", kNotMeasured);
+  t.save_s = read_optional_number(j, "save_s", kNotMeasured);
+  return t;
+}
+
 PhaseSeconds read_phases(const json& j) {
   return {read_number(j, "data_s"),     read_number(j, "forward_s"),   read_number(j, "backward_s"),
           read_number(j, "comm_s"),     read_number(j, "optimizer_s"), read_optional_number(j, "allreduce_s", 0.0),
@@ -163,6 +205,7 @@ void to_json(json& j, const RunResult& r) {
            {"step_records", std::move(steps)}};
   // Only a lockstep run has it: files of free runs stay as they were.
   if (std::isfinite(r.lockstep_wait_s)) j["lockstep_wait_s"] = r.lockstep_wait_s;
+  if (r.trace.traced()) j["trace"] = trace_json(r.trace);
 }
 
 void from_json(const json& j, RunResult& r) {
@@ -244,6 +287,7 @@ void from_json(const json& j, RunResult& r) {
     rec.phases = read_phases(s.at("phases"));
     r.step_records.push_back(rec);
   }
+  r.trace = j.contains("trace") ? read_trace(j.at("trace")) : TraceRecord{};
 }
 
 void to_json(json& j, const CpuFacts& c) {
@@ -330,7 +374,7 @@ void to_json(json& j, const SweepInfo& s) {
     rows.push_back(std::move(row));
   }
   j = json{{"preset", s.preset}, {"note", s.note}, {"baseline_row", s.baseline_row}, {"repeat", s.repeat},
-           {"rows", std::move(rows)}};
+           {"rows", std::move(rows)}, {"rows_href", s.rows_href}};
   if (!s.projection.is_null()) j["projection"] = s.projection;
 }
 
@@ -343,6 +387,13 @@ void from_json(const json& j, SweepInfo& s) {
   }
   s.repeat = j.value("repeat", int64_t{1});
   s.projection = j.value("projection", json(nullptr));
+  s.rows_href = j.value("rows_href", "rows");
+  // A link's prefix in the HTML report: a relative path, never a scheme ("javascript:") or a root.
+  if (s.rows_href.empty() || s.rows_href.front() == '/' ||
+      s.rows_href.find_first_of(":\\\"<>") != std::string::npos ||
+      std::any_of(s.rows_href.begin(), s.rows_href.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
+    throw std::invalid_argument("sweep.rows_href " + json(s.rows_href).dump() + " is not a relative path");
+  }
   s.rows.clear();
   for (const auto& r : j.value("rows", json::array())) {
     for (const char* key : {"reference_of", "compared_with", "compared_without"}) {

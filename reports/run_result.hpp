@@ -38,6 +38,21 @@ struct RankTiming {
   double wait_s = kNotMeasured;     // waiting for the other ranks (StepRecord::compute_s)
 };
 
+/// Steps a row traced with PyTorch's profiler (--trace-steps). They are left out of the
+/// steady figures, and starting, stopping and saving the profiler out of train_time_s.
+struct TraceRecord {
+  int64_t first_step = -1;  // global steps, both traced; -1: the row traced nothing
+  int64_t last_step = -1;
+  std::vector<std::string> files;  // one per rank, in rank order: names in the row JSON's folder
+  std::vector<uint32_t> crc32;     // each file's CRC-32 as its rank saved it: proves it is this run's
+  double traced_step_time_s = kNotMeasured;  // median of the traced steps past warm-up on rank 0
+  double untraced_step_time_s = kNotMeasured;  // median of rank 0's steady steps, the traced ones left out
+  double profiler_switch_s = kNotMeasured;  // starting and stopping the profiler on rank 0
+  double save_s = kNotMeasured;             // writing rank 0's trace, after training
+
+  [[nodiscard]] bool traced() const { return first_step >= 0; }
+};
+
 struct RunResult {
   std::string name;
   std::string mode;        // sweep rows: faithful | controlled; empty for a lone run
@@ -104,6 +119,7 @@ struct RunResult {
   nlohmann::json config = nlohmann::json::object();  // the row's full RunConfig, by option name
   nlohmann::json strategy_details = nlohmann::json::object();  // what only the strategy knows
   std::vector<StepRecord> step_records;               // rank 0's steps
+  TraceRecord trace;                                  // --trace-steps; untraced rows write none
 };
 
 struct GpuInfo {
@@ -156,6 +172,9 @@ struct SweepInfo {
   int64_t repeat = 1;
   std::vector<SweepRowInfo> rows;
   nlohmann::json projection = nullptr;  // sweep --project: the projection's options (reports/projection.hpp)
+  // The sweep's rows/ folder relative to its reports (--reports-dir may put them elsewhere): where
+  // the HTML report links the rows' traces. A relative path, never a URL.
+  std::string rows_href = "rows";
 };
 
 /// One result file: what ran, where, and its rows.

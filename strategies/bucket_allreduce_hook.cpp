@@ -51,11 +51,11 @@ double seconds_from(const Mark& from, const Mark& to) {
 }
 
 #ifdef DDPBENCH_HAVE_CUDA
-// Ends an NVTX range when the stream reaches it (no CUDA calls are allowed in here).
+// Ends a bucket's range when the stream reaches it (no CUDA calls are allowed in here).
 void CUDART_CB end_range_on_stream(void* range) {
-  auto* id = static_cast<nvtx::RangeId*>(range);
-  nvtx::end_range(*id);
-  delete id;
+  auto* held = static_cast<std::shared_ptr<OpenRange>*>(range);
+  (*held)->end();
+  delete held;
 }
 #endif
 
@@ -64,7 +64,7 @@ void CUDART_CB end_range_on_stream(void* range) {
 struct BucketTimeline::Interval {
   std::size_t bucket = 0;
   Mark start, end;
-  nvtx::RangeId range = 0;
+  std::shared_ptr<OpenRange> range;
 };
 
 struct BucketTimeline::Step {
@@ -112,6 +112,8 @@ void BucketTimeline::last_gradient_ready() {
   std::lock_guard lock(mutex_);
   std::lock_guard step_lock(step_->mutex);
   step_->last_gradient = mark_now(device_);
+  // Where backward's own work ends on a timeline: the allreduce time before it was hidden.
+  named_mark("last gradient ready", step_->step);
 }
 
 void BucketTimeline::start_alone_backward() {
@@ -150,7 +152,7 @@ BucketTimeline::Token BucketTimeline::launched(std::size_t bucket_index) {
   std::lock_guard step_lock(step_->mutex);
   Interval interval;
   interval.bucket = bucket_index;
-  interval.range = nvtx::start_range("allreduce bucket " + std::to_string(bucket_index), step_->step);
+  interval.range = std::make_shared<OpenRange>("allreduce bucket " + std::to_string(bucket_index), step_->step);
   interval.start = mark_now(device_);
   step_->intervals.push_back(std::move(interval));
   return Token{step_, step_->intervals.size() - 1};
@@ -162,14 +164,15 @@ void BucketTimeline::completed(const Token& token) {
   interval.end = mark_now(device_);
 #ifdef DDPBENCH_HAVE_CUDA
   if (device_.is_cuda()) {
-    if (interval.range != 0) {
+    // A host function per bucket costs the stream a callback: only where a range is open.
+    if (interval.range->open()) {
       cudaLaunchHostFunc(c10::cuda::getCurrentCUDAStream(device_.index()).stream(), end_range_on_stream,
-                         new nvtx::RangeId(interval.range));
+                         new std::shared_ptr<OpenRange>(interval.range));
     }
     return;
   }
 #endif
-  nvtx::end_range(interval.range);
+  interval.range->end();
 }
 
 BucketCommFigures BucketTimeline::Step::resolve() {

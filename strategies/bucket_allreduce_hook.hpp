@@ -21,7 +21,7 @@
 #include "harness/base/step_record.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "strategies/strategy_options.hpp"
-#include "harness/timing/nvtx.hpp"
+#include "harness/timing/named_range.hpp"
 
 namespace ddpbench {
 

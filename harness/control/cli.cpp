@@ -204,6 +204,13 @@ Command parse_command_line(int argc, const char* const* argv) {
       ->delimiter(',')
       ->check(CLI::IsMember({"on", "off"}));
 
+  TraceCommand trace_command;
+  auto* trace = app.add_subcommand("trace", "merge a traced row's per-rank traces (--trace-steps) into one Chrome "
+                                            "trace on one clock, for Perfetto or chrome://tracing");
+  trace->add_option("results", trace_command.results, "the row's result JSON (its traces lie beside it)")->required();
+  trace->add_option("--row", trace_command.row, "the traced row to merge, where the file holds several");
+  trace->add_option("--out", trace_command.out, "the merged trace (default: beside the results, NAME.merged.trace.json for NAME.json)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -259,6 +266,7 @@ Command parse_command_line(int argc, const char* const* argv) {
     validate_link_options(*project, project_command, 1);
     return project_command;
   }
+  if (trace->parsed()) return trace_command;
   if (advise->parsed()) {
     validate_link_options(*advise, advise_command, 2);
     // Each rank count once, in the order given.

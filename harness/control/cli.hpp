@@ -64,6 +64,13 @@ struct AdviseCommand : ProjectCommand {
   std::vector<std::string> overlap;
 };
 
+/// `ddpbench trace`: a traced row's per-rank traces merged on one clock.
+struct TraceCommand {
+  std::string results;  // the row's result JSON; the traces lie beside it
+  std::string row;      // which traced row, where the file holds several
+  std::string out;      // the merged trace; empty: RESULTS.merged.trace.json beside the results (RESULTS: its name less .json)
+};
+
 struct SweepCommand {
   std::string table = "auto";    // auto (tutorial with GPUs, cpu without) | tutorial | cpu
   std::string file;              // a sweep file instead of a preset
@@ -82,7 +89,8 @@ struct SweepCommand {
 };
 
 using Command =
-    std::variant<HelpRequest, RunCommand, ListCommand, CompareCommand, SweepCommand, ProjectCommand, AdviseCommand>;
+    std::variant<HelpRequest, RunCommand, ListCommand, CompareCommand, SweepCommand, ProjectCommand, AdviseCommand,
+                 TraceCommand>;
 
 /// Parses argv (argv[0] included). Throws InputError on any bad flag or value; the
 /// returned RunConfig has passed validate().

@@ -25,21 +25,34 @@ void require_non_negative(Number value, const char* flag) {
 
 }  // namespace
 
-std::optional<std::pair<int64_t, int64_t>> profile_step_range(const RunConfig& c) {
-  if (c.profile_steps.empty()) return std::nullopt;
-  const std::string error = "--profile-steps '" + c.profile_steps + "': expected A:B with 0 <= A <= B";
-  const auto colon = c.profile_steps.find(':');
+namespace {
+
+// A:B with 0 <= A <= B, as `flag` names it; nullopt when `text` is empty.
+std::optional<std::pair<int64_t, int64_t>> step_range(const char* flag, const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const std::string error = std::string(flag) + " '" + text + "': expected A:B with 0 <= A <= B";
+  const auto colon = text.find(':');
   if (colon == std::string::npos) throw InputError(error);
-  auto parse = [&](std::string_view text) {
-    const auto v = whole_integer<int64_t>(text);
+  auto parse = [&](std::string_view part) {
+    const auto v = whole_integer<int64_t>(part);
     if (!v || *v < 0) throw InputError(error);
     return *v;
   };
-  const std::string_view all(c.profile_steps);
+  const std::string_view all(text);
   const int64_t first = parse(all.substr(0, colon));
   const int64_t last = parse(all.substr(colon + 1));
   if (first > last) throw InputError(error);
   return std::make_pair(first, last);
+}
+
+}  // namespace
+
+std::optional<std::pair<int64_t, int64_t>> profile_step_range(const RunConfig& c) {
+  return step_range("--profile-steps", c.profile_steps);
+}
+
+std::optional<std::pair<int64_t, int64_t>> trace_step_range(const RunConfig& c) {
+  return step_range("--trace-steps", c.trace_steps);
 }
 
 std::vector<int64_t> device_list(const RunConfig& c) {
@@ -71,6 +84,10 @@ std::optional<std::string> pytorch_lacks(const RunConfig& config) {
   if (config.strategy == "torch-ddp" && !config.overlap) {
     return "--no-overlap: PyTorch's DistributedDataParallel has no such switch (it always overlaps); "
            "--strategy torch-ddp runs with --overlap";
+  }
+  if (!config.trace_steps.empty()) {
+    return "--trace-steps: PyTorch's rows do not trace their steps (their loop has no profiler around them); "
+           "trace the ddpbench row, which runs the same steps";
   }
   if (config.inject_slowdown > 0) {
     return "--inject-slowdown: it plays a slower ddpbench against PyTorch's rows, which run as they are; leave it "
@@ -130,6 +147,13 @@ void validate(const RunConfig& c) {
           "--no-overlap holds buckets in ddpbench's own hook, which --comm-hook builtin-fp16 replaces with the "
           "Reducer's; use --comm-hook fp16");
   profile_step_range(c);
+  if (trace_step_range(c)) {
+    require(c.profile_steps.empty(),
+            "--trace-steps and --profile-steps: PyTorch's profiler and Nsight Systems' capture range cannot share "
+            "a run (both hold CUPTI); give one");
+    require(c.nvtx != NvtxMode::ops, "--trace-steps with --nvtx ops: LibTorch's per-op NVTX ranges are a "
+                                     "profiler of their own, and one profiler runs at a time; use --nvtx on");
+  }
   device_list(c);
 }
 

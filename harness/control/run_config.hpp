@@ -109,6 +109,7 @@ struct RunConfig {
   // Profiling.
   NvtxMode nvtx = NvtxMode::on;
   std::string profile_steps;    // A:B: cudaProfilerStart before step A, Stop after step B
+  std::string trace_steps;      // A:B: PyTorch's profiler (Kineto) traces steps A to B on every rank
 
   std::string out;              // result JSON; empty writes none
   std::string save_checkpoint;  // trained weights as named tensors (torch.load reads them)
@@ -128,6 +129,9 @@ std::optional<std::string> pytorch_lacks(const RunConfig& config);
 
 /// --profile-steps A:B as a pair; nullopt when unset. Throws InputError when malformed.
 std::optional<std::pair<int64_t, int64_t>> profile_step_range(const RunConfig& config);
+
+/// --trace-steps A:B as a pair; nullopt when unset. Throws InputError when malformed.
+std::optional<std::pair<int64_t, int64_t>> trace_step_range(const RunConfig& config);
 
 /// --devices as entries: -1 for a CPU device, N for cuda:N; empty for "all".
 std::vector<int64_t> device_list(const RunConfig& config);

@@ -195,6 +195,8 @@ std::vector<RunOption> make_run_options() {
                           "NVTX ranges: on (ddpbench's phases), ops (also one per LibTorch op), off"));
   o.push_back(option("profile-steps", &RunConfig::profile_steps, "A:B",
                      "cudaProfilerStart before global step A, cudaProfilerStop after step B (nsys capture range)"));
+  o.push_back(option("trace-steps", &RunConfig::trace_steps, "A:B",
+                     "trace global steps A to B with PyTorch's profiler: ROW.rank<N>.trace.json beside --out"));
   o.push_back(option("out", &RunConfig::out, "FILE.json", "write the result JSON here"));
   o.push_back(option("save-checkpoint", &RunConfig::save_checkpoint, "PATH",
                      "save trained weights as named tensors (Python: torch.load)"));

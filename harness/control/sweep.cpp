@@ -562,6 +562,10 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
   document.argv = argv;
   document.environment = env.machine;
   document.sweep = plan.info;
+  const std::string rows_href =
+      std::filesystem::relative(std::filesystem::absolute(out_dir / "rows"), std::filesystem::absolute(reports_dir))
+          .generic_string();
+  if (!rows_href.empty()) document.sweep->rows_href = rows_href;
   document.option_defaults = run_config_to_json(RunConfig{});
   const auto reporters = default_reporters();
   auto write_reports = [&] {

@@ -9,6 +9,7 @@
 #include "harness/control/advise_command.hpp"
 #include "harness/control/compare_command.hpp"
 #include "harness/control/project_command.hpp"
+#include "harness/control/trace_command.hpp"
 #include "harness/runner/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
     if (const auto* sweep = std::get_if<SweepCommand>(&command)) return sweep_command(*sweep, args);
     if (const auto* project = std::get_if<ProjectCommand>(&command)) return project_command(*project);
     if (const auto* advise = std::get_if<AdviseCommand>(&command)) return advise_command(*advise);
+    if (const auto* trace = std::get_if<TraceCommand>(&command)) return trace_command(*trace);
     std::cerr << "ddpbench: internal error: unhandled command\n";
     return 1;
   } catch (const InputError& e) {

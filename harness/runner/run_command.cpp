@@ -30,6 +30,7 @@
 #include "harness/runner/progress_watch.hpp"
 #include "harness/runner/pytorch_rank.hpp"
 #include "harness/runner/runner.hpp"
+#include "harness/runner/step_trace.hpp"
 #include "models/registry.hpp"
 #include "reports/markdown_report.hpp"
 #include "reports/result_file.hpp"
@@ -43,6 +44,9 @@ namespace {
 void check_inputs(const RunConfig& config, const StrategyInfo& strategy) {
   find_model(config.model);
   if (!config.out.empty()) require_writable(config.out, "--out");
+  if (trace_step_range(config) && config.out.empty()) {
+    throw InputError("--trace-steps: the traces are written beside the row's JSON; give --out FILE.json");
+  }
   if (!config.save_checkpoint.empty()) require_writable(config.save_checkpoint, "--save-checkpoint");
   if (!config.init_from.empty() && !std::filesystem::is_regular_file(config.init_from)) {
     throw InputError("--init-from: no file '" + config.init_from + "'");
@@ -54,8 +58,9 @@ void check_inputs(const RunConfig& config, const StrategyInfo& strategy) {
 }
 
 // A fault or slowdown aimed at a rank the row does not have, or a step it never reaches,
-// tests nothing: the row would pass as if the diagnosis had worked.
-void check_injection_targets(const RunConfig& config, int64_t world) {
+// tests nothing: the row would pass as if the diagnosis had worked. A trace of steps the row
+// never reaches would be missing after the whole row's work.
+void check_step_and_rank_targets(const RunConfig& config, int64_t world) {
   const auto outside = [&](const char* flag, int64_t rank) {
     throw InputError(std::string(flag) + " " + std::to_string(rank) + ": the row has " + std::to_string(world) +
                      (world == 1 ? " rank (0)" : " ranks (0-" + std::to_string(world - 1) + ")"));
@@ -65,16 +70,16 @@ void check_injection_targets(const RunConfig& config, int64_t world) {
     outside("--inject-slowdown-rank", *config.inject_slowdown_rank);
   }
   // The synthetic set's size is the config's; CIFAR-10's is known once read (run_row checks).
-  if (config.inject_fault_step && config.dataset == DatasetKind::synthetic) {
-    const int64_t shard = (config.synthetic_train_images + world - 1) / world;
-    LoaderOptions options;
-    options.batch_size = config.batch_size;
-    options.max_batches = config.max_steps;
-    const int64_t steps = batches_in_epoch(shard, options) * config.epochs;
-    if (*config.inject_fault_step >= steps) {
-      throw InputError("--inject-fault-step " + std::to_string(*config.inject_fault_step) + ": the row runs " +
-                       std::to_string(steps) + " steps (0-" + std::to_string(steps - 1) + ")");
-    }
+  if (config.dataset != DatasetKind::synthetic) return;
+  const int64_t shard = (config.synthetic_train_images + world - 1) / world;
+  LoaderOptions options;
+  options.batch_size = config.batch_size;
+  options.max_batches = config.max_steps;
+  const int64_t steps = batches_in_epoch(shard, options) * config.epochs;
+  check_trace_steps(config, steps);
+  if (config.inject_fault_step && *config.inject_fault_step >= steps) {
+    throw InputError("--inject-fault-step " + std::to_string(*config.inject_fault_step) + ": the row runs " +
+                     std::to_string(steps) + " steps (0-" + std::to_string(steps - 1) + ")");
   }
 }
 
@@ -152,14 +157,6 @@ c10::Device rank_device(const std::string& spec, const RankEnvironment& env) {
 bool launched_by_ddpbench() {
   const char* launched = std::getenv("DDPBENCH_LAUNCHED");
   return launched != nullptr && std::string(launched) == "1";
-}
-
-// The folder the row's files go to: its --out's, or, for ranks that ddpbench launched (whose
-// --out is the launcher's scratch file), the one the launcher names.
-std::filesystem::path row_folder(const RunConfig& config) {
-  if (const char* dir = std::getenv("DDPBENCH_ROW_DIR"); dir != nullptr && *dir != '\0') return dir;
-  if (config.out.empty()) return {};
-  return std::filesystem::absolute(config.out).parent_path();
 }
 
 // Where NCCL's flight recorder dumps each rank's last collectives when one times out:
@@ -331,6 +328,7 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   options.nproc = config.nproc;
   const std::filesystem::path folder = row_folder(config);
   if (!folder.empty()) options.env.push_back("DDPBENCH_ROW_DIR=" + folder.string());
+  if (const auto file = row_file(config); !file.empty()) options.env.push_back("DDPBENCH_ROW_FILE=" + file.string());
 
   const RunResult result = [&] {
     const auto failed = [&](const std::string& reason) {
@@ -411,7 +409,7 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
                      " runs as one process, on one node");
   }
   const auto env = strategy.distributed && !starts_ranks ? rank_environment_from_process() : std::nullopt;
-  check_injection_targets(config, env ? env->world_size : (starts_ranks ? config.nproc : 1));
+  check_step_and_rank_targets(config, env ? env->world_size : (starts_ranks ? config.nproc : 1));
   if (strategy.preflight) {
     if (auto reason = strategy.preflight(strategy_options(config))) {
       if (env && env->rank != 0) return 0;  // rank 0 reports the skipped row

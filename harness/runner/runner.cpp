@@ -28,7 +28,8 @@
 #include "harness/distributed/communicator.hpp"
 #include "harness/runner/device.hpp"
 #include "harness/runner/fault_injection.hpp"
-#include "harness/timing/nvtx.hpp"
+#include "harness/runner/step_trace.hpp"
+#include "harness/timing/named_range.hpp"
 #include "harness/timing/phase_timer.hpp"
 #include "models/checkpoint.hpp"
 #include "models/flop_count.hpp"
@@ -66,7 +67,7 @@ struct EvalCounts {
 
 EvalCounts evaluate(const RunConfig& config, const DistContext& dist, const ImageSet& test,
                     torch::nn::AnyModule model) {
-  nvtx::ScopedRange range("evaluation", dist.rank);
+  NamedScope range("evaluation", dist.rank);
   torch::NoGradGuard no_grad;
   model.ptr()->eval();
   const Shard shard{dist.rank, dist.world_size};
@@ -233,9 +234,15 @@ double model_train_flops(const RunConfig& config) {
   }
 }
 
-std::span<const StepRecord> steady_steps(const std::vector<StepRecord>& steps, int64_t warmup_steps) {
-  const std::size_t skip = std::min(steps.size(), static_cast<std::size_t>(std::max<int64_t>(0, warmup_steps)));
-  return std::span<const StepRecord>(steps).subspan(skip);
+std::vector<StepRecord> steady_steps(const std::vector<StepRecord>& steps, const RunConfig& config) {
+  const auto traced = trace_step_range(config);
+  std::vector<StepRecord> steady;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const auto step = static_cast<int64_t>(i);
+    if (step < config.warmup_steps || (traced && step >= traced->first && step <= traced->second)) continue;
+    steady.push_back(steps[i]);
+  }
+  return steady;
 }
 
 StepShares mean_shares(std::span<const StepRecord> steps) {
@@ -271,7 +278,7 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
   std::vector<double> steady_times;
   int64_t steady_images = 0;
   PhaseSeconds phase_sum;
-  for (const StepRecord& r : steady_steps(m.steps, config.warmup_steps)) {
+  for (const StepRecord& r : steady_steps(m.steps, config)) {
     steady_times.push_back(r.time_s);
     steady_images += r.images;
     phase_sum += r.phases;
@@ -358,7 +365,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
                   Clock::time_point row_start) {
   nvtx::set_enabled(config.nvtx != NvtxMode::off);
   nvtx::initialize();
-  nvtx::ScopedRange row_range("row " + config.row_name(), dist.rank);
+  NamedScope row_range("row " + config.row_name(), dist.rank);
   const StrategyInfo& strategy_info = find_strategy(config.strategy);
   if (config.threads > 0) at::set_num_threads(static_cast<int>(config.threads));
   apply_device_settings(config);
@@ -390,6 +397,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     throw InputError("--inject-fault-step " + std::to_string(*config.inject_fault_step) + ": the row runs " +
                      std::to_string(steps_per_epoch * config.epochs) + " steps");
   }
+  check_trace_steps(config, steps_per_epoch * config.epochs);
   auto loader = make_loader(config.loader, data.train, train_options);
 
   RunResult result;
@@ -403,6 +411,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   }
 
   StepTurns turns(config, dist);
+  StepTrace trace(config, dist);
   int64_t global_step = 0;
   int64_t local_images = 0;
   double last_loss = kNotMeasured;
@@ -424,10 +433,11 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   // fails because a peer stopped first (its collective broke) counts as interrupted too.
   std::string interrupted;
   for (int64_t epoch = 0; epoch < config.epochs && interrupted.empty(); ++epoch) {
-    nvtx::ScopedRange epoch_range("epoch", epoch);
+    NamedScope epoch_range("epoch", epoch);
     // The tutorial's clock: wall time around the epoch, loader start-up included.
     const auto epoch_start = Clock::now();
     const double waited_before_s = turns.waited_s();
+    const double switched_before_s = trace.switch_s();
     timer->mark_epoch_start();
     loader->start_epoch(EpochPlan{
         train_shard_indices(data.train.size(), config.seed, epoch, shard),
@@ -438,7 +448,13 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
         interrupted = std::string(::strsignal(interruption_signal())) + " after " + std::to_string(global_step) + " steps";
         break;
       }
-      nvtx::ScopedRange step_range("step", global_step);
+      // Starting and stopping the profiler belong to no step (the loader's last call of an
+      // epoch, past its steps, is none either).
+      const bool step_runs = step < steps_per_epoch;
+      if (trace.between_steps(global_step, step_runs)) timer->mark_epoch_start();
+      // PyTorch's profiler names a step ProfilerStep#N, which HTA and TensorBoard read as steps.
+      NamedScope step_range("step", global_step,
+                            trace.running() && step_runs ? "ProfilerStep#" + std::to_string(global_step) : std::string());
       timer->set_step(global_step);
       std::optional<Batch> batch;
       {
@@ -466,7 +482,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
         if (faults.slows_steps()) synchronize(dist.device);
         if (faults.slows(SlowedPhase::optimizer)) {
           PhaseScope slowed(*timer, Phase::optimizer);
-          nvtx::ScopedRange range("injected slowdown", global_step);
+          NamedScope range("injected slowdown", global_step);
           (void)faults.stretch(seconds_since(training_start));
         }
         faults.training_took(seconds_since(training_start));
@@ -489,7 +505,8 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     }
     resolve();
     synchronize(dist.device);
-    result.train_time_s += seconds_since(epoch_start) - (turns.waited_s() - waited_before_s);
+    result.train_time_s += seconds_since(epoch_start) - (turns.waited_s() - waited_before_s) -
+                           (trace.switch_s() - switched_before_s);
   }
   turns.end();
   progress.finish();
@@ -518,16 +535,21 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
     return result;
   }
 
+  TraceRecord trace_record = trace.save();
   const EvalCounts eval = evaluate(config, dist, data.test, strategy->eval_model());
   if (dist.is_main() && !config.save_checkpoint.empty()) save_checkpoint(*model.ptr(), config.save_checkpoint);
   m.eval_correct = eval.correct;
   m.eval_seen = eval.seen;
   m.eval_cut = eval.cut;
   if (dist.comm) {
-    m.ranks = gather_rank_steps(m.train_time_s, m.peak_memory_bytes, steady_steps(m.steps, config.warmup_steps), dist);
+    m.ranks = gather_rank_steps(m.train_time_s, m.peak_memory_bytes, steady_steps(m.steps, config), dist);
   }
   result = assemble_result(config, dist.world_size, std::move(m));
   turns.record(result);
+  if (trace_record.traced()) {
+    add_step_times(trace_record, result.step_records, steady_steps(result.step_records, config), config.warmup_steps);
+    result.trace = std::move(trace_record);
+  }
   result.strategy_details = strategy->details();
   if (config.amp == AmpMode::fp16) {
     result.strategy_details["loss_scale"] = precision.current_scale();

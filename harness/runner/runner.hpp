@@ -57,8 +57,9 @@ struct RowMeasurements {
   double train_flops_per_image = kNotMeasured;  // rank 0 counts it (model_train_flops); the others need not
 };
 
-/// The steps after the first `warmup_steps`: the ones steady-state figures are made of.
-std::span<const StepRecord> steady_steps(const std::vector<StepRecord>& steps, int64_t warmup_steps);
+/// The steps steady-state figures are made of: those after --warmup-steps, less the steps
+/// --trace-steps traced (the profiler slows them).
+std::vector<StepRecord> steady_steps(const std::vector<StepRecord>& steps, const RunConfig& config);
 
 /// The row's model's training FLOPs per image (models/flop_count.hpp), or kNotMeasured when
 /// the count cannot run: a figure for the report, never a reason to fail the row.

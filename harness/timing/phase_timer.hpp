@@ -4,14 +4,15 @@
 // optimizer) are intervals inside it; its duration runs from the previous step's end (or
 // the epoch's start) to its own. finish_step() closes a step and hands back a resolver, so
 // the host need not wait for the device until the runner chooses to (each step, or once
-// per log interval). Every phase is also an NVTX range of the same name.
+// per log interval). Every phase is also a named range (NVTX and PyTorch's profiler) of the
+// same name.
 #include <functional>
 #include <memory>
 #include <string_view>
 
 #include <c10/core/Device.h>
 
-#include "harness/timing/nvtx.hpp"
+#include "harness/timing/named_range.hpp"
 #include "harness/base/step_record.hpp"
 
 namespace ddpbench {
@@ -60,7 +61,7 @@ class PhaseTimer {
 
 std::unique_ptr<PhaseTimer> make_phase_timer(const c10::Device& device);
 
-/// Times one phase for the scope's lifetime, inside an NVTX range of the phase's name.
+/// Times one phase for the scope's lifetime, inside a named range of the phase's name.
 class PhaseScope {
  public:
   PhaseScope(PhaseTimer& timer, Phase phase)
@@ -74,7 +75,7 @@ class PhaseScope {
  private:
   PhaseTimer& timer_;
   Phase phase_;
-  nvtx::ScopedRange range_;
+  NamedScope range_;
 };
 
 }  // namespace ddpbench

@@ -96,6 +96,22 @@ setup_torch() {
   DDPBENCH_TORCH_CMAKE_ARGS=(-DDDPBENCH_PYTHON="$venv/bin/python")
 }
 
+# Sets DDPBENCH_HTA_PYTHON: a Python with Holistic Trace Analysis (scripts/trace-report),
+# installed once into its own environment under the cache folder.
+setup_hta() {
+  local venv=$DDPBENCH_CACHE_DIR/hta-$DDPBENCH_HTA_VERSION
+  if ! "$venv/bin/python" -c 'import hta.trace_analysis' 2>/dev/null; then
+    setup_log "installing HolisticTraceAnalysis==$DDPBENCH_HTA_VERSION into $venv"
+    rm -rf "$venv"
+    setup_quietly "$DDPBENCH_CACHE_DIR/hta-venv.log" python3 -m venv "$venv"
+    setup_quietly "$DDPBENCH_CACHE_DIR/hta-pip.log" "$venv/bin/pip" install -q --disable-pip-version-check \
+      --no-deps "HolisticTraceAnalysis==$DDPBENCH_HTA_VERSION"
+    setup_quietly "$DDPBENCH_CACHE_DIR/hta-pip.log" "$venv/bin/pip" install -q --disable-pip-version-check \
+      "${DDPBENCH_HTA_PACKAGES[@]}"
+  fi
+  export DDPBENCH_HTA_PYTHON=$venv/bin/python
+}
+
 setup_build() {
   local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DDDPBENCH_WERROR="${DDPBENCH_WERROR:-ON}"
               "${DDPBENCH_TORCH_CMAKE_ARGS[@]}")
@@ -118,5 +134,6 @@ setup_build() {
 ddpbench_setup() {
   setup_debian_packages
   setup_torch
+  setup_hta
   setup_build
 }

@@ -127,6 +127,44 @@ TEST(ResultDocument, SchemaIsCheckedOnRead) {
   EXPECT_EQ(j.get<ResultDocument>().runs.at(0).repetition, 7);
 }
 
+// A traced row's record round-trips; a hand-made one that no run writes is refused on read.
+TEST(RunResult, TraceRecordRoundTripsAndRefusesWhatNoRunWrites) {
+  RunResult run = sample_run();
+  run.trace.first_step = 3;
+  run.trace.last_step = 5;
+  run.trace.files = {"row.rank0.trace.json"};
+  run.trace.crc32 = {4294967295u};
+  run.trace.traced_step_time_s = 0.25;
+  json j = run;
+  const RunResult back = j.get<RunResult>();
+  EXPECT_EQ(back.trace.files, run.trace.files);
+  EXPECT_EQ(back.trace.crc32, run.trace.crc32);
+  EXPECT_DOUBLE_EQ(back.trace.traced_step_time_s, 0.25);
+  EXPECT_FALSE(json(sample_run()).contains("trace"));  // untraced rows write none
+  for (const auto& [key, bad] : std::vector<std::pair<std::string, json>>{
+           {"first_step", -3}, {"first_step", 2.5}, {"files", "row.rank0.trace.json"}, {"crc32", json::array({-1})},
+           {"crc32", json::array({4294967296LL})}}) {
+    json edited = j;
+    edited["trace"][key] = bad;
+    EXPECT_THROW(edited.get<RunResult>(), std::invalid_argument) << key << " " << bad.dump();
+  }
+}
+
+// The sweep's rows/ folder as the HTML report links it: a relative path, never a URL or a root.
+TEST(ResultDocument, RowsHrefIsARelativePath) {
+  ResultDocument doc;
+  doc.sweep = SweepInfo{};
+  doc.sweep->rows_href = "../out/rows";
+  json j = doc;
+  EXPECT_EQ(j.get<ResultDocument>().sweep->rows_href, "../out/rows");
+  j["sweep"].erase("rows_href");
+  EXPECT_EQ(j.get<ResultDocument>().sweep->rows_href, "rows");  // files from before it
+  for (const char* bad : {"javascript:alert(1)", "/etc", "", "a\"b", "a\nb"}) {
+    j["sweep"]["rows_href"] = bad;
+    EXPECT_THROW(j.get<ResultDocument>(), std::invalid_argument) << bad;
+  }
+}
+
 TEST(RunResult, TimestampIsIsoUtc) {
   const std::string t = utc_timestamp();
   ASSERT_EQ(t.size(), 20u);

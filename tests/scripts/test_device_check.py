@@ -64,8 +64,12 @@ class DeviceCheckTest(unittest.TestCase):
         self.assertIn("FAIL", lines["gpu-tests"])
         self.assertIn("SKIP (prebuilt", lines["build"])
         self.assertIn("PASS", lines["rows"], summary)
+        self.assertIn("PASS", lines["trace"], summary)
         self.assertIn("PASS", lines["outputs"], summary)
         self.assertIn("1 step(s) failed: gpu-tests", summary)
+        # The traced rows' figures (a CPU smoke: no kernels, said so).
+        self.assertIn("== single-bf16-fast", summary)
+        self.assertIn("no GPU kernels", summary)
         # The rows it ran, each named in the summary with its PyTorch ratio where PyTorch ran it.
         self.assertIn("single-fp16", summary)
         self.assertIn("dp-2replicas-1gpu-replicas", summary)
@@ -75,9 +79,9 @@ class DeviceCheckTest(unittest.TestCase):
     def test_a_hung_step_ends_inside_the_budget(self) -> None:
         # The rows step hangs at its second row (alive, beating) after the first and its twin
         # finished: its deadline must end it, keep those rows, and leave the later steps time.
-        # The floors (150 s, the least --budget-s takes) and 30 s for the checks before the first
-        # step: at 150 a loaded machine's 12 s of start-up left gpu-tests under its floor.
-        budget_s = 180
+        # The floors (175 s, the least --budget-s takes) and 30 s for the checks before the first
+        # step: at the floors alone a loaded machine's 12 s of start-up left gpu-tests under its floor.
+        budget_s = 205
         run, out, elapsed_s = self.run_check({"DDPBENCH_DEVICE_CHECK_HANG": "rows"}, "--budget-s", str(budget_s))
         summary = (out / "summary.txt").read_text()
         self.assertEqual(run.returncode, 1, summary + run.stderr[-3000:])

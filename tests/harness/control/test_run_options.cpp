@@ -147,6 +147,27 @@ TEST(RunOptions, PresetFastSetsTheFastPathExceptWhatTheUserSet) {
   for (const auto& [key, value] : preset_options(Preset::fast)) EXPECT_NE(find_run_option(key), nullptr) << key;
 }
 
+// --trace-steps reads as --profile-steps does, and refuses a second profiler in the same run.
+TEST(RunOptions, TraceStepsAreParsedAndRefuseAnotherProfiler) {
+  RunConfig c;
+  c.trace_steps = "4:7";
+  EXPECT_EQ(trace_step_range(c), std::make_optional(std::make_pair<int64_t, int64_t>(4, 7)));
+  EXPECT_NO_THROW(validate(c));
+  for (const char* bad : {"4", "7:4", "x:1", "-1:2", "1:"}) {
+    c.trace_steps = bad;
+    EXPECT_THROW(validate(c), InputError) << bad;
+  }
+  c.trace_steps = "4:7";
+  c.profile_steps = "4:7";
+  EXPECT_THROW(validate(c), InputError);
+  c.profile_steps.clear();
+  c.nvtx = NvtxMode::ops;
+  EXPECT_THROW(validate(c), InputError);
+  c.nvtx = NvtxMode::on;
+  c.strategy = "torch-ddp";
+  EXPECT_TRUE(pytorch_lacks(c).has_value());  // the twins do not trace: the sweep skips them, saying so
+}
+
 TEST(RunOptions, ProfileStepsAndDevicesAreParsed) {
   RunConfig c;
   c.profile_steps = "10:20";

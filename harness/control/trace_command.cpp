@@ -1,0 +1,107 @@
+#include "harness/control/trace_command.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+#include "harness/base/atomic_file.hpp"
+#include "harness/base/input_error.hpp"
+#include "harness/control/run_options.hpp"
+#include "reports/result_proof.hpp"
+#include "reports/trace_merge.hpp"
+#include "harness/base/units.hpp"
+
+namespace ddpbench {
+namespace {
+
+using nlohmann::json;
+
+std::string label(const RunResult& run) {
+  std::string text = run.name;
+  if (!run.mode.empty()) text += " (" + run.mode + ", repetition " + std::to_string(run.repetition) + ")";
+  return text;
+}
+
+// The traced row the user means: --row, or the file's only traced row; never one of several
+// runs of that name (a sweep's modes and repetitions), which would be a guess.
+const RunResult& traced_row(const ResultDocument& document, const TraceCommand& command) {
+  std::vector<const RunResult*> traced;
+  for (const auto& run : document.runs) {
+    if (run.trace.traced() && (command.row.empty() || run.name == command.row)) traced.push_back(&run);
+  }
+  std::string names;  // the traced runs the user may mean
+  for (const auto& run : document.runs) {
+    if (!run.trace.traced() || (traced.size() > 1 && run.name != command.row && !command.row.empty())) continue;
+    names += (names.empty() ? "" : ", ") + label(run);
+  }
+  // A run asked to trace that saved none (it failed or was stopped) says why, not "run it traced".
+  for (const auto& run : document.runs) {
+    const bool asked = run.config.is_object() && run.config.value("trace-steps", json("")) != json("");
+    if (traced.empty() && asked && !run.trace.traced() && (command.row.empty() || run.name == command.row)) {
+      throw InputError("'" + command.results + "': " + label(run) + " ran with --trace-steps " +
+                       run.config.at("trace-steps").dump() + " but saved no trace: it is " +
+                       std::string(status_name(run.status)) + (run.reason.empty() ? "" : " (" + run.reason + ")"));
+    }
+  }
+  if (traced.empty() && command.row.empty()) {
+    throw InputError("'" + command.results + "': no row in it was traced (run it with --trace-steps A:B)");
+  }
+  if (traced.empty()) {
+    throw InputError("--row '" + command.row + "': no traced row of that name in '" + command.results + "'" +
+                     (names.empty() ? std::string(" (none was traced)") : " (traced: " + names + ")"));
+  }
+  if (traced.size() > 1) {
+    throw InputError("'" + command.results + "' holds several traced runs" +
+                     (command.row.empty() ? std::string() : " named '" + command.row + "'") + " (" + names +
+                     "): give the run's own JSON (a sweep's rows/MODE/NAME.json)" +
+                     (command.row.empty() ? std::string(", or --row NAME") : std::string()));
+  }
+  return *traced.front();
+}
+
+// Where the row's traces lie: beside the results, or, for a sweep's combined file, beside the
+// row's own JSON under rows/MODE/ (the sweep's layout).
+std::filesystem::path trace_folder(const std::filesystem::path& results_folder, const RunResult& row) {
+  const auto beside = [&](const std::filesystem::path& folder) {
+    return std::all_of(row.trace.files.begin(), row.trace.files.end(),
+                       [&](const std::string& file) { return std::filesystem::is_regular_file(folder / file); });
+  };
+  if (!row.mode.empty() && !beside(results_folder) && beside(results_folder / "rows" / row.mode)) {
+    return results_folder / "rows" / row.mode;
+  }
+  return results_folder;
+}
+
+}  // namespace
+
+int trace_command(const TraceCommand& command) {
+  const std::filesystem::path results = std::filesystem::absolute(command.results);
+  const ProvenResults proven = read_proven_results(results, "'" + command.results + "'", run_config_to_json(RunConfig{}));
+  const RunResult& row = traced_row(proven.document(), command);
+  const std::filesystem::path folder = trace_folder(results.parent_path(), row);
+  const std::filesystem::path out =
+      std::filesystem::absolute(command.out.empty() ? folder / (results.stem().string() + ".merged.trace.json")
+                                                   : std::filesystem::path(command.out));
+  // The merged trace never replaces what it was made from.
+  std::vector<std::filesystem::path> inputs{results};
+  for (const auto& file : row.trace.files) inputs.push_back(folder / file);
+  for (const auto& input : inputs) {
+    std::error_code same_error;
+    if (out.lexically_normal() == input.lexically_normal() || std::filesystem::equivalent(out, input, same_error)) {
+      throw InputError("--out '" + out.string() + "': it is one of the files the merge reads");
+    }
+  }
+  require_writable(out, "--out");
+  const MergedTrace merged = merge_row_traces(row, folder);
+  write_file_atomically(out, merged.trace.dump());
+  std::cout << "row " << row.name << ": steps " << row.trace.first_step << "-" << row.trace.last_step << ", "
+            << merged.ranks.size() << (merged.ranks.size() == 1 ? " rank" : " ranks") << "\n";
+  std::cout << "clock: " << merged.clock << "\n";
+  for (const auto& rank : merged.ranks) {
+    std::cout << "  rank " << rank.rank << "  " << rank.file << "  host " << rank.host << "  " << rank.events
+              << " events  shift " << format_fixed(rank.shift_us / 1e3, 3) << " ms\n";
+  }
+  std::cout << "merged: " << out.string() << " (open it in https://ui.perfetto.dev or chrome://tracing)\n";
+  return 0;
+}
+
+}  // namespace ddpbench

@@ -1,0 +1,426 @@
+"""What a traced row's steps spent their time on, read from its traces (`--trace-steps A:B`).
+
+`ddpbench trace` proves the row's file and merges its per-rank traces on one clock; this reads
+the merged trace for ddpbench's own ranges (ProfilerStep#N, the phases, the bucket allreduces)
+and, on a GPU, the kernels, and hands the per-rank files to Holistic Trace Analysis (HTA):
+
+- per rank, the traced steps' mean time and phases, the allreduce time, and how much of it ran
+  before backward's last gradient was ready (hidden under backward's own work: the
+  communication/computation overlap);
+- per step, how late each rank reached the points where the ranks meet (collectives, bucket
+  launches, the step's end) behind the first there, on one clock; and the straggler verdict:
+  a rank latest by 10 % of the step in more steps than chance gives it (one-sided binomial,
+  p below 0.05: the row's own rule), else none;
+- on a GPU: kernels per step, the GPU's busy fraction and its largest idle gaps, and HTA's
+  temporal breakdown, overlap, idle-time and kernel-launch analyses. HTA's analyses read GPU
+  kernels; on a CPU trace the report says so instead of running them.
+
+Exit 0; 2 on bad input (the `ddpbench trace` error is printed; --json or --svg naming one of
+the files read), 1 when HTA is not installed.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PHASES = ("data", "forward", "backward", "comm", "optimizer")
+STEP_PREFIX = "ProfilerStep#"
+BUCKET_PREFIX = "allreduce bucket "
+COLLECTIVE_PREFIXES = ("gloo:", "nccl:")  # c10d's record_function names for its collectives
+PIDS_PER_RANK = 100  # reports/trace_merge.hpp: kPidsPerRank
+# The row's straggler rule (reports/run_result.hpp): a rank later than this share of the step
+# at the ranks' meeting points, in more steps than chance gives it at this level.
+HELD_FRACTION = 0.10
+STRAGGLER_ALPHA = 0.05
+LAST_GRADIENT = "last gradient ready"  # strategies/bucket_allreduce_hook.cpp's mark
+HTA_ANALYSES = ("temporal breakdown", "comm/comp overlap", "idle time", "kernel launches")
+
+
+@dataclass
+class Interval:
+    start_us: float
+    end_us: float
+
+    @property
+    def length_us(self) -> float:
+        return self.end_us - self.start_us
+
+
+@dataclass
+class Step:
+    number: int
+    span: Interval
+    phases_us: dict[str, float] = field(default_factory=dict)
+    buckets: list[Interval] = field(default_factory=list)
+    backward: list[Interval] = field(default_factory=list)
+    kernels: list[Interval] = field(default_factory=list)
+    collectives: list[Interval] = field(default_factory=list)  # c10d's gloo:* / nccl:* ranges
+    last_gradient_us: float | None = None  # where backward's own work ended (DDP's last bucket ready)
+
+    @property
+    def allreduce_us(self) -> float:
+        return union_length(self.buckets)
+
+    @property
+    def hidden_us(self) -> float | None:
+        """Allreduce time that ran while backward's own work did, before its last gradient: the
+        `backward` range also holds DDP's wait for the buckets, which hides nothing."""
+        if self.last_gradient_us is None or not self.backward:
+            return None
+        work = Interval(min(b.start_us for b in self.backward), self.last_gradient_us)
+        return sum(overlap_length(bucket, work) for bucket in merge_intervals(self.buckets))
+
+    def sync_points(self) -> list[tuple[str, float]]:
+        """Where the ranks meet in this step, in order: each collective's start (c10d issues them
+        in the same order on every rank), each bucket's launch, and the step's end."""
+        entered = sorted(c.start_us for c in self.collectives)
+        launches = sorted(b.start_us for b in self.buckets)
+        return ([(f"collective {i}", t) for i, t in enumerate(entered)] +
+                [(f"bucket launch {i}", t) for i, t in enumerate(launches)] + [("step end", self.span.end_us)])
+
+
+def merge_intervals(intervals: list[Interval]) -> list[Interval]:
+    merged: list[Interval] = []
+    for i in sorted(intervals, key=lambda i: i.start_us):
+        if merged and i.start_us <= merged[-1].end_us:
+            merged[-1].end_us = max(merged[-1].end_us, i.end_us)
+        else:
+            merged.append(Interval(i.start_us, i.end_us))
+    return merged
+
+
+def union_length(intervals: list[Interval]) -> float:
+    return sum(i.length_us for i in merge_intervals(intervals))
+
+
+def overlap_length(a: Interval, b: Interval) -> float:
+    return max(0.0, min(a.end_us, b.end_us) - max(a.start_us, b.start_us))
+
+
+def gaps(intervals: list[Interval]) -> list[Interval]:
+    merged = merge_intervals(intervals)
+    return [Interval(a.end_us, b.start_us) for a, b in zip(merged, merged[1:])]
+
+
+def rank_of(pid: Any) -> int | None:
+    return pid // PIDS_PER_RANK if isinstance(pid, int) else None
+
+
+def read_steps(trace: dict[str, Any]) -> dict[int, list[Step]]:
+    """Each rank's traced steps, with the ranges and kernels that fall in each."""
+    events = [e for e in trace["traceEvents"] if e.get("ph") == "X" and "ts" in e and "dur" in e]
+    steps: dict[int, list[Step]] = {}
+    for e in events:
+        if e["name"].startswith(STEP_PREFIX) and rank_of(e.get("pid")) is not None:
+            steps.setdefault(rank_of(e["pid"]), []).append(
+                Step(int(e["name"][len(STEP_PREFIX):]), Interval(e["ts"], e["ts"] + e["dur"])))
+    for rank_steps in steps.values():
+        rank_steps.sort(key=lambda s: s.number)
+    # A kernel belongs to the step whose host code launched it (the runtime call with its correlation id).
+    launches = {(rank_of(e.get("pid")), e.get("args", {}).get("correlation")): e["ts"]
+                for e in events if e.get("cat") == "cuda_runtime"}
+
+    def step_at(rank: int, ts: float) -> Step | None:
+        for step in steps.get(rank, []):
+            if step.span.start_us <= ts <= step.span.end_us:
+                return step
+        return None
+
+    for e in events:
+        rank = rank_of(e.get("pid"))
+        if rank is None or rank not in steps:
+            continue
+        interval = Interval(e["ts"], e["ts"] + e["dur"])
+        if e.get("cat") == "kernel":
+            launched = launches.get((rank, e.get("args", {}).get("correlation")))
+            step = step_at(rank, launched) if launched is not None else None
+            if step:
+                step.kernels.append(interval)
+            continue
+        if e.get("cat") != "user_annotation":
+            continue
+        step = step_at(rank, e["ts"])
+        if step is None:
+            continue
+        if e["name"] in PHASES:
+            step.phases_us[e["name"]] = step.phases_us.get(e["name"], 0.0) + interval.length_us
+            if e["name"] == "backward":
+                step.backward.append(interval)
+        elif e["name"].startswith(BUCKET_PREFIX):
+            step.buckets.append(interval)
+        elif e["name"].startswith(COLLECTIVE_PREFIXES):
+            step.collectives.append(interval)
+        elif e["name"] == LAST_GRADIENT:
+            step.last_gradient_us = e["ts"]
+    return steps
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def rank_breakdown(steps: dict[int, list[Step]]) -> list[dict[str, Any]]:
+    rows = []
+    for rank, rank_steps in sorted(steps.items()):
+        allreduce = sum(s.allreduce_us for s in rank_steps)
+        hidden = [s.hidden_us for s in rank_steps]
+        measured = allreduce > 0 and all(h is not None for h in hidden)
+        rows.append({
+            "rank": rank,
+            "steps": len(rank_steps),
+            "step_ms": mean([s.span.length_us / 1e3 for s in rank_steps]),
+            "phases_ms": {p: mean([s.phases_us.get(p, 0.0) / 1e3 for s in rank_steps]) for p in PHASES},
+            # No bucket ranges: the Reducer's built-in hook ran them, or no DDP: not measured, not 0.
+            "allreduce_ms": allreduce / 1e3 / len(rank_steps) if allreduce > 0 else None,
+            "hidden_fraction": sum(h for h in hidden if h is not None) / allreduce if measured else None,
+        })
+    return rows
+
+
+def binomial_upper_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p)."""
+    return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k, n + 1))
+
+
+def step_alignment(steps: dict[int, list[Step]]) -> list[dict[str, Any]]:
+    """Per step, on the one clock: how late each rank reached the points where the ranks meet (its
+    bucket launches, its step's end) behind the first rank there, and the rank latest: the one the
+    others waited for. Time a rank spends waiting inside a collective is not lateness."""
+    by_number: dict[int, dict[int, Step]] = {}
+    for rank, rank_steps in steps.items():
+        for s in rank_steps:
+            by_number.setdefault(s.number, {})[rank] = s
+    rows = []
+    for number, ranks in sorted(by_number.items()):
+        if len(ranks) < 2:
+            continue
+        points = {r: s.sync_points() for r, s in ranks.items()}
+        if len({tuple(name for name, _ in p) for p in points.values()}) != 1:
+            continue  # the ranks' collectives differ in this step: no points to compare
+        late = {r: 0.0 for r in ranks}
+        for k in range(len(next(iter(points.values())))):
+            first = min(points[r][k][1] for r in ranks)
+            for r in ranks:
+                late[r] = max(late[r], points[r][k][1] - first)
+        start0 = min(s.span.start_us for s in ranks.values())
+        latest = max(sorted(ranks), key=lambda r: late[r])
+        step_us = sorted(s.span.length_us for s in ranks.values())[len(ranks) // 2]
+        rows.append({
+            "step": number,
+            "start_ms": {r: (s.span.start_us - start0) / 1e3 for r, s in sorted(ranks.items())},
+            "late_ms": {r: late[r] / 1e3 for r in sorted(ranks)},
+            "latest_rank": latest,
+            "late_fraction": late[latest] / step_us if step_us > 0 else 0.0,
+        })
+    return rows
+
+
+def straggler_verdict(alignment: list[dict[str, Any]], world: int) -> dict[str, Any]:
+    """The rank latest by HELD_FRACTION of the step in more steps than chance gives one of `world`
+    ranks (one-sided binomial below STRAGGLER_ALPHA), or none, with why."""
+    n = len(alignment)
+    if world < 2 or n == 0:
+        return {"rank": None, "why": "no ranks to compare"}
+    held = [row["latest_rank"] for row in alignment if row["late_fraction"] >= HELD_FRACTION]
+    best = max(sorted(set(held)), key=held.count) if held else None
+    k = held.count(best) if best is not None else 0
+    p = binomial_upper_tail(k, n, 1 / world) if k else 1.0
+    if best is not None and p < STRAGGLER_ALPHA:
+        return {"rank": best, "steps": k, "of": n, "p": p, "why": ""}
+    least = next((m for m in range(1, n + 1) if binomial_upper_tail(m, n, 1 / world) < STRAGGLER_ALPHA), None)
+    why = (f"no rank was latest by {100 * HELD_FRACTION:.0f} % of the step in more of the {n} steps than chance "
+           f"(the most: {k})" if least is not None else
+           f"{n} traced steps cannot name one of {world} ranks beyond chance: trace more steps")
+    return {"rank": None, "steps": k, "of": n, "p": p, "why": why}
+
+
+def gpu_figures(steps: dict[int, list[Step]]) -> list[dict[str, Any]]:
+    rows = []
+    for rank, rank_steps in sorted(steps.items()):
+        kernels = [k for s in rank_steps for k in s.kernels]
+        if not kernels:
+            continue
+        window = Interval(min(k.start_us for k in kernels), max(k.end_us for k in kernels))
+        largest = sorted(gaps(kernels), key=lambda g: -g.length_us)[:5]
+        rows.append({
+            "rank": rank,
+            "kernels_per_step": mean([float(len(s.kernels)) for s in rank_steps]),
+            "busy_fraction": union_length(kernels) / window.length_us if window.length_us > 0 else None,
+            "largest_gaps_us": [round(g.length_us, 1) for g in largest],
+        })
+    return rows
+
+
+def hta_report(rank_files: list[Path], has_kernels: bool) -> dict[str, Any]:
+    """HTA over the row's rank files alone (its folder may hold other JSON), its chatter kept out."""
+    from hta.trace_analysis import TraceAnalysis  # the HTA environment's; imported only here
+
+    with tempfile.TemporaryDirectory() as folder:
+        for rank, path in enumerate(rank_files):
+            os.symlink(path.resolve(), Path(folder) / f"rank{rank}{''.join(path.suffixes[-2:])}")
+        chatter = io.StringIO()
+        with redirect_stdout(chatter), redirect_stderr(chatter):
+            analysis = TraceAnalysis(trace_dir=folder)
+            ranks = sorted(analysis.t.traces.keys())
+            found: dict[str, Any] = {"ranks": ranks, "analyses": {}}
+            if not has_kernels:
+                for name in HTA_ANALYSES:
+                    found["analyses"][name] = "needs GPU kernels: this trace has none (a CPU row)"
+                return found
+            runs = {
+                "temporal breakdown": lambda: analysis.get_temporal_breakdown(visualize=False),
+                "comm/comp overlap": lambda: analysis.get_comm_comp_overlap(visualize=False),
+                "idle time": lambda: analysis.get_idle_time_breakdown(visualize=False)[0],
+                "kernel launches": lambda: {r: df.describe() for r, df in
+                                            analysis.get_cuda_kernel_launch_stats(visualize=False).items()},
+            }
+            for name, run in runs.items():
+                try:
+                    found["analyses"][name] = run()
+                except Exception as error:  # one analysis failing leaves the others
+                    found["analyses"][name] = f"failed: {type(error).__name__}: {error}"
+    return found
+
+
+def print_report(merged: dict[str, Any], record: dict[str, Any], breakdown: list[dict], alignment: list[dict],
+                 verdict: dict[str, Any], gpu: list[dict], hta: dict[str, Any] | None) -> None:
+    info = merged["ddpbench"]
+    print(f"row {info['row']}: steps {info['first_step']}-{info['last_step']}, {len(info['ranks'])} ranks")
+    print(f"clock: {info['clock']}")
+    traced, untraced = record.get("traced_step_time_s"), record.get("untraced_step_time_s")
+    if isinstance(traced, (int, float)) and isinstance(untraced, (int, float)) and untraced > 0:
+        print(f"traced steps' p50 {1e3 * traced:.3f} ms, the untraced steady steps' {1e3 * untraced:.3f} ms: "
+              f"{traced / untraced:.3f}x (rank 0, steps past warm-up)")
+    else:
+        print("traced steps against untraced ones: not measured (the trace holds warm-up steps only, or no "
+              "steady step is left untraced)")
+    print()
+    print("ddpbench's ranges, mean per traced step (ms):")
+    print("| rank | steps | step | " + " | ".join(PHASES) + " | allreduce | hidden under backward's work |")
+    print("| ---: | ---: | ---: | " + " | ".join("---:" for _ in PHASES) + " | ---: | ---: |")
+    for row in breakdown:
+        allreduce = "-" if row["allreduce_ms"] is None else f"{row['allreduce_ms']:.3f}"
+        hidden = "-" if row["hidden_fraction"] is None else f"{100 * row['hidden_fraction']:.0f} %"
+        print(f"| {row['rank']} | {row['steps']} | {row['step_ms']:.3f} | "
+              + " | ".join(f"{row['phases_ms'][p]:.3f}" for p in PHASES) + f" | {allreduce} | {hidden} |")
+    if any(row["allreduce_ms"] is None for row in breakdown):
+        print("(allreduce -: no bucket ranges, from the Reducer's built-in hook or a row without DDP)")
+    print("\nper step, on the one clock: each rank's start, and how late it reached the ranks' meeting points "
+          "(collectives, bucket launches, step end) behind the first rank there, ms:")
+    for row in alignment:
+        cells = ", ".join(f"rank {r} start +{row['start_ms'][r]:.3f} late {row['late_ms'][r]:.3f}"
+                          for r in row["start_ms"])
+        print(f"  step {row['step']}: {cells}; latest: rank {row['latest_rank']} "
+              f"({100 * row['late_fraction']:.0f} % of the step)")
+    if verdict["rank"] is not None:
+        print(f"straggler: rank {verdict['rank']}, the others waited for it by {100 * HELD_FRACTION:.0f} % of the "
+              f"step or more in {verdict['steps']} of {verdict['of']} steps (p = {verdict['p']:.3g})")
+    else:
+        print(f"straggler: none ({verdict['why']})")
+    if gpu:
+        print("\nGPU kernels of the traced steps:")
+        for row in gpu:
+            busy = "-" if row["busy_fraction"] is None else f"{100 * row['busy_fraction']:.1f} %"
+            print(f"  rank {row['rank']}: {row['kernels_per_step']:.0f} kernels/step, GPU busy {busy}, "
+                  f"largest gaps {row['largest_gaps_us']} us")
+    else:
+        print("\nno GPU kernels in the trace (a CPU row): no kernel counts, busy fraction or gaps")
+    if hta is not None:
+        print(f"\nHolistic Trace Analysis: loaded ranks {hta['ranks']}")
+        for name, value in hta["analyses"].items():
+            print(f"  {name}:" + (f" {value}" if isinstance(value, str) else "\n" + str(value)))
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
+
+
+def output_problem(outputs: list[str | None], inputs: list[Path]) -> str | None:
+    """What is wrong with writing `outputs`: one names a file the report read (the row's JSON, a
+    rank's trace: `ddpbench trace --out` refuses the same), both name one file, or a folder that
+    cannot take it. None when they can be written."""
+    given = [o for o in outputs if o]
+    for out in given:
+        for read in inputs:
+            if same_file(out, read):
+                return f"'{out}' is one of the files the report reads ({read.name}): give another path"
+        folder = Path(out).resolve().parent
+        if Path(out).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+            return f"'{out}' cannot be written (a folder, or a folder that is missing or read-only)"
+    if len(given) == 2 and same_file(given[0], given[1]):
+        return f"--json and --svg both name '{given[0]}'"
+    return None
+
+
+def write_whole(path: str, text: str) -> None:
+    """Written beside and renamed: the file is whole or not there."""
+    scratch = Path(path).with_name(f".{Path(path).name}.partial")
+    scratch.write_text(text)
+    os.replace(scratch, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", help="the traced row's result JSON")
+    parser.add_argument("--row", help="the traced row, where the file holds several")
+    parser.add_argument("--ddpbench", required=True, help="the ddpbench binary")
+    parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--svg", help="also draw the traced steps' timeline here (scripts/lib/trace_timeline.py)")
+    parser.add_argument("--no-hta", action="store_true", help="leave HTA out (where it is not installed)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as scratch:
+        merged_path = Path(scratch) / "merged.trace.json"
+        command = [args.ddpbench, "trace", args.results, "--out", str(merged_path)]
+        if args.row:
+            command += ["--row", args.row]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.stderr.write(done.stderr)
+            return done.returncode
+        merged = json.loads(merged_path.read_text())
+    # `ddpbench trace` proved the file: its traced row's record is read back as it is.
+    info = merged["ddpbench"]
+    record = next(r["trace"] for r in json.loads(Path(args.results).read_text())["runs"]
+                  if r.get("trace") and (r.get("name"), r.get("mode", ""), r.get("repetition", 0)) ==
+                  (info["row"], info["mode"], info["repetition"]))
+    steps = read_steps(merged)
+    breakdown, alignment, gpu = rank_breakdown(steps), step_alignment(steps), gpu_figures(steps)
+    verdict = straggler_verdict(alignment, len(merged["ddpbench"]["ranks"]))
+    folder = Path(merged["ddpbench"]["folder"])  # where `ddpbench trace` found them
+    rank_files = [folder / r["file"] for r in merged["ddpbench"]["ranks"]]
+    if problem := output_problem([args.json, args.svg], [Path(args.results), *rank_files]):
+        print(f"trace-report: {problem}", file=sys.stderr)
+        return 2
+    hta = None
+    if not args.no_hta:
+        try:
+            hta = hta_report(rank_files, has_kernels=bool(gpu))
+        except ImportError as error:
+            print(f"trace-report: HTA is not installed here ({error}); scripts/trace-report sets it up", file=sys.stderr)
+            return 1
+    print_report(merged, record, breakdown, alignment, verdict, gpu, hta)
+    if args.svg:
+        from trace_timeline import draw_timeline  # beside this file
+        write_whole(args.svg, draw_timeline(merged))
+    if args.json:
+        figures = {"row": merged["ddpbench"]["row"], "ranks": breakdown, "steps": alignment, "straggler": verdict,
+                   "gpu": gpu,
+                   "hta_ranks": hta["ranks"] if hta else None}
+        write_whole(args.json, json.dumps(figures, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
