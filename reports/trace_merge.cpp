@@ -1,6 +1,7 @@
 #include "reports/trace_merge.hpp"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -8,6 +9,7 @@
 #include "harness/base/gzip.hpp"
 #include "harness/base/input_error.hpp"
 #include "harness/base/statistics.hpp"
+#include "harness/base/units.hpp"
 #include "harness/base/whole_integer.hpp"
 #include "harness/base/text_file.hpp"
 
@@ -17,6 +19,11 @@ namespace {
 using nlohmann::json;
 
 constexpr const char* kStepPrefix = "ProfilerStep#";
+// No traced range lasts a day: a longer one is an edited file's.
+constexpr double kLongestRangeUs = 24.0 * 3600 * 1e6;
+// Ranks named as one host whose barrier marks differ by more than this (median over the rounds)
+// do not share a clock: hosts that share a name, aligned as different hosts.
+constexpr double kOneClockUs = 1000;
 // Flow ids (CPU op to kernel) are unique within one rank's trace only.
 constexpr double kFlowIdsPerRank = 1e12;
 
@@ -39,8 +46,8 @@ void prove_events(RankTrace& t, const RunResult& row, const std::string& where) 
     if (e.value("ph", json()) != json("X")) continue;
     const json ts = e.value("ts", json()), dur = e.value("dur", json());
     if (!ts.is_number() || !dur.is_number() || !std::isfinite(ts.get<double>()) || !std::isfinite(dur.get<double>()) ||
-        dur.get<double>() < 0) {
-      throw InputError(at + " is a range without a time and a length of zero or more (ts " + ts.dump() + ", dur " +
+        dur.get<double>() < 0 || dur.get<double>() > kLongestRangeUs) {
+      throw InputError(at + " is a range without a time and a length from zero to a day (ts " + ts.dump() + ", dur " +
                        dur.dump() + ")");
     }
     const json name = e.value("name", json());
@@ -126,28 +133,29 @@ std::map<int64_t, int64_t> process_ids(const json& events, int64_t rank) {
   return ids;
 }
 
-// How far rank `r`'s times move: from its file's base onto the common one (`base_offset_us`),
-// then, across hosts, from its clock onto rank 0's at the clock-sync mark (`shift_us`).
+// How far a rank's times move: from its file's base onto the common one (`base_offset_us`), then,
+// for a host other than rank 0's, onto rank 0's clock (`shift_us`, the same for every rank of
+// that host: they share its clock).
 struct ClockOffsets {
   double base_offset_us = 0;
   double shift_us = 0;
 };
 
-ClockOffsets clock_offsets(const std::vector<RankTrace>& ranks, std::size_t r, int64_t base_ns, bool one_host) {
-  const RankTrace& t = ranks[r];
-  ClockOffsets o;
-  o.base_offset_us = static_cast<double>(t.base_ns - base_ns) / 1e3;
-  if (!one_host) {
-    // Each round's difference is the clocks' offset plus how much later one rank left that
-    // barrier than the other: the median keeps a round where one waited for its core out.
-    const double rank0_base_us = static_cast<double>(ranks.front().base_ns - base_ns) / 1e3;
-    std::vector<double> differences;
+// The median, over the clock-sync rounds and over the ranks `counted`, of how far rank 0's marks
+// are ahead of theirs: their clock's offset, plus how much later one rank left each barrier than
+// the other, which the median keeps small where one rank waited for its core.
+double offset_us(const std::vector<RankTrace>& ranks, int64_t base_ns, const std::function<bool(const RankTrace&)>& counted) {
+  const auto on_common_base = [&](const RankTrace& t, std::size_t k) {
+    return t.sync_us[k] + static_cast<double>(t.base_ns - base_ns) / 1e3;
+  };
+  std::vector<double> differences;
+  for (const RankTrace& t : ranks) {
+    if (!counted(t)) continue;
     for (std::size_t k = 0; k < t.sync_us.size(); ++k) {
-      differences.push_back((ranks.front().sync_us[k] + rank0_base_us) - (t.sync_us[k] + o.base_offset_us));
+      differences.push_back(on_common_base(ranks.front(), k) - on_common_base(t, k));
     }
-    o.shift_us = median(differences);
   }
-  return o;
+  return median(differences);
 }
 
 // Rank `r`'s events onto `events`: merged process ids, times and flow ids, its processes named.
@@ -184,16 +192,40 @@ MergedTrace merge_row_traces(const RunResult& row, const std::filesystem::path& 
   MergedTrace merged;
   int64_t base_ns = ranks.front().base_ns;
   for (const auto& t : ranks) base_ns = std::min(base_ns, t.base_ns);
-  bool one_host = true;
-  for (const auto& t : ranks) one_host = one_host && t.host == ranks.front().host;
-  merged.clock = one_host ? "one host (" + ranks.front().host + "): every rank's own clock, which they share"
-                          : "hosts differ: each rank shifted so that its clock-sync mark, just after a barrier, "
-                            "falls at rank 0's (within the barrier's exit skew, about one network latency)";
+  // Each host's clock onto rank 0's: none for rank 0's own host, unless its ranks' marks say
+  // they do not share one (hosts of one name), which is then said.
+  std::map<std::string, double> shift_of_host;
+  std::vector<std::string> hosts_named_alike;
+  for (auto& t : ranks) {
+    const auto just_this = [&](const RankTrace& other) { return &other == &t; };
+    if (t.host != ranks.front().host || std::abs(offset_us(ranks, base_ns, just_this)) <= kOneClockUs) continue;
+    hosts_named_alike.push_back("rank " + std::to_string(&t - ranks.data()));
+    t.host += " (rank " + std::to_string(&t - ranks.data()) + ")";
+  }
+  for (const auto& t : ranks) {
+    if (!shift_of_host.contains(t.host)) {
+      const auto of_host = [&](const RankTrace& other) { return other.host == t.host; };
+      shift_of_host[t.host] = t.host == ranks.front().host ? 0.0 : offset_us(ranks, base_ns, of_host);
+    }
+  }
+  merged.clock = shift_of_host.size() == 1
+                     ? "one host (" + ranks.front().host + "): every rank's own clock, which they share"
+                     : std::to_string(shift_of_host.size()) +
+                           " hosts: each host's ranks shifted onto rank 0's clock by the median, over " +
+                           std::to_string(kClockSyncRounds) +
+                           " barriers and the host's ranks, of their clock-sync marks' distance from rank 0's "
+                           "(within the barriers' exit skew, a fraction of a millisecond)";
+  if (!hosts_named_alike.empty()) {
+    std::string who;
+    for (const auto& r : hosts_named_alike) who += (who.empty() ? "" : ", ") + r;
+    merged.clock += "; " + who + " named rank 0's host but kept another clock (more than " +
+                    format_fixed(kOneClockUs / 1e3, 1) + " ms apart at the barriers): aligned as another host";
+  }
   json events = json::array();
   json ranks_json = json::array();
   for (int64_t r = 0; r < row.world_size; ++r) {
     const RankTrace& t = ranks[static_cast<std::size_t>(r)];
-    const ClockOffsets o = clock_offsets(ranks, static_cast<std::size_t>(r), base_ns, one_host);
+    const ClockOffsets o{static_cast<double>(t.base_ns - base_ns) / 1e3, shift_of_host.at(t.host)};
     append_rank_events(events, t, r, o.base_offset_us + o.shift_us);
     merged.ranks.push_back({r, t.host, t.file, static_cast<int64_t>(t.doc.at("traceEvents").size()), o.shift_us});
     ranks_json.push_back({{"rank", r}, {"host", t.host}, {"file", t.file}, {"shift_us", o.shift_us}});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <regex>
 
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
@@ -89,6 +90,15 @@ int trace_command(const TraceCommand& command) {
     if (out.lexically_normal() == input.lexically_normal() || std::filesystem::equivalent(out, input, same_error)) {
       throw InputError("--out '" + out.string() + "': it is one of the files the merge reads");
     }
+  }
+  // Nor another row's: a rank's trace, or any file but an earlier merged trace.
+  static const std::regex rank_trace(R"(.*\.rank[0-9]+\.trace\.json(\.gz)?)");
+  if (std::regex_match(out.filename().string(), rank_trace)) {
+    throw InputError("--out '" + out.string() + "': a rank's trace (of this row or another): give another path");
+  }
+  if (std::filesystem::exists(out) && !out.filename().string().ends_with(".merged.trace.json")) {
+    throw InputError("--out '" + out.string() + "' exists and is no merged trace (NAME.merged.trace.json): give a "
+                     "new path");
   }
   require_writable(out, "--out");
   const MergedTrace merged = merge_row_traces(row, folder);

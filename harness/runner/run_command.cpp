@@ -83,6 +83,20 @@ void check_step_and_rank_targets(const RunConfig& config, int64_t world) {
   }
 }
 
+// Every rank's trace name beside --out can be written (ranks ddpbench starts here share this
+// folder): a rank that cannot would fail the row after all its training. Ranks of another
+// launcher each check their own (StepTrace).
+void check_trace_files(const RunConfig& config, int64_t world) {
+  if (!trace_step_range(config) || config.out.empty()) return;
+  const std::filesystem::path result_file = std::filesystem::absolute(config.out);
+  for (int64_t rank = 0; rank < world; ++rank) {
+    const std::string name = trace_file_name(result_file, rank);
+    for (const std::string& file : {name, name + ".gz"}) {
+      require_writable(result_file.parent_path() / file, "--trace-steps (rank " + std::to_string(rank) + "'s trace)");
+    }
+  }
+}
+
 // 0 ok or skipped, 1 failed, 130/143 stopped by SIGINT/SIGTERM.
 int exit_code_of(const RunResult& result) {
   if (result.status == RunStatus::interrupted) {
@@ -410,6 +424,7 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   }
   const auto env = strategy.distributed && !starts_ranks ? rank_environment_from_process() : std::nullopt;
   check_step_and_rank_targets(config, env ? env->world_size : (starts_ranks ? config.nproc : 1));
+  if (!env) check_trace_files(config, starts_ranks ? config.nproc : 1);
   if (strategy.preflight) {
     if (auto reason = strategy.preflight(strategy_options(config))) {
       if (env && env->rank != 0) return 0;  // rank 0 reports the skipped row

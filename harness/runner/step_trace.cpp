@@ -86,9 +86,12 @@ StepTrace::StepTrace(const RunConfig& config, const DistContext& dist)
   if (result_file.empty()) {
     throw InputError("--trace-steps: the traces are written beside the row's JSON; give --out FILE.json");
   }
-  // A rank that cannot write its trace would fail the row after all its training.
-  require_writable(result_file.parent_path() / ("." + trace_file_name(result_file, dist.rank) + ".partial"),
-                   "--trace-steps (this rank's trace, beside --out)");
+  // A rank that cannot write its trace would fail the row after all its training: its folder,
+  // and each name it may write (a folder in its way included), are proven now.
+  const std::string name = trace_file_name(result_file, dist.rank);
+  for (const std::string& file : {name, name + ".gz"}) {
+    require_writable(result_file.parent_path() / file, "--trace-steps (this rank's trace, beside --out)");
+  }
   std::set<ActivityType> activities{ActivityType::CPU};
   if (dist.device.is_cuda()) activities.insert(ActivityType::CUDA);
   kineto::prepareProfiler(ProfilerConfig(ProfilerState::KINETO), activities);

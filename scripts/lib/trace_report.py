@@ -8,9 +8,11 @@ and, on a GPU, the kernels, and hands the per-rank files to Holistic Trace Analy
   before backward's last gradient was ready (hidden under backward's own work: the
   communication/computation overlap);
 - per step, how late each rank reached the points where the ranks meet (collectives, bucket
-  launches, the step's end) behind the first there, on one clock; and the straggler verdict:
-  a rank latest by 10 % of the step in more steps than chance gives it (one-sided binomial,
-  p below 0.05: the row's own rule), else none;
+  launches, the step's end) behind the first there, on one clock: where a straggler shows. The
+  straggler verdict itself is the row's own (the runner's, over every untraced steady step,
+  from each rank's own time with its waits left out), printed beside it: a few traced steps'
+  arrival times are too noisy to judge on (a rank slowed 3x was latest in as few as 1 of 6
+  steps on a loaded 2-core machine);
 - on a GPU: kernels per step, the GPU's busy fraction and its largest idle gaps, and HTA's
   temporal breakdown, overlap, idle-time and kernel-launch analyses. HTA's analyses read GPU
   kernels; on a CPU trace the report says so instead of running them.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import io
 import math
+import re
 import json
 import os
 import subprocess
@@ -38,10 +41,6 @@ STEP_PREFIX = "ProfilerStep#"
 BUCKET_PREFIX = "allreduce bucket "
 COLLECTIVE_PREFIXES = ("gloo:", "nccl:")  # c10d's record_function names for its collectives
 PIDS_PER_RANK = 100  # reports/trace_merge.hpp: kPidsPerRank
-# The row's straggler rule (reports/run_result.hpp): a rank later than this share of the step
-# at the ranks' meeting points, in more steps than chance gives it at this level.
-HELD_FRACTION = 0.10
-STRAGGLER_ALPHA = 0.05
 LAST_GRADIENT = "last gradient ready"  # strategies/bucket_allreduce_hook.cpp's mark
 HTA_ANALYSES = ("temporal breakdown", "comm/comp overlap", "idle time", "kernel launches")
 
@@ -187,11 +186,6 @@ def rank_breakdown(steps: dict[int, list[Step]]) -> list[dict[str, Any]]:
     return rows
 
 
-def binomial_upper_tail(k: int, n: int, p: float) -> float:
-    """P(X >= k) for X ~ Binomial(n, p)."""
-    return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k, n + 1))
-
-
 def step_alignment(steps: dict[int, list[Step]]) -> list[dict[str, Any]]:
     """Per step, on the one clock: how late each rank reached the points where the ranks meet (its
     bucket launches, its step's end) behind the first rank there, and the rank latest: the one the
@@ -225,23 +219,10 @@ def step_alignment(steps: dict[int, list[Step]]) -> list[dict[str, Any]]:
     return rows
 
 
-def straggler_verdict(alignment: list[dict[str, Any]], world: int) -> dict[str, Any]:
-    """The rank latest by HELD_FRACTION of the step in more steps than chance gives one of `world`
-    ranks (one-sided binomial below STRAGGLER_ALPHA), or none, with why."""
-    n = len(alignment)
-    if world < 2 or n == 0:
-        return {"rank": None, "why": "no ranks to compare"}
-    held = [row["latest_rank"] for row in alignment if row["late_fraction"] >= HELD_FRACTION]
-    best = max(sorted(set(held)), key=held.count) if held else None
-    k = held.count(best) if best is not None else 0
-    p = binomial_upper_tail(k, n, 1 / world) if k else 1.0
-    if best is not None and p < STRAGGLER_ALPHA:
-        return {"rank": best, "steps": k, "of": n, "p": p, "why": ""}
-    least = next((m for m in range(1, n + 1) if binomial_upper_tail(m, n, 1 / world) < STRAGGLER_ALPHA), None)
-    why = (f"no rank was latest by {100 * HELD_FRACTION:.0f} % of the step in more of the {n} steps than chance "
-           f"(the most: {k})" if least is not None else
-           f"{n} traced steps cannot name one of {world} ranks beyond chance: trace more steps")
-    return {"rank": None, "steps": k, "of": n, "p": p, "why": why}
+def row_straggler(row: dict[str, Any]) -> dict[str, Any]:
+    """The row's own straggler verdict (reports/run_result.hpp), as its JSON states it."""
+    return {key: row.get(key) for key in ("straggler", "slowest_rank", "rank_spread", "straggler_cause",
+                                          "straggler_steps", "straggler_of_steps", "straggler_p")}
 
 
 def gpu_figures(steps: dict[int, list[Step]]) -> list[dict[str, Any]]:
@@ -322,11 +303,16 @@ def print_report(merged: dict[str, Any], record: dict[str, Any], breakdown: list
                           for r in row["start_ms"])
         print(f"  step {row['step']}: {cells}; latest: rank {row['latest_rank']} "
               f"({100 * row['late_fraction']:.0f} % of the step)")
-    if verdict["rank"] is not None:
-        print(f"straggler: rank {verdict['rank']}, the others waited for it by {100 * HELD_FRACTION:.0f} % of the "
-              f"step or more in {verdict['steps']} of {verdict['of']} steps (p = {verdict['p']:.3g})")
+    print("(lateness is where a straggler shows on the timeline; step by step it moves with noise)")
+    spread = verdict.get("rank_spread")
+    spread_text = f"{spread:.2f}x" if isinstance(spread, (int, float)) else "not measured"
+    if verdict.get("straggler"):
+        print(f"straggler (the row's verdict, over its untraced steady steps): rank {verdict['slowest_rank']}, its "
+              f"own time {spread_text} the fastest rank's ({verdict['straggler_cause']}), the slowest in "
+              f"{verdict['straggler_steps']} of {verdict['straggler_of_steps']} steps")
     else:
-        print(f"straggler: none ({verdict['why']})")
+        print(f"straggler (the row's verdict, over its untraced steady steps): none (slowest rank's own time "
+              f"{spread_text} the fastest's)")
     if gpu:
         print("\nGPU kernels of the traced steps:")
         for row in gpu:
@@ -347,15 +333,38 @@ def same_file(a: str | Path, b: str | Path) -> bool:
     return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
 
 
+RANK_TRACE = re.compile(r".*\.rank[0-9]+\.trace\.json(\.gz)?$")
+
+
+def written_here(path: str) -> bool:
+    """An earlier output of this report: a figures file (--json) or a timeline (--svg)."""
+    try:
+        with open(path, "rb") as existing:
+            head = existing.read(1 << 16)
+    except OSError:
+        return False
+    if head.startswith(b"<svg"):
+        return True
+    try:
+        return set(json.loads(head)) >= {"row", "ranks", "steps", "gpu"}
+    except (ValueError, TypeError):
+        return False
+
+
 def output_problem(outputs: list[str | None], inputs: list[Path]) -> str | None:
     """What is wrong with writing `outputs`: one names a file the report read (the row's JSON, a
-    rank's trace: `ddpbench trace --out` refuses the same), both name one file, or a folder that
+    rank's trace: `ddpbench trace --out` refuses the same), a rank's trace of another row, or an
+    existing file that is no earlier output of this report; both name one file; or a folder
     cannot take it. None when they can be written."""
     given = [o for o in outputs if o]
     for out in given:
         for read in inputs:
             if same_file(out, read):
                 return f"'{out}' is one of the files the report reads ({read.name}): give another path"
+        if RANK_TRACE.match(Path(out).name):
+            return f"'{out}' is a rank's trace (of this row or another): give another path"
+        if os.path.lexists(out) and not (os.path.isfile(out) and written_here(out)):
+            return f"'{out}' exists and is no earlier output of this report: give a new path"
         folder = Path(out).resolve().parent
         if Path(out).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
             return f"'{out}' cannot be written (a folder, or a folder that is missing or read-only)"
@@ -390,14 +399,15 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(done.stderr)
             return done.returncode
         merged = json.loads(merged_path.read_text())
-    # `ddpbench trace` proved the file: its traced row's record is read back as it is.
+    # `ddpbench trace` proved the file: its traced row is read back as it is.
     info = merged["ddpbench"]
-    record = next(r["trace"] for r in json.loads(Path(args.results).read_text())["runs"]
-                  if r.get("trace") and (r.get("name"), r.get("mode", ""), r.get("repetition", 0)) ==
-                  (info["row"], info["mode"], info["repetition"]))
+    row = next(r for r in json.loads(Path(args.results).read_text())["runs"]
+               if r.get("trace") and (r.get("name"), r.get("mode", ""), r.get("repetition", 0)) ==
+               (info["row"], info["mode"], info["repetition"]))
+    record = row["trace"]
     steps = read_steps(merged)
     breakdown, alignment, gpu = rank_breakdown(steps), step_alignment(steps), gpu_figures(steps)
-    verdict = straggler_verdict(alignment, len(merged["ddpbench"]["ranks"]))
+    verdict = row_straggler(row)
     folder = Path(merged["ddpbench"]["folder"])  # where `ddpbench trace` found them
     rank_files = [folder / r["file"] for r in merged["ddpbench"]["ranks"]]
     if problem := output_problem([args.json, args.svg], [Path(args.results), *rank_files]):
