@@ -35,6 +35,13 @@ using torch::profiler::impl::ActivityType;
 using torch::profiler::impl::ProfilerConfig;
 using torch::profiler::impl::ProfilerState;
 
+// CPU ops always; CUDA kernels, copies and runtime calls (CUPTI) where the row runs on a GPU.
+std::set<ActivityType> activities(const c10::Device& device) {
+  std::set<ActivityType> kinds{ActivityType::CPU};
+  if (device.is_cuda()) kinds.insert(ActivityType::CUDA);
+  return kinds;
+}
+
 std::string steps_text(const std::pair<int64_t, int64_t>& range) {
   return std::to_string(range.first) + ":" + std::to_string(range.second);
 }
@@ -92,9 +99,7 @@ StepTrace::StepTrace(const RunConfig& config, const DistContext& dist)
   for (const std::string& file : {name, name + ".gz"}) {
     require_writable(result_file.parent_path() / file, "--trace-steps (this rank's trace, beside --out)");
   }
-  std::set<ActivityType> activities{ActivityType::CPU};
-  if (dist.device.is_cuda()) activities.insert(ActivityType::CUDA);
-  kineto::prepareProfiler(ProfilerConfig(ProfilerState::KINETO), activities);
+  kineto::prepareProfiler(ProfilerConfig(ProfilerState::KINETO), activities(dist.device));
 }
 
 StepTrace::~StepTrace() {
@@ -125,12 +130,9 @@ void StepTrace::align_ranks(const char* why) const {
   synchronize(dist_.device);
 }
 
-
 void StepTrace::start() {
   const auto started = Clock::now();
-  std::set<ActivityType> activities{ActivityType::CPU};
-  if (dist_.device.is_cuda()) activities.insert(ActivityType::CUDA);
-  kineto::enableProfiler(ProfilerConfig(ProfilerState::KINETO), activities);
+  kineto::enableProfiler(ProfilerConfig(ProfilerState::KINETO), activities(dist_.device));
   running_ = true;
   // Holistic Trace Analysis finds a trace's rank with the pattern "rank":<space><digits>, as
   // Python's json.dumps writes torch.profiler's distributedInfo: written so here.
