@@ -189,6 +189,7 @@ TEST(TraceMerge, ATraceHoldingWhatNoRunWritesIsBadInput) {
   EXPECT_NO_THROW(merge_row_traces(f.row, f.dir.path()));
   const std::vector<std::function<void(json&)>> edits = {
       [&](json& d) { find(d, "ProfilerStep#4")["dur"] = -5000; },
+      [&](json& d) { find(d, "ProfilerStep#4")["dur"] = 1e15; },  // a step of 31 years
       [&](json& d) { find(d, "ProfilerStep#4")["ts"] = "soon"; },
       [&](json& d) { find(d, "aten::mm").erase("dur"); },
       [&](json& d) { find(d, "ProfilerStep#4")["name"] = "ProfilerStep#x"; },

@@ -217,6 +217,13 @@ class BadInputTest(unittest.TestCase):
                 done = subprocess.run([BINARY, "trace", str(results), "--out", str(out)], capture_output=True, text=True)
                 self.assertEqual(done.returncode, 2, done.stderr)
             self.assertEqual(results.read_bytes(), before)
+            # A result file may itself be named as merged traces are: still never the output.
+            odd = Path(folder) / "odd.merged.trace.json"
+            subprocess.run([BINARY, *ROW, "--out", str(odd)], capture_output=True, check=True, timeout=300)
+            odd_before = odd.read_bytes()
+            done = subprocess.run([BINARY, "trace", str(odd), "--out", str(odd)], capture_output=True, text=True)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            self.assertEqual(odd.read_bytes(), odd_before)
             self.assertEqual((Path(folder) / "user.txt").read_text(), "a user's file")
             self.assertFalse((Path(folder) / "other.rank0.trace.json").exists())
             with open(Path(folder) / "row.rank1.trace.json", "a") as tampered:
