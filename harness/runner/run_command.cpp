@@ -83,18 +83,11 @@ void check_step_and_rank_targets(const RunConfig& config, int64_t world) {
   }
 }
 
-// Every rank's trace name beside --out can be written (ranks ddpbench starts here share this
-// folder): a rank that cannot would fail the row after all its training. Ranks of another
-// launcher each check their own (StepTrace).
+// Every rank's trace beside --out can be written (ranks ddpbench starts here share this folder),
+// before any rank starts. Ranks of another launcher each check their own (StepTrace).
 void check_trace_files(const RunConfig& config, int64_t world) {
   if (!trace_step_range(config) || config.out.empty()) return;
-  const std::filesystem::path result_file = std::filesystem::absolute(config.out);
-  for (int64_t rank = 0; rank < world; ++rank) {
-    const std::string name = trace_file_name(result_file, rank);
-    for (const std::string& file : {name, name + ".gz"}) {
-      require_writable(result_file.parent_path() / file, "--trace-steps (rank " + std::to_string(rank) + "'s trace)");
-    }
-  }
+  for (int64_t rank = 0; rank < world; ++rank) require_trace_writable(std::filesystem::absolute(config.out), rank);
 }
 
 // 0 ok or skipped, 1 failed, 130/143 stopped by SIGINT/SIGTERM.
@@ -340,8 +333,6 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   options.args.assign(argv.begin() + 1, argv.end());
   options.args.insert(options.args.end(), {"--out", rank0_result.string()});
   options.nproc = config.nproc;
-  const std::filesystem::path folder = row_folder(config);
-  if (!folder.empty()) options.env.push_back("DDPBENCH_ROW_DIR=" + folder.string());
   if (const auto file = row_file(config); !file.empty()) options.env.push_back("DDPBENCH_ROW_FILE=" + file.string());
 
   const RunResult result = [&] {
@@ -382,7 +373,7 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
     if (outcome.failure) {
       return failed(failure_reason(*outcome.failure, outcome.failed_rank, rank0_result, watch.verdict(),
                                    static_cast<double>(config.timeout_s)) +
-                    flight_recorder_dumps(flight_recorder_prefix(config, folder)));
+                    flight_recorder_dumps(flight_recorder_prefix(config, row_folder(config))));
     }
     try {
       RunResult ranks_result = read_result_file(rank0_result).runs.at(0);

@@ -547,7 +547,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   result = assemble_result(config, dist.world_size, std::move(m));
   turns.record(result);
   if (trace_record.traced()) {
-    add_step_times(trace_record, result.step_records, steady_steps(result.step_records, config), config.warmup_steps);
+    add_step_times(trace_record, result.step_records, result.step_time_s.p50, config.warmup_steps);
     result.trace = std::move(trace_record);
   }
   result.strategy_details = strategy->details();

@@ -48,12 +48,6 @@ std::string steps_text(const std::pair<int64_t, int64_t>& range) {
 
 }  // namespace
 
-std::filesystem::path row_folder(const RunConfig& config) {
-  if (const char* dir = std::getenv("DDPBENCH_ROW_DIR"); dir != nullptr && *dir != '\0') return dir;
-  if (config.out.empty()) return {};
-  return std::filesystem::absolute(config.out).parent_path();
-}
-
 std::filesystem::path row_file(const RunConfig& config) {
   // Only ranks that ddpbench launched (their --out is its scratch file) take the launcher's.
   const char* launched = std::getenv("DDPBENCH_LAUNCHED");
@@ -63,9 +57,21 @@ std::filesystem::path row_file(const RunConfig& config) {
   return std::filesystem::absolute(config.out);
 }
 
+std::filesystem::path row_folder(const RunConfig& config) {
+  const std::filesystem::path file = row_file(config);
+  return file.empty() ? file : file.parent_path();
+}
+
 std::string trace_file_name(const std::filesystem::path& result_file, int64_t rank) {
   const std::string stem = result_file.extension() == ".json" ? result_file.stem().string() : result_file.filename().string();
   return stem + ".rank" + std::to_string(rank) + ".trace.json";
+}
+
+void require_trace_writable(const std::filesystem::path& result_file, int64_t rank) {
+  const std::string name = trace_file_name(result_file, rank);
+  for (const std::string& file : {name, name + ".gz"}) {
+    require_writable(result_file.parent_path() / file, "--trace-steps (rank " + std::to_string(rank) + "'s trace)");
+  }
 }
 
 void check_trace_steps(const RunConfig& config, int64_t row_steps) {
@@ -93,12 +99,7 @@ StepTrace::StepTrace(const RunConfig& config, const DistContext& dist)
   if (result_file.empty()) {
     throw InputError("--trace-steps: the traces are written beside the row's JSON; give --out FILE.json");
   }
-  // A rank that cannot write its trace would fail the row after all its training: its folder,
-  // and each name it may write (a folder in its way included), are proven now.
-  const std::string name = trace_file_name(result_file, dist.rank);
-  for (const std::string& file : {name, name + ".gz"}) {
-    require_writable(result_file.parent_path() / file, "--trace-steps (this rank's trace, beside --out)");
-  }
+  require_trace_writable(result_file, dist.rank);
   kineto::prepareProfiler(ProfilerConfig(ProfilerState::KINETO), activities(dist.device));
 }
 
@@ -221,7 +222,7 @@ TraceRecord StepTrace::save() {
   return record;
 }
 
-void add_step_times(TraceRecord& trace, const std::vector<StepRecord>& steps, const std::vector<StepRecord>& steady,
+void add_step_times(TraceRecord& trace, const std::vector<StepRecord>& steps, double untraced_p50_s,
                     int64_t warmup_steps) {
   // Warm-up steps are slow for reasons of their own: beside steady ones they are no profiler's cost.
   std::vector<double> traced;
@@ -229,10 +230,8 @@ void add_step_times(TraceRecord& trace, const std::vector<StepRecord>& steps, co
     const auto step = static_cast<int64_t>(i);
     if (step >= std::max(trace.first_step, warmup_steps) && step <= trace.last_step) traced.push_back(steps[i].time_s);
   }
-  std::vector<double> untraced;
-  for (const auto& step : steady) untraced.push_back(step.time_s);
   if (!traced.empty()) trace.traced_step_time_s = quantiles(traced).p50;
-  if (!untraced.empty()) trace.untraced_step_time_s = quantiles(untraced).p50;
+  trace.untraced_step_time_s = untraced_p50_s;
 }
 
 }  // namespace ddpbench

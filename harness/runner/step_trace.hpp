@@ -27,17 +27,21 @@ namespace ddpbench {
 /// A trace larger than this is written gzipped (NAME.trace.json.gz), which Perfetto and HTA read.
 inline constexpr std::uintmax_t kGzipAboveBytes = 32u << 20;
 
-/// The folder a row's files go to: the launcher's row folder for ranks it started, else the
-/// folder of --out; empty when the row writes no file.
-std::filesystem::path row_folder(const RunConfig& config);
-
-/// The row's result file as the user named it (--out; for ranks ddpbench launched, the
-/// launcher's), absolute; empty when the row writes none.
+/// The row's result file as the user named it (--out; for ranks ddpbench launched, whose --out is
+/// its scratch file, the launcher's), absolute; empty when the row writes none.
 std::filesystem::path row_file(const RunConfig& config);
+
+/// The folder a row's files go to: row_file's; empty when the row writes no file.
+std::filesystem::path row_folder(const RunConfig& config);
 
 /// Rank `rank`'s trace beside `result_file` (ROW.json: ROW.rank<N>.trace.json, before any gzip):
 /// named after the result file, so that rows and repetitions sharing a folder keep their own.
 std::string trace_file_name(const std::filesystem::path& result_file, int64_t rank);
+
+/// Throws InputError unless rank `rank`'s trace beside `result_file` can be written under either
+/// name it may take (plain or gzipped; a folder in its way included): a rank that cannot would
+/// fail the row after all its training.
+void require_trace_writable(const std::filesystem::path& result_file, int64_t rank);
 
 /// Throws InputError unless --trace-steps lies within the row's `row_steps` steps and leaves a
 /// steady step untraced (or the row has none past warm-up to leave).
@@ -80,10 +84,10 @@ class StepTrace {
   std::unique_ptr<torch::autograd::profiler::ProfilerResult> trace_;
 };
 
-/// Fills the trace's step times from rank 0's `steps` (all of them, in order) and `steady` (the
-/// steady steps, the traced ones left out): the traced steps' median over those past warm-up
-/// alone (not measured when the trace holds warm-up steps only).
-void add_step_times(TraceRecord& trace, const std::vector<StepRecord>& steps, const std::vector<StepRecord>& steady,
+/// Fills the trace's step times: the median of rank 0's traced `steps` (all steps, in order) past
+/// warm-up alone (not measured when the trace holds warm-up steps only), and beside it the row's
+/// steady median (`untraced_p50_s`: its steady steps leave the traced ones out).
+void add_step_times(TraceRecord& trace, const std::vector<StepRecord>& steps, double untraced_p50_s,
                     int64_t warmup_steps);
 
 }  // namespace ddpbench

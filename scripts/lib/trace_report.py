@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import math
 import re
 import json
 import os

@@ -8,12 +8,11 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-PHASE_COLOURS = {"data": "#9e9e9e", "forward": "#4e79a7", "backward": "#f28e2b", "comm": "#e15759",
-                 "optimizer": "#59a14f"}
+from trace_report import BUCKET_PREFIX, PHASES, PIDS_PER_RANK, STEP_PREFIX  # beside this file
+
+PHASE_COLOURS = dict(zip(PHASES, ("#9e9e9e", "#4e79a7", "#f28e2b", "#e15759", "#59a14f")))
 BUCKET_COLOUR = "#b07aa1"
 KERNEL_COLOUR = "#76b7b2"
-STEP_PREFIX = "ProfilerStep#"
-PIDS_PER_RANK = 100
 WIDTH, LEFT, LANE, GAP = 1200, 90, 18, 14
 
 
@@ -42,7 +41,7 @@ def _rank_band(canvas: _Canvas, events: list[dict], rank: int, top: float, lanes
     for e in mine:
         if e["name"] in PHASE_COLOURS and e.get("cat") == "user_annotation":
             out.append(canvas.rect(e, top, PHASE_COLOURS[e["name"]]))
-        elif e["name"].startswith("allreduce bucket ") and e.get("cat") == "user_annotation":
+        elif e["name"].startswith(BUCKET_PREFIX) and e.get("cat") == "user_annotation":
             out.append(canvas.rect(e, top + LANE, BUCKET_COLOUR))
         elif e.get("cat") == "kernel":
             out.append(canvas.rect(e, top + 2 * LANE, KERNEL_COLOUR))
