@@ -316,6 +316,8 @@ json comparable_config(const json& config) {
   if (c.is_object() && !c.contains("nodes")) c["nodes"] = 1;
   // Files from before --trace-steps traced nothing.
   if (c.is_object() && !c.contains("trace-steps")) c["trace-steps"] = "";
+  // Files from before --cuda-graphs ran eagerly.
+  if (c.is_object() && !c.contains("cuda-graphs")) c["cuda-graphs"] = false;
   return c;
 }
 

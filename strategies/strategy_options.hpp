@@ -36,6 +36,7 @@ struct StrategyOptions {
   int64_t warmup_steps = 0;  // the steps the row's steady figures leave out
   AmpMode amp = AmpMode::off;
   bool channels_last = false;
+  bool cuda_graphs = false;  // the step captured once in a CUDA graph and replayed (cuda_graph_step.hpp)
 
   // ddp: DistributedDataParallel's arguments of the same names
   double bucket_mb = 25;  // bucket_cap_mb

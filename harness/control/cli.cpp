@@ -128,6 +128,9 @@ Command parse_command_line(int argc, const char* const* argv) {
   sweep->add_flag("--reference", sweep_command.reference,
                   "after each row, run PyTorch's own implementation of it (torch-single, torch-dp, torch-ddp) on the "
                   "same data, weights and clock, and report the two side by side");
+  sweep->add_flag("--preload-python,!--no-preload-python", sweep_command.preload_python,
+                  "PyTorch's rows fork their ranks from one Python started for the sweep, torch already imported "
+                  "(default); --no-preload-python: each rank starts its own Python, seconds of imports each");
   sweep->add_option("--launcher", sweep_command.launcher,
                     "local (default): every row on this machine; srun: inside a SLURM allocation (salloc, sbatch), "
                     "each row an srun job step over the allocation's nodes, its ranks spread as the row asks")

@@ -83,6 +83,7 @@ struct SweepCommand {
   std::string gbench_json;       // also write Google Benchmark JSON here
   bool dry_run = false;          // print each row's command, run nothing
   bool reference = false;        // run each row's PyTorch twin right after it
+  bool preload_python = true;    // PyTorch's ranks forked from one Python holding torch (off: each starts its own)
   std::string project;           // a fabric to project the DDP rows to in the reports; empty: none
   std::string launcher = "local";  // local | srun (each row a job step of the SLURM allocation)
   std::vector<std::pair<std::string, std::string>> overrides;  // run options given, in order

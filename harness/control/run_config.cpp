@@ -96,6 +96,27 @@ std::optional<std::string> pytorch_lacks(const RunConfig& config) {
   return std::nullopt;
 }
 
+namespace {
+
+// What a captured step cannot hold is refused before any work: the graph replays device work
+// only, so anything the host decides or does inside a step would run once, at the capture.
+void validate_cuda_graphs(const RunConfig& c) {
+  require(c.strategy == "single" || c.strategy == "torch-single",
+          "--cuda-graphs captures the one-device step of --strategy single (and torch-single); --strategy " +
+              c.strategy + " reduces or scatters from the host inside each step, which a graph does not replay");
+  require(c.device != "cpu", "--cuda-graphs needs a GPU (--device cpu): CUDA graphs replay device work");
+  require(c.amp != AmpMode::fp16,
+          "--cuda-graphs with --amp fp16: the loss scaler's overflow check and scale update are not captured here; "
+          "use --amp bf16, which needs no scaler");
+  require(c.inject_slowdown == 0,
+          "--cuda-graphs with --inject-slowdown: the slowdown is host work inside the step, which a replay skips");
+  require(c.warmup_steps >= 4, "--cuda-graphs captures the last warm-up step after at least three eager ones "
+                               "(PyTorch's examples warm up 3): --warmup-steps " +
+                                   std::to_string(c.warmup_steps) + " must be at least 4");
+}
+
+}  // namespace
+
 void validate(const RunConfig& c) {
   require(!c.strategy.empty(), "--strategy must not be empty");
   require(!c.model.empty(), "--model must not be empty");
@@ -146,6 +167,7 @@ void validate(const RunConfig& c) {
   require(c.overlap || c.comm_hook != CommHook::builtin_fp16,
           "--no-overlap holds buckets in ddpbench's own hook, which --comm-hook builtin-fp16 replaces with the "
           "Reducer's; use --comm-hook fp16");
+  if (c.cuda_graphs) validate_cuda_graphs(c);
   profile_step_range(c);
   if (trace_step_range(c)) {
     require(c.profile_steps.empty(),
@@ -180,6 +202,7 @@ StrategyOptions strategy_options(const RunConfig& c) {
   o.warmup_steps = c.warmup_steps;
   o.amp = c.amp;
   o.channels_last = c.channels_last;
+  o.cuda_graphs = c.cuda_graphs;
   o.bucket_mb = c.bucket_mb;
   o.overlap = c.overlap;
   o.sync_bn = c.sync_bn;

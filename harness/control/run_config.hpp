@@ -104,6 +104,7 @@ struct RunConfig {
   bool cudnn_benchmark = false;
   SgdImpl sgd = SgdImpl::loop;
   bool sync_every_step = true;  // read the loss back every step, as the tutorial's loss.item()
+  bool cuda_graphs = false;     // single: the whole step captured in one CUDA graph at the last warm-up step, replayed
   Preset preset = Preset::none; // fast: the best combination of the above (see apply_preset)
 
   // Profiling.

@@ -189,6 +189,9 @@ std::vector<RunOption> make_run_options() {
                           "SGD step: loop (one update per parameter), foreach (multi-tensor), fused (one kernel)"));
   o.push_back(switch_option("sync-every-step", &RunConfig::sync_every_step,
                             "read the loss back every step, as the tutorial did (--no-sync-every-step: once per log interval)"));
+  o.push_back(switch_option("cuda-graphs", &RunConfig::cuda_graphs,
+                            "single on a GPU: capture forward, loss, backward and the optimizer step in one CUDA graph at "
+                            "the last warm-up step and replay it per batch (an epoch's partial last batch runs eagerly)"));
   o.push_back(enum_option("preset", &RunConfig::preset, kPresetNames,
                           "fast: bf16 autocast, channels-last, cuDNN benchmark, device loader, fused SGD, no per-step sync"));
   o.push_back(enum_option("nvtx", &RunConfig::nvtx, kNvtxModeNames,

@@ -567,6 +567,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
           .generic_string();
   if (!rows_href.empty()) document.sweep->rows_href = rows_href;
   document.option_defaults = run_config_to_json(RunConfig{});
+  if (env.before_rows) env.before_rows(plan);
   const auto reporters = default_reporters();
   auto write_reports = [&] {
     for (const auto& reporter : reporters) reporter->write(document, reports_dir / reporter->file_name());

@@ -6,6 +6,7 @@
 // written as soon as the row ends, atomically, and the reports are rewritten after every
 // row, so a killed sweep loses nothing and --resume carries on. No LibTorch.
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,6 +52,8 @@ SweepDefinition read_sweep_file(const std::filesystem::path& path);
 /// the file gives none).
 SweepDefinition parse_sweep_file(std::string_view text, const std::string& source);
 
+struct SweepPlan;
+
 /// What the sweep needs to know of the machine it runs on.
 struct SweepEnvironment {
   int64_t visible_gpus = 0;
@@ -67,6 +70,9 @@ struct SweepEnvironment {
   // The SLURM allocation the sweep runs in (--launcher srun): its nodes, and srun's path.
   std::vector<std::string> allocation_nodes;
   std::string srun;
+  // Called once the plan is made, before its first row runs (never on --dry-run): what the
+  // rows will need ready on this machine (the LibTorch side starts PyTorch's preloaded Python).
+  std::function<void(const SweepPlan&)> before_rows;
 };
 
 /// The SLURM allocation this process runs in, for --launcher srun: its nodes (from

@@ -122,6 +122,11 @@ void check_pytorch_inputs(const RunConfig& config) {
   }
   const std::string python = python_executable();
   const bool resnet = config.model != "tiny";
+  // The sweep's preloaded Python imported them already (or found torchvision missing: then ask).
+  if (const auto modules = preloaded_modules(python);
+      modules && modules->find(resnet ? "torchvision" : "torch") != std::string::npos) {
+    return;
+  }
   ProcessSpec probe;
   probe.label = "python";
   probe.program = python;
@@ -143,6 +148,10 @@ void check_pytorch_inputs(const RunConfig& config) {
                      last_line(run.exits.front().stderr_tail) + "); install them with: " + python +
                      " -m pip install torch==" + TORCH_VERSION + " torchvision==" + DDPBENCH_TORCHVISION_VERSION);
   }
+}
+
+std::unique_ptr<PreloadedPython> preload_pytorch() {
+  return std::make_unique<PreloadedPython>(python_executable(), reference_script());
 }
 
 RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, const c10::Device& device,
@@ -175,7 +184,14 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
   child.label = "rank " + std::to_string(env.rank) + " (pytorch)";
   child.program = python_executable();
   child.args = {reference_script(), spec_file.string()};
-  child.env = environment_with({"RANK=" + std::to_string(env.rank), "WORLD_SIZE=" + std::to_string(env.world_size),
+  if (const std::string server = preloaded_python_socket(child.program); !server.empty()) {
+    const auto client = std::filesystem::path(reference_script()).parent_path() / "rank_client.py";
+    child.args = {"-S", client.string(), server, reference_script(), spec_file.string()};
+  }
+  const double spawned_at_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  child.env = environment_with({"DDPBENCH_RANK_SPAWNED_AT=" + std::to_string(spawned_at_s),
+                                "RANK=" + std::to_string(env.rank), "WORLD_SIZE=" + std::to_string(env.world_size),
                                 "LOCAL_RANK=" + std::to_string(env.local_rank),
                                 "LOCAL_WORLD_SIZE=" + std::to_string(env.local_world_size),
                                 "MASTER_ADDR=" + env.master_addr, "MASTER_PORT=" + std::to_string(env.master_port),

@@ -5,12 +5,14 @@
 // (one per rank, with the rank's variables), relays its stderr, and turns the records it
 // writes into the usual result row.
 #include <chrono>
+#include <memory>
 
 #include <c10/core/Device.h>
 
 #include "harness/base/clock.hpp"
 #include "harness/control/run_config.hpp"
 #include "harness/launch/rank_environment.hpp"
+#include "harness/runner/preloaded_python.hpp"
 #include "reports/run_result.hpp"
 
 namespace ddpbench {
@@ -18,6 +20,10 @@ namespace ddpbench {
 /// Throws InputError before any work when the row cannot be a PyTorch row here: no Python
 /// with torch (or, for the ResNets, torchvision), or an option PyTorch has no equivalent for.
 void check_pytorch_inputs(const RunConfig& config);
+
+/// The sweep's preloaded Python for its PyTorch rows (preloaded_python.hpp), on the Python and
+/// scripts those rows run.
+std::unique_ptr<PreloadedPython> preload_pytorch();
 
 /// This rank of a PyTorch row on `device`; rank 0's result describes the row. A failure of
 /// the Python rank becomes a failed row whose reason is its traceback's last line.

@@ -35,6 +35,7 @@
 #include "models/flop_count.hpp"
 #include "models/layout.hpp"
 #include "models/registry.hpp"
+#include "strategies/cuda_graph_step.hpp"
 #include "strategies/mixed_precision.hpp"
 #include "strategies/sgd.hpp"
 #include "strategies/strategy.hpp"
@@ -379,6 +380,7 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   MixedPrecision precision(config.amp, dist.device);
   const StrategyOptions strategy_opts = strategy_options(config);
   std::unique_ptr<Strategy> strategy = strategy_info.make(strategy_opts);
+  if (config.cuda_graphs) strategy = capture_in_cuda_graph(std::move(strategy), strategy_opts);
   TrainingSetup setup{model, *optimizer, dist, strategy_opts, *timer, precision};
   FaultInjection faults(config, dist.rank, dist.comm.get());
   if (faults.slows(SlowedPhase::forward) || faults.slows(SlowedPhase::backward)) {

@@ -1,9 +1,12 @@
+#include <algorithm>
+
 #include <torch/cuda.h>
 
 #include "harness/control/sweep.hpp"
 #include "harness/runner/build_info.hpp"
 #include "harness/runner/commands.hpp"
 #include "harness/runner/environment.hpp"
+#include "harness/runner/pytorch_rank.hpp"
 #include "strategies/strategy.hpp"
 
 namespace ddpbench {
@@ -21,6 +24,14 @@ int sweep_command(const SweepCommand& command, const std::vector<std::string>& a
   env.machine = capture_environment();
   env.tool_version = build_info().version;
   if (command.launcher == "srun") read_slurm_allocation(env);
+  // PyTorch's rows that run here fork their ranks from one Python that holds torch already.
+  std::unique_ptr<PreloadedPython> preloaded;
+  env.before_rows = [&preloaded, &command](const SweepPlan& plan) {
+    const bool pytorch_here = std::any_of(plan.rows.begin(), plan.rows.end(), [](const PlannedRow& row) {
+      return !row.skip_reason && row.launch.empty() && find_strategy(row.config.strategy).pytorch;
+    });
+    if (pytorch_here && command.preload_python) preloaded = preload_pytorch();
+  };
   return run_sweep(command, argv, env);
 }
 

@@ -241,6 +241,26 @@ def gpu_figures(steps: dict[int, list[Step]]) -> list[dict[str, Any]]:
     return rows
 
 
+HOST_CALLS = ("cpu_op", "cuda_runtime", "cuda_driver")
+
+
+def longest_calls(trace: dict[str, Any], steps: dict[int, list[Step]], rank: int = 0, count: int = 8) -> list[dict]:
+    """Rank `rank`'s host calls inside its traced steps (LibTorch's ops, CUDA runtime and driver
+    calls), by name, the longest in total first: where a slow step's host time went (autotuning,
+    module loading, allocation). Nested ops each count their own span, inner calls included."""
+    spans = [s.span for s in steps.get(rank, [])]
+    totals: dict[str, list[float]] = {}
+    for e in trace["traceEvents"]:
+        if e.get("ph") != "X" or e.get("cat") not in HOST_CALLS or rank_of(e.get("pid")) != rank:
+            continue
+        if any(span.start_us <= e["ts"] <= span.end_us for span in spans):
+            entry = totals.setdefault(e["name"], [0.0, 0])
+            entry[0] += e["dur"]
+            entry[1] += 1
+    ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:count]
+    return [{"name": name, "total_ms": total_us / 1e3, "calls": calls} for name, (total_us, calls) in ranked]
+
+
 def hta_report(rank_files: list[Path], has_kernels: bool) -> dict[str, Any]:
     """HTA over the row's rank files alone (its folder may hold other JSON), its chatter kept out."""
     from hta.trace_analysis import TraceAnalysis  # the HTA environment's; imported only here
@@ -273,7 +293,7 @@ def hta_report(rank_files: list[Path], has_kernels: bool) -> dict[str, Any]:
 
 
 def print_report(merged: dict[str, Any], record: dict[str, Any], breakdown: list[dict], alignment: list[dict],
-                 verdict: dict[str, Any], gpu: list[dict], hta: dict[str, Any] | None) -> None:
+                 verdict: dict[str, Any], gpu: list[dict], hta: dict[str, Any] | None, calls: list[dict]) -> None:
     info = merged["ddpbench"]
     print(f"row {info['row']}: steps {info['first_step']}-{info['last_step']}, {len(info['ranks'])} ranks")
     print(f"clock: {info['clock']}")
@@ -320,6 +340,9 @@ def print_report(merged: dict[str, Any], record: dict[str, Any], breakdown: list
                   f"largest gaps {row['largest_gaps_us']} us")
     else:
         print("\nno GPU kernels in the trace (a CPU row): no kernel counts, busy fraction or gaps")
+    if calls:
+        print("\nlongest host calls in rank 0's traced steps, total (calls): "
+              + "; ".join(f"{c['name']} {c['total_ms']:.1f} ms ({c['calls']})" for c in calls))
     if hta is not None:
         print(f"\nHolistic Trace Analysis: loaded ranks {hta['ranks']}")
         for name, value in hta["analyses"].items():
@@ -419,13 +442,14 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as error:
             print(f"trace-report: HTA is not installed here ({error}); scripts/trace-report sets it up", file=sys.stderr)
             return 1
-    print_report(merged, record, breakdown, alignment, verdict, gpu, hta)
+    calls = longest_calls(merged, steps)
+    print_report(merged, record, breakdown, alignment, verdict, gpu, hta, calls)
     if args.svg:
         from trace_timeline import draw_timeline  # beside this file
         write_whole(args.svg, draw_timeline(merged))
     if args.json:
         figures = {"row": merged["ddpbench"]["row"], "ranks": breakdown, "steps": alignment, "straggler": verdict,
-                   "gpu": gpu,
+                   "gpu": gpu, "longest_host_calls": calls,
                    "hta_ranks": hta["ranks"] if hta else None}
         write_whole(args.json, json.dumps(figures, indent=1))
     return 0

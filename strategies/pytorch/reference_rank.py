@@ -16,6 +16,7 @@ import json
 import os
 import resource
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cifar_data  # noqa: E402
 import models  # noqa: E402
+from graphed_step import GraphedStep  # noqa: E402
 from lockstep_turns import LockstepTurns  # noqa: E402
 from step_clock import StepClock  # noqa: E402
 from training import Row, StopRequest, Trainer  # noqa: E402
@@ -153,6 +155,11 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     test = cifar_data.read_records(spec["test_files"])
     sampler = torch.utils.data.DistributedSampler(range(train.labels.numel()), num_replicas=world, rank=rank,
                                                   shuffle=True, seed=row["seed"], drop_last=False)
+    # Start-up: from ddpbench starting this rank to its first step (Python, imports, data, model).
+    details["python"] = ("forked from the sweep's preloaded Python" if os.environ.get("DDPBENCH_PYTORCH_FORKED")
+                         else "a Python of its own")
+    if os.environ.get("DDPBENCH_RANK_SPAWNED_AT"):
+        details["start_up_s"] = time.time() - float(os.environ["DDPBENCH_RANK_SPAWNED_AT"])
     emit_nvtx = torch.autograd.profiler.emit_nvtx() if row["nvtx"] == "ops" and device.type == "cuda" else None
     with clock.range(f"row {row['name'] or strategy}"):
         if emit_nvtx:
@@ -167,6 +174,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         trainer.evaluate(test, wrapped, measured)
     if trainer.scaler is not None:
         details["loss_scale"] = float(trainer.scaler.get_scale())
+    if isinstance(trainer.train_step, GraphedStep):
+        details["cuda_graphs"] = trainer.train_step.details()
     if rank == 0 and row["save-checkpoint"]:
         torch.save(dict(model.state_dict()), row["save-checkpoint"])
 

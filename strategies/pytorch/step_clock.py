@@ -28,6 +28,8 @@ class StepClock:
         self.unmeasured = unmeasured  # phases this implementation cannot see (reported as null)
         self._intervals: list[tuple[str, object, object]] = []
         self._boundary: object = None
+        self._muted = False
+        self._not_measured: set[str] = set()
 
     def _now(self) -> object:
         if self.cuda:
@@ -53,7 +55,24 @@ class StepClock:
                 torch.cuda.nvtx.range_pop()
 
     @contextlib.contextmanager
+    def muted(self) -> Iterator[None]:
+        """No phase is timed inside: a graph's capture records its work without running it."""
+        self._muted = True
+        try:
+            yield
+        finally:
+            self._muted = False
+
+    def not_measured(self, *names: str) -> None:
+        """This step's `names` phases ran where no event sees them (reported as null)."""
+        self._not_measured.update(names)
+
+    @contextlib.contextmanager
     def phase(self, name: str) -> Iterator[None]:
+        if self._muted:
+            with self.range(name):
+                yield
+            return
         with self.range(name):
             start = self._now()
             try:
@@ -68,7 +87,8 @@ class StepClock:
         boundary = self._now()
         previous, self._boundary = self._boundary, boundary
         intervals, self._intervals = self._intervals, []
-        unmeasured = self.unmeasured
+        unmeasured = self.unmeasured + tuple(sorted(self._not_measured))
+        self._not_measured = set()
 
         def resolve() -> StepTiming:
             if not isinstance(boundary, float):

@@ -15,6 +15,7 @@ import torch.distributed as dist
 from torch import nn
 
 import cifar_data
+from graphed_step import GraphedStep
 from lockstep_turns import LockstepTurns
 from step_clock import StepClock, StepTiming
 
@@ -103,6 +104,10 @@ class Trainer:
         self.amp_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(amp)
         self.scaler = torch.amp.GradScaler(row.device.type) if amp == "fp16" else None
         self.memory_format = torch.channels_last if row["channels-last"] else torch.contiguous_format
+        # --cuda-graphs: the step captured at the last warm-up step and replayed (graphed_step.py).
+        self.train_step: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = self.step
+        if row["cuda-graphs"]:
+            self.train_step = GraphedStep(self.step, clock, row["warmup-steps"] - 1, row["batch-size"])
 
     def to_device(self, images: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         images = images.to(self.row.device, non_blocking=True).contiguous(memory_format=self.memory_format)
@@ -183,7 +188,7 @@ class Trainer:
                             images, labels = self.to_device(*next(batches))
                         if profile and global_step == profile[0] and row.device.type == "cuda":
                             torch.cuda.profiler.start()
-                        loss = self.step(images, labels)
+                        loss = self.train_step(images, labels)
                         timing = self.clock.finish_step()
                         if profile and global_step == profile[1] and row.device.type == "cuda":
                             torch.cuda.profiler.stop()

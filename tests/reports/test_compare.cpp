@@ -509,6 +509,23 @@ TEST(Compare, RowsPlacedOnOtherNodesAreConfiguredDifferently) {
   EXPECT_FALSE(same.metrics.empty());
 }
 
+// A row replayed as a CUDA graph is another measurement than the eager one; a file from
+// before --cuda-graphs ran eagerly.
+TEST(Compare, AGraphedRowIsNotTheEagerOne) {
+  auto eager = repetitions("single", {10.0, 10.2});  // from before --cuda-graphs
+  auto graphed = repetitions("single", {6.0, 6.1});
+  for (auto& r : graphed) r.config["cuda-graphs"] = true;
+  try {
+    compare_results(document_with(eager), document_with(graphed), {});
+    FAIL() << "compared a graphed row against an eager one";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(cuda-graphs false vs true)"), std::string::npos) << e.what();
+  }
+  auto recorded = eager;
+  for (auto& r : recorded) r.config["cuda-graphs"] = false;
+  EXPECT_FALSE(compare_results(document_with(eager), document_with(recorded), {}).metrics.empty());
+}
+
 // --min-vs-pytorch: a row whose every pair is under the floor is a regression.
 TEST(Compare, ARowBelowItsPyTorchTwinFailsTheFloor) {
   const ResultDocument slower = testing::twin_document({95, 96, 94}, {100, 100, 100});

@@ -73,6 +73,10 @@ class DeviceCheckTest(unittest.TestCase):
         # The rows it ran, each named in the summary with its PyTorch ratio where PyTorch ran it.
         self.assertIn("single-fp16", summary)
         self.assertIn("dp-2replicas-1gpu-replicas", summary)
+        # Each row's first step by phase, ddpbench's and its twin's; the graph rows skipped on a CPU, saying why.
+        self.assertIn("first step (s), against the steady median, by phase:", summary)
+        self.assertIn("single-tf32.torch (faithful)", summary)
+        self.assertRegex(summary, r"single-tf32-graphs +skipped .*--cuda-graphs captures the step on a GPU")
         self.assert_outputs_come_back(out)
         self.assertTrue((out / "results.json").exists())
 
@@ -117,6 +121,35 @@ class DeviceCheckTest(unittest.TestCase):
             self.assertIn("TIMEOUT", props, f"{test['name']} has no TIMEOUT: ctest's default is 1500 s")
             # The step's ctest stops every test 5 s before the step's deadline.
             self.assertLessEqual(float(props["TIMEOUT"]), cap_s - 5, test["name"])
+
+
+class FirstStepsTest(unittest.TestCase):
+    """scripts/lib/first_steps.py on recorded runs: the first step against the steady median,
+    the time outside every phase, and a graph row's speed-up over its eager row."""
+
+    @staticmethod
+    def run_row(name: str, steady_images_per_s: float, first_s: float, **extra: object) -> dict[str, object]:
+        phases = {"data_s": 0.01, "forward_s": 0.2, "backward_s": 0.5, "optimizer_s": 0.09}
+        steps = [{"time_s": first_s, "phases": phases}] + [{"time_s": 0.02, "phases": phases}] * 5
+        return {"name": name, "strategy": "single", "mode": "faithful", "status": "ok", "warmup_steps": 2,
+                "step_records": steps, "steady_images_per_s": steady_images_per_s, **extra}
+
+    def test_first_step_and_graph_speedup(self) -> None:
+        graphs = {"capture_step": 4, "replayed_steps": 46, "eager_steps": 4}
+        twin = self.run_row("single-tf32.torch", 9000.0, 3.0,
+                            strategy_details={"python": "forked from the sweep's preloaded Python", "start_up_s": 1.5})
+        runs = [self.run_row("single-tf32", 10000.0, 1.0), twin,
+                self.run_row("single-tf32-graphs", 16000.0, 1.0, strategy_details={"cuda_graphs": graphs})]
+        folder = Path(tempfile.mkdtemp(prefix="ddpbench-first-steps-"))
+        self.addCleanup(shutil.rmtree, folder)
+        (folder / "results.json").write_text(json.dumps({"runs": runs}))
+        out = subprocess.run([str(SOURCE / "scripts" / "lib" / "first_steps.py"), str(folder / "results.json")],
+                             capture_output=True, text=True, check=True).stdout
+        self.assertRegex(out, r"single-tf32 \(faithful\) +1\.000 s +50x the steady median 0\.020 s")
+        self.assertIn("other 0.200", out)  # 1 s less the 0.8 s of phases
+        self.assertIn("other 2.200; start-up 1.500 s (forked from the sweep's preloaded Python)", out)
+        self.assertIn("single-tf32-graphs (single): 1.60x the eager row's steady images/s; captured at step 4, "
+                      "46 replayed, 4 eager", out)
 
 
 if __name__ == "__main__":

@@ -396,6 +396,22 @@ class GpuFiguresTest(unittest.TestCase):
         self.assertEqual(figures["largest_gaps_us"], [105.0])
         self.assertIn("GPU kernel", trace_timeline.draw_timeline(merged))
 
+    def test_longest_host_calls_inside_rank_0s_steps(self) -> None:
+        def x(name: str, pid: int, ts: float, dur: float, cat: str) -> dict:
+            return {"ph": "X", "name": name, "pid": pid, "tid": 1, "ts": ts, "dur": dur, "cat": cat}
+
+        merged = {"traceEvents": [
+            x("ProfilerStep#0", 0, 0, 1000, "user_annotation"), x("ProfilerStep#0", 100, 0, 1000, "user_annotation"),
+            x("aten::cudnn_convolution", 0, 10, 300, "cpu_op"), x("aten::cudnn_convolution", 0, 400, 200, "cpu_op"),
+            x("cudaMalloc", 0, 20, 600, "cuda_runtime"), x("cuModuleLoadData", 0, 700, 50, "cuda_driver"),
+            x("backward", 0, 5, 900, "user_annotation"),  # a range of ddpbench's, not a call
+            x("aten::add_", 0, 1500, 5000, "cpu_op"),     # after the traced step
+            x("aten::mm", 100, 10, 900, "cpu_op"),        # rank 1's
+        ]}
+        calls = trace_report.longest_calls(merged, trace_report.read_steps(merged))
+        self.assertEqual([(c["name"], c["total_ms"], c["calls"]) for c in calls],
+                         [("cudaMalloc", 0.6, 1), ("aten::cudnn_convolution", 0.5, 2), ("cuModuleLoadData", 0.05, 1)])
+
 
 if __name__ == "__main__":
     unittest.main()

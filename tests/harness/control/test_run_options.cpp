@@ -168,6 +168,48 @@ TEST(RunOptions, TraceStepsAreParsedAndRefuseAnotherProfiler) {
   EXPECT_TRUE(pytorch_lacks(c).has_value());  // the twins do not trace: the sweep skips them, saying so
 }
 
+TEST(RunOptions, CudaGraphsRefuseWhatAReplayWouldNotRun) {
+  RunConfig c;
+  c.cuda_graphs = true;
+  EXPECT_NO_THROW(validate(c));
+  c.amp = AmpMode::bf16;
+  EXPECT_NO_THROW(validate(c));
+  const auto refused = [](RunConfig bad, const std::string& said) {
+    try {
+      validate(bad);
+      ADD_FAILURE() << "validated: " << said;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+    }
+  };
+  for (const char* strategy : {"dp", "ddp", "torch-ddp", "torch-dp"}) {
+    RunConfig bad = c;
+    bad.strategy = strategy;
+    refused(bad, std::string("--strategy ") + strategy);
+  }
+  RunConfig bad = c;
+  bad.device = "cpu";
+  refused(bad, "--device cpu");
+  bad = c;
+  bad.amp = AmpMode::fp16;
+  bad.sgd = SgdImpl::fused;
+  refused(bad, "--amp fp16");
+  bad = c;
+  bad.inject_slowdown = 0.1;
+  refused(bad, "--inject-slowdown");
+  bad = c;
+  bad.warmup_steps = 3;
+  refused(bad, "--warmup-steps 3");
+  c.strategy = "torch-single";
+  c.warmup_steps = 4;
+  EXPECT_NO_THROW(validate(c));
+  // Without the switch none of these is refused for it.
+  c.cuda_graphs = false;
+  c.warmup_steps = 0;
+  c.amp = AmpMode::fp16;
+  EXPECT_NO_THROW(validate(c));
+}
+
 TEST(RunOptions, ProfileStepsAndDevicesAreParsed) {
   RunConfig c;
   c.profile_steps = "10:20";

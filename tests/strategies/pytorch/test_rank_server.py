@@ -1,0 +1,147 @@
+"""strategies/pytorch/rank_server.py and rank_client.py: a rank forked from the preloaded
+Python is its client's process in all a supervisor sees (output, environment, folder, exit
+code, signals), dies with its client, and a client without a server runs the script in a
+Python of its own. Then through the binary: a sweep's PyTorch rows fork their ranks from the
+sweep's server (--no-preload-python: they start their own), and the server is gone after it.
+
+Needs DDPBENCH_PYTHON (a Python with torch); the sweep case needs DDPBENCH_BINARY."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parents[3] / "strategies" / "pytorch"
+PYTHON = os.environ.get("DDPBENCH_PYTHON", sys.executable)
+
+RANK = """
+import os, sys, time
+print("out", os.environ.get("ROW_VALUE"), os.getcwd(), sys.argv[1:], os.environ.get("DDPBENCH_PYTORCH_FORKED", "own"))
+print("err", file=sys.stderr, flush=True)
+if sys.argv[1] == "kill":
+    os.kill(os.getpid(), 9)
+if sys.argv[1] == "wait":
+    open(sys.argv[2], "w").write(str(os.getpid()))
+    time.sleep(60)
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class RankServerTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="ddpbench-rank-server-"))
+        self.addCleanup(shutil.rmtree, self.folder, True)
+        self.script = self.folder / "rank.py"
+        self.script.write_text(RANK)
+        self.socket = self.folder / "server.sock"
+        self.server = subprocess.Popen([PYTHON, str(SCRIPTS / "rank_server.py"), str(self.socket)])
+        self.addCleanup(self.stop_server)
+        deadline = time.monotonic() + 120
+        while not self.socket.exists():
+            self.assertIsNone(self.server.poll(), "the server exited before it listened")
+            self.assertLess(time.monotonic(), deadline, "the server did not listen within 120 s")
+            time.sleep(0.05)
+
+    def stop_server(self) -> None:
+        self.server.terminate()
+        self.server.wait(timeout=30)
+
+    def client(self, *args: str, socket: Path | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen([PYTHON, "-S", str(SCRIPTS / "rank_client.py"), str(socket or self.socket),
+                                 str(self.script), *args], cwd=self.folder, env=dict(os.environ, ROW_VALUE="7"),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def test_the_forked_rank_is_its_clients_process(self) -> None:
+        self.assertEqual((self.folder / "server.sock.modules").read_text().split()[0], "torch")
+        run = self.client("3")
+        out, err = run.communicate(timeout=60)
+        self.assertEqual(run.returncode, 3)
+        self.assertEqual(out.strip(), f"out 7 {self.folder} ['3'] 1")
+        self.assertEqual(err.strip(), "err")
+
+    def test_signals_reach_the_rank_and_its_end_is_the_clients(self) -> None:
+        pid_file = self.folder / "pid"
+        run = self.client("wait", str(pid_file))
+        while not pid_file.exists():
+            time.sleep(0.02)
+        run.send_signal(signal.SIGTERM)
+        run.communicate(timeout=30)
+        self.assertEqual(run.returncode, -signal.SIGTERM)  # the rank died of it, so the client did
+        self.assertFalse(alive(int(pid_file.read_text())))
+
+    def test_a_rank_that_kills_itself_ends_its_client_the_same_way(self) -> None:
+        run = self.client("kill")
+        run.communicate(timeout=60)
+        self.assertEqual(run.returncode, -signal.SIGKILL)
+
+    def test_a_killed_client_takes_its_rank_along(self) -> None:
+        pid_file = self.folder / "pid"
+        run = self.client("wait", str(pid_file))
+        while not pid_file.exists():
+            time.sleep(0.02)
+        rank = int(pid_file.read_text())
+        run.kill()
+        run.communicate(timeout=30)
+        deadline = time.monotonic() + 10
+        while alive(rank) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(alive(rank), "the rank outlived its killed client")
+        self.assertIsNone(self.server.poll(), "the server went with it")
+
+    def test_without_a_server_the_rank_runs_in_a_python_of_its_own(self) -> None:
+        run = self.client("0", socket=self.folder / "no-server.sock")
+        out, _ = run.communicate(timeout=120)
+        self.assertEqual(run.returncode, 0)
+        self.assertTrue(out.strip().endswith("['0'] own"), out)
+
+
+@unittest.skipUnless(os.environ.get("DDPBENCH_BINARY"), "DDPBENCH_BINARY not set")
+class SweepTest(unittest.TestCase):
+    SWEEP = {"name": "twins", "defaults": {
+        "dataset": "synthetic", "model": "tiny", "num-classes": 10, "synthetic-train-images": 512,
+        "synthetic-test-images": 128, "batch-size": 64, "max-steps": 6, "warmup-steps": 4, "max-eval-batches": 1,
+        "device": "cpu", "cache-dir": "none"},
+        "rows": [{"name": "single", "options": {"strategy": "single"}},
+                 {"name": "ddp", "options": {"strategy": "ddp", "nproc": 2, "sync-bn": False}}]}
+
+    def sweep(self, *flags: str) -> dict[str, str]:
+        folder = Path(tempfile.mkdtemp(prefix="ddpbench-preload-"))
+        self.addCleanup(shutil.rmtree, folder, True)
+        (folder / "sweep.json").write_text(json.dumps(self.SWEEP))
+        # A temporary folder of its own: other tests' sweeps may run beside this one.
+        (folder / "tmp").mkdir()
+        run = subprocess.run([os.environ["DDPBENCH_BINARY"], "sweep", "--file", str(folder / "sweep.json"),
+                              "--reference", "--mode", "faithful", "--out-dir", str(folder / "out"), *flags],
+                             capture_output=True, text=True, timeout=600,
+                             env=dict(os.environ, DDPBENCH_PYTHON=PYTHON, TMPDIR=str(folder / "tmp")))
+        self.assertEqual(run.returncode, 0, run.stderr[-3000:])
+        self.assertEqual(list((folder / "tmp").glob("ddpbench-python-*")), [], "the server's folder was left")
+        runs = json.loads((folder / "out" / "results.json").read_text())["runs"]
+        self.assertEqual({r["name"]: r["status"] for r in runs},
+                         {"single": "ok", "single.torch": "ok", "ddp": "ok", "ddp.torch": "ok"})
+        return {r["name"]: r["strategy_details"]["python"] for r in runs if r["name"].endswith(".torch")}
+
+    def test_pytorch_rows_fork_their_ranks_from_the_sweeps_python(self) -> None:
+        forked = "forked from the sweep's preloaded Python"
+        self.assertEqual(self.sweep(), {"single.torch": forked, "ddp.torch": forked})
+        own = "a Python of its own"
+        self.assertEqual(self.sweep("--no-preload-python"), {"single.torch": own, "ddp.torch": own})
+
+
+if __name__ == "__main__":
+    unittest.main()
