@@ -168,7 +168,9 @@ class CudaGraphStep final : public Strategy {
     static_labels_.copy_(batch.labels, /*non_blocking=*/true);
     graph_->replay();
     ++replayed_steps_;
-    for (const Phase phase : {Phase::forward, Phase::backward, Phase::optimizer}) setup().timer.add(phase, kNotMeasured);
+    for (const Phase phase : {Phase::forward, Phase::backward, Phase::optimizer}) {
+      setup().timer.add(phase, kNotMeasured);
+    }
     return static_loss_.clone();
   }
 

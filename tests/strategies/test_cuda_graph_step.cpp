@@ -4,38 +4,29 @@
 
 #include <ATen/ATen.h>
 #include <torch/cuda.h>
-#include <torch/optim/sgd.h>
 
 #include "data/synthetic.hpp"
 #include "models/registry.hpp"
 #include "strategies/cuda_graph_step.hpp"
 #include "strategies/single.hpp"
+#include "support/prepared_training.hpp"
 
 namespace ddpbench {
 namespace {
 
 // One model, optimizer and timer on `device`, seeded alike for the eager and the captured run.
-struct Row {
+struct Row : testing::PreparedTraining {
   explicit Row(c10::Device device)
-      : model((torch::manual_seed(0), find_model("tiny").make(10))),
-        optimizer((model.ptr()->to(device), model.ptr()->parameters()), torch::optim::SGDOptions(0.05).momentum(0.9)),
-        timer(make_phase_timer(device)), precision(AmpMode::off, device) {
-    dist.device = device;
-    options.batch_size = 8;
-    options.warmup_steps = 4;
-    options.cuda_graphs = true;
+      : PreparedTraining((torch::manual_seed(0), find_model("tiny").make(10)), device, options_for_graphs(), 0.05) {}
+  static StrategyOptions options_for_graphs() {
+    StrategyOptions o;
+    o.batch_size = 8;
+    o.warmup_steps = 4;
+    o.cuda_graphs = true;
+    return o;
   }
-  torch::nn::AnyModule model;
-  torch::optim::SGD optimizer;
-  DistContext dist;
-  StrategyOptions options;
-  std::unique_ptr<PhaseTimer> timer;
-  MixedPrecision precision;
-  std::optional<TrainingSetup> setup;
-
   std::unique_ptr<Strategy> prepared(std::unique_ptr<Strategy> strategy) {
-    setup.emplace(TrainingSetup{model, optimizer, dist, options, *timer, precision});
-    strategy->prepare(*setup);
+    prepare(*strategy);
     return strategy;
   }
 };

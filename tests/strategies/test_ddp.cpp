@@ -20,6 +20,7 @@
 #include "reports/tuning_advice.hpp"
 #include "strategies/ddp.hpp"
 #include "strategies/single.hpp"
+#include "support/prepared_training.hpp"
 #include "support/rank_threads.hpp"
 
 namespace ddpbench {
@@ -48,22 +49,13 @@ torch::nn::AnyModule initial_model(const std::string& name = "tiny", int64_t cla
 }
 
 // Everything a strategy is prepared with, for one rank of a test.
-struct Rank {
+struct Rank : testing::PreparedTraining {
   Rank(torch::nn::AnyModule m, const RunConfig& config, std::shared_ptr<Communicator> comm, int64_t rank,
        int64_t world, c10::Device device = c10::kCPU)
-      : model(std::move(m)),
-        optimizer((model.ptr()->to(device), model.ptr()->parameters()), torch::optim::SGDOptions(0.1).momentum(0.9)),
-        options(strategy_options(config)),
-        timer(make_phase_timer(device)),
-        precision(config.amp, device) {
+      : PreparedTraining(std::move(m), device, strategy_options(config), 0.1, config.amp) {
     dist.rank = rank;
     dist.world_size = world;
-    dist.device = device;
     dist.comm = std::move(comm);
-  }
-  void prepare(Strategy& strategy) {
-    setup.emplace(TrainingSetup{model, optimizer, dist, options, *timer, precision});
-    strategy.prepare(*setup);
   }
   [[nodiscard]] std::vector<at::Tensor> state() const {
     std::vector<at::Tensor> out;
@@ -71,14 +63,6 @@ struct Rank {
     for (const auto& b : model.ptr()->buffers()) out.push_back(b.detach().clone());
     return out;
   }
-
-  torch::nn::AnyModule model;
-  torch::optim::SGD optimizer;
-  DistContext dist;
-  StrategyOptions options;
-  std::unique_ptr<PhaseTimer> timer;
-  MixedPrecision precision;
-  std::optional<TrainingSetup> setup;
 };
 
 // Parameters and buffers after `steps` steps on rank `rank`, which trains on samples
