@@ -362,7 +362,8 @@ std::string settings_difference(const RunResult& a, const ProvenResults& a_file,
   return settings_difference_of(a.config, a_file.option_defaults(), b.config, b_file.option_defaults());
 }
 
-ProvenResults prove_results(ResultDocument document, std::string side, const json& reader_defaults) {
+ProvenResults prove_results(ResultDocument document, std::string side, const json& reader_defaults,
+                            const ConfigProof& prove_config) {
   ProvenResults proven;
   proven.side_ = std::move(side);
   if (!document.option_defaults.is_object() || !reader_defaults.is_object()) {
@@ -392,6 +393,15 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
                                       ": " + r.reason);
   }
   complete_configs(document, proven.option_defaults_);
+  for (const auto& r : document.runs) {
+    if (!prove_config) break;
+    try {
+      prove_config(r.config, r.status != RunStatus::skipped);
+    } catch (const InputError& e) {
+      throw InputError(proven.side_ + ": " + run_label(r) + " has a configuration no run has: " + e.what() +
+                       " (a damaged or edited file)");
+    }
+  }
   proven.document_ = std::move(document);
   prove_one_configuration(proven);
   return proven;
@@ -406,8 +416,8 @@ std::vector<std::string> failed_by_proofs(const ProvenResults& baseline, const P
 }
 
 ProvenResults read_proven_results(const std::filesystem::path& path, const std::string& side,
-                                  const json& reader_defaults) {
-  return prove_results(read_result_file(path), side + " '" + path.string() + "'", reader_defaults);
+                                  const json& reader_defaults, const ConfigProof& prove_config) {
+  return prove_results(read_result_file(path), side + " '" + path.string() + "'", reader_defaults, prove_config);
 }
 
 }  // namespace ddpbench

@@ -9,6 +9,7 @@
 // table's defaults, so an option absent on one side at its default is the same setting.
 // A ProvenResults is made only by prove_results. No LibTorch.
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@
 #include "reports/run_result.hpp"
 
 namespace ddpbench {
+
+/// The reader's proof of one row's configuration (prove_results below); `ran`: the row trained
+/// (ok, failed or interrupted), so its options held together, not only each its own value.
+using ConfigProof = std::function<void(const nlohmann::json& config, bool ran)>;
 
 class ProvenResults {
  public:
@@ -31,7 +36,8 @@ class ProvenResults {
   [[nodiscard]] const std::vector<std::string>& failed_by_proof() const { return failed_by_proof_; }
 
  private:
-  friend ProvenResults prove_results(ResultDocument document, std::string side, const nlohmann::json& reader_defaults);
+  friend ProvenResults prove_results(ResultDocument document, std::string side, const nlohmann::json& reader_defaults,
+                                     const ConfigProof& prove_config);
   ResultDocument document_;
   std::string side_;
   nlohmann::json option_defaults_ = nlohmann::json::object();
@@ -41,8 +47,12 @@ class ProvenResults {
 /// Proves `document` (see the top of this file) or throws InputError naming `side`, the row and
 /// what is wrong. `reader_defaults` (run_config_to_json(RunConfig{}) of the reading binary)
 /// completes configurations where the file does not say its own writer's defaults.
+/// `prove_config`, where given, is the reader's proof of each row's configuration (completed
+/// with the defaults): it throws InputError for a value or combination no run of the reader's
+/// option table could have had.
 ProvenResults prove_results(ResultDocument document, std::string side,
-                            const nlohmann::json& reader_defaults = nlohmann::json::object());
+                            const nlohmann::json& reader_defaults = nlohmann::json::object(),
+                            const ConfigProof& prove_config = {});
 
 /// The rows the proofs of both files failed, each "SIDE: ROW repetition N: reason", the
 /// baseline's first: what a verdict lists beside its table.
@@ -50,7 +60,8 @@ std::vector<std::string> failed_by_proofs(const ProvenResults& baseline, const P
 
 /// read_result_file, then prove_results; `side` names the file ("the baseline 'a.json'").
 ProvenResults read_proven_results(const std::filesystem::path& path, const std::string& side,
-                                  const nlohmann::json& reader_defaults = nlohmann::json::object());
+                                  const nlohmann::json& reader_defaults = nlohmann::json::object(),
+                                  const ConfigProof& prove_config = {});
 
 /// The steps a row's configuration asks for: its epochs x (a full epoch's steps, cut by
 /// max-steps), its own settings else `writer_defaults`; 0 where the row does not say how long

@@ -35,7 +35,7 @@ int advise_command(const AdviseCommand& command) {
   const ProjectionOptions options = projection_options(command);
   if (!command.out_dir.empty()) require_writable(std::filesystem::path(command.out_dir) / "advice.json", "--out-dir");
   const ProvenResults proven =
-      read_proven_results(command.results, "the results", run_config_to_json(RunConfig{}));
+      read_results_here(command.results, "the results");
   const ResultDocument& doc = proven.document();
   const std::vector<RowAdvice> advice = advise_document(doc, options, tuning_grid(command));
   if (advice.empty()) throw InputError(command.results + " has no DDP row to advise on");

@@ -26,9 +26,8 @@ int paired_compare_command(const CompareCommand& command) {
   options.allow_missing = command.allow_missing;
   if (!command.out.empty()) require_writable(command.out, "--out");
   if (!command.undecided_out.empty()) require_writable(command.undecided_out, "--undecided-out");
-  const json defaults = run_config_to_json(RunConfig{});
-  const ProvenResults baseline = read_proven_results(command.baseline, "the baseline build's file", defaults);
-  const ProvenResults candidate = read_proven_results(command.current, "the candidate's file", defaults);
+  const ProvenResults baseline = read_results_here(command.baseline, "the baseline build's file");
+  const ProvenResults candidate = read_results_here(command.current, "the candidate's file");
   const PairedResult result = compare_paired(baseline, candidate, options);
   const std::string text = markdown_paired(result, options);
   if (!command.out.empty()) write_file_atomically(command.out, text);
@@ -54,9 +53,8 @@ int compare_command(const CompareCommand& command) {
   if (command.min_vs_pytorch > 0) options.min_vs_pytorch = command.min_vs_pytorch;
   options.allow_missing = command.allow_missing;
   if (!command.out.empty()) require_writable(command.out, "--out");
-  const json defaults = run_config_to_json(RunConfig{});
-  const ProvenResults baseline = read_proven_results(command.baseline, "the baseline", defaults);
-  const ProvenResults current = read_proven_results(command.current, "the current file", defaults);
+  const ProvenResults baseline = read_results_here(command.baseline, "the baseline");
+  const ProvenResults current = read_results_here(command.current, "the current file");
   const Comparison comparison = compare_results(baseline, current, options);
   const std::string table = markdown_comparison(comparison, options);
   if (!command.out.empty()) write_file_atomically(command.out, table);

@@ -50,7 +50,7 @@ int project_command(const ProjectCommand& command) {
   const ProjectionOptions options = projection_options(command);
   if (!command.out_dir.empty()) require_writable(std::filesystem::path(command.out_dir) / "projection.json", "--out-dir");
   const ProvenResults proven =
-      read_proven_results(command.results, "the results", run_config_to_json(RunConfig{}));
+      read_results_here(command.results, "the results");
   const ResultDocument& doc = proven.document();
   const std::vector<RowProjection> projections = project_document(doc, options);
   if (projections.empty()) throw InputError(command.results + " has no DDP row to project");

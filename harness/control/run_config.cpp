@@ -96,12 +96,12 @@ std::optional<std::string> pytorch_lacks(const RunConfig& config) {
   return std::nullopt;
 }
 
-namespace {
+bool cuda_graphs_capture(std::string_view strategy) { return strategy == "single" || strategy == "torch-single"; }
 
 // What a captured step cannot hold is refused before any work: the graph replays device work
 // only, so anything the host decides or does inside a step would run once, at the capture.
 void validate_cuda_graphs(const RunConfig& c) {
-  require(c.strategy == "single" || c.strategy == "torch-single",
+  require(cuda_graphs_capture(c.strategy),
           "--cuda-graphs captures the one-device step of --strategy single (and torch-single); --strategy " +
               c.strategy + " reduces or scatters from the host inside each step, which a graph does not replay");
   require(c.device != "cpu", "--cuda-graphs needs a GPU (--device cpu): CUDA graphs replay device work");
@@ -114,8 +114,6 @@ void validate_cuda_graphs(const RunConfig& c) {
                                "(PyTorch's examples warm up 3): --warmup-steps " +
                                    std::to_string(c.warmup_steps) + " must be at least 4");
 }
-
-}  // namespace
 
 void validate(const RunConfig& c) {
   require(!c.strategy.empty(), "--strategy must not be empty");

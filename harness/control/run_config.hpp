@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -122,6 +123,13 @@ struct RunConfig {
 
 /// Checks ranges and combinations; throws InputError naming the flag at fault.
 void validate(const RunConfig& config);
+
+/// Whether --cuda-graphs can capture `strategy`'s step (single and its twin).
+bool cuda_graphs_capture(std::string_view strategy);
+
+/// What a captured step cannot hold (validate() checks it where --cuda-graphs is on); throws
+/// InputError naming the flag.
+void validate_cuda_graphs(const RunConfig& config);
 
 /// What PyTorch's own implementation of a row (torch-*) has no equivalent for, as
 /// "--flag: why; what to do"; nullopt when it can run `config` as given. The run command refuses such a

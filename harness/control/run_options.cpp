@@ -288,4 +288,19 @@ void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std:
   }
 }
 
+void prove_run_config(const nlohmann::json& config, bool ran) {
+  if (!config.is_object()) throw InputError("the configuration is not an object of options");
+  json known = json::object();
+  for (const auto& [key, value] : config.items()) {
+    if (find_run_option(key) != nullptr) known[key] = value;
+  }
+  RunConfig c;
+  apply_run_config_json(c, known, "");
+  if (ran && c.cuda_graphs) validate_cuda_graphs(c);
+}
+
+ProvenResults read_results_here(const std::filesystem::path& path, const std::string& side) {
+  return read_proven_results(path, side, run_config_to_json(RunConfig{}), prove_run_config);
+}
+
 }  // namespace ddpbench

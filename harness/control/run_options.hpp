@@ -2,6 +2,7 @@
 // The table of RunConfig's options: one entry per field, naming it once for the CLI
 // (`--key`), the JSON config object ("key") and help text. Both the CLI and sweep files
 // set fields through it, so they accept and reject exactly the same input.
+#include <filesystem>
 #include <functional>
 #include <set>
 #include <utility>
@@ -13,6 +14,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "harness/control/run_config.hpp"
+#include "reports/result_proof.hpp"
 
 namespace ddpbench {
 
@@ -45,5 +47,16 @@ void apply_preset(RunConfig& config, const std::set<std::string>& explicit_keys)
 /// Sets the options present in `object` (a JSON object keyed by option name); `where`
 /// prefixes errors (for example "sweep.json, row 'ddp-2gpu'"). Unknown keys are errors.
 void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std::string_view where);
+
+/// A result file's row configuration as this build reads it: each option it knows of holding
+/// a value of its type (options it does not know, a newer writer's, are left to the writer);
+/// for a row that `ran`, no combination a row cannot run with (--cuda-graphs beyond what a
+/// capture holds). Not validate(): a launcher's ranks record their placement, which no command
+/// line of `run` gives. Throws InputError naming the option.
+void prove_run_config(const nlohmann::json& config, bool ran);
+
+/// read_proven_results (reports/result_proof.hpp) as every command of this build reads a
+/// result file: with this build's option defaults and prove_run_config.
+ProvenResults read_results_here(const std::filesystem::path& path, const std::string& side);
 
 }  // namespace ddpbench

@@ -28,8 +28,7 @@ namespace {
 // A row's own result file, read through the one reader every verdict reads through: a row that
 // says ok but did less work than configured comes back failed, and is run again on --resume.
 ProvenResults read_row_file(const std::filesystem::path& file) {
-  return prove_results(read_result_file(file), "the row's result '" + file.string() + "'",
-                       run_config_to_json(RunConfig{}));
+  return read_results_here(file, "the row's result");
 }
 
 RunResult read_row_result(const std::filesystem::path& file) { return read_row_file(file).document().runs.at(0); }
@@ -399,8 +398,13 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         throw InputError(where + ": --nodes is the sweep's to give each rank; a row asks for nodes with \"nodes\" "
                          "beside its \"devices\" in the sweep file");
       }
+      // A graphed row needs a GPU: without one it is skipped, as `run` skips it, and what only a
+      // capture refuses (the CPU table's device and warm-up) is not judged.
+      const bool graphs_without_gpu = c.cuda_graphs && env.visible_gpus == 0 && cuda_graphs_capture(c.strategy);
       try {
-        validate(c);
+        RunConfig judged = c;
+        judged.cuda_graphs = judged.cuda_graphs && !graphs_without_gpu;
+        validate(judged);
       } catch (const InputError& e) {
         throw InputError(where + ": " + e.what());
       }
@@ -423,6 +427,8 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
       std::optional<std::string> skip;
       if (std::find(env.strategies.begin(), env.strategies.end(), c.strategy) == env.strategies.end()) {
         skip = "strategy '" + c.strategy + "' is not in this build";
+      } else if (graphs_without_gpu) {
+        skip = "--cuda-graphs captures the step on a GPU, and none is visible";
       } else if (spec.nodes > 1 && command.launcher != "srun") {
         skip = "needs " + std::to_string(spec.nodes) + " nodes: run the sweep inside a SLURM allocation of as many "
                "with --launcher srun";
@@ -567,7 +573,6 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
           .generic_string();
   if (!rows_href.empty()) document.sweep->rows_href = rows_href;
   document.option_defaults = run_config_to_json(RunConfig{});
-  if (env.before_rows) env.before_rows(plan);
   const auto reporters = default_reporters();
   auto write_reports = [&] {
     for (const auto& reporter : reporters) reporter->write(document, reports_dir / reporter->file_name());
@@ -577,6 +582,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
   // SIGINT or SIGTERM: the row in flight stops at its next step and keeps what it finished,
   // every finished row stays, the reports are written, and the sweep exits 130 or 143.
   catch_interruptions();
+  if (env.before_rows) env.before_rows(plan);  // a signal while it waits stops the sweep as at a row
   bool failed = false;
   bool interrupted = false;
   std::vector<double> measured_row_s;  // wall time of each row run so far, for the ETA

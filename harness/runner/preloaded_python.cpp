@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "harness/base/clock.hpp"
+#include "harness/launch/interruption.hpp"
 
 extern char** environ;
 
@@ -52,10 +53,21 @@ PreloadedPython::PreloadedPython(const std::string& python, const std::filesyste
   }
   dir_ = pattern;
   const std::filesystem::path socket = dir_ / "rank-server.sock";
-  pid_ = spawn({python, (reference_script.parent_path() / "rank_server.py").string(), socket.string()});
+  // It ends with this process (its parent), however this one ends.
+  pid_ = spawn({python, (reference_script.parent_path() / "rank_server.py").string(), socket.string(),
+                std::to_string(::getpid())});
   const auto start = Clock::now();
   std::string why;
+  bool said_waiting = false;
   while (pid_ > 0 && why.empty()) {
+    if (interruption_signal() != 0) {
+      stop();  // the sweep is stopping: no rank will need it
+      return;
+    }
+    if (!said_waiting && seconds_since(start) > 10) {
+      std::cerr << "ddpbench: waiting for the preloaded Python (" << python << ") to import torch\n";
+      said_waiting = true;
+    }
     int status = 0;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
@@ -81,9 +93,18 @@ PreloadedPython::~PreloadedPython() { stop(); }
 
 void PreloadedPython::stop() {
   if (pid_ > 0) {
+    // SIGTERM, and SIGKILL for a server that does not end within 10 s of it: a sweep never hangs on it.
     ::kill(pid_, SIGTERM);
+    const auto asked = Clock::now();
     int status = 0;
-    ::waitpid(pid_, &status, 0);
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (seconds_since(asked) > 10) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     pid_ = -1;
   }
   ::unsetenv(kPreloadedPythonSocket);

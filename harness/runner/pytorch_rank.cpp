@@ -190,8 +190,9 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
   }
   const double spawned_at_s =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // DDPBENCH_PYTORCH_FORKED: set by the preloaded Python in the ranks it forks, and by nobody else.
   child.env = environment_with({"DDPBENCH_RANK_SPAWNED_AT=" + std::to_string(spawned_at_s),
-                                "RANK=" + std::to_string(env.rank), "WORLD_SIZE=" + std::to_string(env.world_size),
+                                "DDPBENCH_PYTORCH_FORKED=", "RANK=" + std::to_string(env.rank), "WORLD_SIZE=" + std::to_string(env.world_size),
                                 "LOCAL_RANK=" + std::to_string(env.local_rank),
                                 "LOCAL_WORLD_SIZE=" + std::to_string(env.local_world_size),
                                 "MASTER_ADDR=" + env.master_addr, "MASTER_PORT=" + std::to_string(env.master_port),

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The first step of each row of a sweep's results.json against its steady steps, by phase,
 ddpbench's beside its PyTorch twin's (with the twin's start-up, from its start to its first
-step), and each CUDA-graph row's speed-up over its eager row (a row named NAME-graphs
-against NAME). For scripts/device-check's summary: it prints, and
-judges nothing.
+step), and each CUDA-graph row's speed-up over its eager row: the row of the same mode whose
+configuration differs only in `cuda-graphs`, medians over repetitions. For scripts/device-check's
+summary: it prints, and judges nothing. A row whose figures are not what a run writes is
+named with what is wrong and left out.
 
 Usage: first_steps.py RESULTS.json"""
 from __future__ import annotations
@@ -15,49 +16,110 @@ import sys
 from typing import Any
 
 PHASES = ("data", "forward", "backward", "optimizer")
+# What a row's configuration may differ in and still be the same row (where it ran, its name).
+NOT_THE_ROW = ("name", "out", "cuda-graphs", "trace-steps", "profile-steps", "save-checkpoint")
 
 
-def seconds(value: Any) -> str:
-    return f"{value:.3f}" if isinstance(value, (int, float)) and math.isfinite(value) else "-"
+class NotARun(ValueError):
+    """A row whose figures are not what a run writes."""
+
+
+def number(value: Any, what: str, least: float = 0.0, allow_none: bool = False) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < least:
+        raise NotARun(f"{what} is {json.dumps(value)}, not a number of at least {least:g}")
+    return float(value)
+
+
+def label(run: dict[str, Any]) -> str:
+    return f"{run['name']} ({run['mode']})" if run["mode"] else run["name"]
+
+
+def proven(run: Any) -> dict[str, Any]:
+    """The fields this script reads, each checked; raises NotARun naming the first that is wrong."""
+    if not isinstance(run, dict) or not isinstance(run.get("name"), str) or not run["name"]:
+        raise NotARun("a row without a name")
+    out = {"name": run["name"], "mode": run.get("mode", ""), "status": run.get("status"),
+           "strategy": run.get("strategy", ""), "config": run.get("config", {}),
+           "details": run.get("strategy_details") or {}, "repetition": run.get("repetition", 0)}
+    if not isinstance(out["mode"], str) or not isinstance(out["config"], dict) or not isinstance(out["details"], dict):
+        raise NotARun("mode, config or strategy_details of the wrong type")
+    if out["status"] != "ok":
+        return out
+    warmup = run.get("warmup_steps")
+    if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+        raise NotARun(f"warmup_steps is {json.dumps(warmup)}, not a count of steps")
+    steps = run.get("step_records")
+    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+        raise NotARun("step_records is not a list of steps")
+    out["times"] = [number(s.get("time_s"), f"step_records[{k}].time_s", 1e-9) for k, s in enumerate(steps)]
+    out["warmup"] = warmup
+    if steps:
+        phases = steps[0].get("phases")
+        if not isinstance(phases, dict):
+            raise NotARun("step_records[0] has no phases")
+        out["first_phases"] = {name: number(phases.get(f"{name}_s"), f"step_records[0].phases.{name}_s",
+                                            allow_none=True) for name in PHASES}
+    out["images_per_s"] = number(run.get("steady_images_per_s"), "steady_images_per_s", 1e-9, allow_none=True)
+    if "start_up_s" in out["details"]:
+        out["start_up_s"] = number(out["details"]["start_up_s"], "strategy_details.start_up_s")
+    return out
+
+
+def seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def first_step_line(run: dict[str, Any]) -> str | None:
-    steps = run.get("step_records") or []
-    if run.get("status") != "ok" or not steps:
+    if run["status"] != "ok" or not run["times"]:
         return None
-    first = steps[0]
-    steady = [s["time_s"] for s in steps[run.get("warmup_steps", 0):] if isinstance(s.get("time_s"), (int, float))]
-    median = statistics.median(steady) if steady else math.nan
-    measured = {name: first["phases"].get(f"{name}_s") for name in PHASES}
+    first = run["times"][0]
+    steady = run["times"][run["warmup"]:]
+    median = statistics.median(steady) if steady else None
+    measured = dict(run["first_phases"])
     # Outside every phase: the host between steps (lazy initialisation, a capture, the loader's start).
-    inside = sum(v for v in measured.values() if isinstance(v, (int, float)) and math.isfinite(v))
-    measured["other"] = first["time_s"] - inside
+    measured["other"] = first - sum(v for v in measured.values() if v is not None)
     phases = " ".join(f"{name} {seconds(value)}" for name, value in measured.items())
-    ratio = f"{first['time_s'] / median:.0f}x" if median and math.isfinite(median) and median > 0 else "-"
-    label = f"{run['name']} ({run.get('mode', '')})" if run.get("mode") else run["name"]
-    details = run.get("strategy_details") or {}
-    # A PyTorch rank's start-up: from ddpbench starting it to its first step.
-    start_up = (f"; start-up {seconds(details['start_up_s'])} s ({details.get('python', '')})"
-                if "start_up_s" in details else "")
-    return (f"  {label[:44]:44} {seconds(first['time_s']):>8} s  {ratio:>6} the steady median "
+    ratio = f"{first / median:.0f}x" if median else "-"
+    start_up = ""
+    if "start_up_s" in run:  # a PyTorch rank's start-up: from ddpbench starting it to its first step
+        start_up = f"; start-up {seconds(run['start_up_s'])} s ({run['details'].get('python', '')})"
+    return (f"  {label(run)[:44]:44} {seconds(first):>8} s  {ratio:>6} the steady median "
             f"{seconds(median)} s; {phases}{start_up}")
 
 
+def same_row(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    keys = (set(a["config"]) | set(b["config"])) - set(NOT_THE_ROW)
+    return a["mode"] == b["mode"] and all(a["config"].get(k) == b["config"].get(k) for k in keys)
+
+
+def median_rate(runs: list[dict[str, Any]]) -> float | None:
+    rates = [r["images_per_s"] for r in runs if r["status"] == "ok" and r["images_per_s"]]
+    return statistics.median(rates) if rates else None
+
+
 def graph_speedups(runs: list[dict[str, Any]]) -> list[str]:
-    by_name = {(r["name"], r.get("strategy")): r for r in runs if r.get("status") == "ok"}
+    """Each graphed row (its repetitions) against the eager row it differs from only in the switch."""
+    graphed: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for run in runs:
+        if run["config"].get("cuda-graphs") is True:
+            graphed.setdefault((run["name"], run["mode"]), []).append(run)
     lines = []
-    for (name, strategy), run in sorted(by_name.items()):
-        if not name.endswith("-graphs"):
-            continue
-        eager = by_name.get((name[: -len("-graphs")], strategy))
-        graphs = (run.get("strategy_details") or {}).get("cuda_graphs") or {}
-        counts = (f"captured at step {graphs.get('capture_step')}, {graphs.get('replayed_steps')} replayed, "
-                  f"{graphs.get('eager_steps')} eager")
-        if eager and eager.get("steady_images_per_s") and run.get("steady_images_per_s"):
-            lines.append(f"  {name} ({strategy}): {run['steady_images_per_s'] / eager['steady_images_per_s']:.2f}x "
-                         f"the eager row's steady images/s; {counts}")
+    for (name, mode), reps in sorted(graphed.items()):
+        eager = [r for r in runs if r["config"].get("cuda-graphs") is not True and same_row(r, reps[0])]
+        done = [r["details"].get("cuda_graphs") or {} for r in reps if r["status"] == "ok"]
+        counts = "; ".join(f"captured at step {g.get('capture_step')}, {g.get('replayed_steps')} replayed, "
+                           f"{g.get('eager_steps')} eager" for g in done[:1])
+        ours, theirs = median_rate(reps), median_rate(eager)
+        where = f"{name} ({mode})" if mode else name
+        if ours is None:
+            lines.append(f"  {where}: no steady images/s measured ({len(reps)} run(s), none ok)")
+        elif theirs is None:
+            lines.append(f"  {where}: no eager row of the same configuration measured steady images/s; {counts}")
         else:
-            lines.append(f"  {name} ({strategy}): no eager row to compare; {counts}")
+            lines.append(f"  {where}: {ours / theirs:.2f}x the eager row's steady images/s (medians of {len(reps)} "
+                         f"and {len(eager)} runs); {counts}")
     return lines
 
 
@@ -67,16 +129,23 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         runs = json.load(open(argv[0]))["runs"]
-    except (OSError, KeyError, ValueError) as e:
+        if not isinstance(runs, list):
+            raise ValueError("'runs' is not a list")
+    except (OSError, KeyError, TypeError, ValueError) as e:
         print(f"  no runs: {e}")
         return 1
+    read = []
     print("  first step (s), against the steady median, by phase:")
-    for run in runs:
-        line = first_step_line(run)
-        if line:
+    for k, raw in enumerate(runs):
+        try:
+            run = proven(raw)
+        except NotARun as e:
+            print(f"  runs[{k}] ({raw.get('name') if isinstance(raw, dict) else '?'}): not read: {e}")
+            continue
+        read.append(run)
+        if line := first_step_line(run):
             print(line)
-    speedups = graph_speedups(runs)
-    if speedups:
+    if speedups := graph_speedups(read):
         print("  CUDA graphs:")
         print("\n".join(speedups))
     return 0

@@ -26,6 +26,7 @@ import argparse
 import io
 import re
 import json
+import math
 import os
 import subprocess
 import sys
@@ -114,9 +115,20 @@ def rank_of(pid: Any) -> int | None:
     return pid // PIDS_PER_RANK if isinstance(pid, int) else None
 
 
+def timed(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def timed_events(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """The complete events ("X") every figure here reads: a name, a finite start and a length of
+    at least zero. Anything else is no interval on the timeline and is left out, by every reader."""
+    return [e for e in trace["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and
+            isinstance(e.get("name"), str) and timed(e.get("ts")) and timed(e.get("dur")) and e["dur"] >= 0]
+
+
 def read_steps(trace: dict[str, Any]) -> dict[int, list[Step]]:
     """Each rank's traced steps, with the ranges and kernels that fall in each."""
-    events = [e for e in trace["traceEvents"] if e.get("ph") == "X" and "ts" in e and "dur" in e]
+    events = timed_events(trace)
     steps: dict[int, list[Step]] = {}
     for e in events:
         if e["name"].startswith(STEP_PREFIX) and rank_of(e.get("pid")) is not None:
@@ -250,12 +262,14 @@ def longest_calls(trace: dict[str, Any], steps: dict[int, list[Step]], rank: int
     module loading, allocation). Nested ops each count their own span, inner calls included."""
     spans = [s.span for s in steps.get(rank, [])]
     totals: dict[str, list[float]] = {}
-    for e in trace["traceEvents"]:
-        if e.get("ph") != "X" or e.get("cat") not in HOST_CALLS or rank_of(e.get("pid")) != rank:
+    for e in timed_events(trace):
+        if e.get("cat") not in HOST_CALLS or rank_of(e.get("pid")) != rank:
             continue
+        # Only the part inside the traced steps: a call that runs on past its step counts up to the step's end.
+        inside = sum(overlap_length(Interval(e["ts"], e["ts"] + e["dur"]), span) for span in spans)
         if any(span.start_us <= e["ts"] <= span.end_us for span in spans):
             entry = totals.setdefault(e["name"], [0.0, 0])
-            entry[0] += e["dur"]
+            entry[0] += inside
             entry[1] += 1
     ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:count]
     return [{"name": name, "total_ms": total_us / 1e3, "calls": calls} for name, (total_us, calls) in ranked]

@@ -14,6 +14,9 @@ import os
 import signal
 import socket
 import sys
+import time
+
+FAILED_RANK_PAUSE_S = 0.25
 
 
 def fresh_python(argv: list[str]) -> None:
@@ -70,6 +73,11 @@ def main(argv: list[str]) -> int:
               "unknown", file=sys.stderr)
         return 1
     kind, value = ending.split()
+    if kind == "exit" and value != "0":
+        # A forked rank leaves at once when it fails (no interpreter shutdown), where a Python of
+        # its own takes a while: the pause keeps a rank that failed because a peer was killed from
+        # ending before that peer's death reaches the launcher, which names the first as the culprit.
+        time.sleep(FAILED_RANK_PAUSE_S)
     if kind == "signal":
         try:
             signal.signal(int(value), signal.SIG_DFL)

@@ -156,7 +156,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     sampler = torch.utils.data.DistributedSampler(range(train.labels.numel()), num_replicas=world, rank=rank,
                                                   shuffle=True, seed=row["seed"], drop_last=False)
     # Start-up: from ddpbench starting this rank to its first step (Python, imports, data, model).
-    details["python"] = ("forked from the sweep's preloaded Python" if os.environ.get("DDPBENCH_PYTORCH_FORKED")
+    details["python"] = ("forked from the sweep's preloaded Python" if os.environ.get("DDPBENCH_PYTORCH_FORKED") == "1"
                          else "a Python of its own")
     if os.environ.get("DDPBENCH_RANK_SPAWNED_AT"):
         details["start_up_s"] = time.time() - float(os.environ["DDPBENCH_RANK_SPAWNED_AT"])

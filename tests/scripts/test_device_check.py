@@ -125,31 +125,67 @@ class DeviceCheckTest(unittest.TestCase):
 
 class FirstStepsTest(unittest.TestCase):
     """scripts/lib/first_steps.py on recorded runs: the first step against the steady median,
-    the time outside every phase, and a graph row's speed-up over its eager row."""
+    the time outside every phase, a twin's start-up, a graph row's speed-up over the eager row
+    of the same mode and configuration (medians over repetitions), and rows whose figures are
+    not a run's named and left out rather than read."""
 
     @staticmethod
-    def run_row(name: str, steady_images_per_s: float, first_s: float, **extra: object) -> dict[str, object]:
+    def run_row(name: str, rate: float, first_s: float, graphs: bool = False, mode: str = "faithful",
+                strategy: str = "single", **extra: object) -> dict[str, object]:
         phases = {"data_s": 0.01, "forward_s": 0.2, "backward_s": 0.5, "optimizer_s": 0.09}
         steps = [{"time_s": first_s, "phases": phases}] + [{"time_s": 0.02, "phases": phases}] * 5
-        return {"name": name, "strategy": "single", "mode": "faithful", "status": "ok", "warmup_steps": 2,
-                "step_records": steps, "steady_images_per_s": steady_images_per_s, **extra}
+        return {"name": name, "strategy": strategy, "mode": mode, "status": "ok", "warmup_steps": 2,
+                "step_records": steps, "steady_images_per_s": rate,
+                "config": {"name": name, "strategy": strategy, "cuda-graphs": graphs, "batch-size": 256}, **extra}
 
-    def test_first_step_and_graph_speedup(self) -> None:
-        graphs = {"capture_step": 4, "replayed_steps": 46, "eager_steps": 4}
-        twin = self.run_row("single-tf32.torch", 9000.0, 3.0,
-                            strategy_details={"python": "forked from the sweep's preloaded Python", "start_up_s": 1.5})
-        runs = [self.run_row("single-tf32", 10000.0, 1.0), twin,
-                self.run_row("single-tf32-graphs", 16000.0, 1.0, strategy_details={"cuda_graphs": graphs})]
+    def first_steps(self, runs: list) -> str:
         folder = Path(tempfile.mkdtemp(prefix="ddpbench-first-steps-"))
         self.addCleanup(shutil.rmtree, folder)
         (folder / "results.json").write_text(json.dumps({"runs": runs}))
-        out = subprocess.run([str(SOURCE / "scripts" / "lib" / "first_steps.py"), str(folder / "results.json")],
-                             capture_output=True, text=True, check=True).stdout
+        return subprocess.run([str(SOURCE / "scripts" / "lib" / "first_steps.py"), str(folder / "results.json")],
+                              capture_output=True, text=True, check=True).stdout
+
+    def test_first_step_start_up_and_graph_speedup(self) -> None:
+        graphs = {"capture_step": 4, "replayed_steps": 46, "eager_steps": 4}
+        started = {"python": "forked from the sweep's preloaded Python", "start_up_s": 1.5}
+        out = self.first_steps([
+            self.run_row("single-tf32", 1000.0, 1.0),
+            self.run_row("single-tf32.torch", 900.0, 3.0, strategy="torch-single", strategy_details=started),
+            self.run_row("single-tf32-graphs", 1400.0, 1.0, True, strategy_details={"cuda_graphs": graphs}),
+            self.run_row("single-tf32-graphs", 1600.0, 1.0, True, strategy_details={"cuda_graphs": graphs}),
+            self.run_row("single-tf32-graphs.torch", 1800.0, 1.0, True, strategy="torch-single"),
+            # Another mode's eager row, ten times faster: never the graphed faithful row's.
+            self.run_row("single-tf32", 10000.0, 1.0, mode="controlled"),
+        ])
         self.assertRegex(out, r"single-tf32 \(faithful\) +1\.000 s +50x the steady median 0\.020 s")
         self.assertIn("other 0.200", out)  # 1 s less the 0.8 s of phases
         self.assertIn("other 2.200; start-up 1.500 s (forked from the sweep's preloaded Python)", out)
-        self.assertIn("single-tf32-graphs (single): 1.60x the eager row's steady images/s; captured at step 4, "
-                      "46 replayed, 4 eager", out)
+        self.assertIn("single-tf32-graphs (faithful): 1.50x the eager row's steady images/s (medians of 2 and 1 "
+                      "runs); captured at step 4, 46 replayed, 4 eager", out)
+        self.assertIn("single-tf32-graphs.torch (faithful): 2.00x the eager row's steady images/s", out)
+
+    def test_figures_that_are_no_runs_are_named_not_read(self) -> None:
+        bad_time = self.run_row("a", 1000.0, 1.0)
+        bad_time["step_records"][0]["time_s"] = None
+        bad_warmup = self.run_row("b", 1000.0, 1.0)
+        bad_warmup["warmup_steps"] = "2"
+        bad_rate = self.run_row("c-graphs", 1000.0, 1.0, True)
+        bad_rate["steady_images_per_s"] = "1000"
+        bad_start = self.run_row("d.torch", 1000.0, 1.0, strategy_details={"start_up_s": -3})
+        no_phases = self.run_row("e", 1000.0, 1.0)
+        del no_phases["step_records"][0]["phases"]
+        zero_eager = self.run_row("f", 0.0, 1.0)
+        out = self.first_steps([bad_time, bad_warmup, bad_rate, bad_start, no_phases, {"status": "ok"}, zero_eager,
+                                self.run_row("f-graphs", 1000.0, 1.0, True)])
+        self.assertIn("runs[0] (a): not read: step_records[0].time_s is null", out)
+        self.assertIn("runs[1] (b): not read: warmup_steps is \"2\"", out)
+        self.assertIn("runs[2] (c-graphs): not read: steady_images_per_s is \"1000\"", out)
+        self.assertIn("runs[3] (d.torch): not read: strategy_details.start_up_s is -3", out)
+        self.assertIn("runs[4] (e): not read: step_records[0] has no phases", out)
+        self.assertIn("runs[5] (None): not read: a row without a name", out)
+        self.assertIn("runs[6] (f): not read: steady_images_per_s is 0.0", out)
+        self.assertIn("f-graphs (faithful): no eager row of the same configuration measured steady images/s", out)
+        self.assertNotIn("nan", out)
 
 
 if __name__ == "__main__":

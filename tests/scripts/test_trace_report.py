@@ -407,10 +407,17 @@ class GpuFiguresTest(unittest.TestCase):
             x("backward", 0, 5, 900, "user_annotation"),  # a range of ddpbench's, not a call
             x("aten::add_", 0, 1500, 5000, "cpu_op"),     # after the traced step
             x("aten::mm", 100, 10, 900, "cpu_op"),        # rank 1's
+            x("cudaStreamSynchronize", 0, 900, 5000, "cuda_runtime"),  # runs on past the step: 100 us of it inside
+            # No interval on the timeline: left out, as the step reader leaves them out.
+            x("aten::bad", 0, 10, -5, "cpu_op"), x("aten::bad", 0, 10, float("nan"), "cpu_op"),
+            {"ph": "X", "name": "aten::bad", "pid": 0, "ts": 10, "cat": "cpu_op"},
+            {"ph": "X", "pid": 0, "ts": 10, "dur": 5, "cat": "cpu_op"},
+            {"ph": "X", "name": "aten::bad", "pid": 0, "ts": 10, "dur": "5", "cat": "cpu_op"},
         ]}
         calls = trace_report.longest_calls(merged, trace_report.read_steps(merged))
-        self.assertEqual([(c["name"], c["total_ms"], c["calls"]) for c in calls],
-                         [("cudaMalloc", 0.6, 1), ("aten::cudnn_convolution", 0.5, 2), ("cuModuleLoadData", 0.05, 1)])
+        self.assertEqual([(c["name"], round(c["total_ms"], 6), c["calls"]) for c in calls],
+                         [("cudaMalloc", 0.6, 1), ("aten::cudnn_convolution", 0.5, 2), ("cudaStreamSynchronize", 0.1, 1),
+                          ("cuModuleLoadData", 0.05, 1)])
 
 
 if __name__ == "__main__":

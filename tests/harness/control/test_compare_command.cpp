@@ -242,5 +242,40 @@ TEST(CompareCommand, CannotJudgeLessWorkAndANewOptionAtItsDefault) {
       << changed.out;
 }
 
+// Every command reads a row's configuration as this build's option table does: a value of the
+// wrong type, or a graphed row of a strategy no graph captures that says it ran, is bad input
+// naming the option, never a difference or a match. A row skipped for want of a GPU ran nothing.
+TEST(CompareCommand, AConfigurationNoRunHasIsBadInput) {
+  TempDir dir;
+  const auto base = testing::sample_sweep_document();
+  write_result_file(dir / "base.json", base);
+  const auto edited = [&](const std::string& row, const nlohmann::json& value, RunStatus status = RunStatus::ok) {
+    auto doc = base;
+    for (auto& r : doc.runs) {
+      if (r.name == row) {
+        r.config["cuda-graphs"] = value;
+        r.status = status;
+        if (status == RunStatus::skipped) r.reason = "--cuda-graphs captures the step on a GPU, and none is visible";
+      }
+    }
+    write_result_file(dir / "edited.json", doc);
+    return compare({(dir / "base.json").string(), (dir / "edited.json").string()});
+  };
+  const auto yes = edited("single", "yes");
+  EXPECT_EQ(yes.exit_code, 2) << yes.out << yes.err;
+  EXPECT_NE(yes.err.find("has a configuration no run has: --cuda-graphs: 'yes' is not on|off"), std::string::npos)
+      << yes.err;
+  const auto ddp = edited("ddp-2gpu", true);
+  EXPECT_EQ(ddp.exit_code, 2) << ddp.out << ddp.err;
+  EXPECT_NE(ddp.err.find("--cuda-graphs captures the one-device step of --strategy single"), std::string::npos)
+      << ddp.err;
+  // Graphed rows that ran are proven like any other; one skipped on a CPU is read as it is.
+  const auto graphed = edited("single", true);
+  EXPECT_EQ(graphed.exit_code, 1) << graphed.out << graphed.err;  // configured differently: not the same row
+  const auto skipped = edited("ddp-2gpu", true, RunStatus::skipped);
+  EXPECT_NE(skipped.exit_code, 2) << skipped.out << skipped.err;
+  // The same reader for `project`, `advise` and `trace` (read_results_here), and `sweep --resume`.
+}
+
 }  // namespace
 }  // namespace ddpbench

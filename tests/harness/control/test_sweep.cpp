@@ -349,6 +349,34 @@ SweepPlan faithful_plan_with_twins(const std::string& text) {
   return plan_sweep(cmd, machine(2));
 }
 
+// A graphed row on a machine without a GPU is skipped with the reason, twin and all, as `run`
+// skips it, whatever the CPU table sets (device cpu, one warm-up step); on a GPU machine it is
+// planned as given; a graphed row of a strategy no graph captures is bad input everywhere.
+TEST(Sweep, AGraphedRowWithoutAGpuIsSkippedNotRefused) {
+  testing::TempDir dir;
+  testing::write_text(dir / "s.json", R"({"defaults": {"model": "tiny", "warmup-steps": 4},
+    "rows": [{"name": "eager", "options": {"strategy": "single"}},
+             {"name": "graphed", "options": {"strategy": "single", "cuda-graphs": true}}]})");
+  SweepCommand cmd;
+  cmd.file = (dir / "s.json").string();
+  cmd.reference = true;
+  const SweepPlan cpu = plan_sweep(cmd, machine(0));
+  EXPECT_EQ(row(cpu, "eager", "faithful").config.device, "cpu");  // the CPU table's
+  for (const char* name : {"graphed", "graphed.torch"}) {
+    EXPECT_EQ(row(cpu, name, "faithful").skip_reason.value_or(""),
+              "--cuda-graphs captures the step on a GPU, and none is visible")
+        << name;
+  }
+  EXPECT_FALSE(row(cpu, "eager", "faithful").skip_reason.has_value());
+  const SweepPlan gpu = plan_sweep(cmd, machine(1));
+  EXPECT_FALSE(row(gpu, "graphed", "faithful").skip_reason.has_value());
+  EXPECT_TRUE(row(gpu, "graphed", "faithful").config.cuda_graphs);
+  testing::write_text(dir / "s.json", R"({"defaults": {"model": "tiny", "warmup-steps": 4},
+    "rows": [{"name": "graphed-ddp", "options": {"strategy": "ddp", "nproc": 2, "cuda-graphs": true}}]})");
+  EXPECT_THROW(plan_sweep(cmd, machine(0)), InputError);
+  EXPECT_THROW(plan_sweep(cmd, machine(1)), InputError);
+}
+
 // With --reference every row is followed by its PyTorch twin, except where PyTorch has no
 // such configuration: a row without overlap gets a twin skipped with the reason.
 TEST(Sweep, ReferenceTwinsFollowTheirRowsAndANoOverlapRowsTwinIsSkipped) {

@@ -49,7 +49,7 @@ class RankServerTest(unittest.TestCase):
         self.script = self.folder / "rank.py"
         self.script.write_text(RANK)
         self.socket = self.folder / "server.sock"
-        self.server = subprocess.Popen([PYTHON, str(SCRIPTS / "rank_server.py"), str(self.socket)])
+        self.server = subprocess.Popen([PYTHON, str(SCRIPTS / "rank_server.py"), str(self.socket), str(os.getpid())])
         self.addCleanup(self.stop_server)
         deadline = time.monotonic() + 120
         while not self.socket.exists():
@@ -103,11 +103,46 @@ class RankServerTest(unittest.TestCase):
         self.assertFalse(alive(rank), "the rank outlived its killed client")
         self.assertIsNone(self.server.poll(), "the server went with it")
 
+    def test_a_rank_ends_with_the_server(self) -> None:
+        pid_file = self.folder / "pid"
+        run = self.client("wait", str(pid_file))
+        while not pid_file.exists():
+            time.sleep(0.02)
+        rank = int(pid_file.read_text())
+        self.server.kill()
+        self.server.wait(timeout=30)
+        run.communicate(timeout=30)
+        self.assertNotEqual(run.returncode, 0)  # its end is unknown: never a success
+        deadline = time.monotonic() + 10
+        while alive(rank) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(alive(rank), "the rank outlived the server")
+
     def test_without_a_server_the_rank_runs_in_a_python_of_its_own(self) -> None:
         run = self.client("0", socket=self.folder / "no-server.sock")
         out, _ = run.communicate(timeout=120)
         self.assertEqual(run.returncode, 0)
         self.assertTrue(out.strip().endswith("['0'] own"), out)
+
+
+class ServerLifetimeTest(unittest.TestCase):
+    def test_the_server_ends_with_its_parent_even_mid_import_and_leaves_nothing(self) -> None:
+        for parent_lives_s in (0.2, 1.0):
+            folder = Path(tempfile.mkdtemp(prefix="ddpbench-python-"))
+            self.addCleanup(shutil.rmtree, folder, True)
+            socket = folder / "server.sock"
+            # A parent that starts the server, says its pid, and is gone before torch is imported.
+            parent = subprocess.run(
+                [sys.executable, "-c", "import os, subprocess, sys, time\n"
+                 f"p = subprocess.Popen([{PYTHON!r}, {str(SCRIPTS / 'rank_server.py')!r}, {str(socket)!r}, "
+                 f"str(os.getpid())])\nprint(p.pid, flush=True)\ntime.sleep({parent_lives_s})"],
+                capture_output=True, text=True, timeout=60)
+            server = int(parent.stdout.split()[0])
+            deadline = time.monotonic() + 120
+            while alive(server) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            self.assertFalse(alive(server), f"the server outlived its parent ({parent_lives_s} s)")
+            self.assertFalse(folder.exists(), list(folder.iterdir()) if folder.exists() else [])
 
 
 @unittest.skipUnless(os.environ.get("DDPBENCH_BINARY"), "DDPBENCH_BINARY not set")
@@ -128,7 +163,9 @@ class SweepTest(unittest.TestCase):
         run = subprocess.run([os.environ["DDPBENCH_BINARY"], "sweep", "--file", str(folder / "sweep.json"),
                               "--reference", "--mode", "faithful", "--out-dir", str(folder / "out"), *flags],
                              capture_output=True, text=True, timeout=600,
-                             env=dict(os.environ, DDPBENCH_PYTHON=PYTHON, TMPDIR=str(folder / "tmp")))
+                             # A user's variable saying "forked" never makes a rank say so.
+                             env=dict(os.environ, DDPBENCH_PYTHON=PYTHON, TMPDIR=str(folder / "tmp"),
+                                      DDPBENCH_PYTORCH_FORKED="1"))
         self.assertEqual(run.returncode, 0, run.stderr[-3000:])
         self.assertEqual(list((folder / "tmp").glob("ddpbench-python-*")), [], "the server's folder was left")
         runs = json.loads((folder / "out" / "results.json").read_text())["runs"]
