@@ -89,6 +89,10 @@ std::optional<std::string> pytorch_lacks(const RunConfig& config) {
     return "--trace-steps: PyTorch's rows do not trace their steps (their loop has no profiler around them); "
            "trace the ddpbench row, which runs the same steps";
   }
+  if (config.inject_fault_kind == InjectedFault::kill_in_collective) {
+    return "--inject-fault-kind kill-in-collective: it dies inside ddpbench's bucket hook, which PyTorch's rows do "
+           "not have; --inject-fault-kind kill stops a rank of either at a step";
+  }
   if (config.inject_slowdown > 0) {
     return "--inject-slowdown: it plays a slower ddpbench against PyTorch's rows, which run as they are; leave it "
            "out of a torch-* row";
@@ -100,16 +104,17 @@ bool cuda_graphs_capture(std::string_view strategy) { return strategy == "single
 
 // What a captured step cannot hold is refused before any work: the graph replays device work
 // only, so anything the host decides or does inside a step would run once, at the capture.
-void validate_cuda_graphs(const RunConfig& c) {
+void validate_cuda_graphs(const RunConfig& c, bool with_device_and_warm_up) {
   require(cuda_graphs_capture(c.strategy),
           "--cuda-graphs captures the one-device step of --strategy single (and torch-single); --strategy " +
               c.strategy + " reduces or scatters from the host inside each step, which a graph does not replay");
-  require(c.device != "cpu", "--cuda-graphs needs a GPU (--device cpu): CUDA graphs replay device work");
   require(c.amp != AmpMode::fp16,
           "--cuda-graphs with --amp fp16: the loss scaler's overflow check and scale update are not captured here; "
           "use --amp bf16, which needs no scaler");
   require(c.inject_slowdown == 0,
           "--cuda-graphs with --inject-slowdown: the slowdown is host work inside the step, which a replay skips");
+  if (!with_device_and_warm_up) return;
+  require(c.device != "cpu", "--cuda-graphs needs a GPU (--device cpu): CUDA graphs replay device work");
   require(c.warmup_steps >= 4, "--cuda-graphs captures the last warm-up step after at least three eager ones "
                                "(PyTorch's examples warm up 3): --warmup-steps " +
                                    std::to_string(c.warmup_steps) + " must be at least 4");

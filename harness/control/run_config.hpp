@@ -128,8 +128,9 @@ void validate(const RunConfig& config);
 bool cuda_graphs_capture(std::string_view strategy);
 
 /// What a captured step cannot hold (validate() checks it where --cuda-graphs is on); throws
-/// InputError naming the flag.
-void validate_cuda_graphs(const RunConfig& config);
+/// InputError naming the flag. `with_device_and_warm_up` false leaves out the two settings a
+/// sweep's CPU table sets itself for a graphed row it skips on a machine without a GPU.
+void validate_cuda_graphs(const RunConfig& config, bool with_device_and_warm_up = true);
 
 /// What PyTorch's own implementation of a row (torch-*) has no equivalent for, as
 /// "--flag: why; what to do"; nullopt when it can run `config` as given. The run command refuses such a

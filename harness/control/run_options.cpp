@@ -288,15 +288,40 @@ void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std:
   }
 }
 
+namespace {
+
+// The JSON type this build writes an option's value as: a value of another type is no value a
+// run wrote, even where its text would parse ("2" for a count, 1 for a switch, 5 for a name).
+bool written_as(const json& value, const json& written) {
+  if (written.is_boolean()) return value.is_boolean();
+  if (written.is_string()) return value.is_string();
+  if (written.is_number_float()) return value.is_number();
+  if (written.is_number()) return value.is_number_integer();
+  return value.is_null() || value.is_number_integer();  // an optional count, unset
+}
+
+}  // namespace
+
 void prove_run_config(const nlohmann::json& config, bool ran) {
   if (!config.is_object()) throw InputError("the configuration is not an object of options");
   json known = json::object();
+  const RunConfig defaults;
   for (const auto& [key, value] : config.items()) {
-    if (find_run_option(key) != nullptr) known[key] = value;
+    const RunOption* opt = find_run_option(key);
+    if (opt == nullptr) continue;
+    if (!written_as(value, opt->get(defaults))) {
+      throw InputError(flag(key) + ": " + value.dump() + " is not a value of its type (" + opt->value_name + ")");
+    }
+    known[key] = value;
   }
   RunConfig c;
   apply_run_config_json(c, known, "");
-  if (ran && c.cuda_graphs) validate_cuda_graphs(c);
+  // Ranges and combinations as `run` checks them, but for the placement: a launcher's ranks
+  // record the nodes they spanned, which no command line of `run` gives beside --nproc. A graphed
+  // row skipped for want of a GPU was judged without its capture, as the sweep judged it.
+  c.nodes = 1;
+  c.cuda_graphs = c.cuda_graphs && ran;
+  validate(c);
 }
 
 ProvenResults read_results_here(const std::filesystem::path& path, const std::string& side) {

@@ -49,10 +49,10 @@ void apply_preset(RunConfig& config, const std::set<std::string>& explicit_keys)
 void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std::string_view where);
 
 /// A result file's row configuration as this build reads it: each option it knows of holding
-/// a value of its type (options it does not know, a newer writer's, are left to the writer);
-/// for a row that `ran`, no combination a row cannot run with (--cuda-graphs beyond what a
-/// capture holds). Not validate(): a launcher's ranks record their placement, which no command
-/// line of `run` gives. Throws InputError naming the option.
+/// a value of the JSON type it writes (options it does not know, a newer writer's, are left to
+/// the writer), ranges and combinations validate() allows (but the placement: a launcher's
+/// ranks record the nodes they spanned); for a row that `ran`, what a CUDA graph captures.
+/// Throws InputError naming the option.
 void prove_run_config(const nlohmann::json& config, bool ran);
 
 /// read_proven_results (reports/result_proof.hpp) as every command of this build reads a

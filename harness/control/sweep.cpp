@@ -405,6 +405,7 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
         RunConfig judged = c;
         judged.cuda_graphs = judged.cuda_graphs && !graphs_without_gpu;
         validate(judged);
+        if (graphs_without_gpu) validate_cuda_graphs(c, /*with_device_and_warm_up=*/false);
       } catch (const InputError& e) {
         throw InputError(where + ": " + e.what());
       }

@@ -76,7 +76,7 @@ std::filesystem::path trace_folder(const std::filesystem::path& results_folder, 
 
 int trace_command(const TraceCommand& command) {
   const std::filesystem::path results = std::filesystem::absolute(command.results);
-  const ProvenResults proven = read_results_here(results, "'" + command.results + "'");
+  const ProvenResults proven = read_results_here(results, "the results");
   const RunResult& row = traced_row(proven.document(), command);
   const std::filesystem::path folder = trace_folder(results.parent_path(), row);
   const std::filesystem::path out =

@@ -116,13 +116,17 @@ def rank_of(pid: Any) -> int | None:
 
 
 def timed(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    try:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    except OverflowError:  # an integer past any float
+        return False
 
 
 def timed_events(trace: dict[str, Any]) -> list[dict[str, Any]]:
     """The complete events ("X") every figure here reads: a name, a finite start and a length of
     at least zero. Anything else is no interval on the timeline and is left out, by every reader."""
-    return [e for e in trace["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and
+    events = trace.get("traceEvents")
+    return [e for e in (events if isinstance(events, list) else []) if isinstance(e, dict) and e.get("ph") == "X" and
             isinstance(e.get("name"), str) and timed(e.get("ts")) and timed(e.get("dur")) and e["dur"] >= 0]
 
 
@@ -131,7 +135,8 @@ def read_steps(trace: dict[str, Any]) -> dict[int, list[Step]]:
     events = timed_events(trace)
     steps: dict[int, list[Step]] = {}
     for e in events:
-        if e["name"].startswith(STEP_PREFIX) and rank_of(e.get("pid")) is not None:
+        if (e["name"].startswith(STEP_PREFIX) and e["name"][len(STEP_PREFIX):].isdigit()
+                and rank_of(e.get("pid")) is not None):
             steps.setdefault(rank_of(e["pid"]), []).append(
                 Step(int(e["name"][len(STEP_PREFIX):]), Interval(e["ts"], e["ts"] + e["dur"])))
     for rank_steps in steps.values():
@@ -260,14 +265,15 @@ def longest_calls(trace: dict[str, Any], steps: dict[int, list[Step]], rank: int
     """Rank `rank`'s host calls inside its traced steps (LibTorch's ops, CUDA runtime and driver
     calls), by name, the longest in total first: where a slow step's host time went (autotuning,
     module loading, allocation). Nested ops each count their own span, inner calls included."""
-    spans = [s.span for s in steps.get(rank, [])]
+    # The steps as one set of time, however often a step's range was written.
+    spans = merge_intervals([s.span for s in steps.get(rank, [])])
     totals: dict[str, list[float]] = {}
     for e in timed_events(trace):
         if e.get("cat") not in HOST_CALLS or rank_of(e.get("pid")) != rank:
             continue
-        # Only the part inside the traced steps: a call that runs on past its step counts up to the step's end.
+        # Only the part inside the traced steps, wherever the call began or ended.
         inside = sum(overlap_length(Interval(e["ts"], e["ts"] + e["dur"]), span) for span in spans)
-        if any(span.start_us <= e["ts"] <= span.end_us for span in spans):
+        if inside > 0:
             entry = totals.setdefault(e["name"], [0.0, 0])
             entry[0] += inside
             entry[1] += 1

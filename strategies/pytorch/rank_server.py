@@ -80,6 +80,9 @@ def run_child(request: dict, fds: list[int], server_fds: list[int], server: int)
         os.environ.update(request["env"])
         os.environ["DDPBENCH_PYTORCH_FORKED"] = "1"
         sys.argv = list(request["argv"])
+        if os.environ.get("PYTHONUNBUFFERED"):  # what a Python started with it would do
+            sys.stdout.reconfigure(line_buffering=True, write_through=True)
+            sys.stderr.reconfigure(write_through=True)
         runpy.run_path(sys.argv[0], run_name="__main__")
         code = 0
     except SystemExit as e:
@@ -88,6 +91,13 @@ def run_child(request: dict, fds: list[int], server_fds: list[int], server: int)
             code = e.code or 0
         else:
             print(e.code, file=sys.stderr)
+    except KeyboardInterrupt:
+        # As the interpreter ends on an uncaught KeyboardInterrupt: the traceback, then death by SIGINT.
+        sys.excepthook(*sys.exc_info())
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     except BaseException:  # noqa: B036 - printed as the interpreter would (torch's hook prefixes the rank)
         sys.excepthook(*sys.exc_info())
     finally:

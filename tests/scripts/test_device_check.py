@@ -152,7 +152,10 @@ class FirstStepsTest(unittest.TestCase):
             self.run_row("single-tf32", 1000.0, 1.0),
             self.run_row("single-tf32.torch", 900.0, 3.0, strategy="torch-single", strategy_details=started),
             self.run_row("single-tf32-graphs", 1400.0, 1.0, True, strategy_details={"cuda_graphs": graphs}),
-            self.run_row("single-tf32-graphs", 1600.0, 1.0, True, strategy_details={"cuda_graphs": graphs}),
+            self.run_row("single-tf32-graphs", 1600.0, 1.0, True, strategy_details={"cuda_graphs": graphs},
+                         repetition=1),
+            # A second copy of a row counts once.
+            self.run_row("single-tf32-graphs", 9000.0, 1.0, True, repetition=1),
             self.run_row("single-tf32-graphs.torch", 1800.0, 1.0, True, strategy="torch-single"),
             # Another mode's eager row, ten times faster: never the graphed faithful row's.
             self.run_row("single-tf32", 10000.0, 1.0, mode="controlled"),
@@ -163,6 +166,7 @@ class FirstStepsTest(unittest.TestCase):
         self.assertIn("single-tf32-graphs (faithful): 1.50x the eager row's steady images/s (medians of 2 and 1 "
                       "runs); captured at step 4, 46 replayed, 4 eager", out)
         self.assertIn("single-tf32-graphs.torch (faithful): 2.00x the eager row's steady images/s", out)
+        self.assertIn("runs[4] (single-tf32-graphs): not read: a second row of that name, mode and repetition", out)
 
     def test_figures_that_are_no_runs_are_named_not_read(self) -> None:
         bad_time = self.run_row("a", 1000.0, 1.0)

@@ -413,11 +413,16 @@ class GpuFiguresTest(unittest.TestCase):
             {"ph": "X", "name": "aten::bad", "pid": 0, "ts": 10, "cat": "cpu_op"},
             {"ph": "X", "pid": 0, "ts": 10, "dur": 5, "cat": "cpu_op"},
             {"ph": "X", "name": "aten::bad", "pid": 0, "ts": 10, "dur": "5", "cat": "cpu_op"},
+            {"ph": "X", "name": "aten::bad", "pid": 0, "ts": 10 ** 400, "dur": 5, "cat": "cpu_op"},
+            x("ProfilerStep#0", 0, 0, 1000, "user_annotation"),  # the step's range written twice counts once
+            x("ProfilerStep#abc", 0, 0, 1000, "user_annotation"),  # no step number: no step
+            x("cudaEventSynchronize", 0, -5, 45, "cuda_runtime"),  # began before the step: 40 us inside
         ]}
         calls = trace_report.longest_calls(merged, trace_report.read_steps(merged))
         self.assertEqual([(c["name"], round(c["total_ms"], 6), c["calls"]) for c in calls],
                          [("cudaMalloc", 0.6, 1), ("aten::cudnn_convolution", 0.5, 2), ("cudaStreamSynchronize", 0.1, 1),
-                          ("cuModuleLoadData", 0.05, 1)])
+                          ("cuModuleLoadData", 0.05, 1), ("cudaEventSynchronize", 0.04, 1)])
+        self.assertEqual(trace_report.longest_calls({"traceEvents": None}, {}), [])
 
 
 if __name__ == "__main__":

@@ -249,11 +249,12 @@ TEST(CompareCommand, AConfigurationNoRunHasIsBadInput) {
   TempDir dir;
   const auto base = testing::sample_sweep_document();
   write_result_file(dir / "base.json", base);
-  const auto edited = [&](const std::string& row, const nlohmann::json& value, RunStatus status = RunStatus::ok) {
+  const auto edited = [&](const std::string& row, const nlohmann::json& value, RunStatus status = RunStatus::ok,
+                          const std::string& key = "cuda-graphs") {
     auto doc = base;
     for (auto& r : doc.runs) {
       if (r.name == row) {
-        r.config["cuda-graphs"] = value;
+        r.config[key] = value;
         r.status = status;
         if (status == RunStatus::skipped) r.reason = "--cuda-graphs captures the step on a GPU, and none is visible";
       }
@@ -263,8 +264,16 @@ TEST(CompareCommand, AConfigurationNoRunHasIsBadInput) {
   };
   const auto yes = edited("single", "yes");
   EXPECT_EQ(yes.exit_code, 2) << yes.out << yes.err;
-  EXPECT_NE(yes.err.find("has a configuration no run has: --cuda-graphs: 'yes' is not on|off"), std::string::npos)
+  EXPECT_NE(yes.err.find("has a configuration no run has: --cuda-graphs: \"yes\" is not a value of its type"),
+            std::string::npos)
       << yes.err;
+  // Text that would parse is still not what a run writes; nor is a value out of range.
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"cuda-graphs", 1}, {"nproc", "2"}, {"strategy", 5}, {"lr", "0.1"}, {"lr", -1}, {"max-steps", 1.5}}) {
+    const auto wrong = edited("single", value, RunStatus::ok, key);
+    EXPECT_EQ(wrong.exit_code, 2) << key << " " << value.dump() << ": " << wrong.out << wrong.err;
+    EXPECT_NE(wrong.err.find("--" + key), std::string::npos) << wrong.err;
+  }
   const auto ddp = edited("ddp-2gpu", true);
   EXPECT_EQ(ddp.exit_code, 2) << ddp.out << ddp.err;
   EXPECT_NE(ddp.err.find("--cuda-graphs captures the one-device step of --strategy single"), std::string::npos)
@@ -272,7 +281,17 @@ TEST(CompareCommand, AConfigurationNoRunHasIsBadInput) {
   // Graphed rows that ran are proven like any other; one skipped on a CPU is read as it is.
   const auto graphed = edited("single", true);
   EXPECT_EQ(graphed.exit_code, 1) << graphed.out << graphed.err;  // configured differently: not the same row
-  const auto skipped = edited("ddp-2gpu", true, RunStatus::skipped);
+  auto cpu_table = base;  // a graphed single row as a sweep on CPUs skips it: the CPU table's device and warm-up
+  for (auto& r : cpu_table.runs) {
+    if (r.name != "single") continue;
+    r.config["cuda-graphs"] = true;
+    r.config["device"] = "cpu";
+    r.config["warmup-steps"] = 1;
+    r.status = RunStatus::skipped;
+    r.reason = "--cuda-graphs captures the step on a GPU, and none is visible";
+  }
+  write_result_file(dir / "skipped.json", cpu_table);
+  const auto skipped = compare({(dir / "skipped.json").string(), (dir / "skipped.json").string()});
   EXPECT_NE(skipped.exit_code, 2) << skipped.out << skipped.err;
   // The same reader for `project`, `advise` and `trace` (read_results_here), and `sweep --resume`.
 }

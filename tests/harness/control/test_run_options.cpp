@@ -166,6 +166,10 @@ TEST(RunOptions, TraceStepsAreParsedAndRefuseAnotherProfiler) {
   c.nvtx = NvtxMode::on;
   c.strategy = "torch-ddp";
   EXPECT_TRUE(pytorch_lacks(c).has_value());  // the twins do not trace: the sweep skips them, saying so
+  c.trace_steps.clear();
+  EXPECT_FALSE(pytorch_lacks(c).has_value());
+  c.inject_fault_kind = InjectedFault::kill_in_collective;  // no bucket hook to die in
+  EXPECT_NE(pytorch_lacks(c).value_or("").find("kill-in-collective"), std::string::npos);
 }
 
 TEST(RunOptions, CudaGraphsRefuseWhatAReplayWouldNotRun) {
@@ -208,6 +212,34 @@ TEST(RunOptions, CudaGraphsRefuseWhatAReplayWouldNotRun) {
   c.warmup_steps = 0;
   c.amp = AmpMode::fp16;
   EXPECT_NO_THROW(validate(c));
+}
+
+// A result file's row configuration is read as this build writes one: each value of its JSON
+// type, ranges as `run` checks them, a graphed row that ran only of a strategy a graph captures;
+// a launcher's placement (nodes beside nproc) and a graphed row skipped on a CPU are as recorded.
+TEST(RunOptions, RecordedConfigurationsAreProvenByTheOptionTable) {
+  nlohmann::json config = run_config_to_json(RunConfig{});
+  EXPECT_NO_THROW(prove_run_config(config, true));
+  config["nodes"] = 2;
+  config["nproc"] = 2;
+  config["strategy"] = "ddp";
+  EXPECT_NO_THROW(prove_run_config(config, true));
+  config["a-newer-option"] = nlohmann::json::object();  // a newer writer's, left to it
+  EXPECT_NO_THROW(prove_run_config(config, true));
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"nproc", "2"}, {"strategy", 5}, {"sync-bn", 1}, {"lr", -1.0}, {"max-steps", 1.5}, {"amp", 0}}) {
+    nlohmann::json bad = config;
+    bad[key] = value;
+    EXPECT_THROW(prove_run_config(bad, true), InputError) << key << " " << value.dump();
+  }
+  config["cuda-graphs"] = true;
+  EXPECT_THROW(prove_run_config(config, true), InputError);  // a graphed DDP row that ran
+  nlohmann::json skipped = run_config_to_json(RunConfig{});
+  skipped["cuda-graphs"] = true;
+  skipped["device"] = "cpu";
+  skipped["warmup-steps"] = 1;
+  EXPECT_NO_THROW(prove_run_config(skipped, false));
+  EXPECT_THROW(prove_run_config(skipped, true), InputError);
 }
 
 TEST(RunOptions, ProfileStepsAndDevicesAreParsed) {

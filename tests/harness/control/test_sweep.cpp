@@ -375,6 +375,11 @@ TEST(Sweep, AGraphedRowWithoutAGpuIsSkippedNotRefused) {
     "rows": [{"name": "graphed-ddp", "options": {"strategy": "ddp", "nproc": 2, "cuda-graphs": true}}]})");
   EXPECT_THROW(plan_sweep(cmd, machine(0)), InputError);
   EXPECT_THROW(plan_sweep(cmd, machine(1)), InputError);
+  // What a GPU machine would refuse is refused on CPUs too: only the device and warm-up are the CPU table's.
+  testing::write_text(dir / "s.json", R"({"defaults": {"model": "tiny", "warmup-steps": 4},
+    "rows": [{"name": "graphed-fp16", "options": {"strategy": "single", "amp": "fp16", "cuda-graphs": true}}]})");
+  EXPECT_THROW(plan_sweep(cmd, machine(0)), InputError);
+  EXPECT_THROW(plan_sweep(cmd, machine(1)), InputError);
 }
 
 // With --reference every row is followed by its PyTorch twin, except where PyTorch has no

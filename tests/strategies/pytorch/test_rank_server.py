@@ -25,6 +25,8 @@ RANK = """
 import os, sys, time
 print("out", os.environ.get("ROW_VALUE"), os.getcwd(), sys.argv[1:], os.environ.get("DDPBENCH_PYTORCH_FORKED", "own"))
 print("err", file=sys.stderr, flush=True)
+if sys.argv[1] == "interrupt":
+    raise KeyboardInterrupt
 if sys.argv[1] == "kill":
     os.kill(os.getpid(), 9)
 if sys.argv[1] == "wait":
@@ -88,6 +90,12 @@ class RankServerTest(unittest.TestCase):
         run = self.client("kill")
         run.communicate(timeout=60)
         self.assertEqual(run.returncode, -signal.SIGKILL)
+
+    def test_an_uncaught_interrupt_ends_the_rank_by_sigint_as_in_its_own_python(self) -> None:
+        run = self.client("interrupt")
+        _, err = run.communicate(timeout=60)
+        self.assertEqual(run.returncode, -signal.SIGINT, err)
+        self.assertIn("KeyboardInterrupt", err)
 
     def test_a_killed_client_takes_its_rank_along(self) -> None:
         pid_file = self.folder / "pid"
