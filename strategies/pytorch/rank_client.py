@@ -52,11 +52,15 @@ def main(argv: list[str]) -> int:
     request = {"argv": script_argv, "env": dict(os.environ), "cwd": os.getcwd()}
     socket.send_fds(connection, [json.dumps(request).encode() + b"\n"], [0, 1, 2])
     pending = bytearray()
-    first = read_line(connection, pending)
-    if first is None or not first.startswith("pid "):
-        # The server ended before it forked: nothing ran yet, so the rank runs on its own.
+    if read_line(connection, pending) != "forking":
+        # The server ended before it took the request: nothing ran, so the rank runs on its own.
         connection.close()
         fresh_python(script_argv)
+    first = read_line(connection, pending)
+    if first is None or not first.startswith("pid "):
+        # It may have forked the rank and died: never start it a second time (the rank dies with it).
+        print(f"rank_client: the preloaded Python ({path}) ended while it started the rank", file=sys.stderr)
+        return 1
     pid = int(first.split()[1])
 
     def forward(number: int, _frame: object) -> None:

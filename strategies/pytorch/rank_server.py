@@ -9,8 +9,8 @@ listens on the Unix socket SOCKET (created under a temporary name and renamed, s
 that finds it finds it listening). rank_client.py sends each request: the script and its
 arguments, the environment and working folder, and its own standard input, output and error
 (SCM_RIGHTS). The server forks; the child takes those, runs the script as __main__ and exits
-with its code; the server answers the child's pid, then how it ended ("exit N" or "signal N")
-as soon as it has. The server never touches CUDA (a forked CUDA context is unusable).
+with its code; the server answers "forking" before it forks, then the child's pid, then how it
+ended ("exit N" or "signal N") as soon as it has. The server never touches CUDA (a forked CUDA context is unusable).
 
 Lifetimes: the server ends with PARENT_PID (the sweep), however that ends, even mid-import;
 a rank ends with its client (a client gone is a client killed) and with the server. On its
@@ -189,6 +189,13 @@ def serve(path: Path, parent: int, imported: list[str]) -> None:
         with lock:
             server_fds = [server.fileno(), connection.fileno(), *open_connections]
             open_connections.add(connection.fileno())
+        try:
+            # From here the rank may run: a client that hears this never starts it a second time.
+            connection.sendall(b"forking\n")
+        except OSError:
+            forget(connection)
+            connection.close()
+            continue
         # Forked from the main thread, between requests: the child holds no lock another thread took.
         server_pid = os.getpid()
         pid = os.fork()

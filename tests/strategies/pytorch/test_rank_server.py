@@ -126,6 +126,32 @@ class RankServerTest(unittest.TestCase):
             time.sleep(0.05)
         self.assertFalse(alive(rank), "the rank outlived the server")
 
+    def test_a_server_gone_after_it_began_forking_never_has_the_rank_run_twice(self) -> None:
+        # A stand-in server that says "forking" and dies: the rank may be running, so the client
+        # must not start it in a Python of its own as well.
+        import socket as sockets
+        import threading
+        path = self.folder / "dying.sock"
+        listener = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+        listener.bind(str(path))
+        listener.listen(1)
+
+        def serve_once() -> None:
+            connection, _ = listener.accept()
+            _, fds, _, _ = sockets.recv_fds(connection, 1 << 20, 3)
+            for fd in fds:  # the client's output: held here, its reader would never see it end
+                os.close(fd)
+            connection.sendall(b"forking\n")
+            connection.close()
+
+        threading.Thread(target=serve_once, daemon=True).start()
+        run = self.client("0", socket=path)
+        out, err = run.communicate(timeout=60)
+        listener.close()
+        self.assertEqual(run.returncode, 1, err)
+        self.assertEqual(out, "", "the rank ran a second time")
+        self.assertIn("ended while it started the rank", err)
+
     def test_without_a_server_the_rank_runs_in_a_python_of_its_own(self) -> None:
         run = self.client("0", socket=self.folder / "no-server.sock")
         out, _ = run.communicate(timeout=120)
