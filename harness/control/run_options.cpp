@@ -310,7 +310,8 @@ void prove_run_config(const nlohmann::json& config, bool ran) {
     const RunOption* opt = find_run_option(key);
     if (opt == nullptr) continue;
     if (!written_as(value, opt->get(defaults))) {
-      throw InputError(flag(key) + ": " + value.dump() + " is not a value of its type (" + opt->value_name + ")");
+      throw InputError(flag(key) + ": " + value.dump() + " is not a value of its type (" +
+                       (opt->is_switch ? std::string("true or false") : opt->value_name) + ")");
     }
     known[key] = value;
   }
