@@ -30,7 +30,9 @@ if sys.argv[1] == "interrupt":
 if sys.argv[1] == "kill":
     os.kill(os.getpid(), 9)
 if sys.argv[1] == "wait":
-    open(sys.argv[2], "w").write(str(os.getpid()))
+    with open(sys.argv[2] + ".tmp", "w") as pid_file:
+        pid_file.write(str(os.getpid()))
+    os.replace(sys.argv[2] + ".tmp", sys.argv[2])  # whole when it appears
     time.sleep(60)
 sys.exit(int(sys.argv[1]))
 """
@@ -42,6 +44,13 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not alive(pid)
 
 
 class RankServerTest(unittest.TestCase):
@@ -63,6 +72,14 @@ class RankServerTest(unittest.TestCase):
         self.server.terminate()
         self.server.wait(timeout=30)
 
+    def waiting_rank(self) -> tuple[subprocess.Popen[str], int]:
+        """A client whose rank runs and waits, and the rank's pid."""
+        pid_file = self.folder / "pid"
+        run = self.client("wait", str(pid_file))
+        while not pid_file.exists():
+            time.sleep(0.02)
+        return run, int(pid_file.read_text())
+
     def client(self, *args: str, socket: Path | None = None) -> subprocess.Popen[str]:
         return subprocess.Popen([PYTHON, "-S", str(SCRIPTS / "rank_client.py"), str(socket or self.socket),
                                  str(self.script), *args], cwd=self.folder, env=dict(os.environ, ROW_VALUE="7"),
@@ -77,14 +94,11 @@ class RankServerTest(unittest.TestCase):
         self.assertEqual(err.strip(), "err")
 
     def test_signals_reach_the_rank_and_its_end_is_the_clients(self) -> None:
-        pid_file = self.folder / "pid"
-        run = self.client("wait", str(pid_file))
-        while not pid_file.exists():
-            time.sleep(0.02)
+        run, rank = self.waiting_rank()
         run.send_signal(signal.SIGTERM)
         run.communicate(timeout=30)
         self.assertEqual(run.returncode, -signal.SIGTERM)  # the rank died of it, so the client did
-        self.assertFalse(alive(int(pid_file.read_text())))
+        self.assertFalse(alive(rank))
 
     def test_a_rank_that_kills_itself_ends_its_client_the_same_way(self) -> None:
         run = self.client("kill")
@@ -98,33 +112,19 @@ class RankServerTest(unittest.TestCase):
         self.assertIn("KeyboardInterrupt", err)
 
     def test_a_killed_client_takes_its_rank_along(self) -> None:
-        pid_file = self.folder / "pid"
-        run = self.client("wait", str(pid_file))
-        while not pid_file.exists():
-            time.sleep(0.02)
-        rank = int(pid_file.read_text())
+        run, rank = self.waiting_rank()
         run.kill()
         run.communicate(timeout=30)
-        deadline = time.monotonic() + 10
-        while alive(rank) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.assertFalse(alive(rank), "the rank outlived its killed client")
+        self.assertTrue(gone_within(rank, 10), "the rank outlived its killed client")
         self.assertIsNone(self.server.poll(), "the server went with it")
 
     def test_a_rank_ends_with_the_server(self) -> None:
-        pid_file = self.folder / "pid"
-        run = self.client("wait", str(pid_file))
-        while not pid_file.exists():
-            time.sleep(0.02)
-        rank = int(pid_file.read_text())
+        run, rank = self.waiting_rank()
         self.server.kill()
         self.server.wait(timeout=30)
         run.communicate(timeout=30)
         self.assertNotEqual(run.returncode, 0)  # its end is unknown: never a success
-        deadline = time.monotonic() + 10
-        while alive(rank) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.assertFalse(alive(rank), "the rank outlived the server")
+        self.assertTrue(gone_within(rank, 10), "the rank outlived the server")
 
     def test_a_server_gone_after_it_began_forking_never_has_the_rank_run_twice(self) -> None:
         # A stand-in server that says "forking" and dies: the rank may be running, so the client
@@ -172,10 +172,7 @@ class ServerLifetimeTest(unittest.TestCase):
                  f"str(os.getpid())])\nprint(p.pid, flush=True)\ntime.sleep({parent_lives_s})"],
                 capture_output=True, text=True, timeout=60)
             server = int(parent.stdout.split()[0])
-            deadline = time.monotonic() + 120
-            while alive(server) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            self.assertFalse(alive(server), f"the server outlived its parent ({parent_lives_s} s)")
+            self.assertTrue(gone_within(server, 120), f"the server outlived its parent ({parent_lives_s} s)")
             self.assertFalse(folder.exists(), list(folder.iterdir()) if folder.exists() else [])
 
 
