@@ -656,5 +656,132 @@ TEST(Sweep, TheCommittedCiBenchBaselineMatchesItsSweepFile) {
   EXPECT_FALSE(self.regression()) << "the gate fails its own baseline:\n" << markdown_comparison(self, options);
 }
 
+// The plan's rules, each on its own: what one rule decides, it decides alone.
+
+SweepRowSpec spec_of(const std::string& name, nlohmann::json options, int64_t devices = 1) {
+  SweepRowSpec spec;
+  spec.name = name;
+  spec.devices = devices;
+  spec.options = std::move(options);
+  return spec;
+}
+
+TEST(PlanRules, LayersApplyInOrderAndTheCommandLineWins) {
+  SweepDefinition definition;
+  definition.name = "layers";
+  definition.defaults = {{"model", "tiny"}, {"bucket-mb", 5}, {"workers", 3}};
+  SweepRowSpec spec = spec_of("r", {{"strategy", "ddp"}, {"nproc", 2}, {"bucket-mb", 7}});
+  spec.mode_options = {{"faithful", {{"bucket-mb", 9}, {"batch-size", 40}}}};
+  definition.rows = {spec};
+  SweepCommand command;
+  command.table = "tutorial";
+  const SweepEnvironment env = machine(2);
+  const RunConfig faithful = configure_row(plan_context(command, env, definition), spec, "faithful", "here");
+  EXPECT_EQ(faithful.bucket_mb, 9.0) << "the mode's options come after the row's";
+  EXPECT_EQ(faithful.batch_size, 40);
+  EXPECT_EQ(faithful.workers, 3) << "the defaults hold where no layer above sets";
+  const RunConfig controlled = configure_row(plan_context(command, env, definition), spec, "controlled", "here");
+  EXPECT_EQ(controlled.bucket_mb, 7.0);
+  EXPECT_EQ(controlled.workers, 0) << "the controlled mode's settings come after the defaults";
+  EXPECT_EQ(controlled.batch_size, 512) << "1024 over the row's two processes";
+  command.overrides = {{"bucket-mb", "11"}};
+  EXPECT_EQ(configure_row(plan_context(command, env, definition), spec, "faithful", "here").bucket_mb, 11.0);
+  command.overrides = {{"nodes", "2"}};
+  try {
+    (void)configure_row(plan_context(command, env, definition), spec, "faithful", "sweep 'layers', row 'r'");
+    FAIL() << "--nodes given to a row";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("sweep 'layers', row 'r': --nodes is the sweep's"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PlanRules, TheFirstReasonASkipHasIsTheOneGiven) {
+  SweepDefinition definition;
+  definition.name = "skips";
+  SweepCommand command;
+  SweepEnvironment env = machine(1);
+  const PlanContext context = plan_context(command, env, definition);
+  RunConfig c;
+  c.strategy = "ddp";
+  c.device = "cuda";
+  c.nproc = 4;
+  EXPECT_EQ(skip_reason(context, spec_of("r", {}, 4), c).value_or(""), "needs 4 GPUs, 1 visible");
+  c.device = "cpu";
+  EXPECT_FALSE(skip_reason(context, spec_of("r", {}, 4), c)) << "a CPU row needs no GPU";
+  SweepRowSpec two_nodes = spec_of("r", {}, 4);
+  two_nodes.nodes = 2;
+  EXPECT_NE(skip_reason(context, two_nodes, c).value_or("").find("--launcher srun"), std::string::npos);
+  env.strategies = {"single"};
+  const PlanContext without_ddp = plan_context(command, env, definition);
+  EXPECT_EQ(skip_reason(without_ddp, two_nodes, c).value_or(""), "strategy 'ddp' is not in this build")
+      << "the build's strategies are judged first";
+}
+
+TEST(PlanRules, TheCpuPresetTurnsFp16IntoBf16UnlessAmpIsGiven) {
+  SweepDefinition definition;
+  SweepCommand command;
+  command.table = "cpu";
+  SweepEnvironment env = machine(0);
+  env.cpu_native_bf16 = true;
+  RunConfig c;
+  c.amp = AmpMode::fp16;
+  const std::vector<std::string> notes = cpu_mixed_precision(plan_context(command, env, definition), c);
+  EXPECT_EQ(c.amp, AmpMode::bf16);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("bf16, not the tutorial's fp16"), std::string::npos);
+  c.amp = AmpMode::fp16;
+  command.overrides = {{"amp", "fp16"}};
+  EXPECT_TRUE(cpu_mixed_precision(plan_context(command, env, definition), c).empty());
+  EXPECT_EQ(c.amp, AmpMode::fp16) << "--amp on the command line is what runs";
+  command.overrides.clear();
+  command.table = "tutorial";
+  EXPECT_TRUE(cpu_mixed_precision(plan_context(command, env, definition), c).empty());
+  EXPECT_EQ(c.amp, AmpMode::fp16) << "only the CPU preset changes the type";
+}
+
+TEST(PlanRules, AGroupRunsRowComparisonTwinInEachRepetitionWithFilesOfTheirOwn) {
+  SweepDefinition definition;
+  definition.name = "group";
+  const SweepRowSpec spec = spec_of("d", {{"strategy", "ddp"}, {"nproc", 2}, {"model", "tiny"}, {"sync-bn", true}}, 2);
+  definition.rows = {spec};
+  SweepCommand command;
+  command.reference = true;
+  command.repeat = 2;
+  command.out_dir = "out";
+  const SweepEnvironment env = machine(0);
+  const PlannedRowGroup group = plan_row(plan_context(command, env, definition), spec, "faithful");
+  std::vector<std::string> names;
+  for (const PlannedRow* member : group.members()) names.push_back(member->info.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"d", "d.no-sync-bn", "d.torch"}));
+  ASSERT_TRUE(group.twin);
+  EXPECT_EQ(group.twin->info.reference_of, "d");
+  EXPECT_EQ(group.twin->info.compared_with, "d.no-sync-bn");
+  EXPECT_EQ(group.twin->config.strategy, "torch-ddp");
+  std::vector<PlannedRow> rows;
+  append_repetitions(command, spec, group, rows);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_EQ(rows[0].result_file, std::filesystem::path("out/rows/faithful/d.r0.json"));
+  EXPECT_EQ(rows[4].result_file, std::filesystem::path("out/rows/faithful/d.no-sync-bn.r1.json"));
+  EXPECT_EQ(rows[5].config.out, "out/rows/faithful/d.torch.r1.json");
+  EXPECT_EQ(rows[5].repetition, 1);
+}
+
+TEST(PlanRules, NamedRowsMustExistAndNamesMustNotCollide) {
+  SweepDefinition definition = tutorial_sweep();
+  SweepCommand command;
+  command.rows = {"ddp-3gpu"};
+  try {
+    check_named_rows(command, definition);
+    FAIL() << "an unknown row was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("(rows: single|dp-4gpu|ddp-2gpu|ddp-4gpu|ddp-4gpu-amp)"), std::string::npos);
+  }
+  SweepInfo info;
+  info.rows = {{"a", "faithful", kNotMeasured, 1, ""}, {"a", "controlled", kNotMeasured, 1, ""}};
+  EXPECT_NO_THROW(check_unique_names(info, "s")) << "one name in two modes is two rows";
+  info.rows.push_back({"a", "faithful", kNotMeasured, 1, "b"});
+  EXPECT_THROW(check_unique_names(info, "s"), InputError);
+}
+
 }  // namespace
 }  // namespace ddpbench
