@@ -289,7 +289,7 @@ CommBackend resolve_backend(CommBackend requested, const c10::Device& device) {
     throw InputError("--backend nccl needs CUDA devices; this run uses " + device.str());
   }
 #ifndef USE_C10D_GLOO
-  if (backend == CommBackend::gloo) throw InputError("--backend gloo: this build has no Gloo (see README, Gloo)");
+  if (backend == CommBackend::gloo) throw InputError("--backend gloo: this build has no Gloo (see docs/internals.md, building by hand)");
 #endif
 #ifndef USE_C10D_NCCL
   if (backend == CommBackend::nccl) throw InputError("--backend nccl: this build has no NCCL");
