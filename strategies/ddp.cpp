@@ -200,12 +200,18 @@ class DdpStrategy final : public Strategy {
     comm_ = s.dist.comm;
     TORCH_CHECK(comm_ != nullptr, "ddp: no communicator (the run command creates one for every rank)");
     group_ = comm_->process_group();
-    const StrategyOptions& o = s.options;
     torch::nn::Module& module = *s.model.ptr();
-    if (o.sync_bn) sync_bn_layers_ = convert_sync_batch_norm(module, comm_);
+    if (s.options.sync_bn) sync_bn_layers_ = convert_sync_batch_norm(module, comm_);
+    const std::vector<at::Tensor> params = broadcast_from_rank_zero(module);
+    watch_gradients(params, s.dist.device);
+    measure_compression(s.dist);
+    make_reducer(params);
+    buffers_ = module.buffers(/*recurse=*/true);
+  }
 
-    // DistributedDataParallel.__init__: the parameters that need gradients, checked alike on
-    // every rank, then rank 0's parameters and buffers everywhere.
+  // DistributedDataParallel.__init__: the parameters that need gradients (returned, their names
+  // kept), checked alike on every rank, then rank 0's parameters and buffers everywhere.
+  std::vector<at::Tensor> broadcast_from_rank_zero(torch::nn::Module& module) {
     std::vector<at::Tensor> params;
     for (const auto& named : module.named_parameters(/*recurse=*/true)) {
       if (!named.value().requires_grad()) continue;
@@ -219,23 +225,14 @@ class DdpStrategy final : public Strategy {
       at::NoGradGuard no_grad;
       c10d::broadcast_coalesced(group_, state, kBroadcastBucketBytes, 0);
     });
+    return params;
+  }
 
-    // _ddp_init_helper: one bucket for iteration 1 (the order gradients become ready is not
-    // known yet), buckets of the cap from the order of iteration 1 after the rebuild. The
-    // first bucket is capped at 1 MiB with the default cap, at the cap otherwise, as PyTorch.
-    bucket_cap_bytes_ = static_cast<int64_t>(o.bucket_mb * 1024 * 1024);
-    first_bucket_cap_bytes_ = o.bucket_mb == kDefaultBucketCapMb ? kDefaultFirstBucketBytes : bucket_cap_bytes_;
-    std::vector<std::size_t> limits{std::numeric_limits<std::size_t>::max()};
-    if (o.find_unused_parameters) {
-      limits = o.bucket_mb == kDefaultBucketCapMb
-                   ? std::vector<std::size_t>{static_cast<std::size_t>(kDefaultFirstBucketBytes),
-                                              static_cast<std::size_t>(bucket_cap_bytes_)}
-                   : std::vector<std::size_t>{static_cast<std::size_t>(bucket_cap_bytes_)};
-    }
-    // When backward makes each gradient ready, for the tuning advisor: a hook on each
-    // parameter's gradient accumulator, added before the Reducer adds its own so that it runs
-    // first. The accumulators are kept: the Reducer finds these, with the hooks on them.
-    timeline_ = std::make_shared<BucketTimeline>(s.dist.device);
+  // When backward makes each gradient ready, for the tuning advisor: a hook on each
+  // parameter's gradient accumulator, added before the Reducer adds its own so that it runs
+  // first. The accumulators are kept: the Reducer finds these, with the hooks on them.
+  void watch_gradients(const std::vector<at::Tensor>& params, const c10::Device& device) {
+    timeline_ = std::make_shared<BucketTimeline>(device);
     for (std::size_t i = 0; i < params.size(); ++i) {
       auto accumulator = torch::autograd::impl::grad_accumulator(params[i]);
       accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
@@ -248,12 +245,33 @@ class DdpStrategy final : public Strategy {
       gradient_bytes_.push_back(params[i].numel() * static_cast<int64_t>(params[i].element_size()));
       gradient_dtypes_.push_back(std::string(c10::toString(params[i].scalar_type())));
     }
+  }
+
+  // What compressing every gradient to fp16 and to bf16 costs per byte, for the tuning advisor.
+  void measure_compression(const DistContext& dist) {
     int64_t gradient_bytes = 0;
     for (int64_t b : gradient_bytes_) gradient_bytes += b;
-    const auto world = static_cast<int64_t>(s.dist.world_size);
+    const auto world = static_cast<int64_t>(dist.world_size);
     compression_s_per_byte_ = {
-        {"fp16", compression_seconds_per_byte(at::kHalf, gradient_bytes, world, s.dist.device)},
-        {"bf16", compression_seconds_per_byte(at::kBFloat16, gradient_bytes, world, s.dist.device)}};
+        {"fp16", compression_seconds_per_byte(at::kHalf, gradient_bytes, world, dist.device)},
+        {"bf16", compression_seconds_per_byte(at::kBFloat16, gradient_bytes, world, dist.device)}};
+  }
+
+  // _ddp_init_helper: one bucket for iteration 1 (the order gradients become ready is not
+  // known yet), buckets of the cap from the order of iteration 1 after the rebuild. The
+  // first bucket is capped at 1 MiB with the default cap, at the cap otherwise, as PyTorch.
+  void make_reducer(const std::vector<at::Tensor>& params) {
+    const StrategyOptions& o = setup().options;
+    const c10::Device& device = setup().dist.device;
+    bucket_cap_bytes_ = static_cast<int64_t>(o.bucket_mb * 1024 * 1024);
+    first_bucket_cap_bytes_ = o.bucket_mb == kDefaultBucketCapMb ? kDefaultFirstBucketBytes : bucket_cap_bytes_;
+    std::vector<std::size_t> limits{std::numeric_limits<std::size_t>::max()};
+    if (o.find_unused_parameters) {
+      limits = o.bucket_mb == kDefaultBucketCapMb
+                   ? std::vector<std::size_t>{static_cast<std::size_t>(kDefaultFirstBucketBytes),
+                                              static_cast<std::size_t>(bucket_cap_bytes_)}
+                   : std::vector<std::size_t>{static_cast<std::size_t>(bucket_cap_bytes_)};
+    }
     const std::vector<bool> expect_sparse(params.size(), false);
     auto bucket_indices = std::get<0>(c10d::compute_bucket_assignment_by_size(params, limits, expect_sparse));
     std::reverse(bucket_indices.begin(), bucket_indices.end());
@@ -264,19 +282,17 @@ class DdpStrategy final : public Strategy {
                                                /*bucket_bytes_cap_list=*/std::vector<int64_t>{});
     logger_ = std::make_shared<c10d::Logger>(reducer_);
     reducer_->set_logger(logger_);
-    const bool cuda = s.dist.device.is_cuda();
-    const std::vector<int> device_ids = cuda ? std::vector<int>{s.dist.device.index()} : std::vector<int>{};
-    logger_->set_construction_data_and_log(o.model, device_ids, cuda ? s.dist.device.index() : -1,
+    const bool cuda = device.is_cuda();
+    const std::vector<int> device_ids = cuda ? std::vector<int>{device.index()} : std::vector<int>{};
+    logger_->set_construction_data_and_log(o.model, device_ids, cuda ? device.index() : -1,
                                            /*broadcast_buffers=*/true, sync_bn_layers_ > 0, /*static_graph=*/false);
     if (o.comm_hook == CommHook::builtin_fp16) {
       reducer_->register_builtin_comm_hook(c10d::BuiltinCommHookType::FP16_COMPRESS);
     } else {
-      reducer_->register_comm_hook(
-          std::make_unique<BucketAllreduceHook>(*comm_, s.dist.device, o.overlap, o.comm_hook, timeline_));
+      reducer_->register_comm_hook(std::make_unique<BucketAllreduceHook>(*comm_, device, o.overlap, o.comm_hook, timeline_));
       logger_->set_comm_hook(std::string("ddpbench timed ") + std::string(enum_name(kCommHookNames, o.comm_hook)));
     }
     initial_bucket_bytes_ = parse_sizes(logger_->get_ddp_logging_data().strs_map["bucket_sizes"]);
-    buffers_ = module.buffers(/*recurse=*/true);
   }
 
   // DistributedDataParallel.forward: _pre_forward, the module, _post_forward.

@@ -240,6 +240,91 @@ struct Communicator::Impl {
 
   std::string store_address() const { return rank.master_addr + ":" + std::to_string(rank.master_port); }
 
+  // The run's store, under this run's prefix. Throws CollectiveError naming the rank and host
+  // that could not serve it (rank 0, unless the launcher serves it) or join it, and where.
+  void open_store(std::chrono::milliseconds timeout) {
+    try {
+      raw_store = open_run_store(rank, timeout);
+    } catch (const std::exception& e) {
+      const std::string what = first_line(e.what());
+      const bool serves = rank.rank == 0 && !rank.store_served_by_launcher;
+      const bool named = what.starts_with("could not reach the store");
+      throw CollectiveError("rendezvous failed on rank " + std::to_string(rank.rank) + " on " + this_host_name() + ": " +
+                            (named ? what
+                                   : (serves ? "cannot serve the store at " : "cannot join the store at ") +
+                                         store_address() + ": " + what));
+    }
+    store = c10::make_intrusive<c10d::PrefixStore>(prefix, raw_store);
+  }
+
+#ifdef USE_C10D_GLOO
+  // The interface Gloo reaches the other ranks through, and in `interface` why it is that one.
+  void add_gloo_device(c10d::ProcessGroupGloo::Options& gloo) {
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname != nullptr && *ifname != '\0') {
+      gloo.devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+      interface = std::string(ifname) + " (GLOO_SOCKET_IFNAME)";
+    } else if (is_loopback_address(rank.master_addr)) {
+      gloo.devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      interface = "lo (MASTER_ADDR is loopback)";
+    } else if (const std::string towards = interface_towards(rank.master_addr); !towards.empty()) {
+      // Gloo's default binds to the address the hostname resolves to, often loopback on
+      // a cluster node: the interface that routes to MASTER_ADDR reaches the others.
+      gloo.devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(towards));
+      interface = towards + " (routes to MASTER_ADDR " + rank.master_addr + ")";
+    } else {
+      gloo.devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      interface = "Gloo's default (no interface routes to MASTER_ADDR " + rank.master_addr + ")";
+    }
+  }
+
+  void add_gloo_backend(std::chrono::milliseconds timeout) {
+    auto gloo = c10d::ProcessGroupGloo::Options::create(timeout);
+    add_gloo_device(*gloo);
+    auto gloo_backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(rank.rank),
+                                                                    static_cast<int>(rank.world_size), gloo);
+    // As init_process_group("gloo"): the backend serves CPU tensors, and CUDA tensors too
+    // (SyncBatchNorm's CUDA kernels can then be tested with two ranks on one GPU).
+    group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, gloo_backend);
+    group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::GLOO, gloo_backend);
+    group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+  }
+#endif
+
+#ifdef USE_C10D_NCCL
+  void add_nccl_backend(const CommunicatorOptions& options) {
+    c10::cuda::set_device(options.device.index());
+    if (!options.flight_recorder_prefix.empty()) {
+      // PyTorch's flight recorder: each rank's last collectives, dumped when one times out.
+      // The user's own settings win.
+      ::setenv("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", 0);
+      ::setenv("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", 0);
+      ::setenv("TORCH_NCCL_ENABLE_MONITORING", "1", 0);
+      ::setenv("TORCH_FR_DUMP_TEMP_FILE", options.flight_recorder_prefix.c_str(), 0);
+      flight_recorder_prefix = std::getenv("TORCH_FR_DUMP_TEMP_FILE");
+    }
+    auto nccl = c10d::ProcessGroupNCCL::Options::create();
+    nccl->timeout = options.timeout;
+    auto nccl_backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, static_cast<int>(rank.rank),
+                                                                    static_cast<int>(rank.world_size), nccl);
+    // As init_process_group(device_id=...): the group is bound to the rank's device, and
+    // NCCL's communicator is formed now, not at the first collective. ncclCommInitRank
+    // blocks until every rank has called it, so it runs within the row's timeout: a peer
+    // that never starts is named, never waited for.
+    group->setBoundDeviceId(options.device);
+    group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, nccl_backend);
+    group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
+    // NCCL's own error, if it fails, is thrown from here.
+    const auto connect = [nccl_backend, device = options.device] {
+      nccl_backend->eagerConnectSingleDevice(device);
+      return true;
+    };
+    if (!finished_within<bool>(options.timeout, connect)) {
+      throw std::runtime_error("NCCL's communicator did not form within " +
+                               std::to_string(options.timeout.count() / 1000) + " s (ncclCommInitRank)");
+    }
+  }
+#endif
+
   // Every rank's progress record, or nullopt when the store did not answer. This rank's own
   // comes from memory: its heartbeat may be a beat behind.
   std::optional<std::vector<std::optional<RankProgress>>> read_progress_records() const {
@@ -302,84 +387,19 @@ Communicator::Communicator(const CommunicatorOptions& options) : impl_(std::make
   impl_->device = options.device;
   impl_->backend = resolve_backend(options.backend, options.device);
   impl_->prefix = run_store_prefix(options.rank.restart_count, options.rank.run_id);
-  const RankEnvironment& r = options.rank;
-  c10::intrusive_ptr<c10d::Store> raw;
-  try {
-    raw = open_run_store(r, options.timeout);
-  } catch (const std::exception& e) {
-    const std::string what = first_line(e.what());
-    const bool serves = r.rank == 0 && !r.store_served_by_launcher;
-    const bool named = what.starts_with("could not reach the store");
-    throw CollectiveError("rendezvous failed on rank " + std::to_string(r.rank) + " on " + this_host_name() + ": " +
-                          (named ? what
-                                 : (serves ? "cannot serve the store at " : "cannot join the store at ") +
-                                       impl_->store_address() + ": " + what));
-  }
-  impl_->raw_store = raw;
-  impl_->store = c10::make_intrusive<c10d::PrefixStore>(impl_->prefix, raw);
+  impl_->open_store(options.timeout);
   impl_->start_heartbeat();
 
   guarded("rendezvous", [&] {
-    impl_->group = c10::make_intrusive<c10d::ProcessGroup>(impl_->store, static_cast<int>(r.rank),
-                                                          static_cast<int>(r.world_size));
+    impl_->group = c10::make_intrusive<c10d::ProcessGroup>(impl_->store, static_cast<int>(options.rank.rank),
+                                                          static_cast<int>(options.rank.world_size));
     if (impl_->backend == CommBackend::gloo) {
 #ifdef USE_C10D_GLOO
-      auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
-      if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname != nullptr && *ifname != '\0') {
-        gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-        impl_->interface = std::string(ifname) + " (GLOO_SOCKET_IFNAME)";
-      } else if (is_loopback_address(r.master_addr)) {
-        gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-        impl_->interface = "lo (MASTER_ADDR is loopback)";
-      } else if (const std::string towards = interface_towards(r.master_addr); !towards.empty()) {
-        // Gloo's default binds to the address the hostname resolves to, often loopback on
-        // a cluster node: the interface that routes to MASTER_ADDR reaches the others.
-        gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(towards));
-        impl_->interface = towards + " (routes to MASTER_ADDR " + r.master_addr + ")";
-      } else {
-        gloo->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-        impl_->interface = "Gloo's default (no interface routes to MASTER_ADDR " + r.master_addr + ")";
-      }
-      auto backend = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, static_cast<int>(r.rank),
-                                                                 static_cast<int>(r.world_size), gloo);
-      // As init_process_group("gloo"): the backend serves CPU tensors, and CUDA tensors too
-      // (SyncBatchNorm's CUDA kernels can then be tested with two ranks on one GPU).
-      impl_->group->setBackend(c10::DeviceType::CPU, c10d::ProcessGroup::BackendType::GLOO, backend);
-      impl_->group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::GLOO, backend);
-      impl_->group->setDefaultBackend(c10d::ProcessGroup::BackendType::GLOO);
+      impl_->add_gloo_backend(options.timeout);
 #endif
     } else {
 #ifdef USE_C10D_NCCL
-      c10::cuda::set_device(options.device.index());
-      if (!options.flight_recorder_prefix.empty()) {
-        // PyTorch's flight recorder: each rank's last collectives, dumped when one times out.
-        // The user's own settings win.
-        ::setenv("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", 0);
-        ::setenv("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", 0);
-        ::setenv("TORCH_NCCL_ENABLE_MONITORING", "1", 0);
-        ::setenv("TORCH_FR_DUMP_TEMP_FILE", options.flight_recorder_prefix.c_str(), 0);
-        impl_->flight_recorder_prefix = std::getenv("TORCH_FR_DUMP_TEMP_FILE");
-      }
-      auto nccl = c10d::ProcessGroupNCCL::Options::create();
-      nccl->timeout = options.timeout;
-      auto backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, static_cast<int>(r.rank),
-                                                                 static_cast<int>(r.world_size), nccl);
-      // As init_process_group(device_id=...): the group is bound to the rank's device, and
-      // NCCL's communicator is formed now, not at the first collective. ncclCommInitRank
-      // blocks until every rank has called it, so it runs within the row's timeout: a peer
-      // that never starts is named, never waited for.
-      impl_->group->setBoundDeviceId(options.device);
-      impl_->group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, backend);
-      impl_->group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
-      // NCCL's own error, if it fails, is thrown from here.
-      const auto connect = [backend, device = options.device] {
-        backend->eagerConnectSingleDevice(device);
-        return true;
-      };
-      if (!finished_within<bool>(options.timeout, connect)) {
-        throw std::runtime_error("NCCL's communicator did not form within " +
-                                 std::to_string(options.timeout.count() / 1000) + " s (ncclCommInitRank)");
-      }
+      impl_->add_nccl_backend(options);
 #endif
     }
     // Every rank leaves the constructor with the group formed, or with an error.

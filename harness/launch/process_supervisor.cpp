@@ -133,6 +133,86 @@ ProcessExit exit_of(const Child& child) {
   return e;
 }
 
+// Every spec started, or none: where one cannot start, those already started are killed and
+// reaped before the error propagates.
+std::vector<Child> start_all(const std::vector<ProcessSpec>& specs) {
+  std::vector<Child> children;
+  try {
+    for (const auto& spec : specs) children.push_back(start(spec));
+  } catch (...) {
+    signal_all(children, SIGKILL);
+    for (auto& c : children) ::waitpid(c.pid, nullptr, 0);
+    throw;
+  }
+  return children;
+}
+
+// Up to 50 ms for any child's stderr to have something to read.
+void wait_for_output(const std::vector<Child>& children) {
+  std::vector<pollfd> fds;
+  for (const auto& c : children) {
+    if (c.stderr_fd >= 0) fds.push_back({c.stderr_fd, POLLIN, 0});
+  }
+  ::poll(fds.data(), fds.size(), 50);
+}
+
+// Relays what the children wrote; a pipe at its end is closed.
+void relay_output(std::vector<Child>& children, const SuperviseOptions& o) {
+  for (auto& c : children) {
+    if (c.stderr_fd >= 0 && drain(c, o) == Read::end) {
+      ::close(c.stderr_fd);
+      c.stderr_fd = -1;
+    }
+  }
+}
+
+// The children that ended since the last call, reaped, with the rest of their stderr relayed.
+std::vector<std::size_t> reap_ended(std::vector<Child>& children, const SuperviseOptions& o) {
+  std::vector<std::size_t> ended;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    Child& c = children[i];
+    if (c.running && ::waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
+      c.running = false;
+      while (c.stderr_fd >= 0 && drain(c, o) == Read::data) {
+      }
+      ended.push_back(i);
+    }
+  }
+  return ended;
+}
+
+// Several children can end in one round (the survivors of a crashed rank fail right after
+// it): one killed by a signal, then the first in spec order, is the cause.
+void note_first_failure(SupervisedRun& run, const std::vector<Child>& children, const std::vector<std::size_t>& ended) {
+  for (std::size_t i : ended) {
+    const int s = children[i].status;
+    const bool failed = WIFSIGNALED(s) || WEXITSTATUS(s) != 0;
+    if (!failed) continue;
+    if (!run.first_failure || (WIFSIGNALED(s) && !WIFSIGNALED(children[*run.first_failure].status))) {
+      run.first_failure = i;
+    }
+  }
+}
+
+// How each child ended, in spec order, its last line relayed even without a newline.
+std::vector<ProcessExit> final_exits(std::vector<Child>& children, const SuperviseOptions& o) {
+  std::vector<ProcessExit> exits;
+  for (auto& c : children) {
+    if (c.stderr_fd >= 0) ::close(c.stderr_fd);
+    if (!c.partial_line.empty()) relay_line(c, c.partial_line, o);
+    exits.push_back(exit_of(c));
+  }
+  return exits;
+}
+
+// SIGTERM to every child still running, SIGKILL at once to one that is stopped (is_stopped).
+void stop_all(std::vector<Child>& children) {
+  signal_all(children, SIGTERM);
+  for (auto& c : children) {
+    if (c.running && is_stopped(c.pid)) ::kill(c.pid, SIGKILL);
+  }
+}
+
 }  // namespace
 
 std::string ProcessExit::describe() const {
@@ -184,70 +264,26 @@ std::string current_executable() { return std::filesystem::read_symlink("/proc/s
 SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const SuperviseOptions& o) {
   SupervisedRun run;
   catch_interruptions();
-
-  std::vector<Child> children;
-  try {
-    for (const auto& spec : specs) children.push_back(start(spec));
-  } catch (...) {
-    signal_all(children, SIGKILL);
-    for (auto& c : children) ::waitpid(c.pid, nullptr, 0);
-    throw;
-  }
+  std::vector<Child> children = start_all(specs);
 
   std::optional<Clock::time_point> stopping_since;
   std::size_t running = children.size();
   while (running > 0) {
-    std::vector<pollfd> fds;
-    for (auto& c : children) {
-      if (c.stderr_fd >= 0) fds.push_back({c.stderr_fd, POLLIN, 0});
-    }
-    ::poll(fds.data(), fds.size(), 50);
+    wait_for_output(children);
     if (o.on_poll && !stopping_since) o.on_poll();
-    for (auto& c : children) {
-      if (c.stderr_fd >= 0 && drain(c, o) == Read::end) {
-        ::close(c.stderr_fd);
-        c.stderr_fd = -1;
-      }
-    }
-    // Several children can end in one round (the survivors of a crashed rank fail right
-    // after it): one killed by a signal, then the first in spec order, is the cause.
-    std::vector<std::size_t> ended;
-    for (std::size_t i = 0; i < children.size(); ++i) {
-      Child& c = children[i];
-      if (c.running && ::waitpid(c.pid, &c.status, WNOHANG) == c.pid) {
-        c.running = false;
-        --running;
-        while (c.stderr_fd >= 0 && drain(c, o) == Read::data) {
-        }
-        ended.push_back(i);
-      }
-    }
-    if (!run.first_failure && !stopping_since) {
-      for (std::size_t i : ended) {
-        const int s = children[i].status;
-        const bool failed = WIFSIGNALED(s) || WEXITSTATUS(s) != 0;
-        if (!failed) continue;
-        if (!run.first_failure || (WIFSIGNALED(s) && !WIFSIGNALED(children[*run.first_failure].status))) {
-          run.first_failure = i;
-        }
-      }
-    }
+    relay_output(children, o);
+    const std::vector<std::size_t> ended = reap_ended(children, o);
+    running -= ended.size();
+    if (!run.first_failure && !stopping_since) note_first_failure(run, children, ended);
     if (interruption_signal() != 0) run.interrupted = true;
     if (run.first_failure && !stopping_since && o.on_first_failure) o.on_first_failure();
     if ((run.first_failure || run.interrupted) && !stopping_since) {
       stopping_since = Clock::now();
-      signal_all(children, SIGTERM);
-      for (auto& c : children) {
-        if (c.running && is_stopped(c.pid)) ::kill(c.pid, SIGKILL);
-      }
+      stop_all(children);
     }
     if (stopping_since && Clock::now() - *stopping_since > o.grace) signal_all(children, SIGKILL);
   }
-  for (auto& c : children) {
-    if (c.stderr_fd >= 0) ::close(c.stderr_fd);
-    if (!c.partial_line.empty()) relay_line(c, c.partial_line, o);
-    run.exits.push_back(exit_of(c));
-  }
+  run.exits = final_exits(children, o);
   return run;
 }
 

@@ -139,6 +139,112 @@ void derive_slurm_master(const EnvironmentLookup& lookup, const SlurmNodeList& n
   }
 }
 
+// This rank, its world and its local world as the launcher's variables `names` give them
+// (`rank` and `world` already read), SLURM's layout included. Throws InputError naming a
+// variable that is malformed or out of range.
+RankEnvironment read_ranks(const EnvironmentLookup& lookup, const Names& names, const char* rank, const char* world,
+                           SlurmNodeList& node_list) {
+  RankEnvironment env;
+  env.source = names.source;
+  env.rank = parse_variable(names.rank, rank, 0);
+  env.world_size = parse_variable(names.world_size, world, 1);
+  if (env.rank >= env.world_size) {
+    throw InputError(std::string(names.rank) + "=" + rank + " is outside " + names.world_size + "=" + world);
+  }
+  const char* local_rank = lookup(names.local_rank);
+  env.local_rank = local_rank != nullptr ? parse_variable(names.local_rank, local_rank, 0) : env.rank;
+  // SLURM's tasks-per-node can read "2(x3)"; only a plain number is taken as the local size
+  // here (SLURM's own layout, read below, knows this node's).
+  const char* local_size = lookup(names.local_world_size);
+  const int64_t parsed_local_size = local_size != nullptr ? whole_integer<int64_t>(local_size).value_or(0) : 0;
+  // Without a local size, assume one node: the whole world shares this machine.
+  env.local_world_size = parsed_local_size > 0 ? parsed_local_size : env.world_size;
+  if (env.source == std::string_view("slurm")) node_list = read_slurm_layout(lookup, env);
+  if (env.local_rank >= env.local_world_size) {
+    throw InputError(std::string(names.local_rank) + "=" + std::to_string(env.local_rank) +
+                     " is outside the local world of " + std::to_string(env.local_world_size));
+  }
+  if (env.local_world_size < env.world_size && env.node_count == 1) {
+    env.node_count = (env.world_size + env.local_world_size - 1) / env.local_world_size;
+  }
+  return env;
+}
+
+// Where MASTER_ADDR and MASTER_PORT are set, they name the master.
+struct MasterVariables {
+  bool addr_given = false;
+  bool port_given = false;
+};
+
+MasterVariables read_master_variables(const EnvironmentLookup& lookup, RankEnvironment& env) {
+  MasterVariables given;
+  const char* addr = lookup("MASTER_ADDR");
+  given.addr_given = addr != nullptr && *addr != '\0';
+  if (given.addr_given) {
+    env.master_addr = addr;
+    env.master_addr_origin = "MASTER_ADDR";
+  }
+  const char* port = lookup("MASTER_PORT");
+  given.port_given = port != nullptr;
+  if (given.port_given) {
+    env.master_port = master_port_variable(port);
+    env.master_port_origin = "MASTER_PORT";
+  }
+  return given;
+}
+
+// The master SLURM's variables give (derive_slurm_master). Throws InputError, naming
+// MASTER_ADDR, where ranks across nodes need it and the node list cannot give it: unreadable,
+// an arbitrary distribution, or rank 0 on another node than the one derived.
+void find_slurm_master(const EnvironmentLookup& lookup, const SlurmNodeList& node_list, RankEnvironment& env,
+                       const MasterVariables& given) {
+  // What matters only where the master must come from SLURM: ranks across nodes.
+  const bool master_needed = !given.addr_given && env.node_count > 1;
+  if (master_needed && !node_list.error.empty()) {
+    throw InputError(node_list.error + "; the master is its first host unless MASTER_ADDR names it: export MASTER_ADDR=<an "
+                     "address of the node that runs rank 0>");
+  }
+  if (const char* distribution = lookup("SLURM_DISTRIBUTION");
+      master_needed && distribution != nullptr && std::string_view(distribution).starts_with("arbitrary")) {
+    throw InputError("SLURM_DISTRIBUTION=" + std::string(distribution) + ": rank 0 need not run on the step's first "
+                     "node, so the master cannot be taken from the node list; export MASTER_ADDR=<an address of the "
+                     "node that runs rank 0>");
+  }
+  derive_slurm_master(lookup, node_list, env, given.addr_given, given.port_given);
+  // Rank 0 serves the store on the master: where SLURM names rank 0's node otherwise, the
+  // derivation is wrong for this step, said at once rather than as an address it cannot bind.
+  if (const char* here = lookup("SLURMD_NODENAME");
+      master_needed && !env.nodes.empty() && env.rank == 0 && here != nullptr && *here != '\0' &&
+      env.master_addr != here) {
+    throw InputError("rank 0 runs on " + std::string(here) + ", not on " + env.master_addr + " (" +
+                     env.master_addr_origin + "); export MASTER_ADDR=<an address of " + here + ">");
+  }
+}
+
+// Ranks across nodes with no master found would each wait on their own loopback until the
+// timeout: bad input, naming MASTER_ADDR.
+void check_master_found(const RankEnvironment& env, const MasterVariables& given) {
+  const bool slurm = env.source == std::string_view("slurm");
+  if (env.node_count > 1 && !given.addr_given && is_loopback_address(env.master_addr)) {
+    throw InputError("the " + std::to_string(env.world_size) + " ranks span " + std::to_string(env.node_count) +
+                     " nodes, and no master address was found (" +
+                     (slurm ? "MASTER_ADDR is not set, nor SLURM_STEP_NODELIST, SLURM_NODELIST or SLURM_JOB_NODELIST"
+                            : "MASTER_ADDR is not set") +
+                     "): every rank would wait on its own 127.0.0.1; export MASTER_ADDR=<an address of the node "
+                     "that runs rank 0>");
+  }
+}
+
+// torchrun's agent: whether it serves the store, and how often it restarted the ranks.
+void read_torchelastic(const EnvironmentLookup& lookup, RankEnvironment& env) {
+  if (const char* agent = lookup("TORCHELASTIC_USE_AGENT_STORE"); agent != nullptr) {
+    env.store_served_by_launcher = std::string_view(agent) == "True" || std::string_view(agent) == "1";
+  }
+  if (const char* restarts = lookup("TORCHELASTIC_RESTART_COUNT"); restarts != nullptr) {
+    env.restart_count = parse_variable("TORCHELASTIC_RESTART_COUNT", restarts, 0);
+  }
+}
+
 }  // namespace
 
 std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup) {
@@ -150,76 +256,12 @@ std::optional<RankEnvironment> rank_environment(const EnvironmentLookup& lookup)
       throw InputError(std::string(rank == nullptr ? names.rank : names.world_size) + " is not set, but " +
                        (rank == nullptr ? names.world_size : names.rank) + " is");
     }
-    RankEnvironment env;
-    env.source = names.source;
-    env.rank = parse_variable(names.rank, rank, 0);
-    env.world_size = parse_variable(names.world_size, world, 1);
-    if (env.rank >= env.world_size) {
-      throw InputError(std::string(names.rank) + "=" + rank + " is outside " + names.world_size + "=" + world);
-    }
-    const char* local_rank = lookup(names.local_rank);
-    env.local_rank = local_rank != nullptr ? parse_variable(names.local_rank, local_rank, 0) : env.rank;
-    // SLURM's tasks-per-node can read "2(x3)"; only a plain number is taken as the local size
-    // here (SLURM's own layout, read below, knows this node's).
-    const char* local_size = lookup(names.local_world_size);
-    const int64_t parsed_local_size = local_size != nullptr ? whole_integer<int64_t>(local_size).value_or(0) : 0;
-    // Without a local size, assume one node: the whole world shares this machine.
-    env.local_world_size = parsed_local_size > 0 ? parsed_local_size : env.world_size;
-    const bool slurm = env.source == std::string_view("slurm");
-    const SlurmNodeList node_list = slurm ? read_slurm_layout(lookup, env) : SlurmNodeList{};
-    if (env.local_rank >= env.local_world_size) {
-      throw InputError(std::string(names.local_rank) + "=" + std::to_string(env.local_rank) +
-                       " is outside the local world of " + std::to_string(env.local_world_size));
-    }
-    if (env.local_world_size < env.world_size && env.node_count == 1) {
-      env.node_count = (env.world_size + env.local_world_size - 1) / env.local_world_size;
-    }
-    const char* addr = lookup("MASTER_ADDR");
-    const bool addr_given = addr != nullptr && *addr != '\0';
-    if (addr_given) {
-      env.master_addr = addr;
-      env.master_addr_origin = "MASTER_ADDR";
-    }
-    const char* port = lookup("MASTER_PORT");
-    if (port != nullptr) {
-      env.master_port = master_port_variable(port);
-      env.master_port_origin = "MASTER_PORT";
-    }
-    // What matters only where the master must come from SLURM: ranks across nodes.
-    const bool master_needed = !addr_given && env.node_count > 1;
-    if (master_needed && !node_list.error.empty()) {
-      throw InputError(node_list.error + "; the master is its first host unless MASTER_ADDR names it: export MASTER_ADDR=<an "
-                       "address of the node that runs rank 0>");
-    }
-    if (const char* distribution = lookup("SLURM_DISTRIBUTION");
-        slurm && master_needed && distribution != nullptr && std::string_view(distribution).starts_with("arbitrary")) {
-      throw InputError("SLURM_DISTRIBUTION=" + std::string(distribution) + ": rank 0 need not run on the step's first "
-                       "node, so the master cannot be taken from the node list; export MASTER_ADDR=<an address of the "
-                       "node that runs rank 0>");
-    }
-    if (slurm) derive_slurm_master(lookup, node_list, env, addr_given, port != nullptr);
-    // Rank 0 serves the store on the master: where SLURM names rank 0's node otherwise, the
-    // derivation is wrong for this step, said at once rather than as an address it cannot bind.
-    if (const char* here = lookup("SLURMD_NODENAME");
-        slurm && master_needed && !env.nodes.empty() && env.rank == 0 && here != nullptr && *here != '\0' &&
-        env.master_addr != here) {
-      throw InputError("rank 0 runs on " + std::string(here) + ", not on " + env.master_addr + " (" +
-                       env.master_addr_origin + "); export MASTER_ADDR=<an address of " + here + ">");
-    }
-    if (env.node_count > 1 && !addr_given && is_loopback_address(env.master_addr)) {
-      throw InputError("the " + std::to_string(env.world_size) + " ranks span " + std::to_string(env.node_count) +
-                       " nodes, and no master address was found (" +
-                       (slurm ? "MASTER_ADDR is not set, nor SLURM_STEP_NODELIST, SLURM_NODELIST or SLURM_JOB_NODELIST"
-                              : "MASTER_ADDR is not set") +
-                       "): every rank would wait on its own 127.0.0.1; export MASTER_ADDR=<an address of the node "
-                       "that runs rank 0>");
-    }
-    if (const char* agent = lookup("TORCHELASTIC_USE_AGENT_STORE"); agent != nullptr) {
-      env.store_served_by_launcher = std::string_view(agent) == "True" || std::string_view(agent) == "1";
-    }
-    if (const char* restarts = lookup("TORCHELASTIC_RESTART_COUNT"); restarts != nullptr) {
-      env.restart_count = parse_variable("TORCHELASTIC_RESTART_COUNT", restarts, 0);
-    }
+    SlurmNodeList node_list;
+    RankEnvironment env = read_ranks(lookup, names, rank, world, node_list);
+    const MasterVariables given = read_master_variables(lookup, env);
+    if (env.source == std::string_view("slurm")) find_slurm_master(lookup, node_list, env, given);
+    check_master_found(env, given);
+    read_torchelastic(lookup, env);
     return env;
   }
   return std::nullopt;

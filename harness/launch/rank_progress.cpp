@@ -59,6 +59,74 @@ std::optional<RankProgress> parse_progress(std::string_view text) {
   return p;
 }
 
+namespace {
+
+using Records = std::vector<std::optional<RankProgress>>;
+
+const std::optional<RankProgress>& record_of(const Records& records, int64_t rank) {
+  return records[static_cast<std::size_t>(rank)];
+}
+
+// The ranks whose heartbeat did not move between the two reads; the observer reads, so its own
+// record's count says nothing of it.
+std::vector<bool> silent_ranks(const Records& before, const Records& after, int64_t observer) {
+  std::vector<bool> silent(after.size(), false);
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    silent[i] = after[i] && static_cast<int64_t>(i) != observer && i < before.size() && before[i] &&
+                before[i]->beats == after[i]->beats;
+  }
+  return silent;
+}
+
+// Who waits for whom: a rank inside collective #k waits for every rank that has not entered
+// #k. Counting collectives alone once blamed the root of a broadcast that the others had left
+// while it still waited for a third rank: it waits, so it is not the one behind.
+bool waits_for(const Records& records, int64_t a, int64_t b) {
+  const auto& waiting = record_of(records, a);
+  const auto& other = record_of(records, b);
+  return a != b && waiting && other && waiting->inside && other->entered < waiting->at;
+}
+
+// The rank the others are measured against: the furthest, preferring one that waits inside;
+// -1 when no rank published a record.
+int64_t leader_of(const Records& records) {
+  int64_t leader = -1;
+  for (int64_t r = 0; r < static_cast<int64_t>(records.size()); ++r) {
+    const auto& record = record_of(records, r);
+    if (!record) continue;
+    const auto& best = record_of(records, leader < 0 ? r : leader);
+    const bool better = leader < 0 || record->entered > best->entered ||
+                        (record->entered == best->entered && record->inside && !best->inside);
+    if (better) leader = r;
+  }
+  return leader;
+}
+
+// Why rank `r` (alive, answering) is behind, or nullopt when it is not. Behind: another rank
+// waits for it, and it waits for none, unless it is inside a collective another rank is inside
+// too (then that collective, or a silent rank in it, holds them both).
+std::optional<std::string> behind(const Records& records, int64_t r) {
+  const RankProgress& now = *record_of(records, r);
+  int64_t waiter = -1;
+  bool waits = false, shares_its_collective = false;
+  for (int64_t o = 0; o < static_cast<int64_t>(records.size()); ++o) {
+    const auto& other = record_of(records, o);
+    if (waits_for(records, o, r) && (waiter < 0 || other->at > record_of(records, waiter)->at)) waiter = o;
+    waits = waits || waits_for(records, r, o);
+    shares_its_collective = shares_its_collective || (o != r && now.inside && other && other->inside && other->at == now.at);
+  }
+  if (waiter < 0 || waits || shares_its_collective) return std::nullopt;
+  const RankProgress& ahead = *record_of(records, waiter);
+  if (now.inside) {
+    return "is behind, alive: still " + where(now) + ", which the others have left; rank " + std::to_string(waiter) +
+           " is " + where(ahead);
+  }
+  return "is behind, alive: " + where(now) + ", and never reached " + collective(ahead.at, "") + ", where rank " +
+         std::to_string(waiter) + " is " + where(ahead);
+}
+
+}  // namespace
+
 ProgressVerdict blame(const std::vector<std::optional<RankProgress>>& before,
                       const std::vector<std::optional<RankProgress>>& after, double silence_s, int64_t observer) {
   ProgressVerdict verdict;
@@ -67,61 +135,22 @@ ProgressVerdict blame(const std::vector<std::optional<RankProgress>>& before,
     verdict.text += (verdict.text.empty() ? "" : ", ") + ("rank " + std::to_string(rank) + " " + what);
     verdict.blamed.push_back(rank);
   };
-  const auto record = [&](int64_t r) -> const std::optional<RankProgress>& { return after[static_cast<std::size_t>(r)]; };
-  const auto ranks = static_cast<int64_t>(after.size());
-  std::vector<bool> silent(after.size(), false);
-  for (int64_t r = 0; r < ranks; ++r) {
-    const auto i = static_cast<std::size_t>(r);
-    silent[i] = record(r) && r != observer && i < before.size() && before[i] && before[i]->beats == record(r)->beats;
-  }
-  // Who waits for whom: a rank inside collective #k waits for every rank that has not entered
-  // #k. Counting collectives alone once blamed the root of a broadcast that the others had left
-  // while it still waited for a third rank: it waits, so it is not the one behind.
-  const auto waits_for = [&](int64_t a, int64_t b) {
-    return a != b && record(a) && record(b) && record(a)->inside && record(b)->entered < record(a)->at;
-  };
-  // The rank the others are measured against: the furthest, preferring one that waits inside.
-  int64_t leader = -1;
-  for (int64_t r = 0; r < ranks; ++r) {
-    if (!record(r)) continue;
-    const bool better = leader < 0 || record(r)->entered > record(leader)->entered ||
-                        (record(r)->entered == record(leader)->entered && record(r)->inside && !record(leader)->inside);
-    if (better) leader = r;
-  }
-  for (int64_t r = 0; r < ranks; ++r) {
-    const auto& now = record(r);
+  const std::vector<bool> silent = silent_ranks(before, after, observer);
+  for (int64_t r = 0; r < static_cast<int64_t>(after.size()); ++r) {
+    const auto& now = record_of(after, r);
     if (!now) {
       name(r, "never joined");
-      continue;
-    }
-    if (silent[static_cast<std::size_t>(r)]) {
+    } else if (silent[static_cast<std::size_t>(r)]) {
       name(r, "stopped answering (no heartbeat for " + seconds_text(silence_s) + "; at its last it was " + where(*now) +
                   ")");
-      continue;
-    }
-    // Behind: another rank waits for it, and it waits for none, unless it is inside a collective
-    // another rank is inside too (then that collective, or a silent rank in it, holds them both).
-    int64_t waiter = -1;
-    bool waits = false, shares_its_collective = false;
-    for (int64_t o = 0; o < ranks; ++o) {
-      if (waits_for(o, r) && (waiter < 0 || record(o)->at > record(waiter)->at)) waiter = o;
-      waits = waits || waits_for(r, o);
-      shares_its_collective = shares_its_collective || (o != r && now->inside && record(o) && record(o)->inside &&
-                                                        record(o)->at == now->at);
-    }
-    if (waiter < 0 || waits || shares_its_collective) continue;
-    const RankProgress& ahead = *record(waiter);
-    if (now->inside) {
-      name(r, "is behind, alive: still " + where(*now) + ", which the others have left; rank " +
-                  std::to_string(waiter) + " is " + where(ahead));
-    } else {
-      name(r, "is behind, alive: " + where(*now) + ", and never reached " + collective(ahead.at, "") + ", where rank " +
-                  std::to_string(waiter) + " is " + where(ahead));
+    } else if (const auto why = behind(after, r)) {
+      name(r, *why);
     }
   }
   if (verdict.blamed.empty()) {
+    const int64_t leader = leader_of(after);
     verdict.text = "every rank is alive and none is behind" +
-                   (leader >= 0 ? " (rank " + std::to_string(leader) + " is " + where(*record(leader)) + ")"
+                   (leader >= 0 ? " (rank " + std::to_string(leader) + " is " + where(*record_of(after, leader)) + ")"
                                 : std::string()) +
                    ": the collective itself did not complete (the network, or the backend)";
   }

@@ -294,7 +294,10 @@ std::string flight_recorder_dumps(const std::string& prefix) {
   return found.empty() ? "" : "; NCCL's flight recorder dumped " + found;
 }
 
-int launch(const RunConfig& config, const std::vector<std::string>& argv) {
+// The devices --nproc ranks would run on, checked before any is started: a skipped row's reason
+// where too few CUDA devices are visible, nullopt where the ranks can start. Throws InputError
+// where they cannot share the one GPU named.
+std::optional<std::string> missing_devices(const RunConfig& config) {
   // --device cuda:N puts every rank on that one GPU: Gloo carries CUDA tensors between ranks
   // that share it (the multi-rank paths, tested on a machine with one GPU); NCCL refuses two
   // ranks on one GPU ("Duplicate GPU detected").
@@ -311,21 +314,88 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   if (cuda_ranks && !shared_gpu) {
     const auto visible = torch::cuda::is_available() ? static_cast<int64_t>(torch::cuda::device_count()) : 0;
     if (visible < config.nproc) {
-      return report(config, argv,
-                    unfinished_result(config, RunStatus::skipped,
-                                      "needs " + std::to_string(config.nproc) + " CUDA devices, " +
-                                          std::to_string(visible) + " visible (--device cpu runs Gloo ranks)",
-                                      config.nproc),
-                    true);
+      return "needs " + std::to_string(config.nproc) + " CUDA devices, " + std::to_string(visible) +
+             " visible (--device cpu runs Gloo ranks)";
     }
   }
+  return std::nullopt;
+}
 
+// Where the ranks meet: MASTER_ADDR and MASTER_PORT when set, as under torchrun, else a
+// free port here. Read before anything is created, so bad input leaves nothing behind.
+LaunchOptions meeting_point_from_environment() {
   LaunchOptions options;
-  // Where the ranks meet: MASTER_ADDR and MASTER_PORT when set, as under torchrun, else a
-  // free port here. Read before anything is created, so bad input leaves nothing behind.
   if (const char* addr = std::getenv("MASTER_ADDR"); addr != nullptr && *addr != '\0') options.master_addr = addr;
   if (const char* port = std::getenv("MASTER_PORT"); port != nullptr) options.master_port = master_port_variable(port);
+  return options;
+}
 
+RunResult failed_launch(const RunConfig& config, const std::string& reason) {
+  return unfinished_result(config, RunStatus::failed, reason, config.nproc);
+}
+
+// The row as the supervised ranks left it: rank 0's result (from `rank0_result`, its scratch
+// file), the steps an interrupted row kept, or why the ranks failed.
+RunResult collect_result(const RunConfig& config, const LaunchOutcome& outcome,
+                         const std::filesystem::path& rank0_result, const ProgressWatch& watch) {
+  if (outcome.interrupted) {
+    // Rank 0 kept its finished steps, if it got to write them.
+    try {
+      RunResult kept = read_result_file(rank0_result).runs.at(0);
+      kept.config["out"] = config.out;
+      if (kept.status == RunStatus::interrupted) return kept;
+    } catch (const std::exception&) {
+    }
+    return unfinished_result(config, RunStatus::interrupted,
+                             "interrupted: the launcher was signalled and stopped every rank", config.nproc);
+  }
+  if (outcome.failure) {
+    return failed_launch(config, failure_reason(*outcome.failure, outcome.failed_rank, rank0_result, watch.verdict(),
+                                                static_cast<double>(config.timeout_s)) +
+                                     flight_recorder_dumps(flight_recorder_prefix(config, row_folder(config))));
+  }
+  try {
+    RunResult ranks_result = read_result_file(rank0_result).runs.at(0);
+    ranks_result.config["out"] = config.out;  // the ranks wrote to a scratch file
+    return ranks_result;
+  } catch (const std::exception& e) {
+    return failed_launch(config, std::string("rank 0 left no result: ") + e.what());
+  }
+}
+
+// Starts the ranks `options` describes and supervises them to their end, watching their
+// progress records, then collects the row they ran.
+RunResult supervise_ranks(const RunConfig& config, LaunchOptions& options, const std::filesystem::path& rank0_result) {
+  // The run's store is served here, as torchrun's agent serves it, so that the ranks'
+  // progress records outlive every rank.
+  std::optional<LauncherStore> store;
+  try {
+    store.emplace(options.master_addr, options.master_port, config.nproc);
+  } catch (const std::exception& e) {
+    return failed_launch(config, std::string("cannot serve the run's store: ") + e.what());
+  }
+  options.master_port = store->port();
+  const auto store_variables = store->rank_variables();
+  options.env.insert(options.env.end(), store_variables.begin(), store_variables.end());
+  ProgressWatch watch(*store);
+  options.supervise.on_poll = [&] { watch.poll(); };
+  options.supervise.on_first_failure = [&] { watch.judge_now(); };
+  LaunchOutcome outcome;
+  try {
+    outcome = launch_ranks(options);
+  } catch (const std::exception& e) {
+    return failed_launch(config, std::string("cannot start the ranks: ") + e.what());
+  }
+  return collect_result(config, outcome, rank0_result, watch);
+}
+
+// `ddpbench run --nproc N`: N ranks of this program, each with the row's arguments and rank 0
+// writing its result to a scratch file, which the row reported here is read from.
+int launch(const RunConfig& config, const std::vector<std::string>& argv) {
+  if (const auto missing = missing_devices(config)) {
+    return report(config, argv, unfinished_result(config, RunStatus::skipped, *missing, config.nproc), true);
+  }
+  LaunchOptions options = meeting_point_from_environment();
   const ScratchDir scratch("ddpbench-ranks");
   const std::filesystem::path rank0_result = scratch / "result.json";
 
@@ -334,55 +404,56 @@ int launch(const RunConfig& config, const std::vector<std::string>& argv) {
   options.args.insert(options.args.end(), {"--out", rank0_result.string()});
   options.nproc = config.nproc;
   if (const auto file = row_file(config); !file.empty()) options.env.push_back("DDPBENCH_ROW_FILE=" + file.string());
+  return report(config, argv, supervise_ranks(config, options, rank0_result), true);
+}
 
-  const RunResult result = [&] {
-    const auto failed = [&](const std::string& reason) {
-      return unfinished_result(config, RunStatus::failed, reason, config.nproc);
-    };
-    // The run's store is served here, as torchrun's agent serves it, so that the ranks'
-    // progress records outlive every rank.
-    std::optional<LauncherStore> store;
-    try {
-      store.emplace(options.master_addr, options.master_port, config.nproc);
-    } catch (const std::exception& e) {
-      return failed(std::string("cannot serve the run's store: ") + e.what());
-    }
-    options.master_port = store->port();
-    const auto store_variables = store->rank_variables();
-    options.env.insert(options.env.end(), store_variables.begin(), store_variables.end());
-    ProgressWatch watch(*store);
-    options.supervise.on_poll = [&] { watch.poll(); };
-    options.supervise.on_first_failure = [&] { watch.judge_now(); };
-    LaunchOutcome outcome;
-    try {
-      outcome = launch_ranks(options);
-    } catch (const std::exception& e) {
-      return failed(std::string("cannot start the ranks: ") + e.what());
-    }
-    if (outcome.interrupted) {
-      // Rank 0 kept its finished steps, if it got to write them.
-      try {
-        RunResult kept = read_result_file(rank0_result).runs.at(0);
-        kept.config["out"] = config.out;
-        if (kept.status == RunStatus::interrupted) return kept;
-      } catch (const std::exception&) {
+// Launch contexts are explicit: an explicit --nproc (`starts_ranks`) inside a torchrun world
+// is a contradiction, and a strategy of one process runs on one node.
+void check_launch_context(const RunConfig& config, const StrategyInfo& strategy, bool starts_ranks) {
+  if (starts_ranks) {
+    for (const char* name : {"RANK", "WORLD_SIZE"}) {
+      if (const char* value = std::getenv(name); value != nullptr) {
+        throw InputError("--nproc " + std::to_string(config.nproc) + ": this process is already a rank of a torchrun "
+                         "world (" + name + "=" + value + "); let torchrun start the ranks, or unset " + name);
       }
-      return unfinished_result(config, RunStatus::interrupted,
-                               "interrupted: the launcher was signalled and stopped every rank", config.nproc);
     }
-    if (outcome.failure) {
-      return failed(failure_reason(*outcome.failure, outcome.failed_rank, rank0_result, watch.verdict(),
-                                   static_cast<double>(config.timeout_s)) +
-                    flight_recorder_dumps(flight_recorder_prefix(config, row_folder(config))));
-    }
-    try {
-      RunResult ranks_result = read_result_file(rank0_result).runs.at(0);
-      ranks_result.config["out"] = config.out;  // the ranks wrote to a scratch file
-      return ranks_result;
-    } catch (const std::exception& e) {
-      return failed(std::string("rank 0 left no result: ") + e.what());
-    }
-  }();
+  }
+  if (!strategy.distributed && config.nodes > 1) {
+    throw InputError("--nodes " + std::to_string(config.nodes) + ": --strategy " + config.strategy +
+                     " runs as one process, on one node");
+  }
+}
+
+// A row the strategy's preflight refuses is reported as skipped, by rank 0 only (the other ranks
+// of a world say nothing): the exit code, or nullopt where the row can run.
+std::optional<int> preflight_skip(const RunConfig& config, const StrategyInfo& strategy,
+                                  const std::optional<RankEnvironment>& env, const std::vector<std::string>& argv) {
+  if (!strategy.preflight) return std::nullopt;
+  const auto reason = strategy.preflight(strategy_options(config));
+  if (!reason) return std::nullopt;
+  if (env && env->rank != 0) return 0;  // rank 0 reports the skipped row
+  const int64_t world = env ? env->world_size : (strategy.distributed ? config.nproc : 1);
+  RunResult skipped = unfinished_result(config, RunStatus::skipped, *reason, world);
+  if (env) record_world(skipped, *env);
+  return report(config, argv, skipped, true);
+}
+
+// A strategy of one process (single, dp, PyTorch's): the row runs here, on its primary device.
+int run_in_this_process(const RunConfig& config, const StrategyInfo& strategy, const std::vector<std::string>& argv,
+                        Clock::time_point row_start) {
+  const c10::Device device =
+      strategy.primary_device ? strategy.primary_device(strategy_options(config)) : resolve_device(config.device);
+  const RankEnvironment one_process = local_rank_environment(0, 1, free_port());
+  RunResult result;
+  if (strategy.pytorch) {
+    result = failed_row_on_error(config, 1, [&] { return run_pytorch_rank(config, one_process, device, 0, row_start); });
+  } else {
+    DistContext dist;
+    dist.device = device;
+    result = run_guarded(config, dist, row_start);
+  }
+  record_placement(result, one_process);
+  if (device.is_cpu()) result.threads_per_rank = strategy.pytorch ? config.threads : at::get_num_threads();
   return report(config, argv, result, true);
 }
 
@@ -401,50 +472,18 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   // process that a launcher started is a rank.
   const bool own_rank = launched_by_ddpbench();
   const bool starts_ranks = strategy.distributed && config.nproc > 1 && !own_rank;
-  if (starts_ranks) {
-    for (const char* name : {"RANK", "WORLD_SIZE"}) {
-      if (const char* value = std::getenv(name); value != nullptr) {
-        throw InputError("--nproc " + std::to_string(config.nproc) + ": this process is already a rank of a torchrun "
-                         "world (" + name + "=" + value + "); let torchrun start the ranks, or unset " + name);
-      }
-    }
-  }
-  if (!strategy.distributed && config.nodes > 1) {
-    throw InputError("--nodes " + std::to_string(config.nodes) + ": --strategy " + config.strategy +
-                     " runs as one process, on one node");
-  }
+  check_launch_context(config, strategy, starts_ranks);
   const auto env = strategy.distributed && !starts_ranks ? rank_environment_from_process() : std::nullopt;
   check_step_and_rank_targets(config, env ? env->world_size : (starts_ranks ? config.nproc : 1));
   if (!env) check_trace_files(config, starts_ranks ? config.nproc : 1);
-  if (strategy.preflight) {
-    if (auto reason = strategy.preflight(strategy_options(config))) {
-      if (env && env->rank != 0) return 0;  // rank 0 reports the skipped row
-      const int64_t world = env ? env->world_size : (strategy.distributed ? config.nproc : 1);
-      RunResult skipped = unfinished_result(config, RunStatus::skipped, *reason, world);
-      if (env) record_world(skipped, *env);
-      return report(config, argv, skipped, true);
-    }
-  }
+  if (const auto skipped = preflight_skip(config, strategy, env, argv)) return *skipped;
   if (strategy.distributed) {
     if (starts_ranks) return launch(config, argv);
     if (env) return run_rank(config, *env, argv, row_start);
     // One rank, in this process: a world of one over a local store.
     return run_rank(config, local_rank_environment(0, 1, free_port()), argv, row_start);
   }
-  const c10::Device device =
-      strategy.primary_device ? strategy.primary_device(strategy_options(config)) : resolve_device(config.device);
-  const RankEnvironment one_process = local_rank_environment(0, 1, free_port());
-  RunResult result;
-  if (strategy.pytorch) {
-    result = failed_row_on_error(config, 1, [&] { return run_pytorch_rank(config, one_process, device, 0, row_start); });
-  } else {
-    DistContext dist;
-    dist.device = device;
-    result = run_guarded(config, dist, row_start);
-  }
-  record_placement(result, one_process);
-  if (device.is_cpu()) result.threads_per_rank = strategy.pytorch ? config.threads : at::get_num_threads();
-  return report(config, argv, result, true);
+  return run_in_this_process(config, strategy, argv, row_start);
 }
 
 int list_command() {

@@ -258,28 +258,15 @@ StepShares mean_shares(std::span<const StepRecord> steps) {
   return {sum.compute_s / n, sum.data_s / n, sum.wait_s / n};
 }
 
-RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasurements m) {
-  RunResult result;
-  result.name = config.row_name();
-  result.strategy = config.strategy;
-  result.world_size = world_size;
-  result.device = m.device;
-  result.dataset = m.dataset;
-  result.dataset_origin = m.dataset_origin;
-  result.status = RunStatus::ok;
-  result.epochs = config.epochs;
-  result.steps = static_cast<int64_t>(m.steps.size());
-  result.steps_per_epoch = m.full_steps_per_epoch;
-  result.epoch_cut = m.steps_per_epoch < m.full_steps_per_epoch;
-  result.warmup_steps = config.warmup_steps;
-  result.global_batch = config.batch_size * world_size;
-  result.images_trained = m.local_images * world_size;
-  result.train_time_s = m.train_time_s;
+namespace {
 
+// Throughput (every rank's images), step-time quantiles and mean phases over the steady steps.
+void record_steady_figures(RunResult& result, const std::vector<StepRecord>& steps, const RunConfig& config,
+                           int64_t world_size) {
   std::vector<double> steady_times;
   int64_t steady_images = 0;
   PhaseSeconds phase_sum;
-  for (const StepRecord& r : steady_steps(m.steps, config)) {
+  for (const StepRecord& r : steady_steps(steps, config)) {
     steady_times.push_back(r.time_s);
     steady_images += r.images;
     phase_sum += r.phases;
@@ -290,8 +277,11 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
     result.step_time_s = quantiles(steady_times);
     result.mean_phase_s = phase_sum / static_cast<double>(steady_times.size());
   }
-  result.train_flops_per_image = m.train_flops_per_image;
-  result.achieved_flops_per_s = m.train_flops_per_image * result.steady_images_per_s;
+}
+
+// Each rank's timing, the row's train time, and the rank that held the others back: by how
+// much (rank_spread, rank_compute_spread) and where (straggler_cause).
+void record_rank_timings(RunResult& result, const std::vector<RankSteps>& ranks) {
   // The epoch ends when the last rank's does: the row's train time is the slowest rank's. A
   // collective is a barrier, so every rank's steps take as long as the slowest's: the rank
   // that held the others back is the one with the most time of its own (compute, and data:
@@ -299,8 +289,8 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
   const RankTiming* slowest = nullptr;
   const RankTiming* fastest = nullptr;
   double slowest_compute = -1, fastest_compute = std::numeric_limits<double>::infinity();
-  for (std::size_t r = 0; r < m.ranks.size(); ++r) {
-    const RankSteps& rank = m.ranks[r];
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const RankSteps& rank = ranks[r];
     result.ranks.push_back(RankTiming{static_cast<int64_t>(r), rank.train_time_s, quantiles(rank.steady_step_times_s),
                                       rank.peak_memory_bytes, rank.steady_shares.compute_s, rank.steady_shares.data_s,
                                       rank.steady_shares.wait_s});
@@ -325,26 +315,57 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
         slowest->data_s - fastest->data_s > slowest->compute_s - fastest->compute_s ? "data" : "compute";
   }
   if (slowest_compute >= 0 && fastest_compute > 0) result.rank_compute_spread = slowest_compute / fastest_compute;
+}
+
+// In how many steady steps the slowest rank (record_rank_timings) was the slowest, and how
+// likely that many is by chance; left unmeasured unless every rank timed every steady step.
+void record_straggler_steps(RunResult& result, const std::vector<RankSteps>& ranks) {
+  const std::size_t steps = ranks.empty() ? 0 : ranks.front().steady_own_times_s.size();
+  const bool per_step = steps > 0 && std::all_of(ranks.begin(), ranks.end(), [&](const RankSteps& r) {
+    return r.steady_own_times_s.size() == steps;
+  });
+  if (result.slowest_rank < 0 || !per_step) return;
+  int64_t slowest_in = 0;
+  for (std::size_t s = 0; s < steps; ++s) {
+    std::size_t top = 0;
+    for (std::size_t r = 1; r < ranks.size(); ++r) {
+      if (ranks[r].steady_own_times_s[s] > ranks[top].steady_own_times_s[s]) top = r;
+    }
+    slowest_in += static_cast<int64_t>(top) == result.slowest_rank ? 1 : 0;
+  }
+  result.straggler_steps = slowest_in;
+  result.straggler_of_steps = static_cast<int64_t>(steps);
+  result.straggler_p = binomial_upper_tail(slowest_in, static_cast<int64_t>(steps), 1.0 / static_cast<double>(ranks.size()));
+}
+
+}  // namespace
+
+RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasurements m) {
+  RunResult result;
+  result.name = config.row_name();
+  result.strategy = config.strategy;
+  result.world_size = world_size;
+  result.device = m.device;
+  result.dataset = m.dataset;
+  result.dataset_origin = m.dataset_origin;
+  result.status = RunStatus::ok;
+  result.epochs = config.epochs;
+  result.steps = static_cast<int64_t>(m.steps.size());
+  result.steps_per_epoch = m.full_steps_per_epoch;
+  result.epoch_cut = m.steps_per_epoch < m.full_steps_per_epoch;
+  result.warmup_steps = config.warmup_steps;
+  result.global_batch = config.batch_size * world_size;
+  result.images_trained = m.local_images * world_size;
+  result.train_time_s = m.train_time_s;
+
+  record_steady_figures(result, m.steps, config, world_size);
+  result.train_flops_per_image = m.train_flops_per_image;
+  result.achieved_flops_per_s = m.train_flops_per_image * result.steady_images_per_s;
+  record_rank_timings(result, m.ranks);
   // A straggler is flagged when the spread is wide and the same rank was the slowest step after
   // step beyond what chance would make of it: noise (3 ranks sharing 2 cores) spreads the ranks
   // too, but names another rank each step.
-  const std::size_t steps = m.ranks.empty() ? 0 : m.ranks.front().steady_own_times_s.size();
-  const bool per_step = steps > 0 && std::all_of(m.ranks.begin(), m.ranks.end(), [&](const RankSteps& r) {
-    return r.steady_own_times_s.size() == steps;
-  });
-  if (slowest != nullptr && per_step) {
-    int64_t slowest_in = 0;
-    for (std::size_t s = 0; s < steps; ++s) {
-      std::size_t top = 0;
-      for (std::size_t r = 1; r < m.ranks.size(); ++r) {
-        if (m.ranks[r].steady_own_times_s[s] > m.ranks[top].steady_own_times_s[s]) top = r;
-      }
-      slowest_in += static_cast<int64_t>(top) == result.slowest_rank ? 1 : 0;
-    }
-    result.straggler_steps = slowest_in;
-    result.straggler_of_steps = static_cast<int64_t>(steps);
-    result.straggler_p = binomial_upper_tail(slowest_in, static_cast<int64_t>(steps), 1.0 / static_cast<double>(m.ranks.size()));
-  }
+  record_straggler_steps(result, m.ranks);
   result.straggler = result.rank_spread > 1.0 + kStragglerSpread &&
                      (!std::isfinite(result.straggler_p) || result.straggler_p < kStragglerAlpha);
   result.images_per_s = static_cast<double>(result.images_trained) / result.train_time_s;
@@ -362,6 +383,293 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
   return result;
 }
 
+namespace {
+
+// The seed first: the model's initial weights are drawn from it, identically on every rank.
+torch::nn::AnyModule seeded_model(const RunConfig& config, const DistContext& dist) {
+  torch::manual_seed(config.seed);
+  return build_model(ModelOptions{config.model, config.num_classes, config.init_from, config.channels_last}, dist.device);
+}
+
+std::unique_ptr<Strategy> make_strategy(const StrategyInfo& info, const StrategyOptions& options, bool cuda_graphs) {
+  std::unique_ptr<Strategy> strategy = info.make(options);
+  if (cuda_graphs) strategy = capture_in_cuda_graph(std::move(strategy), options);
+  return strategy;
+}
+
+// What a row trains with, built in this order and alive together (the prepared strategy holds
+// the setup, which holds the rest): the strategy is prepared last (DDP's broadcast of rank 0's
+// weights, its buckets).
+struct PreparedRow {
+  PreparedRow(const RunConfig& config, const DistContext& dist, const StrategyInfo& info)
+      : model(seeded_model(config, dist)),
+        optimizer(make_sgd(model.ptr()->parameters(), config.lr, config.momentum, config.sgd)),
+        timer(make_phase_timer(dist.device)),
+        precision(config.amp, dist.device),
+        options(strategy_options(config)),
+        strategy(make_strategy(info, options, config.cuda_graphs)),
+        setup{model, *optimizer, dist, options, *timer, precision},
+        faults(config, dist.rank, dist.comm.get()) {
+    if (faults.slows(SlowedPhase::forward) || faults.slows(SlowedPhase::backward)) {
+      setup.slow_down = [this](Phase phase) {
+        (void)faults.stretch_in(phase == Phase::forward ? SlowedPhase::forward : SlowedPhase::backward);
+      };
+    }
+    strategy->prepare(setup);
+  }
+  PreparedRow(const PreparedRow&) = delete;
+  PreparedRow& operator=(const PreparedRow&) = delete;
+
+  torch::nn::AnyModule model;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::unique_ptr<PhaseTimer> timer;
+  MixedPrecision precision;
+  const StrategyOptions options;
+  std::unique_ptr<Strategy> strategy;
+  TrainingSetup setup;
+  FaultInjection faults;
+};
+
+// An epoch of this rank's shard: the steps it runs (--max-steps may cut it) and those a whole
+// one has. Throws InputError where --inject-fault-step or --trace-steps name a step the row never
+// reaches (CIFAR-10's size is known only once read, so the run command cannot check it).
+struct EpochSteps {
+  LoaderOptions train_options;
+  int64_t steps_per_epoch = 0;
+  int64_t full_steps = 0;
+};
+
+EpochSteps epoch_steps(const RunConfig& config, const DistContext& dist, int64_t train_images) {
+  const int64_t shard_size = (train_images + dist.world_size - 1) / dist.world_size;
+  EpochSteps epoch{loader_options(config, dist, config.max_steps), 0, 0};
+  epoch.full_steps = batches_in_epoch(shard_size, loader_options(config, dist, std::nullopt));
+  epoch.steps_per_epoch = batches_in_epoch(shard_size, epoch.train_options);
+  if (config.inject_fault_step && *config.inject_fault_step >= epoch.steps_per_epoch * config.epochs) {
+    throw InputError("--inject-fault-step " + std::to_string(*config.inject_fault_step) + ": the row runs " +
+                     std::to_string(epoch.steps_per_epoch * config.epochs) + " steps");
+  }
+  check_trace_steps(config, epoch.steps_per_epoch * config.epochs);
+  return epoch;
+}
+
+// --nvtx ops: LibTorch's own range per op, as Python's torch.autograd.profiler.emit_nvtx.
+std::optional<torch::autograd::profiler::TLSLegacyProfilerGuard> op_ranges(const RunConfig& config) {
+  if (config.nvtx != NvtxMode::ops) return std::nullopt;
+  return std::optional<torch::autograd::profiler::TLSLegacyProfilerGuard>(
+      std::in_place, torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::NVTX));
+}
+
+// A row's epochs and their steps: what surrounds the strategy's train_step (the step's turn,
+// trace, timing, profiler range and injected faults) and what the steps leave behind.
+class TrainingLoop {
+ public:
+  TrainingLoop(const RunConfig& config, const DistContext& dist, const ImageSet& train, PreparedRow& row,
+               BatchLoader& loader, int64_t steps_per_epoch)
+      : config_(config), dist_(dist), train_(train), strategy_(*row.strategy), timer_(*row.timer),
+        faults_(row.faults), loader_(loader), steps_per_epoch_(steps_per_epoch),
+        progress_(config.row_name(), steps_per_epoch * config.epochs, config.log_interval_steps, dist.is_main()),
+        profiler_(config, dist.device), op_ranges_(op_ranges(config)), turns(config, dist), trace(config, dist) {}
+
+  // SIGINT or SIGTERM stops the row at the next step: the finished steps are kept. A step that
+  // fails because a peer stopped first (its collective broke) counts as interrupted too.
+  void run() {
+    for (int64_t epoch = 0; epoch < config_.epochs && interrupted.empty(); ++epoch) train_epoch(epoch);
+    turns.end();
+    progress_.finish();
+    op_ranges_.reset();
+  }
+
+ private:
+  const RunConfig& config_;
+  const DistContext& dist_;
+  const ImageSet& train_;
+  Strategy& strategy_;
+  PhaseTimer& timer_;
+  FaultInjection& faults_;
+  BatchLoader& loader_;
+  const int64_t steps_per_epoch_;
+  Progress progress_;
+  ProfilerRange profiler_;
+  std::optional<torch::autograd::profiler::TLSLegacyProfilerGuard> op_ranges_;
+
+ public:
+  // The run reads these two after training: the lockstep waits and the trace.
+  StepTurns turns;
+  StepTrace trace;
+  // What the steps left: their records, this rank's train time and images, and how a signal
+  // stopped the row (empty when it ran to the end).
+  std::vector<StepRecord> steps;
+  double train_time_s = 0;
+  int64_t local_images = 0;
+  std::string interrupted;
+
+ private:
+  int64_t global_step_ = 0;
+  std::vector<PendingStep> pending_;
+
+  void train_epoch(int64_t epoch) {
+    NamedScope epoch_range("epoch", epoch);
+    // The tutorial's clock: wall time around the epoch, loader start-up included.
+    const auto epoch_start = Clock::now();
+    const double waited_before_s = turns.waited_s();
+    const double switched_before_s = trace.switch_s();
+    timer_.mark_epoch_start();
+    loader_.start_epoch(EpochPlan{
+        train_shard_indices(train_.size(), config_.seed, epoch, Shard{dist_.rank, dist_.world_size}),
+        random_augmentation(config_.seed, epoch, AugmentationStream::train, train_.size(), config_.crop_padding)});
+    for (int64_t step = 0; train_step(epoch, step); ++step, ++global_step_) {
+    }
+    resolve();
+    synchronize(dist_.device);
+    train_time_s += seconds_since(epoch_start) - (turns.waited_s() - waited_before_s) -
+                    (trace.switch_s() - switched_before_s);
+  }
+
+  // One step of `epoch`: its turn, its batch, its training and its record. False where the epoch
+  // ends instead: the loader's last call (past its steps) found no batch, or a signal came.
+  bool train_step(int64_t epoch, int64_t step) {
+    faults_.before_step(global_step_);
+    if (interruption_signal() != 0 || !turns.before_step(step, steps_per_epoch_, timer_)) {
+      interrupted = std::string(::strsignal(interruption_signal())) + " after " + std::to_string(global_step_) + " steps";
+      return false;
+    }
+    // Starting and stopping the profiler belong to no step (the loader's last call of an
+    // epoch, past its steps, is none either).
+    const bool step_runs = step < steps_per_epoch_;
+    if (trace.between_steps(global_step_, step_runs)) timer_.mark_epoch_start();
+    // PyTorch's profiler names a step ProfilerStep#N, which HTA and TensorBoard read as steps.
+    NamedScope step_range("step", global_step_,
+                          trace.running() && step_runs ? "ProfilerStep#" + std::to_string(global_step_) : std::string());
+    timer_.set_step(global_step_);
+    std::optional<Batch> batch = load_batch();
+    if (!batch) return false;
+    profiler_.before_step(global_step_);
+    PendingStep p;
+    if (!train_on(*batch, p)) return false;
+    p.timing = timer_.finish_step();
+    profiler_.after_step(global_step_);
+    p.record.epoch = epoch;
+    p.record.step = step;
+    p.record.images = batch->size();
+    local_images += batch->size();
+    pending_.push_back(std::move(p));
+    if (config_.sync_every_step || (global_step_ + 1) % config_.log_interval_steps == 0) resolve();
+    turns.after_step(global_step_, dist_.device);
+    return true;
+  }
+
+  // The step's batch on the device, timed as its data phase; nullopt past the epoch's end.
+  std::optional<Batch> load_batch() {
+    PhaseScope data_phase(timer_, Phase::data);
+    std::optional<Batch> batch = loader_.next();
+    if (batch) batch = to_device(std::move(*batch), dist_.device, config_.channels_last);
+    if (batch) (void)faults_.stretch_in(SlowedPhase::data);
+    return batch;
+  }
+
+  // The strategy's step on `batch` (its loss into `p`), with the collective wait it spent and
+  // any injected slowdown. False when a signal broke the step (`interrupted` says how).
+  bool train_on(const Batch& batch, PendingStep& p) {
+    try {
+      const auto training_start = Clock::now();
+      faults_.training_starts();
+      // Only this step's training counts as its wait.
+      if (dist_.comm) (void)dist_.comm->take_collective_wait();
+      p.loss = strategy_.train_step(batch);
+      if (dist_.comm) {
+        timer_.add([wait = dist_.comm->take_collective_wait()](PhaseSeconds& phases) {
+          phases.collective_wait_s += wait();
+        });
+      }
+      // On a GPU the step returns before the device has run it: the slowdown is a fraction of
+      // the step's work, so wait for the work before measuring it.
+      if (faults_.slows_steps()) synchronize(dist_.device);
+      if (faults_.slows(SlowedPhase::optimizer)) {
+        PhaseScope slowed(timer_, Phase::optimizer);
+        NamedScope range("injected slowdown", global_step_);
+        (void)faults_.stretch(seconds_since(training_start));
+      }
+      faults_.training_took(seconds_since(training_start));
+    } catch (const std::exception& e) {
+      if (interruption_signal() == 0) throw;
+      interrupted = std::string(::strsignal(interruption_signal())) + " in step " + std::to_string(global_step_) +
+                    " (" + e.what() + ")";
+      timer_.finish_step();
+      return false;
+    }
+    return true;
+  }
+
+  // The pending steps' losses and timings, read back from the device together, recorded.
+  void resolve() {
+    for (auto& p : pending_) {
+      const StepTiming timing = p.timing();
+      p.record.time_s = timing.time_s;
+      p.record.phases = timing.phases;
+      p.record.loss = p.loss.item<double>();
+      steps.push_back(p.record);
+      progress_.update(static_cast<int64_t>(steps.size()), p.record.loss,
+                       static_cast<double>(p.record.images * dist_.world_size) / p.record.time_s);
+    }
+    pending_.clear();
+  }
+};
+
+// What this rank measured of its training, before any evaluation.
+RowMeasurements training_measurements(const RunConfig& config, const DistContext& dist, const DatasetSplits& data,
+                                      const EpochSteps& epoch, TrainingLoop& training, const Strategy& strategy) {
+  RowMeasurements m;
+  m.steps = std::move(training.steps);
+  m.train_time_s = training.train_time_s;
+  m.steps_per_epoch = epoch.steps_per_epoch;
+  m.full_steps_per_epoch = epoch.full_steps;
+  m.local_images = training.local_images;
+  for (const auto& device : strategy.devices()) {
+    m.peak_memory_bytes = std::max(m.peak_memory_bytes, peak_memory_bytes(device));
+  }
+  m.peak_memory_source = peak_memory_source(dist.device);
+  m.device = dist.device.str();
+  m.dataset = data.kind;
+  m.dataset_origin = data.origin;
+  if (dist.is_main()) m.train_flops_per_image = model_train_flops(config);
+  return m;
+}
+
+// The trained model's accuracy over every rank's test shard, and every rank's timings: both
+// collectives. Rank 0 saves the model where --save-checkpoint says.
+void evaluate_row(const RunConfig& config, const DistContext& dist, const ImageSet& test, PreparedRow& row,
+                  RowMeasurements& m) {
+  const EvalCounts eval = evaluate(config, dist, test, row.strategy->eval_model());
+  if (dist.is_main() && !config.save_checkpoint.empty()) save_checkpoint(*row.model.ptr(), config.save_checkpoint);
+  m.eval_correct = eval.correct;
+  m.eval_seen = eval.seen;
+  m.eval_cut = eval.cut;
+  if (dist.comm) {
+    m.ranks = gather_rank_steps(m.train_time_s, m.peak_memory_bytes, steady_steps(m.steps, config), dist);
+  }
+}
+
+// The finished row's result: its measurements assembled, with what only the run itself knows
+// (its lockstep waits, its trace, the strategy's own details).
+RunResult record_row(const RunConfig& config, int64_t world_size, RowMeasurements m, const PreparedRow& row,
+                     const StepTurns& turns, TraceRecord trace_record) {
+  RunResult result = assemble_result(config, world_size, std::move(m));
+  turns.record(result);
+  if (trace_record.traced()) {
+    add_step_times(trace_record, result.step_records, result.step_time_s.p50, config.warmup_steps);
+    result.trace = std::move(trace_record);
+  }
+  result.strategy_details = row.strategy->details();
+  if (config.amp == AmpMode::fp16) {
+    result.strategy_details["loss_scale"] = row.precision.current_scale();
+    result.strategy_details["skipped_steps"] = row.precision.skipped_steps();
+  }
+  result.strategy_details["optimizer"] = std::string(enum_name(kSgdImplNames, config.sgd));
+  return result;
+}
+
+}  // namespace
+
 RunResult run_row(const RunConfig& config, const DistContext& dist, const DatasetSplits& data,
                   Clock::time_point row_start) {
   nvtx::set_enabled(config.nvtx != NvtxMode::off);
@@ -371,193 +679,26 @@ RunResult run_row(const RunConfig& config, const DistContext& dist, const Datase
   if (config.threads > 0) at::set_num_threads(static_cast<int>(config.threads));
   apply_device_settings(config);
   reset_peak_memory(dist.device);
+  PreparedRow row(config, dist, strategy_info);
 
-  torch::manual_seed(config.seed);
-  torch::nn::AnyModule model =
-      build_model(ModelOptions{config.model, config.num_classes, config.init_from, config.channels_last}, dist.device);
-  auto optimizer = make_sgd(model.ptr()->parameters(), config.lr, config.momentum, config.sgd);
-  auto timer = make_phase_timer(dist.device);
-  MixedPrecision precision(config.amp, dist.device);
-  const StrategyOptions strategy_opts = strategy_options(config);
-  std::unique_ptr<Strategy> strategy = strategy_info.make(strategy_opts);
-  if (config.cuda_graphs) strategy = capture_in_cuda_graph(std::move(strategy), strategy_opts);
-  TrainingSetup setup{model, *optimizer, dist, strategy_opts, *timer, precision};
-  FaultInjection faults(config, dist.rank, dist.comm.get());
-  if (faults.slows(SlowedPhase::forward) || faults.slows(SlowedPhase::backward)) {
-    setup.slow_down = [&faults](Phase phase) {
-      (void)faults.stretch_in(phase == Phase::forward ? SlowedPhase::forward : SlowedPhase::backward);
-    };
-  }
-  strategy->prepare(setup);
-
-  const Shard shard{dist.rank, dist.world_size};
-  const int64_t shard_size = (data.train.size() + dist.world_size - 1) / dist.world_size;
-  const auto train_options = loader_options(config, dist, config.max_steps);
-  const int64_t full_steps = batches_in_epoch(shard_size, loader_options(config, dist, std::nullopt));
-  const int64_t steps_per_epoch = batches_in_epoch(shard_size, train_options);
-  if (config.inject_fault_step && *config.inject_fault_step >= steps_per_epoch * config.epochs) {
-    throw InputError("--inject-fault-step " + std::to_string(*config.inject_fault_step) + ": the row runs " +
-                     std::to_string(steps_per_epoch * config.epochs) + " steps");
-  }
-  check_trace_steps(config, steps_per_epoch * config.epochs);
-  auto loader = make_loader(config.loader, data.train, train_options);
-
-  RunResult result;
-  result.train_time_s = 0;
-  Progress progress(config.row_name(), steps_per_epoch * config.epochs, config.log_interval_steps, dist.is_main());
-  ProfilerRange profiler(config, dist.device);
-  // --nvtx ops: LibTorch's own range per op, as Python's torch.autograd.profiler.emit_nvtx.
-  std::optional<torch::autograd::profiler::TLSLegacyProfilerGuard> op_ranges;
-  if (config.nvtx == NvtxMode::ops) {
-    op_ranges.emplace(torch::profiler::impl::ProfilerConfig(torch::profiler::impl::ProfilerState::NVTX));
-  }
-
-  StepTurns turns(config, dist);
-  StepTrace trace(config, dist);
-  int64_t global_step = 0;
-  int64_t local_images = 0;
-  double last_loss = kNotMeasured;
-  std::vector<PendingStep> pending;
-  auto resolve = [&] {
-    for (auto& p : pending) {
-      const StepTiming timing = p.timing();
-      p.record.time_s = timing.time_s;
-      p.record.phases = timing.phases;
-      p.record.loss = p.loss.item<double>();
-      last_loss = p.record.loss;
-      result.step_records.push_back(p.record);
-      progress.update(static_cast<int64_t>(result.step_records.size()), last_loss,
-                      static_cast<double>(p.record.images * dist.world_size) / p.record.time_s);
-    }
-    pending.clear();
-  };
-  // SIGINT or SIGTERM stops the row at the next step: the finished steps are kept. A step that
-  // fails because a peer stopped first (its collective broke) counts as interrupted too.
-  std::string interrupted;
-  for (int64_t epoch = 0; epoch < config.epochs && interrupted.empty(); ++epoch) {
-    NamedScope epoch_range("epoch", epoch);
-    // The tutorial's clock: wall time around the epoch, loader start-up included.
-    const auto epoch_start = Clock::now();
-    const double waited_before_s = turns.waited_s();
-    const double switched_before_s = trace.switch_s();
-    timer->mark_epoch_start();
-    loader->start_epoch(EpochPlan{
-        train_shard_indices(data.train.size(), config.seed, epoch, shard),
-        random_augmentation(config.seed, epoch, AugmentationStream::train, data.train.size(), config.crop_padding)});
-    for (int64_t step = 0;; ++step, ++global_step) {
-      faults.before_step(global_step);
-      if (interruption_signal() != 0 || !turns.before_step(step, steps_per_epoch, *timer)) {
-        interrupted = std::string(::strsignal(interruption_signal())) + " after " + std::to_string(global_step) + " steps";
-        break;
-      }
-      // Starting and stopping the profiler belong to no step (the loader's last call of an
-      // epoch, past its steps, is none either).
-      const bool step_runs = step < steps_per_epoch;
-      if (trace.between_steps(global_step, step_runs)) timer->mark_epoch_start();
-      // PyTorch's profiler names a step ProfilerStep#N, which HTA and TensorBoard read as steps.
-      NamedScope step_range("step", global_step,
-                            trace.running() && step_runs ? "ProfilerStep#" + std::to_string(global_step) : std::string());
-      timer->set_step(global_step);
-      std::optional<Batch> batch;
-      {
-        PhaseScope data_phase(*timer, Phase::data);
-        batch = loader->next();
-        if (batch) batch = to_device(std::move(*batch), dist.device, config.channels_last);
-        if (batch) (void)faults.stretch_in(SlowedPhase::data);
-      }
-      if (!batch) break;
-      profiler.before_step(global_step);
-      PendingStep p;
-      try {
-        const auto training_start = Clock::now();
-        faults.training_starts();
-        // Only this step's training counts as its wait.
-        if (dist.comm) (void)dist.comm->take_collective_wait();
-        p.loss = strategy->train_step(*batch);
-        if (dist.comm) {
-          timer->add([wait = dist.comm->take_collective_wait()](PhaseSeconds& phases) {
-            phases.collective_wait_s += wait();
-          });
-        }
-        // On a GPU the step returns before the device has run it: the slowdown is a fraction of
-        // the step's work, so wait for the work before measuring it.
-        if (faults.slows_steps()) synchronize(dist.device);
-        if (faults.slows(SlowedPhase::optimizer)) {
-          PhaseScope slowed(*timer, Phase::optimizer);
-          NamedScope range("injected slowdown", global_step);
-          (void)faults.stretch(seconds_since(training_start));
-        }
-        faults.training_took(seconds_since(training_start));
-      } catch (const std::exception& e) {
-        if (interruption_signal() == 0) throw;
-        interrupted = std::string(::strsignal(interruption_signal())) + " in step " + std::to_string(global_step) +
-                      " (" + e.what() + ")";
-        timer->finish_step();
-        break;
-      }
-      p.timing = timer->finish_step();
-      profiler.after_step(global_step);
-      p.record.epoch = epoch;
-      p.record.step = step;
-      p.record.images = batch->size();
-      local_images += batch->size();
-      pending.push_back(std::move(p));
-      if (config.sync_every_step || (global_step + 1) % config.log_interval_steps == 0) resolve();
-      turns.after_step(global_step, dist.device);
-    }
-    resolve();
-    synchronize(dist.device);
-    result.train_time_s += seconds_since(epoch_start) - (turns.waited_s() - waited_before_s) -
-                           (trace.switch_s() - switched_before_s);
-  }
-  turns.end();
-  progress.finish();
-  op_ranges.reset();
-  RowMeasurements m;
-  m.steps = std::move(result.step_records);
-  m.train_time_s = result.train_time_s;
-  m.steps_per_epoch = steps_per_epoch;
-  m.full_steps_per_epoch = full_steps;
-  m.local_images = local_images;
-  for (const auto& device : strategy->devices()) {
-    m.peak_memory_bytes = std::max(m.peak_memory_bytes, peak_memory_bytes(device));
-  }
-  m.peak_memory_source = peak_memory_source(dist.device);
-  m.device = dist.device.str();
-  m.dataset = data.kind;
-  m.dataset_origin = data.origin;
-  if (dist.is_main()) m.train_flops_per_image = model_train_flops(config);
-  if (!interrupted.empty()) {
+  const EpochSteps epoch = epoch_steps(config, dist, data.train.size());
+  auto loader = make_loader(config.loader, data.train, epoch.train_options);
+  TrainingLoop training(config, dist, data.train, row, *loader, epoch.steps_per_epoch);
+  training.run();
+  RowMeasurements m = training_measurements(config, dist, data, epoch, training, *row.strategy);
+  if (!training.interrupted.empty()) {
     // No evaluation and no collective: the other ranks may be gone.
-    result = assemble_result(config, dist.world_size, std::move(m));
-    turns.record(result);
-    result.status = RunStatus::interrupted;
-    result.reason = "interrupted by " + interrupted + "; the finished steps are kept";
-    result.total_time_s = seconds_since(row_start);
-    return result;
+    RunResult kept = assemble_result(config, dist.world_size, std::move(m));
+    training.turns.record(kept);
+    kept.status = RunStatus::interrupted;
+    kept.reason = "interrupted by " + training.interrupted + "; the finished steps are kept";
+    kept.total_time_s = seconds_since(row_start);
+    return kept;
   }
 
-  TraceRecord trace_record = trace.save();
-  const EvalCounts eval = evaluate(config, dist, data.test, strategy->eval_model());
-  if (dist.is_main() && !config.save_checkpoint.empty()) save_checkpoint(*model.ptr(), config.save_checkpoint);
-  m.eval_correct = eval.correct;
-  m.eval_seen = eval.seen;
-  m.eval_cut = eval.cut;
-  if (dist.comm) {
-    m.ranks = gather_rank_steps(m.train_time_s, m.peak_memory_bytes, steady_steps(m.steps, config), dist);
-  }
-  result = assemble_result(config, dist.world_size, std::move(m));
-  turns.record(result);
-  if (trace_record.traced()) {
-    add_step_times(trace_record, result.step_records, result.step_time_s.p50, config.warmup_steps);
-    result.trace = std::move(trace_record);
-  }
-  result.strategy_details = strategy->details();
-  if (config.amp == AmpMode::fp16) {
-    result.strategy_details["loss_scale"] = precision.current_scale();
-    result.strategy_details["skipped_steps"] = precision.skipped_steps();
-  }
-  result.strategy_details["optimizer"] = std::string(enum_name(kSgdImplNames, config.sgd));
+  TraceRecord trace_record = training.trace.save();
+  evaluate_row(config, dist, data.test, row, m);
+  RunResult result = record_row(config, dist.world_size, std::move(m), row, training.turns, std::move(trace_record));
   result.total_time_s = seconds_since(row_start);
   return result;
 }
