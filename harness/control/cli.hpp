@@ -16,7 +16,9 @@ struct HelpRequest {  // --help or --version: print `text` and exit 0
 struct RunCommand {
   RunConfig config;
 };
-struct ListCommand {};
+struct ListCommand {
+  bool options = false;  // --options: every run option as the reference's Markdown table
+};
 struct CompareCommand {
   std::string baseline;
   std::string current;

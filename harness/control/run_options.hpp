@@ -25,10 +25,16 @@ struct RunOption {
   bool is_switch = false;  // a CLI flag without a value (`--sync-bn`); true/false in JSON
   std::function<void(RunConfig&, std::string_view)> set;  // throws InputError naming --key
   std::function<nlohmann::json(const RunConfig&)> get;
+  std::string doc;            // its line in the reference, docs/options.md (Markdown)
+  std::string shown_default;  // the reference's default where the value alone would not say it; empty: the value
 };
 
 std::span<const RunOption> run_options();
 const RunOption* find_run_option(std::string_view key);
+
+/// The reference's table of every option (docs/options.md holds it, and `ddpbench list
+/// --options` prints it): option and value, default, meaning, one Markdown row each.
+std::string run_options_markdown();
 
 /// Every option of `config` as a JSON object keyed by option name.
 nlohmann::json run_config_to_json(const RunConfig& config);

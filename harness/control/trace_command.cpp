@@ -22,41 +22,53 @@ std::string label(const RunResult& run) {
   return text;
 }
 
-// The traced row the user means: --row, or the file's only traced row; never one of several
-// runs of that name (a sweep's modes and repetitions), which would be a guess.
-const RunResult& traced_row(const ResultDocument& document, const TraceCommand& command) {
-  std::vector<const RunResult*> traced;
+bool named_by(const RunResult& run, const TraceCommand& command) {
+  return command.row.empty() || run.name == command.row;
+}
+
+// The traced runs the user may mean, for the error that says none or several were found.
+std::string traced_names(const ResultDocument& document, const TraceCommand& command, std::size_t traced_count) {
+  std::string names;
   for (const auto& run : document.runs) {
-    if (run.trace.traced() && (command.row.empty() || run.name == command.row)) traced.push_back(&run);
-  }
-  std::string names;  // the traced runs the user may mean
-  for (const auto& run : document.runs) {
-    if (!run.trace.traced() || (traced.size() > 1 && run.name != command.row && !command.row.empty())) continue;
+    if (!run.trace.traced() || (traced_count > 1 && !named_by(run, command))) continue;
     names += (names.empty() ? "" : ", ") + label(run);
   }
-  // A run asked to trace that saved none (it failed or was stopped) says why, not "run it traced".
+  return names;
+}
+
+// A run asked to trace that saved none (it failed or was stopped) says why, not "run it traced".
+void refuse_a_trace_never_saved(const ResultDocument& document, const TraceCommand& command) {
   for (const auto& run : document.runs) {
     const bool asked = run.config.is_object() && run.config.value("trace-steps", json("")) != json("");
-    if (traced.empty() && asked && !run.trace.traced() && (command.row.empty() || run.name == command.row)) {
+    if (asked && !run.trace.traced() && named_by(run, command)) {
       throw InputError("'" + command.results + "': " + label(run) + " ran with --trace-steps " +
                        run.config.at("trace-steps").dump() + " but saved no trace: it is " +
                        std::string(status_name(run.status)) + (run.reason.empty() ? "" : " (" + run.reason + ")"));
     }
   }
-  if (traced.empty() && command.row.empty()) {
-    throw InputError("'" + command.results + "': no row in it was traced (run it with --trace-steps A:B)");
+}
+
+// The traced row the user means: --row, or the file's only traced row; never one of several
+// runs of that name (a sweep's modes and repetitions), which would be a guess.
+const RunResult& traced_row(const ResultDocument& document, const TraceCommand& command) {
+  std::vector<const RunResult*> traced;
+  for (const auto& run : document.runs) {
+    if (run.trace.traced() && named_by(run, command)) traced.push_back(&run);
   }
+  if (traced.size() == 1) return *traced.front();
+  const std::string names = traced_names(document, command, traced.size());
   if (traced.empty()) {
+    refuse_a_trace_never_saved(document, command);
+    if (command.row.empty()) {
+      throw InputError("'" + command.results + "': no row in it was traced (run it with --trace-steps A:B)");
+    }
     throw InputError("--row '" + command.row + "': no traced row of that name in '" + command.results + "'" +
                      (names.empty() ? std::string(" (none was traced)") : " (traced: " + names + ")"));
   }
-  if (traced.size() > 1) {
-    throw InputError("'" + command.results + "' holds several traced runs" +
-                     (command.row.empty() ? std::string() : " named '" + command.row + "'") + " (" + names +
-                     "): give the run's own JSON (a sweep's rows/MODE/NAME.json)" +
-                     (command.row.empty() ? std::string(", or --row NAME") : std::string()));
-  }
-  return *traced.front();
+  throw InputError("'" + command.results + "' holds several traced runs" +
+                   (command.row.empty() ? std::string() : " named '" + command.row + "'") + " (" + names +
+                   "): give the run's own JSON (a sweep's rows/MODE/NAME.json)" +
+                   (command.row.empty() ? std::string(", or --row NAME") : std::string()));
 }
 
 // Where the row's traces lie: beside the results, or, for a sweep's combined file, beside the

@@ -9,6 +9,7 @@
 #include "harness/control/advise_command.hpp"
 #include "harness/control/compare_command.hpp"
 #include "harness/control/project_command.hpp"
+#include "harness/control/run_options.hpp"
 #include "harness/control/trace_command.hpp"
 #include "harness/runner/commands.hpp"
 
@@ -22,7 +23,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (const auto* run = std::get_if<RunCommand>(&command)) return run_command(*run, args);
-    if (std::holds_alternative<ListCommand>(command)) return list_command();
+    if (const auto* list = std::get_if<ListCommand>(&command)) {
+      if (!list->options) return list_command();
+      std::cout << run_options_markdown();
+      return 0;
+    }
     if (const auto* compare = std::get_if<CompareCommand>(&command)) return compare_command(*compare);
     if (const auto* sweep = std::get_if<SweepCommand>(&command)) return sweep_command(*sweep, args);
     if (const auto* project = std::get_if<ProjectCommand>(&command)) return project_command(*project);

@@ -70,6 +70,11 @@ TEST(Cli, HelpAndVersionAreRequestsNotErrors) {
 
 TEST(Cli, List) { EXPECT_TRUE(std::holds_alternative<ListCommand>(parse({"list"}))); }
 
+TEST(Cli, ListOptionsAsksForTheReferenceTable) {
+  EXPECT_FALSE(std::get<ListCommand>(parse({"list"})).options);
+  EXPECT_TRUE(std::get<ListCommand>(parse({"list", "--options"})).options);
+}
+
 // sweep --project takes a fabric it knows; project takes rank counts and a fabric.
 TEST(Cli, ProjectionsAreAskedForByFabric) {
   const auto sweep = std::get<SweepCommand>(parse({"sweep", "--project", "ndr-ib"}));

@@ -276,6 +276,32 @@ TEST(RunOptions, EveryOptionIsInTheOptionsReference) {
   }
 }
 
+// The reference's table of run options is the option table printed (`ddpbench list --options`):
+// a default or a meaning changed in one place and not the other fails here.
+TEST(RunOptions, TheReferenceTableIsTheOptionTable) {
+  const std::string table = run_options_markdown();
+  std::size_t rows = 0;
+  for (const auto& opt : run_options()) {
+    EXPECT_FALSE(opt.doc.empty()) << "--" << opt.key << " has no line in the reference";
+    EXPECT_NE(table.find("| `--" + opt.key), std::string::npos) << "--" << opt.key;
+    ++rows;
+  }
+  EXPECT_EQ(static_cast<std::size_t>(std::count(table.begin(), table.end(), '\n')), rows + 2) << table;
+  EXPECT_NE(table.find("| `--bucket-mb X` | `25` | ddp: DDP's `bucket_cap_mb`"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `--sync-bn`, `--no-sync-bn` | on |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `--max-steps N` | unset |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| `--dataset cifar10\\|synthetic\\|auto` | `auto` |"), std::string::npos) << table;
+  const char* source_dir = std::getenv("DDPBENCH_SOURCE_DIR");
+  if (source_dir == nullptr) GTEST_SKIP() << "DDPBENCH_SOURCE_DIR not set";
+  const std::string doc = testing::read_text(std::filesystem::path(source_dir) / "docs" / "options.md");
+  const auto begin = doc.find("| option | default | meaning |\n");
+  ASSERT_NE(begin, std::string::npos) << "docs/options.md has no table of run options";
+  auto end = begin;
+  while (end < doc.size() && doc[end] == '|') end = doc.find('\n', end) + 1;
+  EXPECT_EQ(doc.substr(begin, end - begin), table)
+      << "docs/options.md's table of run options is not the option table: paste `build/ddpbench list --options`";
+}
+
 // The table of bad input (docs/options.md): at least 17 classes, each naming tests that exist.
 TEST(RunOptions, EveryBadInputClassInTheOptionsReferenceHasATest) {
   const char* source_dir = std::getenv("DDPBENCH_SOURCE_DIR");

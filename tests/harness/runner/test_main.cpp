@@ -96,6 +96,14 @@ TEST(Main, ListNamesStrategiesAndModels) {
   EXPECT_NE(r.out.find("resnet50"), std::string::npos);
 }
 
+TEST(Main, ListOptionsPrintsTheReferenceTableAlone) {
+  const auto r = ddpbench({"list", "--options"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("| option | default | meaning |\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("| `--lr X` | `0.001` | SGD learning rate |\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("strategies:"), std::string::npos) << "the strategies and models are not listed with it";
+}
+
 TEST(Main, BadFlagsExitTwoWithOneLineAndNoFile) {
   TempDir dir;
   const std::string out = (dir / "r.json").string();
