@@ -493,7 +493,8 @@ class TrainingLoop {
   std::optional<torch::autograd::profiler::TLSLegacyProfilerGuard> op_ranges_;
 
  public:
-  // The run reads these two after training: the lockstep waits and the trace.
+  // Built after the op ranges, as a row always built them (the trace prepares PyTorch's profiler);
+  // the run reads both after training: the lockstep waits and the trace.
   StepTurns turns;
   StepTrace trace;
   // What the steps left: their records, this rank's train time and images, and how a signal
