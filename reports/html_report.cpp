@@ -1,769 +1,101 @@
 #include <algorithm>
-#include <cmath>
-#include <functional>
-#include <map>
 #include <sstream>
 
-#include "harness/base/units.hpp"
-#include "reports/projection.hpp"
+#include "reports/html_parts.hpp"
+#include "reports/report_sections.hpp"
 #include "reports/reporter.hpp"
-#include "reports/straggler_judgement.hpp"
-#include "reports/table_notes.hpp"
-#include "reports/tuning_advice.hpp"
 
 namespace ddpbench {
 namespace {
 
-// Well-formed XHTML, so a test can parse it as XML: every text goes through escape().
-std::string escape(const std::string& text) {
+// An intro's `code` spans as <code>, in text already escaped.
+std::string with_code(const std::string& text) {
   std::string out;
+  bool open = false;
   for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+    if (c == '`') {
+      out += open ? "</code>" : "<code>";
+      open = !open;
+    } else {
+      out += c;
     }
   }
   return out;
 }
 
-std::string px(double v) { return format_fixed(v, 1); }
-
-// A table scrolls sideways inside its own box where the window is narrower than it, so that
-// the page never does; the notes its cells marked follow it.
-std::string table_open() { return "<div class=\"wide\"><table>\n"; }
-std::string table_close(const TableNotes& notes) {
-  std::string out = "</table></div>\n";
-  if (notes.empty()) return out;
-  out += "<ul class=\"notes\">\n";
-  for (std::size_t i = 0; i < notes.texts().size(); ++i) {
-    out += "<li>[" + std::to_string(i + 1) + "] " + escape(notes.texts()[i]) + "</li>\n";
+std::string html_cell(const Cell& cell) {
+  if (cell.links.empty()) return html_escape(formatted(cell) + cell.suffix);
+  std::string links;
+  for (const auto& link : cell.links) {
+    links += (links.empty() ? "" : " ") + std::string("<a href=\"") + html_escape(link.href) + "\">" +
+             html_escape(link.text) + "</a>";
   }
-  return out + "</ul>\n";
+  return links;
 }
 
-const char* colour(const std::string& series) {
-  if (series == "tutorial") return "#9e9e9e";
-  if (series == "controlled") return "#e8710a";
-  return "#1a73e8";
+std::string html_table(const Section& s) {
+  std::string html = html_table_open() + "<tr>";
+  for (const auto& column : s.columns) html += "<th>" + html_escape(column.header) + "</th>";
+  html += "</tr>\n";
+  for (const auto& row : s.rows) {
+    html += "<tr>";
+    for (const auto& cell : row) html += "<td>" + html_cell(cell) + "</td>";
+    html += "</tr>\n";
+  }
+  return html + html_table_close(s.notes);
 }
 
-std::vector<std::string> row_names(const std::vector<RowSummary>& rows) {
-  std::vector<std::string> names;
-  for (const auto& r : rows) {
-    if (std::find(names.begin(), names.end(), r.name) == names.end()) names.push_back(r.name);
-  }
-  return names;
-}
-
-// Charts are inline SVG, each with a title, axis labels and units; series differ by shape
-// or pattern as well as colour, so they read in grey.
-constexpr double kChartWidth = 720;
-constexpr double kLabelWidth = 170;  // row labels at the left
-constexpr double kPlotWidth = 430;   // bars and axes; values are written to their right
-
-// An axis for positive values: linear from 0, or logarithmic (whole decades) where the
-// values differ by more than 10x, so small rows do not lie flat on zero.
-struct Axis {
-  bool log = false;
-  double low = 0, high = 1;
-  [[nodiscard]] double at(double v) const {
-    if (!log) return kPlotWidth * v / high;
-    return kPlotWidth * (std::log10(std::max(v, low)) - std::log10(low)) / (std::log10(high) - std::log10(low));
-  }
-  [[nodiscard]] std::vector<double> ticks() const {
-    std::vector<double> out;
-    if (log) {
-      for (double t = low; t <= high * 1.0001; t *= 10) out.push_back(t);
-    } else {
-      for (int i = 0; i <= 4; ++i) out.push_back(high * i / 4.0);
-    }
-    return out;
-  }
-};
-
-Axis axis_for(const std::vector<double>& values) {
-  double lo = 0, hi = 0;
-  for (double v : values) {
-    if (!std::isfinite(v) || v <= 0) continue;
-    lo = lo == 0 ? v : std::min(lo, v);
-    hi = std::max(hi, v);
-  }
-  Axis axis;
-  if (hi <= 0) return axis;
-  if (hi / lo > 10) {
-    axis.log = true;
-    axis.low = std::pow(10.0, std::floor(std::log10(lo)));
-    axis.high = std::pow(10.0, std::ceil(std::log10(hi)));
-  } else {
-    axis.high = hi * 1.05;
-  }
-  return axis;
-}
-
-std::string svg_open(double height, const std::string& title) {
-  return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + px(kChartWidth) + "\" height=\"" + px(height) +
-         "\" viewBox=\"0 0 " + px(kChartWidth) + " " + px(height) + "\" role=\"img\">\n<title>" + escape(title) +
-         "</title>\n"
-         "<defs><pattern id=\"hatch\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
-         "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#fdd835\"/>"
-         "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#5d4037\" stroke-width=\"2\"/></pattern>"
-         "<pattern id=\"dots\" width=\"5\" height=\"5\" patternUnits=\"userSpaceOnUse\"><rect width=\"5\" height=\"5\" "
-         "fill=\"#ef9a9a\"/><circle cx=\"2.5\" cy=\"2.5\" r=\"1.2\" fill=\"#b71c1c\"/></pattern></defs>\n";
-}
-
-// The value axis below a plot, with ticks and its label (units included).
-std::string value_axis(const Axis& axis, double y, const std::string& label,
-                       const std::function<std::string(double)>& tick_text) {
-  std::ostringstream svg;
-  svg << "<line x1=\"" << px(kLabelWidth) << "\" y1=\"" << px(y) << "\" x2=\"" << px(kLabelWidth + kPlotWidth)
-      << "\" y2=\"" << px(y) << "\" stroke=\"#444\"/>\n";
-  for (double t : axis.ticks()) {
-    const double x = kLabelWidth + axis.at(t);
-    svg << "<line x1=\"" << px(x) << "\" y1=\"" << px(y) << "\" x2=\"" << px(x) << "\" y2=\"" << px(y + 4)
-        << "\" stroke=\"#444\"/><text x=\"" << px(x) << "\" y=\"" << px(y + 16) << "\" text-anchor=\"middle\">"
-        << escape(tick_text(t)) << "</text>\n";
-  }
-  svg << "<text x=\"" << px(kLabelWidth + kPlotWidth / 2) << "\" y=\"" << px(y + 34) << "\" text-anchor=\"middle\">"
-      << escape(label + (axis.log ? " (log scale)" : "")) << "</text>\n";
-  return svg.str();
-}
-
-std::string row_label(const RowSummary& r, bool with_mode) {
-  return with_mode ? ddpbench::row_label(r.name, r.mode) : r.name;
-}
-
-// Horizontal bars: per row, the tutorial's epoch time and this run's, one bar per mode; a
-// log axis where the rows differ by more than 10x.
-std::string time_chart(const std::vector<RowSummary>& rows) {
-  const auto names = row_names(rows);
-  const auto modes = sweep_modes(rows);
-  std::vector<std::string> series{"tutorial"};
-  series.insert(series.end(), modes.begin(), modes.end());
-  auto value = [&](const std::string& name, const std::string& s) {
-    for (const auto& r : rows) {
-      if (r.name != name) continue;
-      if (s == "tutorial") return r.tutorial_seconds;
-      if (r.mode == s) return r.train_time_s;
-    }
-    return kNotMeasured;
-  };
-  std::vector<double> values;
-  for (const auto& n : names) {
-    for (const auto& s : series) values.push_back(value(n, s));
-  }
-  const Axis axis = axis_for(values);
-  const double bar_h = 14, gap = 12, legend_h = 24;
-  const double group_h = bar_h * static_cast<double>(series.size()) + gap;
-  const double plot_h = group_h * static_cast<double>(names.size());
-  std::ostringstream svg;
-  svg << svg_open(legend_h + plot_h + 50, "Epoch time per row, seconds: the tutorial's beside this run's");
-  for (std::size_t s = 0; s < series.size(); ++s) {
-    const double x = kLabelWidth + 130.0 * static_cast<double>(s);
-    svg << "<rect x=\"" << px(x) << "\" y=\"4\" width=\"12\" height=\"12\" fill=\"" << colour(series[s])
-        << "\"/><text x=\"" << px(x + 16) << "\" y=\"14\">" << escape(series[s]) << " (bar " << s + 1
-        << ")</text>\n";
-  }
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const double top = legend_h + group_h * static_cast<double>(i);
-    svg << "<text x=\"0\" y=\"" << px(top + group_h / 2) << "\">" << escape(names[i]) << "</text>\n";
-    for (std::size_t s = 0; s < series.size(); ++s) {
-      const double v = value(names[i], series[s]);
-      if (!std::isfinite(v)) continue;
-      const double y = top + bar_h * static_cast<double>(s);
-      const double w = std::max(1.0, axis.at(v));
-      svg << "<rect class=\"mark\" x=\"" << px(kLabelWidth) << "\" y=\"" << px(y) << "\" width=\"" << px(w)
-          << "\" height=\"" << px(bar_h - 2) << "\" fill=\"" << colour(series[s]) << "\"><title>"
-          << escape(names[i] + ", " + series[s] + ": " + format_fixed(v, 2) + " s") << "</title></rect>"
-          << "<text x=\"" << px(kLabelWidth + w + 4) << "\" y=\"" << px(y + bar_h - 4) << "\">"
-          << format_fixed(v, 2) << " s " << escape(series[s]) << "</text>\n";
-    }
-  }
-  svg << value_axis(axis, legend_h + plot_h + 2, "epoch time, s", [](double t) { return format_fixed(t, t < 10 ? 1 : 0); })
-      << "</svg>\n";
-  return svg.str();
-}
-
-// Where a step's time goes, per row: stacked bars of the mean data, forward, backward
-// compute, communication hidden under backward (it ran while backward did), exposed
-// communication and optimizer time per step.
-struct PhasePart {
-  const char* name;
-  const char* fill;
-  double seconds;
-};
-
-std::vector<PhasePart> phase_parts(const PhaseSeconds& p) {
-  const double hidden = p.hidden_comm_s();
-  return {{"data", "#90caf9", p.data_s},
-          {"forward", "#1565c0", p.forward_s},
-          {"backward compute", "#2e7d32", std::max(0.0, p.backward_s - hidden)},
-          {"communication hidden under backward", "url(#hatch)", hidden},
-          {"exposed communication", "url(#dots)", p.comm_s},
-          {"optimizer", "#6a1b9a", p.optimizer_s}};
-}
-
-std::string phase_chart(const std::vector<RowSummary>& rows) {
-  std::vector<const RowSummary*> shown;
-  for (const auto& r : rows) {
-    if (r.status == RunStatus::ok && r.phase_s.total_s() > 0) shown.push_back(&r);
-  }
-  std::vector<double> totals;
-  for (const auto* r : shown) totals.push_back(r->phase_s.total_s());
-  // Rows more than 10x apart are drawn as shares of their own step, their totals written out.
-  const Axis fit = axis_for(totals);
-  const bool shares = fit.log;
-  Axis axis;
-  axis.high = shares ? 1.0 : fit.high;
-  const double bar_h = 16, gap = 8, legend_h = 70;
-  const double plot_h = (bar_h + gap) * static_cast<double>(shown.size());
-  std::ostringstream svg;
-  svg << svg_open(legend_h + plot_h + 50, "Where a step's time goes: mean time per step after warm-up, by phase");
-  const auto legend = phase_parts(PhaseSeconds{});
-  for (std::size_t i = 0; i < legend.size(); ++i) {
-    const double x = static_cast<double>(i % 2) * 340.0;
-    const double y = 4 + 20.0 * static_cast<double>(i / 2);
-    svg << "<rect x=\"" << px(x) << "\" y=\"" << px(y) << "\" width=\"14\" height=\"14\" fill=\"" << legend[i].fill
-        << "\" stroke=\"#333\"/><text x=\"" << px(x + 18) << "\" y=\"" << px(y + 12) << "\">" << i + 1 << ". "
-        << legend[i].name << "</text>\n";
-  }
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    const RowSummary& r = *shown[i];
-    const double y = legend_h + (bar_h + gap) * static_cast<double>(i);
-    const double total = r.phase_s.total_s();
-    svg << "<text x=\"0\" y=\"" << px(y + bar_h - 4) << "\">" << escape(row_label(r, true)) << "</text>\n";
-    double x = kLabelWidth;
-    std::size_t part_number = 0;
-    for (const auto& part : phase_parts(r.phase_s)) {
-      ++part_number;
-      if (part.seconds <= 0) continue;
-      const double w = axis.at(shares ? part.seconds / total : part.seconds);
-      svg << "<rect class=\"mark\" x=\"" << px(x) << "\" y=\"" << px(y) << "\" width=\"" << px(w) << "\" height=\""
-          << px(bar_h) << "\" fill=\"" << part.fill << "\" stroke=\"#fff\" stroke-width=\"0.5\"><title>"
-          << escape(row_label(r, true) + ": " + part.name + " " + format_seconds(part.seconds) + " per step (" +
-                    format_percent(part.seconds / total) + ")")
-          << "</title></rect>\n";
-      if (w > 18) {
-        svg << "<text x=\"" << px(x + w / 2) << "\" y=\"" << px(y + bar_h - 4) << "\" text-anchor=\"middle\" "
-            << "fill=\"#000\" stroke=\"#fff\" stroke-width=\"2\" paint-order=\"stroke\">" << part_number << "</text>\n";
-      }
-      x += w;
-    }
-    svg << "<text x=\"" << px(kLabelWidth + (shares ? kPlotWidth : axis.at(total)) + 4) << "\" y=\""
-        << px(y + bar_h - 4) << "\">" << format_seconds(total) << " per step</text>\n";
-  }
-  svg << value_axis(axis, legend_h + plot_h + 2, shares ? "share of the row's step (rows differ by more than 10x)"
-                                                        : "mean time per step, ms",
-                    [&](double t) { return shares ? format_percent(t) : format_fixed(t * 1e3, t * 1e3 < 10 ? 1 : 0); })
-      << "</svg>\n";
-  return svg.str();
-}
-
-// Scaling on comparable axes: each series against its own single-device baseline, so the
-// tutorial's A100s and this machine share one chart. Speed-up beside the ideal line, and
-// scaling efficiency beside 100 %.
-std::string scaling_chart(const std::vector<RowSummary>& rows, const std::string& baseline) {
-  struct Point {
-    double devices, speedup, efficiency;
-    std::string series, label;
-  };
-  std::vector<Point> points;
-  double tutorial_base = kNotMeasured;
-  for (const auto& r : rows) {
-    if (r.name == baseline && std::isfinite(r.tutorial_seconds)) tutorial_base = r.tutorial_seconds;
-  }
-  std::vector<std::string> tutorial_seen;
-  double max_devices = 1, max_speedup = 1;
-  for (const auto& r : rows) {
-    max_devices = std::max(max_devices, static_cast<double>(r.devices));
-    if (std::isfinite(tutorial_base) && std::isfinite(r.tutorial_seconds) &&
-        std::find(tutorial_seen.begin(), tutorial_seen.end(), r.name) == tutorial_seen.end()) {
-      tutorial_seen.push_back(r.name);
-      const double speedup = tutorial_base / r.tutorial_seconds;
-      points.push_back({static_cast<double>(r.devices), speedup, speedup / static_cast<double>(r.devices), "tutorial",
-                        r.name});
-    }
-    if (std::isfinite(r.speedup)) {
-      points.push_back({static_cast<double>(r.devices), r.speedup, r.scaling_efficiency, r.mode, r.name});
-    }
-  }
-  for (const auto& p : points) max_speedup = std::max(max_speedup, p.speedup);
-  max_speedup = std::max(max_speedup, max_devices);
-  const double panel_w = 260, panel_h = 220, top = 50, left1 = 50, left2 = 420;
-  auto sx = [&](double left, double devices) { return left + panel_w * (devices - 1) / std::max(1.0, max_devices - 1); };
-  std::ostringstream svg;
-  svg << svg_open(top + panel_h + 60, "Speed-up and scaling efficiency against GPU count, each series against its own "
-                                      "one-device baseline, with the ideal");
-  std::vector<std::string> legend{"tutorial"};
-  for (const auto& mode : sweep_modes(rows)) legend.push_back(mode);
-  auto marker = [&](const std::string& series, double x, double y, const std::string& tip) {
-    std::ostringstream m;
-    const std::string c = colour(series);
-    if (series == "tutorial") {
-      m << "<circle class=\"mark\" cx=\"" << px(x) << "\" cy=\"" << px(y) << "\" r=\"6\" fill=\"none\" stroke=\"" << c
-        << "\" stroke-width=\"2\">";
-    } else if (series == "controlled") {
-      m << "<rect class=\"mark\" x=\"" << px(x - 5) << "\" y=\"" << px(y - 5) << "\" width=\"10\" height=\"10\" fill=\""
-        << c << "\">";
-    } else {
-      m << "<path class=\"mark\" d=\"M" << px(x) << " " << px(y - 6) << " L" << px(x + 6) << " " << px(y + 5) << " L"
-        << px(x - 6) << " " << px(y + 5) << " Z\" fill=\"" << c << "\">";
-    }
-    m << "<title>" << escape(tip) << "</title>" << (series == "tutorial" ? "</circle>" : series == "controlled" ? "</rect>" : "</path>")
-      << "\n";
-    return m.str();
-  };
-  for (std::size_t s = 0; s < legend.size(); ++s) {
-    const double x = left1 + 150.0 * static_cast<double>(s);
-    svg << marker(legend[s], x + 6, 12, legend[s]) << "<text x=\"" << px(x + 16) << "\" y=\"16\">"
-        << escape(legend[s] == "tutorial" ? "tutorial (circle)" : legend[s] == "controlled" ? "controlled (square)"
-                                                                                            : legend[s] + " (triangle)")
-        << "</text>\n";
-  }
-  for (int panel = 0; panel < 2; ++panel) {
-    const double left = panel == 0 ? left1 : left2;
-    const double y_max = panel == 0 ? max_speedup : 1.2;
-    auto sy = [&](double v) { return top + panel_h - panel_h * std::min(v, y_max) / y_max; };
-    svg << "<text x=\"" << px(left) << "\" y=\"" << px(top - 12) << "\">"
-        << (panel == 0 ? "speed-up (x, vs one device)" : "scaling efficiency (%)") << "</text>\n";
-    for (int tick = 0; tick <= 4; ++tick) {
-      const double v = y_max * tick / 4.0;
-      svg << "<line x1=\"" << px(left) << "\" y1=\"" << px(sy(v)) << "\" x2=\"" << px(left + panel_w) << "\" y2=\""
-          << px(sy(v)) << "\" stroke=\"#e0e0e0\"/><text x=\"" << px(left - 6) << "\" y=\"" << px(sy(v) + 4)
-          << "\" text-anchor=\"end\">" << (panel == 0 ? format_fixed(v, 1) : format_fixed(v * 100, 0)) << "</text>\n";
-    }
-    svg << "<line x1=\"" << px(left) << "\" y1=\"" << px(top + panel_h) << "\" x2=\"" << px(left + panel_w)
-        << "\" y2=\"" << px(top + panel_h) << "\" stroke=\"#444\"/>\n";
-    for (int devices = 1; devices <= static_cast<int>(max_devices); ++devices) {
-      svg << "<text x=\"" << px(sx(left, devices)) << "\" y=\"" << px(top + panel_h + 16) << "\" text-anchor=\"middle\">"
-          << devices << "</text>\n";
-    }
-    svg << "<text x=\"" << px(left + panel_w / 2) << "\" y=\"" << px(top + panel_h + 34)
-        << "\" text-anchor=\"middle\">GPUs (devices)</text>\n";
-    // The ideal: speed-up equal to the device count; efficiency 100 %.
-    svg << "<line x1=\"" << px(sx(left, 1)) << "\" y1=\"" << px(sy(1)) << "\" x2=\"" << px(sx(left, max_devices))
-        << "\" y2=\"" << px(sy(panel == 0 ? max_devices : 1)) << "\" stroke=\"#444\" stroke-dasharray=\"6 4\"/>"
-        << "<text x=\"" << px(sx(left, max_devices) - 4) << "\" y=\"" << px(sy(panel == 0 ? max_devices : 1) + 14)
-        << "\" text-anchor=\"end\">ideal (dashed)</text>\n";
-    for (const auto& p : points) {
-      const double v = panel == 0 ? p.speedup : p.efficiency;
-      if (!std::isfinite(v)) continue;
-      svg << marker(p.series, sx(left, p.devices), sy(v),
-                    p.label + " (" + p.series + "): " +
-                        (panel == 0 ? format_fixed(v, 2) + "x" : format_percent(v)));
-    }
-  }
-  svg << "</svg>\n";
-  return svg.str();
-}
-
-// Step-time distribution per row: p50, p90 and max of the steps after warm-up, and each
-// warm-up step, which the steady figures leave out.
-std::string step_chart(const std::vector<RowSummary>& rows) {
-  std::vector<const RowSummary*> shown;
-  std::vector<double> values;
-  for (const auto& r : rows) {
-    if (r.status != RunStatus::ok || !std::isfinite(r.step_time_p50_s)) continue;
-    shown.push_back(&r);
-    values.insert(values.end(), {r.step_time_p50_s, r.step_time_p90_s, r.step_time_max_s});
-    values.insert(values.end(), r.warmup_step_s.begin(), r.warmup_step_s.end());
-  }
-  const Axis axis = axis_for(values);
-  const double row_h = 22, legend_h = 26;
-  const double plot_h = row_h * static_cast<double>(shown.size());
-  std::ostringstream svg;
-  svg << svg_open(legend_h + plot_h + 50, "Step-time distribution per row: p50, p90 and max after warm-up, and the "
-                                          "warm-up steps");
-  auto mark = [&](const std::string& kind, double x, double y, const std::string& tip) {
-    std::ostringstream m;
-    if (kind == "p50") {
-      m << "<circle class=\"mark\" cx=\"" << px(x) << "\" cy=\"" << px(y) << "\" r=\"5\" fill=\"#1a73e8\">";
-    } else if (kind == "p90") {
-      m << "<path class=\"mark\" d=\"M" << px(x) << " " << px(y - 6) << " L" << px(x + 6) << " " << px(y) << " L"
-        << px(x) << " " << px(y + 6) << " L" << px(x - 6) << " " << px(y) << " Z\" fill=\"#e8710a\">";
-    } else if (kind == "max") {
-      m << "<path class=\"mark\" d=\"M" << px(x - 5) << " " << px(y - 5) << " L" << px(x + 5) << " " << px(y + 5)
-        << " M" << px(x - 5) << " " << px(y + 5) << " L" << px(x + 5) << " " << px(y - 5)
-        << "\" stroke=\"#c62828\" stroke-width=\"2\" fill=\"none\">";
-    } else {
-      m << "<rect class=\"mark\" x=\"" << px(x - 4) << "\" y=\"" << px(y - 4) << "\" width=\"8\" height=\"8\" "
-        << "fill=\"none\" stroke=\"#616161\" stroke-width=\"1.5\">";
-    }
-    m << "<title>" << escape(tip) << "</title>" << (kind == "p50" ? "</circle>" : kind == "warm-up" ? "</rect>" : "</path>")
-      << "\n";
-    return m.str();
-  };
-  const std::vector<std::pair<std::string, std::string>> legend = {
-      {"p50", "p50 (dot)"}, {"p90", "p90 (diamond)"}, {"max", "max (cross)"}, {"warm-up", "warm-up step (hollow square)"}};
-  for (std::size_t i = 0; i < legend.size(); ++i) {
-    const double x = 10 + 160.0 * static_cast<double>(i);
-    svg << mark(legend[i].first, x, 12, legend[i].second) << "<text x=\"" << px(x + 10) << "\" y=\"16\">"
-        << escape(legend[i].second) << "</text>\n";
-  }
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    const RowSummary& r = *shown[i];
-    const double y = legend_h + row_h * static_cast<double>(i) + row_h / 2;
-    const std::string label = row_label(r, true);
-    svg << "<text x=\"0\" y=\"" << px(y + 4) << "\">" << escape(label) << "</text>\n"
-        << "<line x1=\"" << px(kLabelWidth) << "\" y1=\"" << px(y) << "\" x2=\"" << px(kLabelWidth + kPlotWidth)
-        << "\" y2=\"" << px(y) << "\" stroke=\"#eee\"/>\n";
-    for (double w : r.warmup_step_s) {
-      svg << mark("warm-up", kLabelWidth + axis.at(w), y, label + ": warm-up step " + format_seconds(w));
-    }
-    svg << mark("p50", kLabelWidth + axis.at(r.step_time_p50_s), y, label + ": p50 " + format_seconds(r.step_time_p50_s))
-        << mark("p90", kLabelWidth + axis.at(r.step_time_p90_s), y, label + ": p90 " + format_seconds(r.step_time_p90_s))
-        << mark("max", kLabelWidth + axis.at(r.step_time_max_s), y, label + ": max " + format_seconds(r.step_time_max_s))
-        << "<text x=\"" << px(kLabelWidth + kPlotWidth + 8) << "\" y=\"" << px(y + 4) << "\">p50 "
-        << format_seconds(r.step_time_p50_s) << "</text>\n";
-  }
-  svg << value_axis(axis, legend_h + plot_h + 2, "step time, ms",
-                    [](double t) { return format_fixed(t * 1e3, t * 1e3 < 10 ? 1 : 0); })
-      << "</svg>\n";
-  return svg.str();
-}
-
-// ddpbench against PyTorch per row: the epoch-time and steady-throughput ratios (above 1.00x
-// ddpbench is faster), beside the parity line.
-std::string pytorch_chart(const std::vector<RowSummary>& rows) {
-  std::vector<const RowSummary*> shown;
-  double largest = 1.0;
-  for (const auto& r : rows) {
-    if (!r.pytorch) continue;
-    shown.push_back(&r);
-    for (double v : {r.vs_pytorch_train_time, r.vs_pytorch_steady}) {
-      if (std::isfinite(v)) largest = std::max(largest, v);
-    }
-  }
-  Axis axis;
-  axis.high = largest * 1.1;
-  const double bar_h = 12, gap = 10, legend_h = 24;
-  const double group_h = 2 * bar_h + gap;
-  const double plot_h = group_h * static_cast<double>(shown.size());
-  std::ostringstream svg;
-  svg << svg_open(legend_h + plot_h + 50, "ddpbench against PyTorch's own implementation per row: ratios, above 1.00x "
-                                          "ddpbench is faster");
-  const std::pair<const char*, const char*> series[] = {{"#1a73e8", "epoch time ratio (solid)"},
-                                                        {"url(#hatch)", "steady throughput ratio (hatched)"}};
-  for (int s = 0; s < 2; ++s) {
-    const double x = kLabelWidth + 220.0 * s;
-    svg << "<rect x=\"" << px(x) << "\" y=\"4\" width=\"12\" height=\"12\" fill=\"" << series[s].first
-        << "\" stroke=\"#333\"/><text x=\"" << px(x + 16) << "\" y=\"14\">" << series[s].second << "</text>\n";
-  }
-  for (std::size_t i = 0; i < shown.size(); ++i) {
-    const RowSummary& r = *shown[i];
-    const double top = legend_h + group_h * static_cast<double>(i);
-    svg << "<text x=\"0\" y=\"" << px(top + bar_h + 4) << "\">" << escape(row_label(r, true)) << "</text>\n";
-    const double values[] = {r.vs_pytorch_train_time, r.vs_pytorch_steady};
-    for (int s = 0; s < 2; ++s) {
-      const double y = top + bar_h * s;
-      if (!std::isfinite(values[s])) {
-        svg << "<text x=\"" << px(kLabelWidth + 4) << "\" y=\"" << px(y + bar_h - 2) << "\">not measured</text>\n";
-        continue;
-      }
-      const double w = axis.at(values[s]);
-      svg << "<rect class=\"mark\" x=\"" << px(kLabelWidth) << "\" y=\"" << px(y) << "\" width=\"" << px(w)
-          << "\" height=\"" << px(bar_h - 1) << "\" fill=\"" << series[s].first << "\" stroke=\"#333\" stroke-width=\"0.5\">"
-          << "<title>" << escape(row_label(r, true) + ": " + series[s].second + " " + format_fixed(values[s], 2) + "x")
-          << "</title></rect><text x=\"" << px(kLabelWidth + w + 4) << "\" y=\"" << px(y + bar_h - 2) << "\">"
-          << format_fixed(values[s], 2) << "x</text>\n";
-    }
-  }
-  const double parity = kLabelWidth + axis.at(1.0);
-  svg << "<line x1=\"" << px(parity) << "\" y1=\"" << px(legend_h - 2) << "\" x2=\"" << px(parity) << "\" y2=\""
-      << px(legend_h + plot_h) << "\" stroke=\"#000\" stroke-dasharray=\"4 3\"/>"
-      << value_axis(axis, legend_h + plot_h + 2, "ratio to PyTorch, x (dashed: parity)",
-                    [](double t) { return format_fixed(t, 2); })
-      << "</svg>\n";
-  return svg.str();
-}
-
-// The advised DDP settings per row and rank count (ddpbench advise gives every setting).
-std::string advice_table(const std::vector<RowAdvice>& advice) {
+std::string page_head(const ResultDocument& doc) {
+  const std::string title = doc.sweep ? "ddpbench: " + doc.sweep->preset : "ddpbench results";
   std::ostringstream html;
-  html << "<h2>Tuning advice</h2>\n<p>The DDP settings to use at other rank counts on the projection's fabric, "
-          "from each DDP row's gradients as measured here (bucket caps 1-100 MB, fp16 and bf16 compression, "
-          "overlap); settings within the model's own error of the fastest are a tie. Not modelled: "
-       << escape(kAdviceLeavesOut) << ".</p>\n" << table_open() << "<tr><th>row</th><th>ranks</th><th>advice</th>"
-          "<th>flags</th><th>step</th><th>against PyTorch's defaults</th><th>ties</th></tr>\n";
-  TableNotes notes;
-  for (const RowAdvice& a : advice) {
-    if (!a.not_advised.empty()) {
-      html << "<tr><td>" << escape(ddpbench::row_label(a.row, a.mode)) << "</td><td colspan=\"6\">no advice "
-           << notes.mark(a.not_advised) << "</td></tr>\n";
-      continue;
-    }
-    const std::string warning =
-        !advice_off(a)          ? ""
-        : !a.unchecked.empty() ? " (not to be trusted " + notes.mark("not to be trusted: " + a.unchecked) + ")"
-                               : " (not to be trusted " +
-                                     notes.mark("not to be trusted: the model is " + format_fixed(100 * a.model_error, 1) +
-                                                " % off the step it measured") +
-                                     ")";
-    for (const RankAdvice& k : a.ranks) {
-      const SettingProjection& best = k.settings[k.advised];
-      const std::string against = k.best == k.defaults ? "the fastest"
-                                  : k.defaults_tie()   ? "a tie: keep the defaults"
-                                                       : format_fixed(1 + k.gain_over_defaults, 2) + "x";
-      html << "<tr><td>" << escape(ddpbench::row_label(a.row, a.mode) + warning) << "</td><td>" << k.ranks
-           << "</td><td>" << escape(setting_label(best.setting)) << "</td><td><code>"
-           << escape(setting_flags(best.setting)) << "</code></td><td>" << format_seconds(best.step_s)
-           << "</td><td>" << escape(against) << "</td><td>" << k.ties.size() - 1 << "</td></tr>\n";
-    }
-  }
-  html << table_close(notes);
+  html << "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
+       << "<meta charset=\"utf-8\"/>\n<title>" << html_escape(title) << "</title>\n"
+       // The window's width, not a fixed column: tables as wide as their content, numbers never
+       // wrapped (a wide table scrolls in its own box), prose held to a readable measure.
+       << "<style>body{font-family:sans-serif;margin:1em 2em}p,ul{max-width:60em}"
+          ".wide{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:1em 0}"
+          "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}td{white-space:nowrap}"
+          "td:first-child,th:first-child{text-align:left}ul.notes{font-size:.9em;margin-top:0}"
+          "p,li{overflow-wrap:anywhere}"
+          "svg text{font-size:12px;font-family:sans-serif}svg{display:block;max-width:100%;margin:1em 0}"
+          ".note{font-weight:bold}</style>\n</head>\n<body>\n"
+       << "<h1>" << html_escape(title) << "</h1>\n";
+  if (doc.sweep && !doc.sweep->note.empty()) html << "<p class=\"note\">" << html_escape(doc.sweep->note) << "</p>\n";
+  const Environment& e = doc.environment;
+  html << "<p>" << html_escape(e.gpus.empty() ? "no GPU; " + e.cpu_model : e.gpus.front().name) << "; LibTorch "
+       << html_escape(e.libtorch_version) << "; CUDA " << html_escape(e.cuda_runtime_version) << "; ddpbench "
+       << html_escape(e.git_revision) << "</p>\n";
   return html.str();
-}
-
-// Images/s against rank count, both on log axes: each DDP row's projection as a line (its own
-// dash pattern), and the rows measured here as points, so the curve can be read against them.
-std::string projection_chart(const std::vector<RowProjection>& projections, const std::vector<RowSummary>& rows) {
-  struct Measured {
-    double ranks, images_per_s;
-    std::string label;
-  };
-  std::vector<Measured> measured;
-  for (const auto& r : rows) {
-    if (r.world_size > 1 && std::isfinite(r.steady_images_per_s) && !r.ranks.empty()) {
-      measured.push_back({static_cast<double>(r.world_size), r.steady_images_per_s, row_label(r, true)});
-    }
-  }
-  double max_ranks = 2, lo = 0, hi = 0;
-  const auto extend = [&](double v) {
-    if (!(v > 0) || !std::isfinite(v)) return;
-    lo = lo == 0 ? v : std::min(lo, v);
-    hi = std::max(hi, v);
-  };
-  for (const auto& p : projections) {
-    for (const auto& q : p.points) {
-      max_ranks = std::max(max_ranks, static_cast<double>(q.ranks));
-      extend(q.images_per_s);
-    }
-  }
-  for (const auto& m : measured) extend(m.images_per_s);
-  if (hi <= 0) return "";
-  const double y_lo = std::pow(10.0, std::floor(std::log10(lo))), y_hi = std::pow(10.0, std::ceil(std::log10(hi)));
-  const double left = 90, top = 40, width = 560, height = 260;
-  const double x_top = std::ceil(std::log2(max_ranks));
-  const auto sx = [&](double ranks) { return left + width * std::log2(std::max(1.0, ranks)) / std::max(1.0, x_top); };
-  const auto sy = [&](double v) {
-    return top + height -
-           height * (std::log10(std::max(v, y_lo)) - std::log10(y_lo)) / std::max(1.0, std::log10(y_hi) - std::log10(y_lo));
-  };
-  std::size_t lines = 0;
-  for (const auto& p : projections) lines += p.not_projected.empty() && !p.points.empty() ? 1 : 0;
-  const double legend_y = top + height + 56;
-  std::ostringstream svg;
-  svg << svg_open(legend_y + 20.0 * static_cast<double>(lines + 1),
-                  "Projected images per second against rank count, beside the rows measured here");
-  for (double t = y_lo; t <= y_hi * 1.0001; t *= 10) {
-    svg << "<line x1=\"" << px(left) << "\" y1=\"" << px(sy(t)) << "\" x2=\"" << px(left + width) << "\" y2=\""
-        << px(sy(t)) << "\" stroke=\"#e0e0e0\"/><text x=\"" << px(left - 6) << "\" y=\"" << px(sy(t) + 4)
-        << "\" text-anchor=\"end\">" << escape(format_rate(t)) << "</text>\n";
-  }
-  svg << "<text x=\"" << px(left) << "\" y=\"" << px(top - 14) << "\">images/s, all ranks (log scale)</text>\n"
-      << "<line x1=\"" << px(left) << "\" y1=\"" << px(top + height) << "\" x2=\"" << px(left + width) << "\" y2=\""
-      << px(top + height) << "\" stroke=\"#444\"/>\n";
-  for (double n = 1; n <= std::pow(2.0, x_top) * 1.0001; n *= 2) {
-    svg << "<text x=\"" << px(sx(n)) << "\" y=\"" << px(top + height + 16) << "\" text-anchor=\"middle\">"
-        << static_cast<int64_t>(n) << "</text>\n";
-  }
-  svg << "<text x=\"" << px(left + width / 2) << "\" y=\"" << px(top + height + 34)
-      << "\" text-anchor=\"middle\">ranks (GPUs), log scale</text>\n";
-  static const char* const kDashes[] = {"", "8 4", "2 3", "10 3 2 3"};
-  std::size_t series = 0;
-  for (const auto& p : projections) {
-    if (!p.not_projected.empty() || p.points.empty()) continue;
-    const std::string dash = kDashes[series % 4];
-    const std::string dashed = dash.empty() ? "" : " stroke-dasharray=\"" + dash + "\"";
-    std::ostringstream points;
-    for (const auto& q : p.points) points << px(sx(static_cast<double>(q.ranks))) << "," << px(sy(q.images_per_s)) << " ";
-    const std::string label = ddpbench::row_label(p.row, p.mode) + " on " + p.fabric.name;
-    svg << "<polyline class=\"mark\" points=\"" << points.str() << "\" fill=\"none\" stroke=\"#1a73e8\" stroke-width=\"2\""
-        << dashed << "><title>" << escape(label) << "</title></polyline>\n";
-    const double y = legend_y + 20.0 * static_cast<double>(series);
-    svg << "<line x1=\"" << px(left) << "\" y1=\"" << px(y - 4) << "\" x2=\"" << px(left + 40) << "\" y2=\"" << px(y - 4)
-        << "\" stroke=\"#1a73e8\" stroke-width=\"2\"" << dashed << "/><text x=\"" << px(left + 48) << "\" y=\"" << px(y)
-        << "\">" << escape("projected: " + label) << "</text>\n";
-    ++series;
-  }
-  for (const auto& m : measured) {
-    svg << "<circle class=\"mark\" cx=\"" << px(sx(m.ranks)) << "\" cy=\"" << px(sy(m.images_per_s))
-        << "\" r=\"5\" fill=\"#e8710a\"><title>"
-        << escape(m.label + " measured: " + format_rate(m.images_per_s) + " images/s") << "</title></circle>\n";
-  }
-  const double y = legend_y + 20.0 * static_cast<double>(series);
-  svg << "<circle cx=\"" << px(left + 20) << "\" cy=\"" << px(y - 4) << "\" r=\"5\" fill=\"#e8710a\"/><text x=\""
-      << px(left + 48) << "\" y=\"" << px(y) << "\">measured here (filled circles)</text>\n</svg>\n";
-  return svg.str();
-}
-
-// Rows traced with --trace-steps: their files, linked where a sweep put them (rows/MODE/ under
-// its --out-dir, which the sweep says relative to this page), and what tracing cost.
-std::string trace_table(const ResultDocument& doc) {
-  const std::vector<RunResult>& runs = doc.runs;
-  const std::string rows_href = doc.sweep ? doc.sweep->rows_href : "rows";
-  const bool any = std::any_of(runs.begin(), runs.end(), [](const RunResult& r) { return r.trace.traced(); });
-  if (!any) return "";
-  std::string html =
-      "<h2>Traces</h2>\n<p>Steps traced with PyTorch's profiler (<code>--trace-steps</code>), left out of the steady "
-      "figures: one Chrome trace per rank. "
-      "<code>ddpbench trace ROW.json</code> merges a row's ranks on one clock for Perfetto or chrome://tracing; "
-      "<code>scripts/trace-report ROW.json</code> breaks the steps down and runs Holistic Trace Analysis.</p>\n" +
-      table_open() +
-      "<tr><th>row</th><th>mode</th><th>steps</th><th>traced step p50</th><th>untraced step p50</th>"
-      "<th>profiler start and stop</th><th>files</th></tr>\n";
-  for (const auto& r : runs) {
-    if (!r.trace.traced()) continue;
-    std::string links;
-    for (const auto& file : r.trace.files) {
-      const std::string href = r.mode.empty() ? file : rows_href + "/" + r.mode + "/" + file;
-      links += (links.empty() ? "" : " ") + std::string("<a href=\"") + escape(href) + "\">" + escape(file) + "</a>";
-    }
-    html += "<tr><td>" + escape(r.name) + "</td><td>" + escape(r.mode) + "</td><td>" +
-            std::to_string(r.trace.first_step) + "-" + std::to_string(r.trace.last_step) + "</td><td>" +
-            format_seconds(r.trace.traced_step_time_s) + "</td><td>" + format_seconds(r.trace.untraced_step_time_s) +
-            "</td><td>" + format_seconds(r.trace.profiler_switch_s) + "</td><td>" + links + "</td></tr>\n";
-  }
-  return html + table_close(TableNotes{});
 }
 
 class HtmlReporter final : public Reporter {
   [[nodiscard]] std::string do_render(const ResultDocument& doc, const std::vector<RowSummary>& rows) const override {
-    std::ostringstream html;
-    const std::string title = doc.sweep ? "ddpbench: " + doc.sweep->preset : "ddpbench results";
-    html << "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
-         << "<meta charset=\"utf-8\"/>\n<title>" << escape(title) << "</title>\n"
-         // The window's width, not a fixed column: tables as wide as their content, numbers never
-         // wrapped (a wide table scrolls in its own box), prose held to a readable measure.
-         << "<style>body{font-family:sans-serif;margin:1em 2em}p,ul{max-width:60em}"
-            ".wide{overflow-x:auto;max-width:100%}table{border-collapse:collapse;margin:1em 0}"
-            "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}td{white-space:nowrap}"
-            "td:first-child,th:first-child{text-align:left}ul.notes{font-size:.9em;margin-top:0}"
-            "p,li{overflow-wrap:anywhere}"
-            "svg text{font-size:12px;font-family:sans-serif}svg{display:block;max-width:100%;margin:1em 0}"
-            ".note{font-weight:bold}</style>\n</head>\n<body>\n"
-         << "<h1>" << escape(title) << "</h1>\n";
-    if (doc.sweep && !doc.sweep->note.empty()) html << "<p class=\"note\">" << escape(doc.sweep->note) << "</p>\n";
-    const Environment& e = doc.environment;
-    html << "<p>" << escape(e.gpus.empty() ? "no GPU; " + e.cpu_model : e.gpus.front().name) << "; LibTorch "
-         << escape(e.libtorch_version) << "; CUDA " << escape(e.cuda_runtime_version) << "; ddpbench "
-         << escape(e.git_revision) << "</p>\n";
-
-    for (const auto& mode : sweep_modes(rows)) {
-      html << "<h2>" << escape(mode.empty() ? "rows" : mode + " mode") << "</h2>\n" << table_open() << "<tr><th>row</th><th>GPUs</th>"
-              "<th>tutorial</th><th>this run</th><th>speed-up</th><th>scaling efficiency</th><th>images/s</th>"
-              "<th>steady images/s</th><th>test accuracy</th><th>peak memory</th><th>status</th></tr>\n";
-      TableNotes reasons;
-      for (const auto& r : rows) {
-        if (r.mode != mode) continue;
-        html << "<tr><td>" << escape(r.name) << "</td><td>" << r.devices
-             << (r.placement.empty() ? "" : " (" + escape(r.placement) + ")") << "</td><td>"
-             << format_seconds(r.tutorial_seconds) << "</td><td>" << format_seconds(r.train_time_s) << "</td><td>"
-             << (std::isfinite(r.speedup) ? format_fixed(r.speedup, 2) + "x" : "-") << "</td><td>"
-             << format_percent(r.scaling_efficiency) << "</td><td>" << format_rate(r.images_per_s) << "</td><td>"
-             << format_rate(r.steady_images_per_s) << "</td><td>" << format_percent(r.test_accuracy) << "</td><td>"
-             << format_bytes(r.peak_memory_bytes) << "</td><td>" << escape(status_cell(r.status, r.reason, reasons))
-             << (r.unstable ? " (unstable)" : "") << "</td></tr>\n";
-      }
-      html << table_close(reasons);
+    std::vector<Section> sections = report_sections(doc, rows);
+    std::stable_sort(sections.begin(), sections.end(),
+                     [](const Section& a, const Section& b) { return a.html_place < b.html_place; });
+    std::string html = page_head(doc);
+    for (const Section& section : sections) {
+      if (section.in_html) html += html_section(section);
     }
-    if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return std::isfinite(r.achieved_flops_per_s); })) {
-      html << "<h2>Compute</h2>\n<p>" << escape(kComputeTableIntro) << "</p>\n" << table_open()
-           << "<tr><th>row</th><th>mode</th><th>precision</th><th>FLOPs per image</th><th>achieved</th><th>peak</th>"
-              "<th>utilisation</th><th>peak of</th></tr>\n";
-      TableNotes sources;
-      for (const auto& r : rows) {
-        if (!std::isfinite(r.achieved_flops_per_s)) continue;
-        html << "<tr><td>" << escape(r.name) << "</td><td>" << escape(r.mode) << "</td><td>" << escape(r.precision)
-             << "</td><td>" << format_si(r.train_flops_per_image, "FLOP") << "</td><td>"
-             << format_si(r.achieved_flops_per_s, "FLOP/s") << "</td><td>" << format_si(r.row_peak_flops_per_s, "FLOP/s")
-             << "</td><td>" << escape(utilisation_cell(r)) << "</td><td>" << escape(peak_of_cell(r, sources))
-             << "</td></tr>\n";
-      }
-      html << table_close(sources);
-    }
-    if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.has_straggler(); })) {
-      html << "<h2>Stragglers</h2>\n<p>A collective is a barrier: every rank's step takes as long as the slowest's. "
-              "Each rank's own time per step (its compute and its loader's data: without waiting for the others) names "
-              "the rank that held the others back, in rows whose slowest rank takes more than "
-           << format_percent(kStragglerSpread) << " longer than the fastest.</p>\n" << table_open() << "<tr><th>row</th><th>mode</th>"
-              "<th>rank</th><th>compute</th><th>data</th><th>wait</th><th>step p50</th></tr>\n";
-      for (const auto& r : rows) {
-        if (!r.has_straggler()) continue;
-        for (const auto& rank : r.ranks) {
-          html << "<tr><td>" << escape(r.name) << "</td><td>" << escape(r.mode) << "</td><td>" << rank.rank
-               << (rank.rank == r.slowest_rank ? " (slowest, " + format_fixed(r.rank_spread, 2) + "x, " + r.straggler_cause + ")"
-                                               : "")
-               << "</td><td>" << format_seconds(rank.compute_s) << "</td><td>" << format_seconds(rank.data_s)
-               << "</td><td>" << format_seconds(rank.wait_s) << "</td><td>" << format_seconds(rank.step_time_s.p50)
-               << "</td></tr>\n";
-        }
-      }
-      html << table_close(TableNotes{});
-    }
-    html << trace_table(doc);
-    if (const auto unjudged = rows_without_straggler_verdict(doc.runs); !unjudged.empty()) {
-      html << "<h2>Stragglers not judged</h2>\n<ul>\n";
-      for (const auto& [label, why] : unjudged) html << "<li>" << escape(label) << ": a straggler " << escape(why) << "</li>\n";
-      html << "</ul>\n";
-    }
-    if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.pytorch.has_value(); })) {
-      html << "<h2>ddpbench against PyTorch</h2>\n<p>Each row beside PyTorch's own implementation of it on the same "
-              "data, initial weights and clock; a ratio above 1.00x means ddpbench is faster.</p>\n"
-           << table_open()
-           << "<tr><th>row</th><th>mode</th><th>ddpbench</th><th>PyTorch</th><th>time ratio</th>"
-              "<th>ddpbench steady images/s</th><th>PyTorch steady images/s</th><th>throughput ratio</th>"
-              "<th>status</th></tr>\n";
-      auto ratio = [](double v) { return std::isfinite(v) ? format_fixed(v, 2) + "x" : std::string("-"); };
-      TableNotes notes;
-      for (const auto& r : rows) {
-        if (!r.pytorch) continue;
-        const auto& t = *r.pytorch;
-        html << "<tr><td>" << escape(r.name)
-             << (compared_without_shown(t) ? " " + notes.mark(compared_without_note(r)) : "") << "</td><td>"
-             << escape(r.mode) << "</td><td>" << format_seconds(t.ddpbench_train_time_s) << "</td><td>"
-             << format_seconds(t.train_time_s) << "</td><td>" << ratio(r.vs_pytorch_train_time) << "</td><td>"
-             << format_rate(t.ddpbench_steady_images_per_s) << "</td><td>" << format_rate(t.steady_images_per_s)
-             << "</td><td>" << ratio(r.vs_pytorch_steady) << "</td><td>" << escape(twin_status(t, notes))
-             << "</td></tr>\n";
-      }
-      html << table_close(notes);
-    }
-    if (!rows.empty()) {
-      html << "<h2>Epoch time per row</h2>\n" << time_chart(rows)
-           << "<h2>Where a step's time goes</h2>\n<p>Mean time per step after warm-up, by phase. Communication "
-              "hidden under backward ran while backward did (overlap); exposed communication is what backward "
-              "left waiting.</p>\n"
-           << phase_chart(rows) << "<h2>Scaling against the ideal</h2>\n<p>Each series against its own one-device "
-              "baseline, so the tutorial's GPUs and this machine share the axes.</p>\n"
-           << scaling_chart(rows, doc.sweep ? doc.sweep->baseline_row : rows.front().name)
-           << "<h2>Step-time distribution</h2>\n" << step_chart(rows);
-      if (std::any_of(rows.begin(), rows.end(), [](const RowSummary& r) { return r.pytorch.has_value(); })) {
-        html << "<h2>ddpbench against PyTorch, per row</h2>\n" << pytorch_chart(rows);
-      }
-      if (const auto projections = sweep_projections(doc)) {
-        html << "<h2>Projected scaling</h2>\n<p>Each DDP row projected past this machine to "
-             << escape(doc.sweep->projection.value("fabric", std::string("measured")))
-             << ": its buckets' allreduces costed by the ring model, one after another from when backward made each "
-                "ready, as measured here. Left out: compute slowed by communication, stragglers, topologies beyond "
-                "two levels.</p>\n"
-             << projection_chart(*projections, rows);
-        for (const auto& p : *projections) {
-          if (p.not_projected.empty()) continue;
-          html << "<p>" << escape(ddpbench::row_label(p.row, p.mode) + ": not projected: " + p.not_projected) << "</p>\n";
-        }
-      }
-      if (const auto advice = sweep_advice(doc)) html << advice_table(*advice);
-    }
-    html << "</body>\n</html>\n";
-    return html.str();
+    return html + "</body>\n</html>\n";
   }
   [[nodiscard]] std::string do_file_name() const override { return "results.html"; }
 };
 
 }  // namespace
+
+std::string html_section(const Section& s) {
+  std::string html = "<h2>" + html_escape(s.html_title.value_or(s.title)) + "</h2>\n";
+  if (const std::string intro = s.html_intro.value_or(s.intro); !intro.empty()) {
+    html += "<p>" + with_code(html_escape(intro)) + "</p>\n";
+  }
+  if (s.html_figure) html += s.html_figure();
+  if (s.table_in_html && !s.columns.empty()) html += html_table(s);
+  if (s.items.empty()) return html;
+  html += "<ul>\n";
+  for (const auto& item : s.items) html += "<li>" + html_escape(item) + "</li>\n";
+  return html + "</ul>\n";
+}
 
 std::unique_ptr<Reporter> make_html_reporter() { return std::make_unique<HtmlReporter>(); }
 

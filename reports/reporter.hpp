@@ -33,9 +33,10 @@ class Reporter {
 
 /// results.json: the document (schema ddpbench/result/v1) with a "summary" of every row.
 std::unique_ptr<Reporter> make_json_reporter();
-/// results.md: the tutorial's table beside this run's, per mode and side by side.
+/// results.md: the report's sections (reports/report_sections.hpp) in Markdown, the tutorial's
+/// table beside this run's first.
 std::unique_ptr<Reporter> make_markdown_reporter();
-/// results.html: the same tables and two inline SVG charts; no script, no network.
+/// results.html: the same sections with the page's inline SVG charts; no script, no network.
 std::unique_ptr<Reporter> make_html_reporter();
 /// Google Benchmark's JSON format, which its compare.py and CI dashboards read.
 std::unique_ptr<Reporter> make_gbench_reporter();

@@ -98,6 +98,22 @@ void set_utilisation(RowSummary& s, const RunResult& run, const Environment& env
   }
 }
 
+// The repetition whose rank spread is the median one speaks for the row's ranks.
+void set_ranks(RowSummary& s, const std::vector<const RunResult*>& runs) {
+  std::vector<const RunResult*> spread;
+  for (const RunResult* r : runs) {
+    if (r->status == RunStatus::ok && std::isfinite(r->rank_spread)) spread.push_back(r);
+  }
+  if (spread.empty()) return;
+  std::sort(spread.begin(), spread.end(), [](auto* a, auto* b) { return a->rank_spread < b->rank_spread; });
+  const RunResult& middle = *spread[(spread.size() - 1) / 2];
+  s.ranks = middle.ranks;
+  s.slowest_rank = middle.slowest_rank;
+  s.rank_spread = middle.rank_spread;
+  s.straggler_cause = middle.straggler_cause;
+  s.straggler = middle.straggler;
+}
+
 RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunResult*>& runs,
                          const Environment& environment) {
   RowSummary s;
@@ -145,20 +161,7 @@ RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunRe
       s.warmup_step_s.push_back(record.time_s);
     }
     s.test_accuracy = median(accuracy);
-    // The repetition whose rank spread is the median one speaks for the row's ranks.
-    std::vector<const RunResult*> spread;
-    for (const RunResult* r : runs) {
-      if (r->status == RunStatus::ok && std::isfinite(r->rank_spread)) spread.push_back(r);
-    }
-    if (!spread.empty()) {
-      std::sort(spread.begin(), spread.end(), [](auto* a, auto* b) { return a->rank_spread < b->rank_spread; });
-      const RunResult& middle = *spread[(spread.size() - 1) / 2];
-      s.ranks = middle.ranks;
-      s.slowest_rank = middle.slowest_rank;
-      s.rank_spread = middle.rank_spread;
-      s.straggler_cause = middle.straggler_cause;
-      s.straggler = middle.straggler;
-    }
+    set_ranks(s, runs);
     s.train_time_min_s = *std::min_element(train.begin(), train.end());
     s.train_time_max_s = *std::max_element(train.begin(), train.end());
     s.unstable = s.repetitions > 1 && (s.train_time_max_s - s.train_time_min_s) > kUnstableRelativeSpread * s.train_time_s;
@@ -222,63 +225,61 @@ std::vector<std::string> differences_from_baseline(const RunResult& row, const R
   return out;
 }
 
-std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
+namespace {
+
+// The rows a document plans: its sweep's, or each distinct name and mode of its runs.
+std::vector<SweepRowInfo> planned_rows(const ResultDocument& doc) {
+  if (doc.sweep) return doc.sweep->rows;
   std::vector<SweepRowInfo> rows;
-  std::string baseline_name;
-  if (doc.sweep) {
-    rows = doc.sweep->rows;
-    baseline_name = doc.sweep->baseline_row;
-  } else {
-    for (const auto& r : doc.runs) {
-      const bool seen = std::any_of(rows.begin(), rows.end(), [&](const SweepRowInfo& i) { return i.name == r.name && i.mode == r.mode; });
-      if (!seen) rows.push_back({r.name, r.mode, kNotMeasured, r.world_size, ""});
-    }
+  for (const auto& r : doc.runs) {
+    const bool seen = std::any_of(rows.begin(), rows.end(), [&](const SweepRowInfo& i) { return i.name == r.name && i.mode == r.mode; });
+    if (!seen) rows.push_back({r.name, r.mode, kNotMeasured, r.world_size, ""});
   }
-  if (baseline_name.empty() && !rows.empty()) baseline_name = rows.front().name;
+  return rows;
+}
 
-  std::vector<RowSummary> summaries;
-  for (const auto& info : rows) {
-    if (info.reference_of.empty() && !is_comparison_run(doc, info.name, info.mode)) {
-      summaries.push_back(summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment));
-    }
-  }
-  for (const auto& info : rows) {
-    if (info.reference_of.empty()) continue;
-    const auto row = std::find_if(summaries.begin(), summaries.end(), [&](const RowSummary& s) {
-      return s.name == info.reference_of && s.mode == info.mode;
-    });
-    if (row == summaries.end()) continue;
-    const RowSummary twin = summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment);
-    const std::string ours_name = info.compared_with.empty() ? info.reference_of : info.compared_with;
-    const RowSummary ours_summary =
-        info.compared_with.empty() ? *row
-                                   : summarize_row({ours_name, info.mode, kNotMeasured, info.devices},
-                                                   runs_of(doc, ours_name, info.mode), doc.environment);
-    RowSummary::PyTorchTwin t{twin.name, twin.status, twin.reason, twin.train_time_s, twin.steady_images_per_s};
-    t.ddpbench_name = ours_name;
-    t.compared_without = info.compared_without;
-    t.ddpbench_status = ours_summary.status;
-    t.ddpbench_reason = ours_summary.reason;
-    t.ddpbench_train_time_s = ours_summary.train_time_s;
-    t.ddpbench_steady_images_per_s = ours_summary.steady_images_per_s;
-    row->pytorch = std::move(t);
-    // Repetition i of a row and of its twin ran back to back, on the machine in the same
-    // state: the median of those pairs' ratios is steadier than the ratio of the medians.
-    std::vector<double> time_ratios, steady_ratios;
-    for (const RunResult* ours : runs_of(doc, ours_name, info.mode)) {
-      for (const RunResult* theirs : runs_of(doc, info.name, info.mode)) {
-        if (theirs->repetition != ours->repetition || ours->status != RunStatus::ok ||
-            theirs->status != RunStatus::ok) {
-          continue;
-        }
-        time_ratios.push_back(theirs->train_time_s / ours->train_time_s);
-        steady_ratios.push_back(ours->steady_images_per_s / theirs->steady_images_per_s);
+// Repetition i of a row and of its twin ran back to back, on the machine in the same state:
+// the median of those pairs' ratios is steadier than the ratio of the medians.
+void set_paired_ratios(RowSummary& row, const ResultDocument& doc, const std::string& ours_name,
+                       const SweepRowInfo& info) {
+  std::vector<double> time_ratios, steady_ratios;
+  for (const RunResult* ours : runs_of(doc, ours_name, info.mode)) {
+    for (const RunResult* theirs : runs_of(doc, info.name, info.mode)) {
+      if (theirs->repetition != ours->repetition || ours->status != RunStatus::ok ||
+          theirs->status != RunStatus::ok) {
+        continue;
       }
+      time_ratios.push_back(theirs->train_time_s / ours->train_time_s);
+      steady_ratios.push_back(ours->steady_images_per_s / theirs->steady_images_per_s);
     }
-    row->vs_pytorch_train_time = median(time_ratios);
-    row->vs_pytorch_steady = median(steady_ratios);
   }
+  row.vs_pytorch_train_time = median(time_ratios);
+  row.vs_pytorch_steady = median(steady_ratios);
+}
 
+// `info`, a PyTorch twin, as the `pytorch` of the row it is the reference for: against the row
+// itself, or against ddpbench's run of it as the twin runs it (info.compared_with).
+void attach_twin(RowSummary& row, const ResultDocument& doc, const SweepRowInfo& info) {
+  const RowSummary twin = summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment);
+  const std::string ours_name = info.compared_with.empty() ? info.reference_of : info.compared_with;
+  const RowSummary ours_summary =
+      info.compared_with.empty() ? row
+                                 : summarize_row({ours_name, info.mode, kNotMeasured, info.devices},
+                                                 runs_of(doc, ours_name, info.mode), doc.environment);
+  RowSummary::PyTorchTwin t{twin.name, twin.status, twin.reason, twin.train_time_s, twin.steady_images_per_s};
+  t.ddpbench_name = ours_name;
+  t.compared_without = info.compared_without;
+  t.ddpbench_status = ours_summary.status;
+  t.ddpbench_reason = ours_summary.reason;
+  t.ddpbench_train_time_s = ours_summary.train_time_s;
+  t.ddpbench_steady_images_per_s = ours_summary.steady_images_per_s;
+  row.pytorch = std::move(t);
+  set_paired_ratios(row, doc, ours_name, info);
+}
+
+// Speed-up, scaling efficiency and differences against the baseline row of the same mode.
+void set_against_baseline(std::vector<RowSummary>& summaries, const ResultDocument& doc,
+                          const std::string& baseline_name) {
   for (auto& s : summaries) {
     const auto base = std::find_if(summaries.begin(), summaries.end(), [&](const RowSummary& b) {
       return b.name == baseline_name && b.mode == s.mode;
@@ -292,6 +293,29 @@ std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
       s.differences = differences_from_baseline(*row_runs.front(), *base_runs.front());
     }
   }
+}
+
+}  // namespace
+
+std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
+  const std::vector<SweepRowInfo> rows = planned_rows(doc);
+  std::string baseline_name = doc.sweep ? doc.sweep->baseline_row : "";
+  if (baseline_name.empty() && !rows.empty()) baseline_name = rows.front().name;
+
+  std::vector<RowSummary> summaries;
+  for (const auto& info : rows) {
+    if (info.reference_of.empty() && !is_comparison_run(doc, info.name, info.mode)) {
+      summaries.push_back(summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment));
+    }
+  }
+  for (const auto& info : rows) {
+    if (info.reference_of.empty()) continue;
+    const auto row = std::find_if(summaries.begin(), summaries.end(), [&](const RowSummary& s) {
+      return s.name == info.reference_of && s.mode == info.mode;
+    });
+    if (row != summaries.end()) attach_twin(*row, doc, info);
+  }
+  set_against_baseline(summaries, doc, baseline_name);
   return summaries;
 }
 
