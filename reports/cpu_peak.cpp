@@ -419,11 +419,16 @@ Clock core_clock(const CpuFacts& cpu, std::string_view load) {
 
 }  // namespace
 
-CpuFacts parse_cpu_facts(std::string_view proc_cpuinfo, std::string_view max_freq_khz, std::string_view base_freq_khz) {
-  CpuFacts cpu;
-  // Every processor repeats the CPU's fields: the first of each is the CPU's. Older arm64
-  // kernels print the fields once, after the processor lines; the first is theirs too.
-  std::map<std::string, std::string, std::less<>> first;
+namespace {
+
+using CpuinfoFields = std::map<std::string, std::string, std::less<>>;
+
+// The processors of /proc/cpuinfo: their count, their physical cores where every one says
+// which it is, and the first value of each field. Every processor repeats the CPU's fields:
+// the first of each is the CPU's. Older arm64 kernels print the fields once, after the
+// processor lines; the first is theirs too.
+CpuinfoFields read_processors(std::string_view proc_cpuinfo, CpuFacts& cpu) {
+  CpuinfoFields first;
   std::set<std::pair<std::string, std::string>> cores;
   bool every_processor_placed = true;
   std::optional<std::string> physical_id, core_id;
@@ -459,7 +464,11 @@ CpuFacts parse_cpu_facts(std::string_view proc_cpuinfo, std::string_view max_fre
   }
   place_processor();
   if (every_processor_placed && !cores.empty()) cpu.physical_cores = static_cast<int64_t>(cores.size());
+  return first;
+}
 
+// Architecture, vendor, family, model and flags, as an arm64 or an x86 kernel names them.
+void identify_cpu(const CpuinfoFields& first, CpuFacts& cpu) {
   const auto field = [&](std::string_view key) -> std::optional<std::string> {
     const auto it = first.find(key);
     if (it == first.end()) return std::nullopt;
@@ -479,7 +488,13 @@ CpuFacts parse_cpu_facts(std::string_view proc_cpuinfo, std::string_view max_fre
   }
   cpu.model_name = field("model name").value_or("");
   if (const auto mhz = field("cpu MHz")) cpu.cpuinfo_mhz = whole_clock(*mhz);
+}
 
+}  // namespace
+
+CpuFacts parse_cpu_facts(std::string_view proc_cpuinfo, std::string_view max_freq_khz, std::string_view base_freq_khz) {
+  CpuFacts cpu;
+  identify_cpu(read_processors(proc_cpuinfo, cpu), cpu);
   cpu.max_mhz = whole_clock(max_freq_khz) / 1000;
   if (const double base_khz = whole_clock(base_freq_khz); std::isfinite(base_khz)) {
     cpu.base_mhz = base_khz / 1000;

@@ -55,49 +55,83 @@ bool coarse(const PairedComparison& c, const PairedOptions& o) {
 // --allow-missing excuses) reaches the cap with fewer pairs, and the gate stops there. A coarse
 // metric whose row runs no more rounds (`row_stops`) is at its cap: its last look spends the
 // cap's share of alpha, as any comparison's last look does.
-void decide(PairedComparison& c, const PairedOptions& o, bool row_stops = false) {
-  const auto n = static_cast<int64_t>(c.log_ratios.size());
-  const int64_t look = row_stops ? o.max_rounds : std::max(c.rounds_run, n);
-  const bool at_cap = look >= o.max_rounds;
-  const double look_alpha = alpha_at_look(look, o);
-  const bool beyond = std::isfinite(c.change) && std::fabs(c.change) > o.threshold;
-  const bool significant = std::isfinite(c.p_holm) && c.p_holm < look_alpha;
-  const bool inside = std::isfinite(c.ci_low) && c.ci_low > -o.threshold && c.ci_high < o.threshold;
-  const std::string pairs = std::to_string(n) + (n == 1 ? " pair" : " pairs");
-  const std::string cap = "the cap is " + std::to_string(o.max_rounds) + " rounds" +
-                          (look > n ? ", and its row ran " + std::to_string(look) : "");
-  c.needs_more_rounds = false;
-  if (n < o.min_rounds) {
-    c.verdict = at_cap ? Verdict::cannot_judge : Verdict::within_noise;
-    c.needs_more_rounds = !at_cap;
-    c.why = pairs + ", fewer than the " + std::to_string(o.min_rounds) + " any verdict needs" +
-            (at_cap ? " (" + cap + "): cannot judge" : "");
+// Where a comparison stands: its pairs, the look it is at, and that look's alpha.
+struct Look {
+  int64_t pairs = 0;
+  int64_t look = 0;
+  bool at_cap = false;
+  double alpha = 0;
+  std::string pairs_text;  // "3 pairs"
+  std::string cap_text;    // "the cap is 12 rounds, and its row ran 13"
+};
+
+Look look_of(const PairedComparison& c, const PairedOptions& o, bool row_stops) {
+  Look l;
+  l.pairs = static_cast<int64_t>(c.log_ratios.size());
+  l.look = row_stops ? o.max_rounds : std::max(c.rounds_run, l.pairs);
+  l.at_cap = l.look >= o.max_rounds;
+  l.alpha = alpha_at_look(l.look, o);
+  l.pairs_text = std::to_string(l.pairs) + (l.pairs == 1 ? " pair" : " pairs");
+  l.cap_text = "the cap is " + std::to_string(o.max_rounds) + " rounds" +
+               (l.look > l.pairs ? ", and its row ran " + std::to_string(l.look) : "");
+  return l;
+}
+
+// Too few pairs, or no finite figures: more rounds below the cap, no verdict at it. False
+// where the figures can decide.
+bool decide_without_figures(PairedComparison& c, const PairedOptions& o, const Look& l) {
+  std::string why;
+  if (l.pairs < o.min_rounds) {
+    why = l.pairs_text + ", fewer than the " + std::to_string(o.min_rounds) + " any verdict needs";
   } else if (!std::isfinite(c.change) || !std::isfinite(c.ci_low) || !std::isfinite(c.ci_high)) {
-    c.verdict = at_cap ? Verdict::cannot_judge : Verdict::within_noise;
-    c.needs_more_rounds = !at_cap;
-    c.why = "its " + pairs + " give no finite change or interval" + (at_cap ? " (" + cap + "): cannot judge" : "");
-  } else if (beyond && significant) {
+    why = "its " + l.pairs_text + " give no finite change or interval";
+  } else {
+    return false;
+  }
+  c.verdict = l.at_cap ? Verdict::cannot_judge : Verdict::within_noise;
+  c.needs_more_rounds = !l.at_cap;
+  c.why = why + (l.at_cap ? " (" + l.cap_text + "): cannot judge" : "");
+  return true;
+}
+
+// What a comparison that is neither beyond the threshold nor inside it is at this look.
+void decide_undecided(PairedComparison& c, const PairedOptions& o, const Look& l, bool beyond, bool row_stops) {
+  c.verdict = Verdict::within_noise;
+  if (!l.at_cap && coarse(c, o)) {
+    c.why = "undecided after " + l.pairs_text + "; a coarse metric (--coarse-metric) asks for no rounds of its own";
+  } else if (row_stops) {
+    c.why = "still undecided after " + l.pairs_text + ", its row's last (a coarse metric, judged at the cap's alpha): "
+            "within the noise";
+  } else if (!l.at_cap) {
+    c.needs_more_rounds = true;
+    c.why = "undecided after " + l.pairs_text + ": the CI reaches past ±" + format_percent(o.threshold) +
+            (beyond ? " and the test has not rejected" : "");
+  } else {
+    c.why = "still undecided after " + l.pairs_text + " (" + l.cap_text + "): within the noise";
+  }
+}
+
+// Decides one comparison from its pairs, once Holm has adjusted its p-value. Its look is the
+// rounds its row ran, not its pairs: a row that lost a round (a flake, a failure
+// --allow-missing excuses) reaches the cap with fewer pairs, and the gate stops there. A coarse
+// metric whose row runs no more rounds (`row_stops`) is at its cap: its last look spends the
+// cap's share of alpha, as any comparison's last look does.
+void decide(PairedComparison& c, const PairedOptions& o, bool row_stops = false) {
+  const Look l = look_of(c, o, row_stops);
+  c.needs_more_rounds = false;
+  if (decide_without_figures(c, o, l)) return;
+  const bool beyond = std::isfinite(c.change) && std::fabs(c.change) > o.threshold;
+  const bool significant = std::isfinite(c.p_holm) && c.p_holm < l.alpha;
+  const bool inside = std::isfinite(c.ci_low) && c.ci_low > -o.threshold && c.ci_high < o.threshold;
+  if (beyond && significant) {
     c.verdict = c.change > 0 ? Verdict::regression : Verdict::improved;
     c.why = "beyond the " + format_percent(o.threshold) + " threshold; Holm p " + p_text(c.p_holm) + ", below " +
-            (at_cap ? "the cap's" : "this look's") + " alpha " + format_fixed(look_alpha, 5);
+            (l.at_cap ? "the cap's" : "this look's") + " alpha " + format_fixed(l.alpha, 5);
   } else if (inside) {
     c.verdict = Verdict::unchanged;
     c.why = "its " + format_fixed((1 - o.alpha) * 100, 0) + " % CI inside ±" + format_percent(o.threshold);
-  } else if (!at_cap && coarse(c, o)) {
-    c.verdict = Verdict::within_noise;
-    c.why = "undecided after " + pairs + "; a coarse metric (--coarse-metric) asks for no rounds of its own";
-  } else if (row_stops) {
-    c.verdict = Verdict::within_noise;
-    c.why = "still undecided after " + pairs + ", its row's last (a coarse metric, judged at the cap's alpha): "
-            "within the noise";
-  } else if (!at_cap) {
-    c.verdict = Verdict::within_noise;
-    c.needs_more_rounds = true;
-    c.why = "undecided after " + pairs + ": the CI reaches past ±" + format_percent(o.threshold) +
-            (beyond ? " and the test has not rejected" : "");
   } else {
-    c.verdict = Verdict::within_noise;
-    c.why = "still undecided after " + pairs + " (" + cap + "): within the noise";
+    decide_undecided(c, o, l, beyond, row_stops);
   }
 }
 

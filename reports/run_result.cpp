@@ -208,27 +208,20 @@ void to_json(json& j, const RunResult& r) {
   if (r.trace.traced()) j["trace"] = trace_json(r.trace);
 }
 
-void from_json(const json& j, RunResult& r) {
-  r.name = j.at("name").get<std::string>();
-  r.mode = j.value("mode", "");
-  if (j.contains("repetition")) {
-    const auto& repetition = j.at("repetition");
-    // A repetition is a round's number: 2.9 is no round, and 2^63 read as an int64 is negative.
-    if (!repetition.is_number_integer() ||
-        (repetition.is_number_unsigned() &&
-         repetition.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
-      throw std::invalid_argument("run '" + r.name + "': repetition " + repetition.dump() + " is not a whole number");
-    }
-    r.repetition = repetition.get<int64_t>();
+namespace {
+
+// A repetition is a round's number: 2.9 is no round, and 2^63 read as an int64 is negative.
+int64_t read_repetition(const json& repetition, const std::string& run_name) {
+  if (!repetition.is_number_integer() ||
+      (repetition.is_number_unsigned() &&
+       repetition.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))) {
+    throw std::invalid_argument("run '" + run_name + "': repetition " + repetition.dump() + " is not a whole number");
   }
-  r.strategy = j.at("strategy").get<std::string>();
-  r.world_size = j.at("world_size").get<int64_t>();
-  r.device = j.at("device").get<std::string>();
-  r.threads_per_rank = j.value("threads_per_rank", int64_t{0});
-  r.dataset = j.at("dataset").get<std::string>();
-  r.dataset_origin = j.value("dataset_origin", "");
-  r.status = parse_status(j.at("status").get<std::string>());
-  r.reason = j.value("reason", "");
+  return repetition.get<int64_t>();
+}
+
+// The row's figures: times, throughput, FLOPs, accuracy, loss and the work it did.
+void read_figures(const json& j, RunResult& r) {
   r.train_time_s = read_number(j, "train_time_s");
   r.total_time_s = read_number(j, "total_time_s");
   if (j.contains("lockstep_wait_s")) r.lockstep_wait_s = read_number(j, "lockstep_wait_s");
@@ -251,8 +244,10 @@ void from_json(const json& j, RunResult& r) {
   r.images_trained = j.value("images_trained", int64_t{0});
   r.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
   r.peak_memory_source = j.value("peak_memory_source", "");
-  r.nodes = j.value("nodes", std::vector<std::string>{});
-  r.ranks_per_node = j.value("ranks_per_node", std::vector<int64_t>{});
+}
+
+// Each rank's timings and what they say of a straggler.
+void read_rank_timings(const json& j, RunResult& r) {
   r.ranks.clear();
   for (const auto& rank : j.value("ranks", json::array())) {
     r.ranks.push_back({rank.at("rank").get<int64_t>(), read_number(rank, "train_time_s"),
@@ -274,10 +269,11 @@ void from_json(const json& j, RunResult& r) {
   r.straggler_p = read_optional_number(j, "straggler_p", kNotMeasured);
   // Files from before the step-by-step test flagged on the spread alone.
   r.straggler = j.contains("straggler") ? j.at("straggler").get<bool>() : r.rank_spread > 1.0 + kStragglerSpread;
-  r.config = j.value("config", json::object());
-  r.strategy_details = j.value("strategy_details", json::object());
-  r.step_records.clear();
-  for (const auto& s : j.value("step_records", json::array())) {
+}
+
+std::vector<StepRecord> read_step_records(const json& records) {
+  std::vector<StepRecord> out;
+  for (const auto& s : records) {
     StepRecord rec;
     rec.epoch = s.at("epoch").get<int64_t>();
     rec.step = s.at("step").get<int64_t>();
@@ -285,8 +281,32 @@ void from_json(const json& j, RunResult& r) {
     rec.time_s = read_number(s, "time_s");
     rec.loss = read_number(s, "loss");
     rec.phases = read_phases(s.at("phases"));
-    r.step_records.push_back(rec);
+    out.push_back(rec);
   }
+  return out;
+}
+
+}  // namespace
+
+void from_json(const json& j, RunResult& r) {
+  r.name = j.at("name").get<std::string>();
+  r.mode = j.value("mode", "");
+  if (j.contains("repetition")) r.repetition = read_repetition(j.at("repetition"), r.name);
+  r.strategy = j.at("strategy").get<std::string>();
+  r.world_size = j.at("world_size").get<int64_t>();
+  r.device = j.at("device").get<std::string>();
+  r.threads_per_rank = j.value("threads_per_rank", int64_t{0});
+  r.dataset = j.at("dataset").get<std::string>();
+  r.dataset_origin = j.value("dataset_origin", "");
+  r.status = parse_status(j.at("status").get<std::string>());
+  r.reason = j.value("reason", "");
+  read_figures(j, r);
+  r.nodes = j.value("nodes", std::vector<std::string>{});
+  r.ranks_per_node = j.value("ranks_per_node", std::vector<int64_t>{});
+  read_rank_timings(j, r);
+  r.config = j.value("config", json::object());
+  r.strategy_details = j.value("strategy_details", json::object());
+  r.step_records = read_step_records(j.value("step_records", json::array()));
   r.trace = j.contains("trace") ? read_trace(j.at("trace")) : TraceRecord{};
 }
 
