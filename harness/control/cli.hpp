@@ -2,6 +2,7 @@
 // The command line: CLI11 subcommands parsed into plain command structs. No LibTorch here,
 // so parsing and its errors are tested without building a model.
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -17,7 +18,7 @@ struct RunCommand {
   RunConfig config;
 };
 struct ListCommand {
-  bool options = false;  // --options: every run option as the reference's Markdown table
+  bool options = false;  // --options: every subcommand's options as the reference's Markdown tables
 };
 struct CompareCommand {
   std::string baseline;
@@ -94,6 +95,13 @@ struct SweepCommand {
 using Command =
     std::variant<HelpRequest, RunCommand, ListCommand, CompareCommand, SweepCommand, ProjectCommand, AdviseCommand,
                  TraceCommand>;
+
+/// The reference's table of a subcommand's options (docs/options.md has each under the
+/// subcommand's heading): every flag as declared with its line. Throws InputError for a
+/// subcommand there is not, std::logic_error for a flag declared without its line.
+std::string options_table_markdown(std::string_view subcommand);
+/// Every subcommand's table, each after a "## `ddpbench NAME`" heading: `ddpbench list --options`.
+std::string options_reference_markdown();
 
 /// Parses argv (argv[0] included). Throws InputError on any bad flag or value; the
 /// returned RunConfig has passed validate().

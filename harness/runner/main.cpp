@@ -9,7 +9,6 @@
 #include "harness/control/advise_command.hpp"
 #include "harness/control/compare_command.hpp"
 #include "harness/control/project_command.hpp"
-#include "harness/control/run_options.hpp"
 #include "harness/control/trace_command.hpp"
 #include "harness/runner/commands.hpp"
 
@@ -25,7 +24,7 @@ int main(int argc, char** argv) {
     if (const auto* run = std::get_if<RunCommand>(&command)) return run_command(*run, args);
     if (const auto* list = std::get_if<ListCommand>(&command)) {
       if (!list->options) return list_command();
-      std::cout << run_options_markdown();
+      std::cout << options_reference_markdown();
       return 0;
     }
     if (const auto* compare = std::get_if<CompareCommand>(&command)) return compare_command(*compare);

@@ -1,8 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <string>
 #include <vector>
 
+#include "harness/base/input_error.hpp"
 #include "harness/control/cli.hpp"
+#include "harness/control/run_options.hpp"
+#include "support/temp_dir.hpp"
 
 namespace ddpbench {
 namespace {
@@ -69,6 +75,34 @@ TEST(Cli, HelpAndVersionAreRequestsNotErrors) {
 }
 
 TEST(Cli, List) { EXPECT_TRUE(std::holds_alternative<ListCommand>(parse({"list"}))); }
+
+// Each table of options in docs/options.md is what the declarations print: a flag added, or a
+// default or a meaning changed, in the code and not on the page (or the other way) fails here.
+TEST(Cli, TheReferenceTablesAreTheDeclarations) {
+  const std::string reference = options_reference_markdown();
+  for (const char* name : {"run", "list", "sweep", "compare", "project", "advise", "trace"}) {
+    EXPECT_NE(reference.find(std::string("## `ddpbench ") + name + "`\n\n" + options_table_markdown(name)),
+              std::string::npos)
+        << name;
+  }
+  EXPECT_EQ(options_table_markdown("run"), run_options_markdown());
+  EXPECT_NE(options_table_markdown("compare").find("| `--paired` | off |"), std::string::npos);
+  EXPECT_EQ(options_table_markdown("sweep").find("`--lr"), std::string::npos) << "run's options are run's table";
+  EXPECT_THROW((void)options_table_markdown("walk"), InputError);
+  const char* source_dir = std::getenv("DDPBENCH_SOURCE_DIR");
+  if (source_dir == nullptr) GTEST_SKIP() << "DDPBENCH_SOURCE_DIR not set";
+  const std::string doc = testing::read_text(std::filesystem::path(source_dir) / "docs" / "options.md");
+  for (const char* name : {"run", "list", "sweep", "compare", "project", "advise", "trace"}) {
+    const auto heading = doc.find(std::string("## `ddpbench ") + name + "`");
+    ASSERT_NE(heading, std::string::npos) << "docs/options.md has no section for " << name;
+    const auto begin = doc.find("| option | default | meaning |\n", heading);
+    ASSERT_NE(begin, std::string::npos) << name;
+    auto end = begin;
+    while (end < doc.size() && doc[end] == '|') end = doc.find('\n', end) + 1;
+    EXPECT_EQ(doc.substr(begin, end - begin), options_table_markdown(name))
+        << "docs/options.md's table for " << name << " is not what `build/ddpbench list --options` prints";
+  }
+}
 
 TEST(Cli, ListOptionsAsksForTheReferenceTable) {
   EXPECT_FALSE(std::get<ListCommand>(parse({"list"})).options);

@@ -96,10 +96,11 @@ TEST(Main, ListNamesStrategiesAndModels) {
   EXPECT_NE(r.out.find("resnet50"), std::string::npos);
 }
 
-TEST(Main, ListOptionsPrintsTheReferenceTableAlone) {
+TEST(Main, ListOptionsPrintsTheReferenceTablesAlone) {
   const auto r = ddpbench({"list", "--options"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("| option | default | meaning |\n", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.rfind("## `ddpbench run`\n\n| option | default | meaning |\n", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("## `ddpbench compare`\n\n| option | default | meaning |\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| `--lr X` | `0.001` | SGD learning rate |\n"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("strategies:"), std::string::npos) << "the strategies and models are not listed with it";
 }
