@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "harness/control/run_options.hpp"
+#include "harness/control/sweep_file.hpp"
 #include "reports/projection.hpp"
 
 namespace ddpbench {
@@ -288,9 +289,7 @@ Subcommand declare_sweep(CLI::App& app) {
   add_sweep_run_options(*sweep, *c, lines);
   auto scratch = std::make_shared<RunConfig>();  // overrides are checked as they are given
   add_run_options(*sweep, [c, scratch](const RunOption& opt, const std::string& value) {
-    if (opt.key == "out" || opt.key == "name") {
-      throw InputError("--" + opt.key + ": not for sweep (rows are named by the sweep; --out-dir says where)");
-    }
+    if (sweep_sets_itself(opt.key)) throw InputError("--" + opt.key + ": " + kSweepSetsItself);
     opt.set(*scratch, value);
     c->overrides.emplace_back(opt.key, value);
   });

@@ -429,6 +429,21 @@ std::vector<std::string> run_config_to_args(const RunConfig& config) {
   return args;
 }
 
+namespace {
+
+// The JSON type this build writes an option's value as: a value of another type is no value of
+// it, in a result file or a sweep file alike, even where its text would parse ("2" for a count,
+// 1 for a switch, 5 for a name).
+bool written_as(const json& value, const json& written) {
+  if (written.is_boolean()) return value.is_boolean();
+  if (written.is_string()) return value.is_string();
+  if (written.is_number_float()) return value.is_number();
+  if (written.is_number()) return value.is_number_integer();
+  return value.is_null() || value.is_number_integer();  // an optional count, unset
+}
+
+}  // namespace
+
 void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std::string_view where) {
   const std::string prefix = where.empty() ? std::string() : std::string(where) + ": ";
   if (!object.is_object()) {
@@ -441,16 +456,11 @@ void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std:
       for (const auto& o : run_options()) keys.push_back(o.key);
       throw InputError(prefix + "unknown option '" + key + "'" + did_you_mean(key, keys));
     }
-    std::string text;
-    if (value.is_string()) {
-      text = value.get<std::string>();
-    } else if (value.is_null()) {
-      text = "none";
-    } else if (value.is_boolean() || value.is_number()) {
-      text = value.dump();
-    } else {
-      throw InputError(prefix + "option '" + key + "' must be a string, number or boolean");
+    if (!written_as(value, opt->get(RunConfig{}))) {
+      throw InputError(prefix + flag(key) + ": " + value.dump() + " is not a value of its type (" +
+                       (opt->is_switch ? std::string("true or false") : opt->value_name) + ")");
     }
+    const std::string text = value.is_string() ? value.get<std::string>() : value.is_null() ? "none" : value.dump();
     try {
       opt->set(config, text);
     } catch (const InputError& e) {
@@ -459,31 +469,12 @@ void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std:
   }
 }
 
-namespace {
-
-// The JSON type this build writes an option's value as: a value of another type is no value a
-// run wrote, even where its text would parse ("2" for a count, 1 for a switch, 5 for a name).
-bool written_as(const json& value, const json& written) {
-  if (written.is_boolean()) return value.is_boolean();
-  if (written.is_string()) return value.is_string();
-  if (written.is_number_float()) return value.is_number();
-  if (written.is_number()) return value.is_number_integer();
-  return value.is_null() || value.is_number_integer();  // an optional count, unset
-}
-
-}  // namespace
-
 void prove_run_config(const nlohmann::json& config, bool ran) {
   if (!config.is_object()) throw InputError("the configuration is not an object of options");
   json known = json::object();
-  const RunConfig defaults;
   for (const auto& [key, value] : config.items()) {
     const RunOption* opt = find_run_option(key);
     if (opt == nullptr) continue;
-    if (!written_as(value, opt->get(defaults))) {
-      throw InputError(flag(key) + ": " + value.dump() + " is not a value of its type (" +
-                       (opt->is_switch ? std::string("true or false") : opt->value_name) + ")");
-    }
     known[key] = value;
   }
   RunConfig c;

@@ -51,7 +51,8 @@ const std::vector<std::pair<std::string, std::string>>& preset_options(Preset pr
 void apply_preset(RunConfig& config, const std::set<std::string>& explicit_keys);
 
 /// Sets the options present in `object` (a JSON object keyed by option name); `where`
-/// prefixes errors (for example "sweep.json, row 'ddp-2gpu'"). Unknown keys are errors.
+/// prefixes errors (for example "sweep.json, row 'ddp-2gpu'"). Unknown keys are errors, and so
+/// is a value not of the JSON type a result file holds it as ("16" for a count).
 void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std::string_view where);
 
 /// A result file's row configuration as this build reads it: each option it knows of holding

@@ -12,6 +12,8 @@ namespace ddpbench {
 
 using nlohmann::json;
 
+bool sweep_sets_itself(std::string_view option_key) { return option_key == "out" || option_key == "name"; }
+
 std::string sweep_row_where(const std::string& origin, const std::string& row) { return origin + ", row '" + row + "'"; }
 
 SweepDefinition tutorial_sweep() {
@@ -62,6 +64,9 @@ json object_field(const json& object, const char* key, const std::string& where)
 void check_options(const json& options, const std::string& where) {
   RunConfig scratch;
   apply_run_config_json(scratch, options, where);
+  for (const auto& [key, value] : options.items()) {
+    if (sweep_sets_itself(key)) throw InputError(where + ": '" + key + "': " + kSweepSetsItself);
+  }
 }
 
 int64_t positive_integer_field(const json& object, const char* key, const std::string& where) {

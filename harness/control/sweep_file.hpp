@@ -43,6 +43,11 @@ SweepDefinition read_sweep_file(const std::filesystem::path& path);
 /// the file gives none).
 SweepDefinition parse_sweep_file(std::string_view text, const std::string& source);
 
+/// The run options a sweep gives each row itself (its name, its result file): the command line
+/// and a sweep file both refuse them, with this reason.
+bool sweep_sets_itself(std::string_view option_key);
+inline constexpr const char* kSweepSetsItself = "not for sweep (rows are named by the sweep; --out-dir says where)";
+
 /// How errors name a row of a sweep: "sweep file 'x.json', row 'ddp-2gpu'".
 std::string sweep_row_where(const std::string& origin, const std::string& row);
 

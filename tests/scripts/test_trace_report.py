@@ -257,7 +257,12 @@ class HeldByTest(unittest.TestCase):
                 merged = Path(folder) / "merged.json"
                 subprocess.run([BINARY, "trace", str(results), "--out", str(merged)], capture_output=True, check=True)
                 alignment = trace_report.step_alignment(trace_report.read_steps(json.loads(merged.read_text())))
-                self.assertEqual([row["latest_rank"] for row in alignment], [1] * len(TRACED), alignment)
+                self.assertEqual([row["step"] for row in alignment], list(TRACED), alignment)
+                # One step may be lost to a stall of the whole machine (a CI run beside other jobs
+                # once saw both ranks ~65 ms late in one step, rank 0 by 3 ms): the slowed rank is
+                # named in every other step, and naming the wrong rank names it in most.
+                named = [row["latest_rank"] for row in alignment]
+                self.assertGreaterEqual(named.count(1), len(TRACED) - 1, alignment)
 
 
 @unittest.skipUnless(BINARY, "needs DDPBENCH_BINARY (the ddpbench binary)")
