@@ -64,10 +64,10 @@ struct LinkLines {
 // --force and --out-dir (for `stem`.json and `stem`.md).
 void add_link_options(CLI::App& cmd, ProjectCommand& c, const std::string& ranks_help, const std::string& stem,
                       const LinkLines& link, FlagLines& lines) {
-  documented(lines, cmd.add_flag("--force", c.force, "exit 0 even where a row's model is more than 15 % off its own measured step"),
-             "`--force`",
-           "off",
-           "exit 0 even where a row's model fails its own check");
+  documented(
+      lines,
+      cmd.add_flag("--force", c.force, "exit 0 even where a row's model is more than 15 % off its own measured step"),
+      "`--force`", "off", "exit 0 even where a row's model fails its own check");
   documented(lines, cmd.add_option("--out-dir", c.out_dir, "also write " + stem + ".json and " + stem + ".md here"),
              "`--out-dir DIR`", "none", "also write `" + stem + ".json` and `" + stem + ".md` there");
   documented(lines, cmd.add_option("results", c.results, "result JSON with DDP rows")->required(), "`RESULTS`", "",
@@ -75,44 +75,36 @@ void add_link_options(CLI::App& cmd, ProjectCommand& c, const std::string& ranks
   documented(lines, cmd.add_option("--ranks", c.ranks, ranks_help)->delimiter(','), "`--ranks LIST`",
              link.ranks_default, link.ranks);
   documented(lines, cmd.add_option("--ranks-per-node", c.ranks_per_node, "ranks that share a node (default 8)"),
-             "`--ranks-per-node N`",
-           "`8`",
-           "ranks sharing a node (the intra-node link between them)");
-  documented(lines, cmd.add_option("--fabric", c.fabric,
-                                   "measured (the link the row ran on), hdr-ib, ndr-ib or ethernet-100g (data-sheet figures)"),
-             "`--fabric NAME`",
-           "`measured`",
-           "`measured`: the link the row ran on, both levels; or `hdr-ib`, `ndr-ib`, `ethernet-100g` "
-           "(data-sheet figures)");
+             "`--ranks-per-node N`", "`8`", "ranks sharing a node (the intra-node link between them)");
+  documented(lines,
+             cmd.add_option("--fabric", c.fabric,
+                            "measured (the link the row ran on), hdr-ib, ndr-ib or ethernet-100g (data-sheet figures)"),
+             "`--fabric NAME`", "`measured`",
+             "`measured`: the link the row ran on, both levels; or `hdr-ib`, `ndr-ib`, `ethernet-100g` "
+             "(data-sheet figures)");
   documented(lines, cmd.add_option("--intra-node-gbps", c.intra_node_gbps, "bandwidth between ranks of a node, Gbit/s"),
-             "`--intra-node-gbps X`",
-           "the fabric's",
-           "bandwidth between the ranks of a node, Gbit/s");
+             "`--intra-node-gbps X`", "the fabric's", "bandwidth between the ranks of a node, Gbit/s");
   documented(lines, cmd.add_option("--inter-node-gbps", c.inter_node_gbps, "bandwidth between nodes, Gbit/s"),
-             "`--inter-node-gbps X`",
-           "the fabric's",
-           "bandwidth of one NIC between nodes, Gbit/s");
+             "`--inter-node-gbps X`", "the fabric's", "bandwidth of one NIC between nodes, Gbit/s");
   documented(lines, cmd.add_option("--latency-us", c.latency_us, "latency of one ring step, microseconds"),
-             "`--latency-us X`",
-           "the fabric's",
-           "latency of one ring step, µs (both levels)");
-  documented(lines, cmd.add_option("--nics-per-node", c.nics_per_node,
-                                   "NICs a node's ranks share across nodes (the fabric's: 8 for hdr-ib and ndr-ib, one "
-                                   "per GPU; 1 for ethernet-100g and measured)"),
-             "`--nics-per-node N`",
-           "the fabric's",
-           "NICs a node's ranks share for their rings across nodes: each of a node's k rings gets min(1, N "
-           "/ k) of one NIC; `hdr-ib` and `ndr-ib` have 8 (one per GPU, DGX rails), `ethernet-100g` and "
-           "`measured` 1");
-  documented(lines, cmd.add_option("--calibrate", c.calibrate,
-                                   "ddpbench_microbench's JSON (--benchmark_format=json): the measured link's latency "
-                                   "and bandwidth fitted to its allreduce times, instead of to the row's own buckets"),
-             "`--calibrate FILE`",
-           "none",
-           "`ddpbench_microbench`'s JSON (`--benchmark_format=json`) from `BM_RankAllreduce`, run as every "
-           "rank of a world across the link: the measured link's latency and bandwidth fitted to its "
-           "allreduce times (the largest world among them), instead of to the row's own buckets; a file "
-           "without it is refused (`BM_GlooAllreduce`'s ranks are threads on loopback)");
+             "`--latency-us X`", "the fabric's", "latency of one ring step, µs (both levels)");
+  documented(lines,
+             cmd.add_option("--nics-per-node", c.nics_per_node,
+                            "NICs a node's ranks share across nodes (the fabric's: 8 for hdr-ib and ndr-ib, one "
+                            "per GPU; 1 for ethernet-100g and measured)"),
+             "`--nics-per-node N`", "the fabric's",
+             "NICs a node's ranks share for their rings across nodes: each of a node's k rings gets min(1, N "
+             "/ k) of one NIC; `hdr-ib` and `ndr-ib` have 8 (one per GPU, DGX rails), `ethernet-100g` and "
+             "`measured` 1");
+  documented(lines,
+             cmd.add_option("--calibrate", c.calibrate,
+                            "ddpbench_microbench's JSON (--benchmark_format=json): the measured link's latency "
+                            "and bandwidth fitted to its allreduce times, instead of to the row's own buckets"),
+             "`--calibrate FILE`", "none",
+             "`ddpbench_microbench`'s JSON (`--benchmark_format=json`) from `BM_RankAllreduce`, run as every "
+             "rank of a world across the link: the measured link's latency and bandwidth fitted to its "
+             "allreduce times (the largest world among them), instead of to the row's own buckets; a file "
+             "without it is refused (`BM_GlooAllreduce`'s ranks are threads on loopback)");
 }
 
 // Throws InputError for link options no projection can use; `least_ranks`: the fewest ranks
@@ -182,7 +174,8 @@ Subcommand declare_list(CLI::App& app) {
   documented(lines,
              list->add_flag("--options", c->options,
                             "print every subcommand's options as the Markdown tables of docs/options.md"),
-             "`--options`", "off", "print every subcommand's table of options, as this page has them, in place of the "
+             "`--options`", "off",
+             "print every subcommand's table of options, as this page has them, in place of the "
              "strategies and models");
   return {list, [c]() -> Command { return *c; }, std::move(lines)};
 }
@@ -192,53 +185,39 @@ void add_sweep_row_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
              sweep.add_option("--table", c.table,
                               "auto: tutorial where GPUs are, cpu otherwise; tutorial: the tutorial's five rows; cpu: "
                               "the same rows on CPUs, cut short"),
-             "`--table auto\\|tutorial\\|cpu`",
-           "`auto`",
-           "the tutorial's five rows, or the CPU preset (the same rows as Gloo ranks and CPU replicas, cut "
-           "short; the AMP row in bf16 where the CPU computes bf16, else skipped unless named in `--rows`: "
-           "LibTorch's CPU fp16 autocast ran ~25x slower than fp32 even with AVX512-FP16); `auto` picks the "
-           "preset where no GPU is")
+             "`--table auto\\|tutorial\\|cpu`", "`auto`",
+             "the tutorial's five rows, or the CPU preset (the same rows as Gloo ranks and CPU replicas, cut "
+             "short; the AMP row in bf16 where the CPU computes bf16, else skipped unless named in `--rows`: "
+             "LibTorch's CPU fp16 autocast ran ~25x slower than fp32 even with AVX512-FP16); `auto` picks the "
+             "preset where no GPU is")
       ->check(CLI::IsMember({"auto", "tutorial", "cpu"}));
   documented(lines, sweep.add_option("--file", c.file, "a sweep file (JSON) defining the rows, instead of a preset"),
-             "`--file FILE`",
-           "none",
-           "a sweep file's rows instead of a preset (below)");
-  documented(lines, sweep.add_option("--rows", c.rows, "only these rows, by name")->delimiter(','),
-             "`--rows LIST`",
-           "all",
-           "only these rows, by name");
+             "`--file FILE`", "none", "a sweep file's rows instead of a preset (below)");
+  documented(lines, sweep.add_option("--rows", c.rows, "only these rows, by name")->delimiter(','), "`--rows LIST`",
+             "all", "only these rows, by name");
   documented(lines, sweep.add_option("--mode", c.mode, "faithful, controlled or both (default)"),
-             "`--mode faithful\\|controlled\\|both`",
-           "`both`",
-           "which modes ([what each means](../README.md#rows-and-modes))")
+             "`--mode faithful\\|controlled\\|both`", "`both`",
+             "which modes ([what each means](../README.md#rows-and-modes))")
       ->check(CLI::IsMember({"faithful", "controlled", "both"}));
   documented(lines, sweep.add_option("--repeat", c.repeat, "run each row N times; reports give the median and spread"),
-             "`--repeat N`",
-           "`1`",
-           "each row N times: the median, the range, and rows wider than 10 % flagged unstable");
+             "`--repeat N`", "`1`",
+             "each row N times: the median, the range, and rows wider than 10 % flagged unstable");
   documented(lines, sweep.add_option("--out-dir", c.out_dir, "where rows and reports go (default results/)"),
-             "`--out-dir DIR`",
-           "`results`",
-           "where rows and reports go");
+             "`--out-dir DIR`", "`results`", "where rows and reports go");
   documented(lines,
              sweep.add_option("--reports-dir", c.reports_dir,
                               "write results.{json,md,html} here instead of --out-dir (rewritten as each row ends)"),
-             "`--reports-dir DIR`",
-           "`--out-dir`",
-           "where `results.{json,md,html}` go instead, rewritten as each row ends (`scripts/device-check` "
-           "brings them back from there, rows folder left behind)");
+             "`--reports-dir DIR`", "`--out-dir`",
+             "where `results.{json,md,html}` go instead, rewritten as each row ends (`scripts/device-check` "
+             "brings them back from there, rows folder left behind)");
   documented(lines, sweep.add_flag("--resume", c.resume, "skip rows already done with the same configuration"),
-             "`--resume`",
-           "off",
-           "skip rows already done with the same configuration (failed and interrupted rows run again)");
+             "`--resume`", "off",
+             "skip rows already done with the same configuration (failed and interrupted rows run again)");
   documented(lines, sweep.add_option("--gbench-json", c.gbench_json, "also write the results as Google Benchmark JSON"),
-             "`--gbench-json FILE`",
-           "none",
-           "also write Google Benchmark's JSON ([reports](reports.md))");
-  documented(lines, sweep.add_flag("--dry-run", c.dry_run, "print each planned row's ddpbench run command; run nothing"),
-             "`--dry-run`",
-           "off",
-           "print each row's `ddpbench run` command; run nothing");
+             "`--gbench-json FILE`", "none", "also write Google Benchmark's JSON ([reports](reports.md))");
+  documented(lines,
+             sweep.add_flag("--dry-run", c.dry_run, "print each planned row's ddpbench run command; run nothing"),
+             "`--dry-run`", "off", "print each row's `ddpbench run` command; run nothing");
 }
 
 void add_sweep_run_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
@@ -246,39 +225,35 @@ void add_sweep_run_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
              sweep.add_flag("--reference", c.reference,
                             "after each row, run PyTorch's own implementation of it (torch-single, torch-dp, "
                             "torch-ddp) on the same data, weights and clock, and report the two side by side"),
-             "`--reference`",
-           "off",
-           "after each repetition of a row, PyTorch's own implementation of it ([PyTorch "
-           "twins](pytorch-twins.md)); on CPU ranks a SyncBatchNorm DDP row's twin runs without it, beside "
-           "the row run once more without it (`ROW.no-sync-bn`)");
+             "`--reference`", "off",
+             "after each repetition of a row, PyTorch's own implementation of it ([PyTorch "
+             "twins](pytorch-twins.md)); on CPU ranks a SyncBatchNorm DDP row's twin runs without it, beside "
+             "the row run once more without it (`ROW.no-sync-bn`)");
   documented(lines,
              sweep.add_flag("--preload-python,!--no-preload-python", c.preload_python,
                             "PyTorch's rows fork their ranks from one Python started for the sweep, torch already "
                             "imported (default); --no-preload-python: each rank starts its own Python, seconds of "
                             "imports each"),
-             "`--preload-python`, `--no-preload-python`",
-           "on",
-           "PyTorch's rows fork their ranks from one Python the sweep starts with torch imported ([PyTorch "
-           "twins](pytorch-twins.md)); off: each rank starts its own Python");
+             "`--preload-python`, `--no-preload-python`", "on",
+             "PyTorch's rows fork their ranks from one Python the sweep starts with torch imported ([PyTorch "
+             "twins](pytorch-twins.md)); off: each rank starts its own Python");
   documented(lines,
              sweep.add_option("--launcher", c.launcher,
                               "local (default): every row on this machine; srun: inside a SLURM allocation (salloc, "
                               "sbatch), each row an srun job step over the allocation's nodes, its ranks spread as the "
                               "row asks"),
-             "`--launcher local\\|srun`",
-           "`local`",
-           "`srun`: inside a SLURM allocation, every row an srun job step over its nodes, its ranks srun's "
-           "tasks ([under SLURM](distributed.md#under-slurm))")
+             "`--launcher local\\|srun`", "`local`",
+             "`srun`: inside a SLURM allocation, every row an srun job step over its nodes, its ranks srun's "
+             "tasks ([under SLURM](distributed.md#under-slurm))")
       ->check(CLI::IsMember({"local", "srun"}));
   documented(lines,
              sweep.add_option("--project", c.project,
                               "project the DDP rows to this fabric (measured, hdr-ib, ndr-ib, ethernet-100g) in the "
                               "reports: 1 to 512 ranks, 8 to a node (ddpbench project gives every choice)"),
-             "`--project FABRIC`",
-           "none",
-           "project the DDP rows in the reports to `measured` (the link they ran on), `hdr-ib`, `ndr-ib` or "
-           "`ethernet-100g`: 1 to 512 ranks, 8 to a node "
-           "([projection](projection-and-advice.md#projecting-past-this-machine-ddpbench-project))");
+             "`--project FABRIC`", "none",
+             "project the DDP rows in the reports to `measured` (the link they ran on), `hdr-ib`, `ndr-ib` or "
+             "`ethernet-100g`: 1 to 512 ranks, 8 to a node "
+             "([projection](projection-and-advice.md#projecting-past-this-machine-ddpbench-project))");
 }
 
 Subcommand declare_sweep(CLI::App& app) {
@@ -313,55 +288,44 @@ void add_compare_gate_options(CLI::App& compare, CompareCommand& c, FlagLines& l
   documented(lines,
              compare.add_option("--threshold", c.threshold,
                                 "relative change below which nothing is a regression (default 0.10)"),
-             "`--threshold X`",
-           "`0.10`",
-           "a relative change smaller than this is never a regression, either way");
+             "`--threshold X`", "`0.10`", "a relative change smaller than this is never a regression, either way");
   documented(lines,
-             compare.add_option("--metric", c.metrics,
-                                "metrics that gate: train_time_s, images_per_s, steady_images_per_s, step_time_s, "
-                                "test_accuracy")
+             compare
+                 .add_option("--metric", c.metrics,
+                             "metrics that gate: train_time_s, images_per_s, steady_images_per_s, step_time_s, "
+                             "test_accuracy")
                  ->delimiter(','),
-             "`--metric LIST`",
-           "`train_time_s,steady_images_per_s`",
-           "also `images_per_s`, `step_time_s`, `test_accuracy`");
+             "`--metric LIST`", "`train_time_s,steady_images_per_s`",
+             "also `images_per_s`, `step_time_s`, `test_accuracy`");
   documented(lines,
              compare.add_flag("--allow-env-mismatch", c.allow_env_mismatch,
                               "compare results from different machines or software (GPUs, CPU, LibTorch, CUDA, cuDNN, "
                               "NCCL, driver, dataset)"),
-             "`--allow-env-mismatch`",
-           "off",
-           "compare files from different machines or software anyway");
+             "`--allow-env-mismatch`", "off", "compare files from different machines or software anyway");
   documented(lines,
              compare.add_option("--normalize-by", c.normalize_by,
                                 "divide each row's metric by this row's in the same file (e.g. single), or with `twin` "
                                 "each repetition by its PyTorch twin's (sweep --reference), to gate on ratios"),
-             "`--normalize-by ROW\\|twin`",
-           "none",
-           "divide each row's metric by this row's median, per file and mode; `twin`: each repetition by "
-           "its PyTorch twin's in the same repetition (gate on ratios)");
+             "`--normalize-by ROW\\|twin`", "none",
+             "divide each row's metric by this row's median, per file and mode; `twin`: each repetition by "
+             "its PyTorch twin's in the same repetition (gate on ratios)");
   documented(lines, compare.add_option("--alpha", c.alpha, "significance level of the rank test (default 0.05)"),
-             "`--alpha X`",
-           "`0.05`",
-           "the U test's significance level");
-  documented(lines, compare.add_option("--out", c.out, "also write the Markdown table to this file"),
-             "`--out FILE`",
-           "none",
-           "also write the Markdown table there");
+             "`--alpha X`", "`0.05`", "the U test's significance level");
+  documented(lines, compare.add_option("--out", c.out, "also write the Markdown table to this file"), "`--out FILE`",
+             "none", "also write the Markdown table there");
   documented(lines,
              compare.add_option("--min-vs-pytorch", c.min_vs_pytorch,
                                 "fail where a row of the current file is below this many times its PyTorch twin "
                                 "(sweep --reference) in epoch speed or steady images/s beyond the noise, e.g. 0.9"),
-             "`--min-vs-pytorch X`",
-           "none",
-           "a row slower than X times its PyTorch twin, beyond the noise, is a regression");
+             "`--min-vs-pytorch X`", "none",
+             "a row slower than X times its PyTorch twin, beyond the noise, is a regression");
   documented(lines,
-             compare.add_option("--allow-missing", c.allow_missing,
-                                "rows (by name) of the baseline that may be absent, skipped or interrupted now; any "
-                                "other such row is a regression")
+             compare
+                 .add_option("--allow-missing", c.allow_missing,
+                             "rows (by name) of the baseline that may be absent, skipped or interrupted now; any "
+                             "other such row is a regression")
                  ->delimiter(','),
-             "`--allow-missing LIST`",
-           "none",
-           "rows of the baseline that may be absent, skipped or interrupted now");
+             "`--allow-missing LIST`", "none", "rows of the baseline that may be absent, skipped or interrupted now");
 }
 
 void add_compare_paired_options(CLI::App& compare, CompareCommand& c, FlagLines& lines) {
@@ -372,45 +336,40 @@ void add_compare_paired_options(CLI::App& compare, CompareCommand& c, FlagLines&
                               "log ratios, one-sided in the direction of the change, Holm across rows, each round a "
                               "look with its share of alpha (80 % at --max-rounds) (default threshold 0.05, metric "
                               "train_time_s)"),
-             "`--paired`",
-           "off",
-           "the files are two builds' rounds on one machine (back to back, or side by side in lockstep), "
-           "repetition r of each being round r: a paired t test on the 20 % trimmed mean of the log ratios, "
-           "Holm across rows ([how](gate.md#paired-rounds-of-two-builds-compare---paired)); `step_time_s`'s "
-           "log ratio of a round comes from its matched steady steps where both rounds' steps match (each "
-           "parity's trimmed mean, then their mean); its threshold defaults to `0.05` and its metric to "
-           "`train_time_s`");
+             "`--paired`", "off",
+             "the files are two builds' rounds on one machine (back to back, or side by side in lockstep), "
+             "repetition r of each being round r: a paired t test on the 20 % trimmed mean of the log ratios, "
+             "Holm across rows ([how](gate.md#paired-rounds-of-two-builds-compare---paired)); `step_time_s`'s "
+             "log ratio of a round comes from its matched steady steps where both rounds' steps match (each "
+             "parity's trimmed mean, then their mean); its threshold defaults to `0.05` and its metric to "
+             "`train_time_s`");
   documented(lines,
              compare.add_option("--min-rounds", c.min_rounds, "--paired: no row is decided on fewer pairs (default 4)"),
-             "`--min-rounds N`",
-           "`4`",
-           "`--paired`: no row is decided on fewer pairs");
+             "`--min-rounds N`", "`4`", "`--paired`: no row is decided on fewer pairs");
   documented(lines,
              compare.add_option("--max-rounds", c.max_rounds,
                                 "--paired: a row still undecided after this many pairs is within the noise; one with "
                                 "fewer pairs than --min-rounds here cannot be judged (default 12)"),
-             "`--max-rounds N`",
-           "`12`",
-           "`--paired`: a row still undecided after this many pairs is within the noise; each round from "
-           "`--min-rounds` on is a look at `alpha / (max - min + 1)`");
+             "`--max-rounds N`", "`12`",
+             "`--paired`: a row still undecided after this many pairs is within the noise; each round from "
+             "`--min-rounds` on is a look at `alpha / (max - min + 1)`");
   documented(lines,
-             compare.add_option("--coarse-metric", c.coarse_metrics,
-                                "--paired: metrics (of --metric) judged on the rounds the others ask for: one still "
-                                "undecided asks for no more rounds and is within the noise (scripts/ci-bench's "
-                                "lockstep gate: train_time_s)")
+             compare
+                 .add_option("--coarse-metric", c.coarse_metrics,
+                             "--paired: metrics (of --metric) judged on the rounds the others ask for: one still "
+                             "undecided asks for no more rounds and is within the noise (scripts/ci-bench's "
+                             "lockstep gate: train_time_s)")
                  ->delimiter(','),
-             "`--coarse-metric LIST`",
-           "none",
-           "`--paired`: metrics of `--metric` judged on the rounds the others ask for: one still undecided "
-           "below the cap asks for no more rounds and is within the noise (a clear change is still a "
-           "regression); `scripts/ci-bench`'s lockstep gate makes `train_time_s` coarse");
+             "`--coarse-metric LIST`", "none",
+             "`--paired`: metrics of `--metric` judged on the rounds the others ask for: one still undecided "
+             "below the cap asks for no more rounds and is within the noise (a clear change is still a "
+             "regression); `scripts/ci-bench`'s lockstep gate makes `train_time_s` coarse");
   documented(lines,
              compare.add_option("--undecided-out", c.undecided_out,
                                 "--paired: write the rows still undecided below --max-rounds to this file, one a line "
                                 "(the rounds to run next)"),
-             "`--undecided-out FILE`",
-           "none",
-           "`--paired`: the rows still undecided below `--max-rounds`, one a line (the rounds to run next)");
+             "`--undecided-out FILE`", "none",
+             "`--paired`: the rows still undecided below `--max-rounds`, one a line (the rounds to run next)");
 }
 
 // What `compare`'s flags mean only together: the paired gate's own flags, and the ranges.
@@ -453,13 +412,14 @@ Subcommand declare_compare(CLI::App& app) {
 }
 
 Subcommand declare_project(CLI::App& app) {
-  auto* project = app.add_subcommand("project", "project a result file's DDP rows to another cluster (ring model "
-                                                "over the measured bucket timeline)");
+  auto* project = app.add_subcommand("project",
+                                     "project a result file's DDP rows to another cluster (ring model "
+                                     "over the measured bucket timeline)");
   auto c = std::make_shared<ProjectCommand>();
   FlagLines lines;
-  add_link_options(*project, *c, "rank counts to project to (default 1,2,4,...,512)", "projection",
-                   {"a result file with DDP rows (a row's or a sweep's)", "`1,2,4,...,512`", "rank counts to project to"},
-                   lines);
+  add_link_options(
+      *project, *c, "rank counts to project to (default 1,2,4,...,512)", "projection",
+      {"a result file with DDP rows (a row's or a sweep's)", "`1,2,4,...,512`", "rank counts to project to"}, lines);
   return {project,
           [project, c]() -> Command {
             validate_link_options(*project, *c, 1);
@@ -485,8 +445,9 @@ void validate_advise(const CLI::App& advise, AdviseCommand& c) {
 }
 
 Subcommand declare_advise(CLI::App& app) {
-  auto* advise = app.add_subcommand("advise", "the DDP settings (bucket cap, compression hook, overlap) to use at other "
-                                              "rank counts, from each DDP row of a result file");
+  auto* advise = app.add_subcommand("advise",
+                                    "the DDP settings (bucket cap, compression hook, overlap) to use at other "
+                                    "rank counts, from each DDP row of a result file");
   auto c = std::make_shared<AdviseCommand>();
   FlagLines lines;
   add_link_options(*advise, *c, "rank counts to advise for, 2 or more (default 8,64,512)", "advice",
@@ -496,21 +457,17 @@ Subcommand declare_advise(CLI::App& app) {
   documented(lines,
              advise->add_option("--bucket-mb", c->bucket_mb, "only these bucket caps, MiB (default 1,5,10,25,50,100)")
                  ->delimiter(','),
-             "`--bucket-mb LIST`",
-           "`1,5,10,25,50,100`",
-           "only these bucket caps, MiB (0.001 to 1000000; 25 is DDP's default, with its 1 MiB first bucket)");
+             "`--bucket-mb LIST`", "`1,5,10,25,50,100`",
+             "only these bucket caps, MiB (0.001 to 1000000; 25 is DDP's default, with its 1 MiB first bucket)");
   documented(lines,
              advise->add_option("--comm-hook", c->comm_hooks, "only these hooks (default allreduce,fp16,bf16)")
                  ->delimiter(','),
-             "`--comm-hook LIST`",
-           "`allreduce,fp16,bf16`",
-           "only these hooks (`allreduce`: none)")
+             "`--comm-hook LIST`", "`allreduce,fp16,bf16`", "only these hooks (`allreduce`: none)")
       ->check(CLI::IsMember({"allreduce", "fp16", "bf16"}));
-  documented(lines,
-             advise->add_option("--overlap", c->overlap, "only overlap on, off or both (default on,off)")->delimiter(','),
-             "`--overlap LIST`",
-           "`on,off`",
-           "only these")
+  documented(
+      lines,
+      advise->add_option("--overlap", c->overlap, "only overlap on, off or both (default on,off)")->delimiter(','),
+      "`--overlap LIST`", "`on,off`", "only these")
       ->check(CLI::IsMember({"on", "off"}));
   return {advise,
           [advise, c]() -> Command {
@@ -521,8 +478,9 @@ Subcommand declare_advise(CLI::App& app) {
 }
 
 Subcommand declare_trace(CLI::App& app) {
-  auto* trace = app.add_subcommand("trace", "merge a traced row's per-rank traces (--trace-steps) into one Chrome "
-                                            "trace on one clock, for Perfetto or chrome://tracing");
+  auto* trace = app.add_subcommand("trace",
+                                   "merge a traced row's per-rank traces (--trace-steps) into one Chrome "
+                                   "trace on one clock, for Perfetto or chrome://tracing");
   auto c = std::make_shared<TraceCommand>();
   FlagLines lines;
   documented(lines,

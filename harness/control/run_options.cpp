@@ -113,221 +113,247 @@ RunOption switch_option(std::string key, bool RunConfig::*member, std::string he
 // The row and its data: what trains on which images.
 void add_row_and_data_options(std::vector<RunOption>& o) {
   o.push_back(documented(option("name", &RunConfig::name, "NAME", "row name in reports (default: the strategy)"),
-                         "row name in reports",
-                         "the strategy"));
+                         "row name in reports", "the strategy"));
   o.push_back(documented(option("strategy", &RunConfig::strategy, "NAME", "training strategy (`ddpbench list`)"),
                          "how a step is spread over devices (`ddpbench list`)"));
   o.push_back(documented(option("model", &RunConfig::model, "NAME", "model (`ddpbench list`)"),
                          "`resnet50`, `resnet18` (torchvision's, names and init) or `tiny` (tests)"));
   o.push_back(documented(option("num-classes", &RunConfig::num_classes, "N",
-                     "classifier head size; 1000 as the tutorial's torchvision default"),
+                                "classifier head size; 1000 as the tutorial's torchvision default"),
                          "head size: the tutorial kept torchvision's 1000-class head (25,557,032 parameters; "
                          "23,528,522 with 10)"));
   o.push_back(documented(enum_option("dataset", &RunConfig::dataset, kDatasetKindNames,
-                          "CIFAR-10 binary files, the synthetic stand-in, or CIFAR-10 where found"),
+                                     "CIFAR-10 binary files, the synthetic stand-in, or CIFAR-10 where found"),
                          "CIFAR-10 where found under `--data-dir`, else the synthetic stand-in, with a warning"));
   o.push_back(documented(option("data-dir", &RunConfig::data_dir, "DIR",
-                     "folder holding cifar-10-batches-bin/ (scripts/fetch-cifar10 fills it)"),
+                                "folder holding cifar-10-batches-bin/ (scripts/fetch-cifar10 fills it)"),
                          "folder holding `cifar-10-batches-bin/`"));
   o.push_back(documented(option("synthetic-train-images", &RunConfig::synthetic_train_images, "N",
-                     "train-set size of the synthetic dataset"),
+                                "train-set size of the synthetic dataset"),
                          "size of the synthetic train split"));
-  o.push_back(documented(option("synthetic-test-images", &RunConfig::synthetic_test_images, "N",
-                     "test-set size of the synthetic dataset"),
-                         "size of the synthetic test split"));
-  o.push_back(documented(option("cache-dir", &RunConfig::cache_dir, "auto|none|DIR",
-                     "where the synthetic set is kept as CIFAR-format files, read by every row and by PyTorch's "
-                     "(auto: ~/.cache/ddpbench; none: generated in memory)"),
-                         "where the synthetic set is kept as files of CIFAR-10's binary records, read by every row "
-                         "and by PyTorch's (`auto`: `~/.cache/ddpbench/synthetic/`, keyed by generator version, seed "
-                         "and sizes; `none`: generated in memory)"));
+  o.push_back(documented(
+      option("synthetic-test-images", &RunConfig::synthetic_test_images, "N", "test-set size of the synthetic dataset"),
+      "size of the synthetic test split"));
+  o.push_back(
+      documented(option("cache-dir", &RunConfig::cache_dir, "auto|none|DIR",
+                        "where the synthetic set is kept as CIFAR-format files, read by every row and by PyTorch's "
+                        "(auto: ~/.cache/ddpbench; none: generated in memory)"),
+                 "where the synthetic set is kept as files of CIFAR-10's binary records, read by every row "
+                 "and by PyTorch's (`auto`: `~/.cache/ddpbench/synthetic/`, keyed by generator version, seed "
+                 "and sizes; `none`: generated in memory)"));
   o.push_back(documented(enum_option("loader", &RunConfig::loader, kLoaderKindNames,
-                          "host: worker threads + pinned memory; device: dataset resident on the device"),
+                                     "host: worker threads + pinned memory; device: dataset resident on the device"),
                          "`host`: worker threads build batches in pinned memory, like a DataLoader; `device`: the "
                          "uint8 dataset lives on the device, batches are gathered and augmented there"));
-  o.push_back(documented(option("workers", &RunConfig::workers, "N", "host loader worker threads (0: load on the training thread)"),
-                         "host loader threads (`0`: load on the training thread)"));
+  o.push_back(documented(
+      option("workers", &RunConfig::workers, "N", "host loader worker threads (0: load on the training thread)"),
+      "host loader threads (`0`: load on the training thread)"));
   o.push_back(documented(option("crop-padding", &RunConfig::crop_padding, "N", "RandomCrop(32, padding=N)"),
                          "`RandomCrop(32, padding=N)`; the tutorial used none, so its crop is a no-op"));
-  o.push_back(documented(enum_option("test-transform", &RunConfig::test_transform, kTestTransformNames,
-                          "train: the tutorial's random transforms on the test set too; plain: normalise only"),
-                         "`train` keeps the tutorial's quirk of random flips on the test set"));
+  o.push_back(
+      documented(enum_option("test-transform", &RunConfig::test_transform, kTestTransformNames,
+                             "train: the tutorial's random transforms on the test set too; plain: normalise only"),
+                 "`train` keeps the tutorial's quirk of random flips on the test set"));
 }
 
 // The schedule: epochs, batches, the optimizer's settings, where and how long it runs.
 void add_schedule_options(std::vector<RunOption>& o) {
-  o.push_back(documented(option("epochs", &RunConfig::epochs, "N", "training epochs"),
-                         "training epochs"));
+  o.push_back(documented(option("epochs", &RunConfig::epochs, "N", "training epochs"), "training epochs"));
   o.push_back(documented(option("batch-size", &RunConfig::batch_size, "N", "batch size per process"),
                          "batch size per process"));
-  o.push_back(documented(option("lr", &RunConfig::lr, "X", "SGD learning rate"),
-                         "SGD learning rate"));
+  o.push_back(documented(option("lr", &RunConfig::lr, "X", "SGD learning rate"), "SGD learning rate"));
   o.push_back(documented(option("momentum", &RunConfig::momentum, "X", "SGD momentum"),
                          "SGD momentum (no weight decay, as the tutorial)"));
-  o.push_back(documented(option("max-steps", &RunConfig::max_steps, "N", "cut each epoch after N steps (reported as cut)"),
-                         "cut each epoch after N steps; the report says the epoch was cut"));
+  o.push_back(
+      documented(option("max-steps", &RunConfig::max_steps, "N", "cut each epoch after N steps (reported as cut)"),
+                 "cut each epoch after N steps; the report says the epoch was cut"));
   o.push_back(documented(option("warmup-steps", &RunConfig::warmup_steps, "N",
-                     "first steps left out of steady-state figures (still in the epoch time)"),
+                                "first steps left out of steady-state figures (still in the epoch time)"),
                          "first steps left out of the steady-state figures (still in the epoch time)"));
   o.push_back(documented(option("max-eval-batches", &RunConfig::max_eval_batches, "N",
-                     "evaluate on the first N test batches only (reported as cut)"),
+                                "evaluate on the first N test batches only (reported as cut)"),
                          "evaluate on the first N test batches only; the report says so"));
   o.push_back(documented(option("device", &RunConfig::device, "auto|cpu|cuda[:N]", "training device"),
                          "`auto` is `cuda:0` when a GPU is visible"));
   o.push_back(documented(option("threads", &RunConfig::threads, "N", "intra-op CPU threads (0: LibTorch's default)"),
                          "intra-op CPU threads (`0`: LibTorch's default)"));
-  o.push_back(documented(option("seed", &RunConfig::seed, "N", "seed for data order, augmentation, synthetic data and init"),
-                         "data order, augmentation, synthetic data and initialisation"));
-  o.push_back(documented(option("log-interval-steps", &RunConfig::log_interval_steps, "N", "steps between progress lines"),
-                         "steps between progress lines when stderr is not a terminal"));
+  o.push_back(
+      documented(option("seed", &RunConfig::seed, "N", "seed for data order, augmentation, synthetic data and init"),
+                 "data order, augmentation, synthetic data and initialisation"));
+  o.push_back(
+      documented(option("log-interval-steps", &RunConfig::log_interval_steps, "N", "steps between progress lines"),
+                 "steps between progress lines when stderr is not a terminal"));
 }
 
 // Ranks and DDP: how many, where, and how gradients are reduced.
 void add_distributed_options(std::vector<RunOption>& o) {
-  o.push_back(documented(option("nproc", &RunConfig::nproc, "N",
-                     "processes to start for a distributed strategy (one per device); ignored under a launcher"),
-                         "processes a distributed strategy starts on this machine, one per device. Above 1 it wins "
-                         "over SLURM's and Open MPI's variables (the ranks get none of them) and is bad input inside "
-                         "a torchrun world (RANK set); at 1, a process that torchrun, srun or mpirun started is one "
-                         "rank of their world"));
-  o.push_back(documented(option("nodes", &RunConfig::nodes, "N",
-                     "nodes the ranks span: recorded as the launcher placed them; above 1, srun's ranks check it"),
-                         "the nodes the ranks span: recorded as their launcher placed them (with `nproc` as the ranks "
-                         "there were); above 1, a rank checks its launcher's placement (`sweep --launcher srun` gives "
-                         "it); with `--nproc` above 1, or a single-process strategy, bad input"));
+  o.push_back(
+      documented(option("nproc", &RunConfig::nproc, "N",
+                        "processes to start for a distributed strategy (one per device); ignored under a launcher"),
+                 "processes a distributed strategy starts on this machine, one per device. Above 1 it wins "
+                 "over SLURM's and Open MPI's variables (the ranks get none of them) and is bad input inside "
+                 "a torchrun world (RANK set); at 1, a process that torchrun, srun or mpirun started is one "
+                 "rank of their world"));
+  o.push_back(
+      documented(option("nodes", &RunConfig::nodes, "N",
+                        "nodes the ranks span: recorded as the launcher placed them; above 1, srun's ranks check it"),
+                 "the nodes the ranks span: recorded as their launcher placed them (with `nproc` as the ranks "
+                 "there were); above 1, a rank checks its launcher's placement (`sweep --launcher srun` gives "
+                 "it); with `--nproc` above 1, or a single-process strategy, bad input"));
   o.push_back(documented(enum_option("backend", &RunConfig::backend, kCommBackendNames,
-                          "c10d backend: auto is NCCL on CUDA devices, Gloo on CPUs"),
+                                     "c10d backend: auto is NCCL on CUDA devices, Gloo on CPUs"),
                          "c10d backend: NCCL on CUDA devices, Gloo on CPUs"));
-  o.push_back(documented(option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"),
-                         "ddp: DDP's `bucket_cap_mb`; as in PyTorch the first bucket is capped at 1 MiB at the "
-                         "default cap, at the cap itself when one is given"));
-  o.push_back(documented(switch_option("overlap", &RunConfig::overlap,
-                            "ddp: allreduce each gradient bucket as soon as backward fills it (--no-overlap: all of them "
-                            "once the last gradient is ready)"),
-                         "ddp: allreduce each bucket as soon as backward fills it, or hold them all until the last "
-                         "gradient is ready (the ablation)"));
-  o.push_back(documented(switch_option("sync-bn", &RunConfig::sync_bn,
-                            "SyncBatchNorm across ranks, as the tutorial converted the model (--no-sync-bn: local)"),
-                         "SyncBatchNorm across ranks, as the tutorial converted the model"));
-  o.push_back(documented(switch_option("find-unused-parameters", &RunConfig::find_unused_parameters,
-                            "ddp: DDP's find_unused_parameters (parameters unused in forward keep their gradient)"),
-                         "ddp: DDP's `find_unused_parameters`: parameters unused in forward keep an undefined "
-                         "gradient (without it, such a model fails at the next step, as in PyTorch)"));
-  o.push_back(documented(switch_option("gradient-as-bucket-view", &RunConfig::gradient_as_bucket_view,
-                            "ddp: DDP's gradient_as_bucket_view (gradients are views into the buckets, no copy)"),
-                         "ddp: DDP's `gradient_as_bucket_view`: gradients are views into the buckets, no copy back"));
-  o.push_back(documented(enum_option("comm-hook", &RunConfig::comm_hook, kCommHookNames,
-                          "ddp: how a gradient bucket is reduced: allreduce (timed), fp16 or bf16 (compressed for the "
-                          "wire, as PyTorch's fp16_compress_hook/bf16_compress_hook), builtin-fp16 (the Reducer's own "
-                          "FP16_COMPRESS, no per-bucket times)"),
-                         "ddp: how a gradient bucket is reduced: ddpbench's timed allreduce; the bucket compressed to "
-                         "fp16 or bf16 for the wire (cast, divide, allreduce, cast back, as PyTorch's "
-                         "`fp16_compress_hook` and `bf16_compress_hook`), timed the same; or the Reducer's own "
-                         "built-in `FP16_COMPRESS` hook, which runs out of sight (no per-bucket times; not with "
-                         "`--no-overlap`). The PyTorch twin registers the same hook"));
+  o.push_back(
+      documented(option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"),
+                 "ddp: DDP's `bucket_cap_mb`; as in PyTorch the first bucket is capped at 1 MiB at the "
+                 "default cap, at the cap itself when one is given"));
+  o.push_back(documented(
+      switch_option("overlap", &RunConfig::overlap,
+                    "ddp: allreduce each gradient bucket as soon as backward fills it (--no-overlap: all of them "
+                    "once the last gradient is ready)"),
+      "ddp: allreduce each bucket as soon as backward fills it, or hold them all until the last "
+      "gradient is ready (the ablation)"));
+  o.push_back(
+      documented(switch_option("sync-bn", &RunConfig::sync_bn,
+                               "SyncBatchNorm across ranks, as the tutorial converted the model (--no-sync-bn: local)"),
+                 "SyncBatchNorm across ranks, as the tutorial converted the model"));
+  o.push_back(
+      documented(switch_option("find-unused-parameters", &RunConfig::find_unused_parameters,
+                               "ddp: DDP's find_unused_parameters (parameters unused in forward keep their gradient)"),
+                 "ddp: DDP's `find_unused_parameters`: parameters unused in forward keep an undefined "
+                 "gradient (without it, such a model fails at the next step, as in PyTorch)"));
+  o.push_back(
+      documented(switch_option("gradient-as-bucket-view", &RunConfig::gradient_as_bucket_view,
+                               "ddp: DDP's gradient_as_bucket_view (gradients are views into the buckets, no copy)"),
+                 "ddp: DDP's `gradient_as_bucket_view`: gradients are views into the buckets, no copy back"));
+  o.push_back(documented(
+      enum_option("comm-hook", &RunConfig::comm_hook, kCommHookNames,
+                  "ddp: how a gradient bucket is reduced: allreduce (timed), fp16 or bf16 (compressed for the "
+                  "wire, as PyTorch's fp16_compress_hook/bf16_compress_hook), builtin-fp16 (the Reducer's own "
+                  "FP16_COMPRESS, no per-bucket times)"),
+      "ddp: how a gradient bucket is reduced: ddpbench's timed allreduce; the bucket compressed to "
+      "fp16 or bf16 for the wire (cast, divide, allreduce, cast back, as PyTorch's "
+      "`fp16_compress_hook` and `bf16_compress_hook`), timed the same; or the Reducer's own "
+      "built-in `FP16_COMPRESS` hook, which runs out of sight (no per-bucket times; not with "
+      "`--no-overlap`). The PyTorch twin registers the same hook"));
   o.push_back(documented(option("timeout-s", &RunConfig::timeout_s, "N",
-                     "seconds a collective or the rendezvous may wait before the row fails"),
+                                "seconds a collective or the rendezvous may wait before the row fails"),
                          "a rendezvous or collective waiting longer fails the row: a dead peer is an error, never a "
                          "hang"));
 }
 
 // Test only: faults and slowdowns a row plays, for the gates and diagnoses to catch.
 void add_injected_fault_options(std::vector<RunOption>& o) {
-  o.push_back(documented(option("inject-fault-rank", &RunConfig::inject_fault_rank, "N",
-                     "test only: this rank kills itself (SIGKILL) or hangs (--inject-fault-kind) at --inject-fault-step"),
-                         "test only: the rank that fails at `--inject-fault-step`, as `--inject-fault-kind` says "
-                         "(SIGKILL by default)"));
-  o.push_back(documented(option("inject-fault-step", &RunConfig::inject_fault_step, "N", "test only: see --inject-fault-rank"),
-                         "test only: the step at which `--inject-fault-rank` fails"));
-  o.push_back(documented(enum_option("inject-fault-kind", &RunConfig::inject_fault_kind, kInjectedFaultNames,
-                          "test only: kill (SIGKILL) or hang (stop before the step's first collective, alive and "
-                          "beating, until signalled)"),
-                         "test only: what that rank does there: `hang` stops before the step's first collective, "
-                         "alive and beating, until signalled; `kill-in-collective` dies (SIGKILL) inside the step's "
-                         "first collective, two heartbeats after entering it, ahead of the others (`--strategy ddp` "
-                         "only)"));
-  o.push_back(documented(option("inject-slowdown", &RunConfig::inject_slowdown, "X",
-                     "test only: stretch each step's training by this fraction of busy work (0.1: 10 % slower), as "
-                     "a slower build would; ignored when results are matched, so the gate sees the same row"),
-                         "test only: each step's training stretched by this fraction of real busy work (a slower "
-                         "build); ignored when results are matched, so the gate sees the same row; PyTorch's twins "
-                         "are never slowed"));
+  o.push_back(documented(
+      option("inject-fault-rank", &RunConfig::inject_fault_rank, "N",
+             "test only: this rank kills itself (SIGKILL) or hangs (--inject-fault-kind) at --inject-fault-step"),
+      "test only: the rank that fails at `--inject-fault-step`, as `--inject-fault-kind` says "
+      "(SIGKILL by default)"));
+  o.push_back(
+      documented(option("inject-fault-step", &RunConfig::inject_fault_step, "N", "test only: see --inject-fault-rank"),
+                 "test only: the step at which `--inject-fault-rank` fails"));
+  o.push_back(
+      documented(enum_option("inject-fault-kind", &RunConfig::inject_fault_kind, kInjectedFaultNames,
+                             "test only: kill (SIGKILL) or hang (stop before the step's first collective, alive and "
+                             "beating, until signalled)"),
+                 "test only: what that rank does there: `hang` stops before the step's first collective, "
+                 "alive and beating, until signalled; `kill-in-collective` dies (SIGKILL) inside the step's "
+                 "first collective, two heartbeats after entering it, ahead of the others (`--strategy ddp` "
+                 "only)"));
+  o.push_back(
+      documented(option("inject-slowdown", &RunConfig::inject_slowdown, "X",
+                        "test only: stretch each step's training by this fraction of busy work (0.1: 10 % slower), as "
+                        "a slower build would; ignored when results are matched, so the gate sees the same row"),
+                 "test only: each step's training stretched by this fraction of real busy work (a slower "
+                 "build); ignored when results are matched, so the gate sees the same row; PyTorch's twins "
+                 "are never slowed"));
   o.push_back(documented(option("inject-slowdown-rank", &RunConfig::inject_slowdown_rank, "N",
-                     "test only: slow this rank only (a straggler); unset: every rank"),
+                                "test only: slow this rank only (a straggler); unset: every rank"),
                          "test only: slow that rank alone (a straggler)"));
-  o.push_back(documented(enum_option("inject-slowdown-phase", &RunConfig::inject_slowdown_phase, kSlowedPhaseNames,
-                          "test only: where the slowdown's busy work goes: data (the loader), forward, backward (its "
-                          "start, before any gradient), optimizer; each the fraction of the step's training time"),
-                         "test only: where the busy work goes, each time the fraction of the step's training time: "
-                         "the loader's phase, the end of forward, the start of backward (before any gradient is "
-                         "ready, so every bucket waits), or after the optimizer step"));
+  o.push_back(documented(
+      enum_option("inject-slowdown-phase", &RunConfig::inject_slowdown_phase, kSlowedPhaseNames,
+                  "test only: where the slowdown's busy work goes: data (the loader), forward, backward (its "
+                  "start, before any gradient), optimizer; each the fraction of the step's training time"),
+      "test only: where the busy work goes, each time the fraction of the step's training time: "
+      "the loader's phase, the end of forward, the start of backward (before any gradient is "
+      "ready, so every bucket waits), or after the optimizer step"));
 }
 
 // DataParallel's devices and the settings that make a step faster.
 void add_device_and_speed_options(std::vector<RunOption>& o) {
   o.push_back(documented(option("devices", &RunConfig::devices, "LIST",
-                     "dp: devices to scatter the batch over: all visible GPUs, or 0,1,2,3, or cpu,cpu"),
+                                "dp: devices to scatter the batch over: all visible GPUs, or 0,1,2,3, or cpu,cpu"),
                          "dp: the devices to scatter over: every visible GPU, or `0,1,2,3`, or `cpu,cpu` (CPU "
                          "replicas)"));
-  o.push_back(documented(enum_option("dp-impl", &RunConfig::dp_impl, kDpImplNames,
-                          "dp: replicas kept across steps with coalesced broadcast/reduce, or LibTorch's data_parallel"),
-                         "dp: our replicas (kept across steps, coalesced broadcast and reduce), or LibTorch's "
-                         "`data_parallel`"));
+  o.push_back(documented(
+      enum_option("dp-impl", &RunConfig::dp_impl, kDpImplNames,
+                  "dp: replicas kept across steps with coalesced broadcast/reduce, or LibTorch's data_parallel"),
+      "dp: our replicas (kept across steps, coalesced broadcast and reduce), or LibTorch's "
+      "`data_parallel`"));
   o.push_back(documented(switch_option("allow-single-device", &RunConfig::allow_single_device,
-                            "dp: run on one device rather than skip the row"),
+                                       "dp: run on one device rather than skip the row"),
                          "dp: run on one device instead of skipping the row"));
   o.push_back(documented(enum_option("amp", &RunConfig::amp, kAmpModeNames,
-                          "autocast forward and loss: fp16 with dynamic loss scaling (GradScaler), or bf16"),
+                                     "autocast forward and loss: fp16 with dynamic loss scaling (GradScaler), or bf16"),
                          "autocast for forward and loss; fp16 with dynamic loss scaling"));
-  o.push_back(documented(switch_option("tf32", &RunConfig::tf32, "allow TF32 in cuDNN and cuBLAS (--no-tf32: strict fp32)"),
-                         "TF32 in cuDNN and cuBLAS (the tutorial's A100 ran its \"fp32\" convolutions as TF32)"));
-  o.push_back(documented(switch_option("channels-last", &RunConfig::channels_last, "NHWC (channels-last) parameters and inputs"),
-                         "NHWC parameters and inputs"));
-  o.push_back(documented(switch_option("cudnn-benchmark", &RunConfig::cudnn_benchmark, "let cuDNN time and pick its algorithms"),
-                         "let cuDNN time and pick its algorithms"));
-  o.push_back(documented(enum_option("sgd", &RunConfig::sgd, kSgdImplNames,
-                          "SGD step: loop (one update per parameter), foreach (multi-tensor), fused (one kernel)"),
-                         "the SGD step: LibTorch's (one update per parameter), multi-tensor, or one fused kernel"));
-  o.push_back(documented(switch_option("sync-every-step", &RunConfig::sync_every_step,
-                            "read the loss back every step, as the tutorial did (--no-sync-every-step: once per log interval)"),
-                         "read the loss back every step, as the tutorial's `loss.item()`; off: once per log interval"));
-  o.push_back(documented(switch_option("cuda-graphs", &RunConfig::cuda_graphs,
-                            "single on a GPU: capture forward, loss, backward and the optimizer step in one CUDA graph at "
-                            "the last warm-up step and replay it per batch (an epoch's partial last batch runs eagerly)"),
-                         "`single` (and `torch-single`) on a GPU: forward, loss, backward and the optimizer step "
-                         "captured in one CUDA graph at the last warm-up step, then replayed per batch with the batch "
-                         "copied into its static inputs; an epoch's partial last batch runs eagerly. Replayed steps' "
-                         "phases are not measured (null). Refused with `dp`/`ddp`, `--device cpu`, `--amp fp16`, "
-                         "`--inject-slowdown`, `--warmup-steps` under 4; a CPU-only machine skips the row "
-                         "([cuda-graphs.md](cuda-graphs.md))"));
-  o.push_back(documented(enum_option("preset", &RunConfig::preset, kPresetNames,
-                          "fast: bf16 autocast, channels-last, cuDNN benchmark, device loader, fused SGD, no per-step sync"),
-                         "`fast`: bf16, channels-last, cuDNN benchmark, device loader, fused SGD, no per-step sync "
-                         "(flags given explicitly win)"));
+  o.push_back(
+      documented(switch_option("tf32", &RunConfig::tf32, "allow TF32 in cuDNN and cuBLAS (--no-tf32: strict fp32)"),
+                 "TF32 in cuDNN and cuBLAS (the tutorial's A100 ran its \"fp32\" convolutions as TF32)"));
+  o.push_back(documented(
+      switch_option("channels-last", &RunConfig::channels_last, "NHWC (channels-last) parameters and inputs"),
+      "NHWC parameters and inputs"));
+  o.push_back(documented(
+      switch_option("cudnn-benchmark", &RunConfig::cudnn_benchmark, "let cuDNN time and pick its algorithms"),
+      "let cuDNN time and pick its algorithms"));
+  o.push_back(
+      documented(enum_option("sgd", &RunConfig::sgd, kSgdImplNames,
+                             "SGD step: loop (one update per parameter), foreach (multi-tensor), fused (one kernel)"),
+                 "the SGD step: LibTorch's (one update per parameter), multi-tensor, or one fused kernel"));
+  o.push_back(documented(
+      switch_option("sync-every-step", &RunConfig::sync_every_step,
+                    "read the loss back every step, as the tutorial did (--no-sync-every-step: once per log interval)"),
+      "read the loss back every step, as the tutorial's `loss.item()`; off: once per log interval"));
+  o.push_back(documented(
+      switch_option("cuda-graphs", &RunConfig::cuda_graphs,
+                    "single on a GPU: capture forward, loss, backward and the optimizer step in one CUDA graph at "
+                    "the last warm-up step and replay it per batch (an epoch's partial last batch runs eagerly)"),
+      "`single` (and `torch-single`) on a GPU: forward, loss, backward and the optimizer step "
+      "captured in one CUDA graph at the last warm-up step, then replayed per batch with the batch "
+      "copied into its static inputs; an epoch's partial last batch runs eagerly. Replayed steps' "
+      "phases are not measured (null). Refused with `dp`/`ddp`, `--device cpu`, `--amp fp16`, "
+      "`--inject-slowdown`, `--warmup-steps` under 4; a CPU-only machine skips the row "
+      "([cuda-graphs.md](cuda-graphs.md))"));
+  o.push_back(documented(
+      enum_option("preset", &RunConfig::preset, kPresetNames,
+                  "fast: bf16 autocast, channels-last, cuDNN benchmark, device loader, fused SGD, no per-step sync"),
+      "`fast`: bf16, channels-last, cuDNN benchmark, device loader, fused SGD, no per-step sync "
+      "(flags given explicitly win)"));
 }
 
 // What a row leaves behind: NVTX ranges, profiles, traces, the result and weights.
 void add_observation_and_output_options(std::vector<RunOption>& o) {
   o.push_back(documented(enum_option("nvtx", &RunConfig::nvtx, kNvtxModeNames,
-                          "NVTX ranges: on (ddpbench's phases), ops (also one per LibTorch op), off"),
+                                     "NVTX ranges: on (ddpbench's phases), ops (also one per LibTorch op), off"),
                          "NVTX ranges; `ops` adds LibTorch's per-op ranges (Python's `emit_nvtx`)"));
-  o.push_back(documented(option("profile-steps", &RunConfig::profile_steps, "A:B",
-                     "cudaProfilerStart before global step A, cudaProfilerStop after step B (nsys capture range)"),
-                         "`cudaProfilerStart` before global step A, `cudaProfilerStop` after step B",
-                         "unset"));
-  o.push_back(documented(option("trace-steps", &RunConfig::trace_steps, "A:B",
-                     "trace global steps A to B with PyTorch's profiler: ROW.rank<N>.trace.json beside --out"),
-                         "PyTorch's profiler (Kineto) traces global steps A to B on every rank: "
-                         "`NAME.rank<N>.trace.json` beside `--out NAME.json` (which it needs); the traced steps leave "
-                         "the steady figures ([tracing.md](tracing.md))",
-                         "unset"));
+  o.push_back(
+      documented(option("profile-steps", &RunConfig::profile_steps, "A:B",
+                        "cudaProfilerStart before global step A, cudaProfilerStop after step B (nsys capture range)"),
+                 "`cudaProfilerStart` before global step A, `cudaProfilerStop` after step B", "unset"));
+  o.push_back(
+      documented(option("trace-steps", &RunConfig::trace_steps, "A:B",
+                        "trace global steps A to B with PyTorch's profiler: ROW.rank<N>.trace.json beside --out"),
+                 "PyTorch's profiler (Kineto) traces global steps A to B on every rank: "
+                 "`NAME.rank<N>.trace.json` beside `--out NAME.json` (which it needs); the traced steps leave "
+                 "the steady figures ([tracing.md](tracing.md))",
+                 "unset"));
   o.push_back(documented(option("out", &RunConfig::out, "FILE.json", "write the result JSON here"),
                          "result file (written atomically)"));
   o.push_back(documented(option("save-checkpoint", &RunConfig::save_checkpoint, "PATH",
-                     "save trained weights as named tensors (Python: torch.load)"),
+                                "save trained weights as named tensors (Python: torch.load)"),
                          "trained weights as a file of named tensors"));
-  o.push_back(documented(option("init-from", &RunConfig::init_from, "PATH", "start from weights saved by --save-checkpoint or torch.save"),
-                         "start from such weights"));
+  o.push_back(documented(
+      option("init-from", &RunConfig::init_from, "PATH", "start from weights saved by --save-checkpoint or torch.save"),
+      "start from such weights"));
 }
 
 std::vector<RunOption> make_run_options() {
