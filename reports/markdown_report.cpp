@@ -9,10 +9,9 @@
 #include "reports/table_notes.hpp"
 
 namespace ddpbench {
-namespace {
 
 // A cell must not break the table: pipes and newlines in free text are escaped.
-std::string cell(const std::string& text) {
+std::string markdown_table_cell(const std::string& text) {
   std::string out;
   for (char c : text) {
     if (c == '|') {
@@ -26,11 +25,14 @@ std::string cell(const std::string& text) {
   return out;
 }
 
+namespace {
+
 // The notes a table's cells marked, as a list under it.
 std::string notes_under(const TableNotes& notes) {
   std::string out;
   for (std::size_t i = 0; i < notes.texts().size(); ++i) {
-    out += (i == 0 ? "\n" : "") + std::string("- [") + std::to_string(i + 1) + "] " + cell(notes.texts()[i]) + "\n";
+    out += (i == 0 ? "\n" : "") + std::string("- [") + std::to_string(i + 1) + "] " +
+           markdown_table_cell(notes.texts()[i]) + "\n";
   }
   return out;
 }
@@ -57,9 +59,9 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
   TableNotes reasons;
   for (const auto& r : runs) {
     const std::string placement = placement_text(r);
-    md << "| " << cell(r.name) << " | " << cell(r.strategy) << " | " << r.world_size
-       << (placement.empty() ? "" : " (" + placement + ")") << " | "
-       << cell(r.device) << " | " << cell(r.dataset) << " | " << status_cell(r.status, r.reason, reasons) << " | "
+    md << "| " << markdown_table_cell(r.name) << " | " << markdown_table_cell(r.strategy) << " | " << r.world_size
+       << (placement.empty() ? "" : " (" + placement + ")") << " | " << markdown_table_cell(r.device) << " | "
+       << markdown_table_cell(r.dataset) << " | " << status_cell(r.status, r.reason, reasons) << " | "
        << format_seconds(r.train_time_s) << " | " << format_rate(r.images_per_s) << " | "
        << format_rate(r.steady_images_per_s) << " | " << format_seconds(r.step_time_s.p50) << " | "
        << format_seconds(r.step_time_s.p90) << " | " << format_percent(r.test_accuracy) << " | "
@@ -70,21 +72,27 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
   for (const auto& r : runs) {
     if (r.status != RunStatus::ok) continue;
     if (r.epoch_cut) {
-      notes << "- " << cell(r.name) << ": epoch cut to " << r.steps << " of " << r.steps_per_epoch * r.epochs
-            << " steps (--max-steps)\n";
+      notes << "- " << markdown_table_cell(r.name) << ": epoch cut to " << r.steps << " of "
+            << r.steps_per_epoch * r.epochs << " steps (--max-steps)\n";
     }
     if (r.eval_cut) {
-      notes << "- " << cell(r.name) << ": accuracy over the first " << r.eval_images
+      notes << "- " << markdown_table_cell(r.name) << ": accuracy over the first " << r.eval_images
             << " test images only (--max-eval-batches)\n";
     }
-    if (r.steps > 0 && r.steps <= r.warmup_steps) notes << "- " << cell(r.name) << ": " << no_steady_steps(r) << "\n";
-    if (r.straggler) {
-      notes << "- " << cell(r.name) << ": straggler: " << straggler_words(r) << "\n";
-    } else if (const std::string why = straggler_not_judged(r); !why.empty()) {
-      notes << "- " << cell(r.name) << ": straggler: " << why << "\n";
+    if (r.steps > 0 && r.steps <= r.warmup_steps) {
+      notes << "- " << markdown_table_cell(r.name) << ": " << no_steady_steps(r) << "\n";
     }
-    for (const auto& note : strategy_notes(r)) notes << "- " << cell(r.name) << ": " << cell(note) << "\n";
-    if (r.trace.traced()) notes << "- " << cell(r.name) << ": " << cell(trace_note(r)) << "\n";
+    if (r.straggler) {
+      notes << "- " << markdown_table_cell(r.name) << ": straggler: " << straggler_words(r) << "\n";
+    } else if (const std::string why = straggler_not_judged(r); !why.empty()) {
+      notes << "- " << markdown_table_cell(r.name) << ": straggler: " << why << "\n";
+    }
+    for (const auto& note : strategy_notes(r)) {
+      notes << "- " << markdown_table_cell(r.name) << ": " << markdown_table_cell(note) << "\n";
+    }
+    if (r.trace.traced()) {
+      notes << "- " << markdown_table_cell(r.name) << ": " << markdown_table_cell(trace_note(r)) << "\n";
+    }
   }
   if (!notes.str().empty()) md << "\n" << notes.str();
   return md.str();
@@ -109,16 +117,18 @@ std::string environment_line(const Environment& e) {
 
 std::string page_head(const ResultDocument& doc, const std::vector<RowSummary>& rows) {
   std::string md = "# ddpbench: " + doc.sweep->preset + "\n\n";
-  if (!doc.sweep->note.empty()) md += "**" + cell(doc.sweep->note) + "**\n\n";
+  if (!doc.sweep->note.empty()) md += "**" + markdown_table_cell(doc.sweep->note) + "**\n\n";
   md += environment_line(doc.environment) + "\n";
   if (!rows.empty() && !rows.front().dataset.empty()) md += "\nData: " + rows.front().dataset + ".\n";
   return md;
 }
 
 std::string markdown_cell(const Cell& c) {
-  if (c.links.empty()) return cell(formatted(c) + c.suffix + c.markdown_suffix);
+  if (c.links.empty()) return markdown_table_cell(formatted(c) + c.suffix + c.markdown_suffix);
   std::string links;
-  for (const auto& link : c.links) links += (links.empty() ? "" : " ") + ("[" + cell(link.text) + "](" + link.href + ")");
+  for (const auto& link : c.links) {
+    links += (links.empty() ? "" : " ") + ("[" + markdown_table_cell(link.text) + "](" + link.href + ")");
+  }
   return links;
 }
 
@@ -126,7 +136,7 @@ std::string markdown_table(const Section& s) {
   if (s.columns.empty()) return "";
   std::string header = "|", rule = "|";
   for (const auto& column : s.columns) {
-    header += " " + cell(column.header) + " |";
+    header += " " + markdown_table_cell(column.header) + " |";
     rule += column.align == Align::right ? " ---: |" : " --- |";
   }
   std::string md = header + "\n" + rule + "\n";
@@ -153,11 +163,11 @@ class MarkdownReporter final : public Reporter {
 }  // namespace
 
 std::string markdown_section(const Section& s) {
-  std::string md = "\n## " + cell(s.title) + "\n\n";
+  std::string md = "\n## " + markdown_table_cell(s.title) + "\n\n";
   const bool listed = !s.columns.empty() || !s.items.empty();
   if (!s.intro.empty()) md += s.intro + (listed ? "\n\n" : "\n");
   md += markdown_table(s);
-  for (const auto& item : s.items) md += "- " + cell(item) + "\n";
+  for (const auto& item : s.items) md += "- " + markdown_table_cell(item) + "\n";
   return md + s.markdown_text;
 }
 

@@ -38,14 +38,8 @@ void add_run_options(CLI::App& cmd, const std::function<void(const RunOption&, c
 // More ranks than any cluster has: past this the ring model's arithmetic overflows nothing useful.
 constexpr int64_t kMostRanks = 10'000'000;
 
-// A flag's line in the reference (docs/options.md), declared with the flag: how it is written
-// with its value, its default as the reference says it, and what it means (Markdown).
-struct FlagLine {
-  std::string written;
-  std::string shown_default;
-  std::string meaning;
-};
-using FlagLines = std::vector<FlagLine>;
+// Each flag's line in the reference (docs/options.md), declared with the flag.
+using FlagLines = std::vector<ReferenceLine>;
 
 CLI::Option* documented(FlagLines& lines, CLI::Option* option, std::string written, std::string shown_default,
                         std::string meaning) {
@@ -150,6 +144,19 @@ struct Subcommand {
   FlagLines lines;  // the reference's line of each flag, in the order declared (run's are the option table's)
   bool takes_run_options = false;  // sweep: every run option too, documented by run's table
 };
+
+// A subcommand whose flags, once parsed, `check` sees together (with the app, which knows which
+// were given) before they are the command.
+template <class Parsed, class Check>
+Subcommand checked_subcommand(CLI::App* app, std::shared_ptr<Parsed> parsed, FlagLines lines, Check check,
+                              bool takes_run_options = false) {
+  return {app,
+          [app, parsed, check]() -> Command {
+            check(*app, *parsed);
+            return *parsed;
+          },
+          std::move(lines), takes_run_options};
+}
 
 Subcommand declare_run(CLI::App& app) {
   auto* run = app.add_subcommand("run", "train one row (one strategy, one config) and report it");
@@ -256,6 +263,14 @@ void add_sweep_run_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
              "([projection](projection-and-advice.md#projecting-past-this-machine-ddpbench-project))");
 }
 
+// What `sweep`'s flags mean only together, and the ranges a flag cannot check alone.
+void validate_sweep(const CLI::App& sweep, const SweepCommand& c) {
+  if (c.repeat < 1) throw InputError("--repeat must be positive (got " + std::to_string(c.repeat) + ")");
+  if (c.out_dir.empty()) throw InputError("--out-dir must not be empty");
+  if (sweep.count("--reports-dir") > 0 && c.reports_dir.empty()) throw InputError("--reports-dir must not be empty");
+  if (!c.project.empty() && c.project != "measured") (void)named_fabric(c.project, "--project");
+}
+
 Subcommand declare_sweep(CLI::App& app) {
   auto* sweep = app.add_subcommand("sweep", "run the tutorial's table (or a sweep file's rows) and report them");
   auto c = std::make_shared<SweepCommand>();
@@ -268,16 +283,7 @@ Subcommand declare_sweep(CLI::App& app) {
     opt.set(*scratch, value);
     c->overrides.emplace_back(opt.key, value);
   });
-  return {sweep, [sweep, c]() -> Command {
-            if (c->repeat < 1) throw InputError("--repeat must be positive (got " + std::to_string(c->repeat) + ")");
-            if (c->out_dir.empty()) throw InputError("--out-dir must not be empty");
-            if (sweep->count("--reports-dir") > 0 && c->reports_dir.empty()) {
-              throw InputError("--reports-dir must not be empty");
-            }
-            if (!c->project.empty() && c->project != "measured") (void)named_fabric(c->project, "--project");
-            return *c;
-          },
-          std::move(lines), /*takes_run_options=*/true};
+  return checked_subcommand(sweep, c, std::move(lines), validate_sweep, /*takes_run_options=*/true);
 }
 
 void add_compare_gate_options(CLI::App& compare, CompareCommand& c, FlagLines& lines) {
@@ -403,12 +409,7 @@ Subcommand declare_compare(CLI::App& app) {
   FlagLines lines;
   add_compare_gate_options(*compare, *c, lines);
   add_compare_paired_options(*compare, *c, lines);
-  return {compare,
-          [compare, c]() -> Command {
-            validate_compare(*compare, *c);
-            return *c;
-          },
-          std::move(lines)};
+  return checked_subcommand(compare, c, std::move(lines), validate_compare);
 }
 
 Subcommand declare_project(CLI::App& app) {
@@ -420,12 +421,9 @@ Subcommand declare_project(CLI::App& app) {
   add_link_options(
       *project, *c, "rank counts to project to (default 1,2,4,...,512)", "projection",
       {"a result file with DDP rows (a row's or a sweep's)", "`1,2,4,...,512`", "rank counts to project to"}, lines);
-  return {project,
-          [project, c]() -> Command {
-            validate_link_options(*project, *c, 1);
-            return *c;
-          },
-          std::move(lines)};
+  return checked_subcommand(project, c, std::move(lines), [](const CLI::App& parsed_app, const ProjectCommand& parsed) {
+    validate_link_options(parsed_app, parsed, 1);
+  });
 }
 
 // Each rank count once, in the order given; bucket caps DDP can take.
@@ -469,12 +467,7 @@ Subcommand declare_advise(CLI::App& app) {
       advise->add_option("--overlap", c->overlap, "only overlap on, off or both (default on,off)")->delimiter(','),
       "`--overlap LIST`", "`on,off`", "only these")
       ->check(CLI::IsMember({"on", "off"}));
-  return {advise,
-          [advise, c]() -> Command {
-            validate_advise(*advise, *c);
-            return *c;
-          },
-          std::move(lines)};
+  return checked_subcommand(advise, c, std::move(lines), validate_advise);
 }
 
 Subcommand declare_trace(CLI::App& app) {
@@ -527,12 +520,7 @@ std::string flag_table_markdown(const Subcommand& subcommand) {
     throw std::logic_error("ddpbench " + name + " declares " + std::to_string(declared.size()) + " options and " +
                            std::to_string(subcommand.lines.size()) + " lines of the reference");
   }
-  std::string table = "| option | default | meaning |\n| --- | --- | --- |\n";
-  for (const auto& line : subcommand.lines) {
-    table += "| " + line.written + " | " + (line.shown_default.empty() ? "" : line.shown_default + " ") + "| " +
-             line.meaning + " |\n";
-  }
-  return table;
+  return reference_table_markdown(subcommand.lines);
 }
 
 const char* const kAppDescription = "ddpbench: the single-GPU / DataParallel / DDP / AMP training table, measured";

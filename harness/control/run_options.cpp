@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/base/closest_name.hpp"
+#include "reports/markdown_report.hpp"
 
 namespace ddpbench {
 namespace {
@@ -397,12 +398,6 @@ const RunOption* find_run_option(std::string_view key) {
 
 namespace {
 
-std::string markdown_cell(std::string_view text) {
-  std::string out;
-  for (const char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
-  return out;
-}
-
 std::string shown_default(const RunOption& opt) {
   if (!opt.shown_default.empty()) return opt.shown_default;
   const json value = opt.get(RunConfig{});
@@ -410,7 +405,7 @@ std::string shown_default(const RunOption& opt) {
   if (value.is_null()) return "unset";
   if (value.is_string()) {
     const auto text = value.get<std::string>();
-    return text.empty() ? "none" : "`" + markdown_cell(text) + "`";
+    return text.empty() ? "none" : "`" + markdown_table_cell(text) + "`";
   }
   if (value.is_number_float()) {
     std::ostringstream number;
@@ -422,14 +417,23 @@ std::string shown_default(const RunOption& opt) {
 
 }  // namespace
 
-std::string run_options_markdown() {
+std::string reference_table_markdown(std::span<const ReferenceLine> lines) {
   std::string table = "| option | default | meaning |\n| --- | --- | --- |\n";
-  for (const auto& opt : run_options()) {
-    const std::string name = opt.is_switch ? "`--" + opt.key + "`, `--no-" + opt.key + "`"
-                                           : "`--" + opt.key + " " + markdown_cell(opt.value_name) + "`";
-    table += "| " + name + " | " + shown_default(opt) + " | " + opt.doc + " |\n";
+  for (const auto& line : lines) {
+    table += "| " + line.written + " | " + (line.shown_default.empty() ? "" : line.shown_default + " ") + "| " +
+             line.meaning + " |\n";
   }
   return table;
+}
+
+std::string run_options_markdown() {
+  std::vector<ReferenceLine> lines;
+  for (const auto& opt : run_options()) {
+    lines.push_back({opt.is_switch ? "`--" + opt.key + "`, `--no-" + opt.key + "`"
+                                   : "`--" + opt.key + " " + markdown_table_cell(opt.value_name) + "`",
+                     shown_default(opt), opt.doc});
+  }
+  return reference_table_markdown(lines);
 }
 
 nlohmann::json run_config_to_json(const RunConfig& config) {

@@ -32,8 +32,19 @@ struct RunOption {
 std::span<const RunOption> run_options();
 const RunOption* find_run_option(std::string_view key);
 
-/// The reference's table of every option (docs/options.md holds it, and `ddpbench list
-/// --options` prints it): option and value, default, meaning, one Markdown row each.
+/// A row of the reference's tables of options (docs/options.md): the option as written with
+/// its value, its default as the reference says it (empty: none to say), what it means (Markdown).
+struct ReferenceLine {
+  std::string written;
+  std::string shown_default;
+  std::string meaning;
+};
+
+/// The reference's table of `lines`: option, default, meaning, one Markdown row each.
+std::string reference_table_markdown(std::span<const ReferenceLine> lines);
+
+/// The reference's table of every run option (docs/options.md holds it, and `ddpbench list
+/// --options` prints it).
 std::string run_options_markdown();
 
 /// Every option of `config` as a JSON object keyed by option name.

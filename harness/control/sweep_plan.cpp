@@ -29,6 +29,9 @@ const json kModeSettings = {
 
 bool is_distributed(const RunConfig& c) { return c.strategy == "ddp" || c.strategy == "torch-ddp"; }
 
+// The processes a row runs as: its --nproc ranks, or one.
+int64_t ranks_of(const RunConfig& c) { return is_distributed(c) ? c.nproc : 1; }
+
 // A row runs on GPUs when its device says so, or says auto on a machine that has some.
 bool uses_gpus(const RunConfig& c, const SweepEnvironment& env) {
   return c.device.starts_with("cuda") || (c.device == "auto" && env.visible_gpus > 0) ||
@@ -58,7 +61,7 @@ std::vector<const json*> option_layers(const PlanContext& context, const SweepRo
 void scale_batch(const PlanContext& context, RunConfig& c, const std::string& mode) {
   if (mode == "controlled") {
     const int64_t global = context.definition.controlled_global_batch / (context.cpu ? kCpuBatchDivisor : 1);
-    c.batch_size = std::max<int64_t>(1, global / (is_distributed(c) ? c.nproc : 1));
+    c.batch_size = std::max<int64_t>(1, global / ranks_of(c));
   } else if (context.cpu) {
     c.batch_size = std::max<int64_t>(1, c.batch_size / kCpuBatchDivisor);
   }
@@ -94,7 +97,7 @@ void judge_row(const PlanContext& context, const RunConfig& c, const std::string
 
 void check_node_spread(const SweepRowSpec& spec, const RunConfig& c, const std::string& where) {
   if (spec.nodes <= 1) return;
-  const int64_t ranks = is_distributed(c) ? c.nproc : 1;
+  const int64_t ranks = ranks_of(c);
   if (ranks % spec.nodes != 0 || ranks < spec.nodes) {
     throw InputError(where + ": " + std::to_string(ranks) + (ranks == 1 ? " process" : " processes") +
                      " cannot be spread evenly over 'nodes' " + std::to_string(spec.nodes));
@@ -106,7 +109,7 @@ void check_node_spread(const SweepRowSpec& spec, const RunConfig& c, const std::
 std::vector<std::string> srun_launch(const SweepCommand& command, const SweepEnvironment& env, const SweepRowSpec& spec,
                                      const RunConfig& c) {
   if (command.launcher != "srun") return {};
-  const int64_t tasks = is_distributed(c) ? c.nproc : 1;
+  const int64_t tasks = ranks_of(c);
   // A rank that fails is found by the others (its collectives fail at once, or within
   // --timeout-s), which then fail the row: srun's --kill-on-bad-exit would stop them with
   // SIGTERM first, and a rank stopped by a signal reports the row interrupted.
@@ -278,7 +281,7 @@ PlannedRowGroup plan_row(const PlanContext& context, const SweepRowSpec& spec, c
   row.skip_reason = skip_reason(context, spec, row.config);
   check_node_spread(spec, row.config, where);
   row.launch = srun_launch(context.command, context.environment, spec, row.config);
-  row.world_size = is_distributed(row.config) ? row.config.nproc : 1;
+  row.world_size = ranks_of(row.config);
   if (context.command.reference) add_reference_rows(context, spec, group);
   return group;
 }
