@@ -479,6 +479,7 @@ void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std:
   if (!object.is_object()) {
     throw InputError(prefix + "expected a JSON object of options, got " + object.type_name());
   }
+  const RunConfig defaults;  // each option's default holds the JSON type its values must have
   for (const auto& [key, value] : object.items()) {
     const RunOption* opt = find_run_option(key);
     if (opt == nullptr) {
@@ -486,7 +487,7 @@ void apply_run_config_json(RunConfig& config, const nlohmann::json& object, std:
       for (const auto& o : run_options()) keys.push_back(o.key);
       throw InputError(prefix + "unknown option '" + key + "'" + did_you_mean(key, keys));
     }
-    if (!written_as(value, opt->get(RunConfig{}))) {
+    if (!written_as(value, opt->get(defaults))) {
       throw InputError(prefix + flag(key) + ": " + value.dump() + " is not a value of its type (" +
                        (opt->is_switch ? std::string("true or false") : opt->value_name) + ")");
     }
