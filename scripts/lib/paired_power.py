@@ -25,7 +25,6 @@ import math
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,8 +33,12 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import lockstep  # noqa: E402
-import paired_rounds  # noqa: E402
+from ci_gate import children  # noqa: E402
+from ci_gate.adaptive_rounds import row_of  # noqa: E402
+from ci_gate.cli import Usage, sweep_rows  # noqa: E402
+from ci_gate.judge import PairedCompare, regressions as compared_regressions  # noqa: E402
+from ci_gate.outcomes import Side, Stop  # noqa: E402
+from ci_gate.rounds import Arm, Refusal, checked_result, lockstep_row, merge_rounds, round_order, run_row  # noqa: E402
 
 
 def arm_label(level: float) -> str:
@@ -44,13 +47,13 @@ def arm_label(level: float) -> str:
 
 def measure(binary: str, sweep_file: Path, levels: list[float], rounds: int, seed: int, twins: bool,
             work: Path) -> None:
-    rows = paired_rounds.sweep_rows(sweep_file)
-    arms = {"base": paired_rounds.Arm("base", binary), "aa": paired_rounds.Arm("aa", binary)}
+    rows = list(sweep_rows(sweep_file))
+    arms = {"base": Arm("base", binary, side=Side.BASELINE), "aa": Arm("aa", binary)}
     for level in levels:
         label = arm_label(level)
-        arms[label] = paired_rounds.Arm(label, binary, (), {row: ("--inject-slowdown", str(level)) for row in rows})
+        arms[label] = Arm(label, binary, (), {row: ("--inject-slowdown", str(level)) for row in rows})
     for round_index in range(rounds):
-        order = paired_rounds.round_order(rows, list(arms), seed, round_index)
+        order = round_order(rows, list(arms), seed, round_index)
         if all((work / arm / f"round-{round_index:03d}" / row / "wall_s").exists() for row, arm in order):
             continue
         began = time.monotonic()
@@ -60,7 +63,7 @@ def measure(binary: str, sweep_file: Path, levels: list[float], rounds: int, see
                 continue
             shutil.rmtree(folder, ignore_errors=True)
             started = time.monotonic()
-            paired_rounds.run_row(arms[label], sweep_file, row, twins, folder)
+            run_row(arms[label], sweep_file, row, twins, folder)
             (folder / "wall_s").write_text(f"{time.monotonic() - started:.2f}\n")
         print(f"gate-power: round {round_index + 1}/{rounds} measured in {time.monotonic() - began:.0f} s",
               file=sys.stderr, flush=True)
@@ -76,16 +79,15 @@ def measure_lockstep(binary: str, sweep_file: Path, levels: list[float], rounds:
     """Rounds of lockstep runs, as scripts/ci-bench --against runs them by default: in each round,
     each row once per candidate arm (`aa`, and each slowdown), side by side with the base arm in
     lockstep, the rows and arms in a random order; fresh processes every run."""
-    rows = paired_rounds.sweep_rows(sweep_file)
-    base = paired_rounds.Arm("base", binary)
-    arms = {"aa": paired_rounds.Arm("candidate", binary)}
+    rows = list(sweep_rows(sweep_file))
+    base = Arm("base", binary, side=Side.BASELINE)
+    arms = {"aa": Arm("candidate", binary)}
     for level in levels:
-        arms[arm_label(level)] = paired_rounds.Arm("candidate", binary, (),
-                                                   {row: ("--inject-slowdown", str(level)) for row in rows})
+        arms[arm_label(level)] = Arm("candidate", binary, (), {row: ("--inject-slowdown", str(level)) for row in rows})
     for round_index in range(rounds):
-        order = paired_rounds.round_order(rows, list(arms), seed, round_index)
+        order = round_order(rows, list(arms), seed, round_index)
         began = time.monotonic()
-        ran = 0
+        measured = 0
         for row, label in order:
             folder = lockstep_folder(work, label, round_index, row)
             if (folder / "wall_s").exists():
@@ -93,14 +95,15 @@ def measure_lockstep(binary: str, sweep_file: Path, levels: list[float], rounds:
             shutil.rmtree(folder, ignore_errors=True)
             started = time.monotonic()
             sides = [(base, folder / "base"), (arms[label], folder / "cand")]
-            ran = paired_rounds.lockstep_row(sides, sweep_file, row, twins, seed, f"power:{round_index}:{row}:{label}",
-                                             folder / "lockstep.json")
+            ran = lockstep_row(sides, sweep_file, row, twins, seed, f"power:{round_index}:{row}:{label}",
+                               folder / "lockstep.json")
             for arm, side_folder in sides:
-                paired_rounds.checked_result(arm, row, side_folder, ran.returncodes[arm.label],
-                                             stopped=ran.record["stopped"].get(arm.label, ""))
+                done = children.Finished(arm.side, f"the {arm.label} build's sweep of row {row}",
+                                         ran.returncodes[arm.label], False, 0, side_folder / "sweep.log")
+                checked_result(arm, row, side_folder, done, stopped=ran.record["stopped"].get(arm.label, ""))
             (folder / "wall_s").write_text(f"{time.monotonic() - started:.2f}\n")
-            ran += 1
-        if ran:
+            measured += 1
+        if measured:
             print(f"gate-power: lockstep round {round_index + 1}/{rounds} measured in {time.monotonic() - began:.0f} s",
                   file=sys.stderr, flush=True)
 
@@ -235,10 +238,10 @@ class Trial:
 
 def regressions(text: str) -> set[str]:
     """Rows the paired comparison's text calls a regression ("- ddp-2 (faithful) ...: REGRESSION (...)")."""
-    return {name.split(" (", 1)[0] for name in paired_rounds.regressions(text)}
+    return {name.split(" (", 1)[0] for name in compared_regressions(text)}
 
 
-def gate_trial(kind: Kind, rows: list[str], draws: dict[str, list[int]], gate: paired_rounds.Gate, work: Path,
+def gate_trial(kind: Kind, rows: list[str], draws: dict[str, list[int]], gate: PairedCompare, work: Path,
                scratch: Path, in_lockstep: bool = False) -> Trial | None:
     """One adaptive gate run whose rounds of row r come from draws[r], in order; None when a row
     would need more rounds than it was given."""
@@ -261,13 +264,13 @@ def gate_trial(kind: Kind, rows: list[str], draws: dict[str, list[int]], gate: p
                     folder = work / arm / f"round-{round_index:03d}" / row
                     files[side].append((position, folder / "results.json"))
                     wall += float((folder / "wall_s").read_text())
-        paired_rounds.merge_rounds(files["base"], scratch / "base.json")
-        paired_rounds.merge_rounds(files["cand"], scratch / "cand.json")
+        merge_rounds(files["base"], scratch / "base.json")
+        merge_rounds(files["cand"], scratch / "cand.json")
         ruling, undecided = gate.compare(scratch / "base.json", scratch / "cand.json", scratch / "undecided.txt",
                                          scratch / "paired.md")
         rc, text = ruling.rc, ruling.text
         found |= regressions(text)
-        again = {paired_rounds.row_of(name, rows) for name in undecided}
+        again = {row_of(name, tuple(rows)) for name in undecided}
         if not again:
             detected = bool(found & set(rows)) if kind.slowed_row == "all" else kind.slowed_row in found
             return Trial(rc == 1 or bool(found), detected, dict(taken), wall)
@@ -286,12 +289,12 @@ def complete_rounds(work: Path, rows: list[str], arms: list[str], in_lockstep: b
 
 
 def evaluate(binary: str, sweep_file: Path, levels: list[float], targets: list[str], work: Path,
-             gate: paired_rounds.Gate, resample: int, seed: int, in_lockstep: bool = False) -> str:
-    rows = paired_rounds.sweep_rows(sweep_file)
+             gate: PairedCompare, resample: int, seed: int, in_lockstep: bool = False) -> str:
+    rows = list(sweep_rows(sweep_file))
     arms = ["base", "aa"] + [arm_label(level) for level in levels]
     pool = complete_rounds(work, rows, arms, in_lockstep)
     if len(pool) < gate.max_rounds:
-        raise paired_rounds.BadInput(f"{len(pool)} complete rounds in {work}: a trial may need --max-rounds "
+        raise Usage(f"{len(pool)} complete rounds in {work}: a trial may need --max-rounds "
                                      f"({gate.max_rounds}); measure more")
     kinds = [Kind("A/A", "", 0.0)] + [Kind(f"{t} +{round(level * 100)} %", t, level) for t in targets
                                       for level in levels]
@@ -379,15 +382,15 @@ def main(argv: list[str], build: Callable[[], str], source: Path) -> int:
         return 2
     targets = [t for t in args.targets.split(",") if t]
     try:
-        rows = paired_rounds.sweep_rows(args.sweep_file)
+        rows = sweep_rows(args.sweep_file)
         binary = build()
         unknown = [t for t in targets if t != "all" and t not in rows]
         if unknown or not levels or any(not 0 < v < 10 for v in levels) or any(not 0 < a < 1 for a in alphas):
-            raise paired_rounds.BadInput(f"--targets must be rows of {args.sweep_file.name} ({', '.join(rows)}) or all "
+            raise Usage(f"--targets must be rows of {args.sweep_file.name} ({', '.join(rows)}) or all "
                                          f"(unknown: {', '.join(unknown) or 'none'}); --levels in (0, 10); "
                                          f"--alphas in (0, 1)")
         if args.rounds < args.max_rounds or not 2 <= args.min_rounds <= args.max_rounds:
-            raise paired_rounds.BadInput("--rounds must be at least --max-rounds, and 2 <= --min-rounds <= --max-rounds")
+            raise Usage("--rounds must be at least --max-rounds, and 2 <= --min-rounds <= --max-rounds")
         args.work_dir.mkdir(parents=True, exist_ok=True)
         if not args.evaluate_only:
             (measure_lockstep if args.lockstep else measure)(binary, args.sweep_file, levels, args.rounds, args.seed,
@@ -398,15 +401,15 @@ def main(argv: list[str], build: Callable[[], str], source: Path) -> int:
         for threshold in thresholds:
             for alpha in alphas:
                 # One build on both sides of every trial: it judges itself, and its compare runs once.
-                gate = paired_rounds.Gate(binary, binary, threshold, alpha, args.metric, args.min_rounds,
+                gate = PairedCompare(binary, binary, threshold, alpha, args.metric, args.min_rounds,
                                           args.max_rounds, coarse=args.coarse_metric)
                 print(f"\n### threshold {threshold}, alpha {alpha}\n")
                 print(evaluate(binary, args.sweep_file, levels, targets, args.work_dir, gate, args.resample, args.seed,
                                args.lockstep), flush=True)
-    except paired_rounds.BadInput as error:
+    except (Usage, Stop, Refusal) as error:  # bad input, or a run that died, hung or wrote garbage: nothing to measure
         print(f"scripts/gate-power: {error}", file=sys.stderr)
         return 2
-    except paired_rounds.Interrupted as error:
-        print(f"scripts/gate-power: {error}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("scripts/gate-power: interrupted", file=sys.stderr)
         return 130
     return 0

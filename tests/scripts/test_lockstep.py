@@ -3,7 +3,7 @@ turn order (ABBA, the first build drawn from the seed and the run), that no two 
 ever overlap, that a build whose training ends first is held until the other's ends, and that a
 rank that dies or hangs ends its build's part while the other build and the coordinator finish
 within the timeout, the culprit named; on stand-in builds (fake_lockstep_build.py). Then the real
-ddpbench in lockstep through scripts/lib/paired_rounds.py: a candidate slowed by busy work is
+ddpbench in lockstep through the gate's rounds (scripts/lib/ci_gate): a candidate slowed by busy work is
 caught, an unchanged one is not, and a rank killed in lockstep fails the candidate's row.
 
 Run: python3 -m unittest -v test_lockstep (from tests/scripts); the real-build tests need
@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +26,8 @@ sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
 import lockstep  # noqa: E402
 
 FAKE = Path(__file__).resolve().parent / "fake_lockstep_build.py"
-PAIRED_ROUNDS = SOURCE / "scripts" / "lib" / "paired_rounds.py"
+sys.path.insert(0, str(Path(__file__).resolve().parent / "ci_gate"))
+from gate_rounds import run_paired  # noqa: E402
 
 
 class TurnOrderTest(unittest.TestCase):
@@ -229,7 +229,7 @@ def real_binary() -> str | None:
 @unittest.skipUnless(real_binary(), "DDPBENCH_BINARY is not set (the real ddpbench)")
 class RealBuildsTest(unittest.TestCase):
     """Two builds of the real ddpbench (one binary; the candidate slowed by --inject-slowdown:
-    real busy work in every step) through scripts/lib/paired_rounds.py in lockstep."""
+    real busy work in every step) through the gate's rounds in lockstep (ci_gate.adaptive_rounds)."""
 
     def setUp(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-lockstep-real-"))
@@ -259,12 +259,11 @@ class RealBuildsTest(unittest.TestCase):
         self.candidate.chmod(0o755)
         return self.candidate
 
-    def gate(self, candidate: Path, *args: str, sweep: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, str(PAIRED_ROUNDS), "--baseline-binary", str(real_binary()),
-                               "--candidate-binary", str(candidate), "--sweep-file", str(sweep or self.sweep), "--out-dir",
-                               str(self.dir / "out"), "--seed", "7", "--no-twins", "--lockstep", "--min-rounds", "3",
-                               "--max-rounds", "3", "--metric", "step_time_s", *args],
-                              capture_output=True, text=True, check=False, timeout=900)
+    def gate(self, candidate: Path, *args: str, sweep: Path | None = None):
+        sweep = sweep or self.sweep
+        rows = tuple(row["name"] for row in json.loads(sweep.read_text())["rows"])
+        return run_paired(Path(real_binary()), candidate, sweep, rows, self.dir / "out", "--min-rounds", "3",
+                          "--max-rounds", "3", "--metric", "step_time_s", *args, seed=7, lockstep=True)
 
     def rows(self, label: str, round_index: int, row: str) -> dict:
         path = self.dir / "out" / label / f"round-{round_index:02d}" / row / "results.json"
@@ -306,7 +305,7 @@ class RealBuildsTest(unittest.TestCase):
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
         self.assertRegex(done.stderr, r"the candidate build's row \S+ ran without taking turns .*the candidate broke "
                                       r"lockstep: the candidate fails the gate")
-        self.assertFalse((self.dir / "out" / "verdict.txt").exists())
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n")
 
     def test_a_rank_killed_in_lockstep_fails_the_candidates_row_and_the_gate_ends(self) -> None:
         began = time.monotonic()

@@ -16,10 +16,11 @@ import unittest
 from pathlib import Path
 
 SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[2]))
-FAKE = Path(__file__).resolve().parent / "fake_ddpbench.py"
+STAND_IN = Path(__file__).resolve().parent / "ci_gate" / "stand_in_ddpbench.py"
 sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
 import paired_power  # noqa: E402
-import paired_rounds  # noqa: E402
+from ci_gate.cli import Usage  # noqa: E402
+from ci_gate.judge import PairedCompare  # noqa: E402
 
 ROWS = ["single", "ddp-2"]
 
@@ -56,18 +57,18 @@ class TrialsTest(unittest.TestCase):
         self.sweep = self.dir / "sweep.json"
         self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": row} for row in ROWS]}))
         (self.dir / "state").mkdir()
-        os.environ["FAKE_DDPBENCH_SPEC"] = json.dumps({
-            "log": str(self.dir / "runs.log"), "state": str(self.dir / "state"),
-            "rows": {row: {"one": [5.0, 0.004]} for row in ROWS}})
+        os.environ.update(STAND_IN_TIMES=json.dumps({"rows": {row: {"one": [5.0, 0.004]} for row in ROWS}}),
+                          STAND_IN_STATE=str(self.dir / "state"), STAND_IN_REAL=os.environ["DDPBENCH_BINARY"],
+                          STAND_IN_FAULTS="{}", DDPBENCH_SOURCE_DIR=str(SOURCE))
         self.binary = self.dir / "ddpbench"
-        self.binary.write_text(f"#!/bin/sh\nFAKE_DDPBENCH_BUILD=one exec {sys.executable} {FAKE} \"$@\"\n")
+        self.binary.write_text(f"#!/bin/sh\nSTAND_IN_BUILD=one exec {sys.executable} {STAND_IN} \"$@\"\n")
         self.binary.chmod(0o755)
         self.work = self.dir / "work"
 
     def test_disjoint_trials_take_consecutive_rounds_and_a_detection_is_the_slowed_row(self) -> None:
         paired_power.measure(str(self.binary), self.sweep, [0.5], rounds=12, seed=1, twins=False, work=self.work)
-        self.assertEqual(len((self.dir / "runs.log").read_text().splitlines()), 12 * len(ROWS) * 3)
-        gate = paired_rounds.Gate(str(self.binary), str(self.binary), 0.05, 0.05, "train_time_s", 4, 12)
+        self.assertEqual(len((self.dir / "state" / "runs.log").read_text().splitlines()), 12 * len(ROWS) * 3)
+        gate = PairedCompare(str(self.binary), str(self.binary), 0.05, 0.05, "train_time_s", 4, 12)
         table = paired_power.evaluate(str(self.binary), self.sweep, [0.5], ["single", "all"], self.work, gate,
                                       resample=4, seed=1)
         lines = {tuple(c.strip() for c in line.strip("|").split("|")[:2]): line for line in table.splitlines()
@@ -90,7 +91,7 @@ class TrialsTest(unittest.TestCase):
 
         scale("slow-50pct", "single", 1 / 1.5)  # the "slowed" single is not slower after all
         scale("aa", "ddp-2", 1.3)               # while the unslowed ddp-2 regresses
-        gate = paired_rounds.Gate(str(self.binary), str(self.binary), 0.05, 0.05, "train_time_s", 4, 8)
+        gate = PairedCompare(str(self.binary), str(self.binary), 0.05, 0.05, "train_time_s", 4, 8)
         table = paired_power.evaluate(str(self.binary), self.sweep, [0.5], ["single"], self.work, gate, resample=0,
                                       seed=1)
         self.assertIn("| disjoint | A/A | 2 | 2/2 (100 %", table)
@@ -100,13 +101,13 @@ class TrialsTest(unittest.TestCase):
         paired_power.measure(str(self.binary), self.sweep, [0.1], rounds=2, seed=1, twins=False, work=self.work)
         shutil.rmtree(self.work / "aa" / "round-001" / "single")
         paired_power.measure(str(self.binary), self.sweep, [0.1], rounds=3, seed=1, twins=False, work=self.work)
-        runs = (self.dir / "runs.log").read_text().splitlines()
+        runs = (self.dir / "state" / "runs.log").read_text().splitlines()
         self.assertEqual(len(runs), 2 * 2 * 3 + 1 + 2 * 3)
 
     def test_too_few_rounds_for_a_trial_is_bad_input(self) -> None:
         paired_power.measure(str(self.binary), self.sweep, [0.1], rounds=3, seed=1, twins=False, work=self.work)
-        gate = paired_rounds.Gate(str(self.binary), str(self.binary), 0.05, 0.05, "train_time_s", 2, 4)
-        with self.assertRaisesRegex(paired_rounds.BadInput, "3 complete rounds"):
+        gate = PairedCompare(str(self.binary), str(self.binary), 0.05, 0.05, "train_time_s", 2, 4)
+        with self.assertRaisesRegex(Usage, "3 complete rounds"):
             paired_power.evaluate(str(self.binary), self.sweep, [0.1], ["all"], self.work, gate, resample=0, seed=1)
 
 

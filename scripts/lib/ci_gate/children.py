@@ -1,0 +1,142 @@
+"""Every process the gate starts runs through `run`: in a process group of its own, with a
+deadline, and on the side that started it, so that how it ended is read knowing who caused it
+(`Finished.problem`), a child past its deadline is stopped, and a signal to the gate stops every
+child still running (`stop_all`).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from .outcomes import Side, Stop, What
+
+_live: set[subprocess.Popen] = set()
+STOP_GRACE_S = 10.0
+# ddpbench's own exit statuses for a SIGINT or SIGTERM it caught; 128 + N from a shell it ran.
+INTERRUPTED_STATUSES = {130: signal.SIGINT, 143: signal.SIGTERM, -signal.SIGINT: signal.SIGINT,
+                        -signal.SIGTERM: signal.SIGTERM}
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How one child ended. returncode is Popen's (negative: killed by that signal); timed_out:
+    the gate stopped it at its deadline."""
+    side: Side
+    what: str  # "the candidate's sweep of row single": said in every reason
+    returncode: int
+    timed_out: bool
+    deadline_s: float
+    log: Path | None = None
+    stdout: str = ""
+    stderr: str = ""
+
+    def problem(self, fine: tuple[int, ...] = (0, 1)) -> tuple[What, str] | None:
+        """None where it ended with a status in `fine`; else what went wrong, in a phrase."""
+        rc = self.returncode
+        if self.timed_out:
+            return What.HANG, f"ran past its deadline of {self.deadline_s:g} s and was stopped"
+        if rc in fine:
+            return None
+        if rc == 2:
+            return What.REFUSED, "refused its input (exit 2)"
+        if rc in INTERRUPTED_STATUSES:
+            return What.INTERRUPTED, (f"was stopped by {INTERRUPTED_STATUSES[rc].name}, which the gate did not send "
+                                      f"(exit {rc})")
+        if rc < 0:
+            return What.CRASH, f"died of {signal_name(-rc)}"
+        if rc > 128 and signal_name(rc - 128, "") != "":
+            return What.CRASH, f"exited with {rc} ({signal_name(rc - 128)} in a process it started)"
+        return What.CRASH, f"exited with {rc}, a status it never gives"
+
+    def where(self) -> str:
+        return f"{self.what}{f' (log: {self.log})' if self.log else ''}"
+
+    def stop_unless_fine(self, fine: tuple[int, ...] = (0, 1)) -> None:
+        """Raise the side's Stop where it ended otherwise than `fine`."""
+        found = self.problem(fine)
+        if found is not None:
+            what, said = found
+            raise Stop(self.side, what, f"{self.where()} {said}{last_words(self)}")
+
+
+def signal_name(number: int, unknown: str | None = None) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}" if unknown is None else unknown
+
+
+def last_words(finished: Finished, lines: int = 3) -> str:
+    """The end of what it said, for a reason: its stderr, else its log."""
+    text = finished.stderr or finished.stdout
+    if not text and finished.log is not None:
+        try:
+            text = finished.log.read_text(errors="replace")[-4000:]
+        except OSError:
+            text = ""
+    tail = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    return (": " + " / ".join(tail)) if tail else ""
+
+
+def stop(process: subprocess.Popen) -> None:
+    """The child and everything it started: SIGTERM to its group, then SIGKILL."""
+    for sig, grace_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=grace_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    try:  # the group may outlive its leader: a child it started that ignores SIGTERM
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def stop_all() -> None:
+    for process in list(_live):
+        stop(process)
+        _live.discard(process)
+
+
+def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Path | None = None,
+        capture: bool = False, env: dict[str, str] | None = None, cwd: Path | None = None) -> Finished:
+    """`command` on `side`, ended by `deadline_s`; its output in `log` (or captured). Raises
+    Stop(side, CRASH) where it cannot even start."""
+    log_file = open(log, "w") if log is not None else None
+    stdout_to = subprocess.PIPE if capture else (log_file or subprocess.DEVNULL)
+    stderr_to = subprocess.PIPE if capture else (subprocess.STDOUT if log_file else subprocess.DEVNULL)
+    try:
+        process = subprocess.Popen(command, stdout=stdout_to, stderr=stderr_to, env=env, cwd=cwd, text=capture,
+                                   start_new_session=True)
+    except OSError as error:
+        if log_file:
+            log_file.close()
+        raise Stop(side, What.CRASH, f"{what} could not start: {error}") from None
+    _live.add(process)
+    stdout = stderr = ""
+    timed_out = False
+    try:
+        if capture:
+            stdout, stderr = process.communicate(timeout=deadline_s)
+        else:
+            process.wait(timeout=deadline_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        stop(process)
+        if capture:
+            stdout, stderr = (text or "" for text in process.communicate())
+    except BaseException:
+        stop(process)
+        raise
+    finally:
+        _live.discard(process)
+        if log_file:
+            log_file.close()
+    return Finished(side, what, process.returncode, timed_out, deadline_s, log, stdout or "", stderr or "")

@@ -1,0 +1,169 @@
+"""--out-dir, the one folder the gate writes its results in. It is the gate's only where the gate
+made it: absent, empty, or holding the gate's marker (MARKER, which names the folder); any other
+folder is refused before anything is made, built or run. Inside it the gate replaces or removes
+only its documented names (OUTPUTS, and the folders of FOLDERS, each made with FOLDER_MARKER in
+it), each written through its name plus TMP_SUFFIX. One gate at a time: LOCK, opened without
+truncating, and only once the folder is marked. Nothing the gate reads may lie inside it.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from pathlib import Path
+
+from .outcomes import Side, Stop, What
+
+MARKER = ".ddpbench-ci-bench-out"
+LOCK = ".ddpbench-ci-bench.lock"
+TMP_SUFFIX = ".ci-bench-tmp"
+FOLDER_MARKER = ".ddpbench-ci-bench-rounds"
+# Stored mode: current/ (the sweep), compare.md; paired: the rounds' files and each build's
+# round folders; both: the two builds' set-up logs and the verdict.
+OUTPUTS = ("verdict.txt", "verdict.json", "compare.md", "candidate-build.log", "baseline-build.log",
+           "baseline-rounds.json", "candidate-rounds.json", "order.jsonl", "paired.md", "undecided.txt",
+           "candidate-paired.md", "candidate-undecided.txt", "floor.md", "candidate-floor.md")
+FOLDERS = ("current", "baseline", "candidate")
+
+
+def marker_text(out: Path) -> str:
+    return f"made by scripts/ci-bench (--out-dir): the gate replaces its own files here\nfolder {out}\n"
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """`path` is `folder` or lies under it (both resolved)."""
+    return path == folder or folder in path.parents
+
+
+def resolved(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def refusal(out: Path, inputs: dict[str, Path], apart: dict[str, Path]) -> str:
+    """Why the gate may not write in `out` (or ""), with nothing touched: a path through a file,
+    an input the gate reads inside it, a folder that must stay apart from it (either inside the
+    other), or a folder the gate did not make."""
+    real = resolved(out)
+    existing = real
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"--out-dir {out}: {existing} is not a folder"
+    for name, path in inputs.items():
+        if inside(resolved(path), real):
+            return (f"{name} {path} lies inside --out-dir {out}, where the gate writes its results: the gate never reads "
+                    f"what it writes; move it, or choose another --out-dir")
+    for name, path in apart.items():
+        other = resolved(path)
+        if inside(other, real) or inside(real, other):
+            return f"--out-dir {out} and {name} {path} lie one inside the other: choose an --out-dir apart from it"
+    if not real.exists():
+        return ""
+    entries = sorted(os.listdir(real))
+    if MARKER not in entries:
+        if entries:
+            return (f"--out-dir {out} holds files (e.g. {real / entries[0]}) but no marker {MARKER}, so scripts/ci-bench "
+                    f"did not make it and writes nothing there: choose another (or an empty) --out-dir; if an earlier "
+                    f"scripts/ci-bench made it (before the marker), remove it (rm -r {out}) and run again")
+        return ""
+    return marked_refusal(out, real)
+
+
+def marked_refusal(out: Path, real: Path) -> str:
+    marker = real / MARKER
+    if marker.is_symlink() or not marker.is_file() or marker.read_text(errors="replace") != marker_text(real):
+        return (f"--out-dir {out}: its marker {marker} is not the one scripts/ci-bench writes for this folder (a copy, "
+                f"or someone else's); choose another --out-dir")
+    for name in FOLDERS:
+        folder = real / name
+        if (folder.exists() or folder.is_symlink()) and (folder.is_symlink() or not folder.is_dir() or
+                                                         not (folder / FOLDER_MARKER).is_file()):
+            return (f"--out-dir {out}: {folder} exists without the marker {FOLDER_MARKER}, so scripts/ci-bench did not "
+                    f"make it and will not remove it: move it away, or choose another --out-dir")
+    for name in (*OUTPUTS, LOCK):
+        path = real / name
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            return f"--out-dir {out}: {path} is not a plain file, and the gate writes its own file by that name"
+    return ""
+
+
+def mark_and_lock(folder: Path, marker: str, text: str, lock: str, named: str) -> int:
+    """`folder` (checked to be the gate's before) made, marked whole where it is not yet, and
+    locked for this gate: the lock file opened without truncating, never through a link. Its
+    descriptor, held until the gate ends."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / marker).exists():
+            tmp = folder / (marker + TMP_SUFFIX)
+            tmp.write_text(text)
+            tmp.replace(folder / marker)
+        fd = os.open(folder / lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        raise Stop(Side.INPUT, What.REFUSED, f"{named}: {error}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise Stop(Side.INPUT, What.REFUSED, f"another gate is using {named}") from None
+    return fd
+
+
+class OutDir:
+    """A claimed --out-dir: marked, locked (until the gate exits), its earlier results removed."""
+
+    def __init__(self, out: Path, inputs: dict[str, Path], apart: dict[str, Path]) -> None:
+        self.given = out
+        self.path = resolved(out)
+        self.inputs, self.apart = inputs, apart
+        self.lock_fd = -1
+
+    def check(self) -> None:
+        said = refusal(self.given, self.inputs, self.apart)
+        if said:
+            raise Stop(Side.INPUT, What.REFUSED, said)
+
+    def claim(self) -> None:
+        self.check()
+        self.lock_fd = mark_and_lock(self.path, MARKER, marker_text(self.path), LOCK, f"--out-dir {self.given}")
+        self.check()  # again under the lock: another gate, or a person, may have changed it meanwhile
+        self.clear()
+
+    def release(self) -> None:
+        """The lock given up (the gate's exit does it too)."""
+        if self.lock_fd >= 0:
+            os.close(self.lock_fd)
+            self.lock_fd = -1
+
+    def clear(self) -> None:
+        """Nothing of an earlier gate that could be read as this one's: its files and folders, by
+        their documented names, and their temporary names."""
+        for name in OUTPUTS:
+            for path in (self.path / name, self.path / (name + TMP_SUFFIX)):
+                if path.is_file() and not path.is_symlink():
+                    path.unlink()
+        for name in FOLDERS:
+            folder = self.path / name
+            if folder.is_dir() and not folder.is_symlink() and (folder / FOLDER_MARKER).is_file():
+                shutil.rmtree(folder)
+
+    def write(self, name: str, text: str) -> Path:
+        """`name` in the folder, whole or not at all."""
+        target = self.path / name
+        tmp = self.path / (name + TMP_SUFFIX)
+        tmp.write_text(text)
+        tmp.replace(target)
+        return target
+
+    def folder(self, name: str) -> Path:
+        """A folder of FOLDERS, made afresh with its marker."""
+        if name not in FOLDERS:
+            raise ValueError(f"{name} is not one of the gate's documented folders {FOLDERS}")
+        folder = self.path / name
+        folder.mkdir()
+        (folder / FOLDER_MARKER).write_text("made by scripts/ci-bench: removed by the next gate in this --out-dir\n")
+        return folder
+
+    def __truediv__(self, name: str) -> Path:
+        if name not in OUTPUTS and name not in FOLDERS:
+            raise ValueError(f"{name} is not one of the gate's documented outputs")
+        return self.path / name

@@ -1,0 +1,175 @@
+"""Rounds of two builds (the paired gate): each round runs every row once on each build, in
+lockstep (both at once, taking turns step by step: scripts/lib/lockstep.py) or back to back in
+a random order (randomized multiple interleaved trials: Abedi & Brecht, ICPE 2017), so whatever
+the machine does to one build in a round it does to the other. Round r of a row is repetition r
+of that build's rounds file, which `ddpbench compare --paired` reads.
+
+Each build's run is read knowing whose it is: a sweep that dies, hangs, writes garbage or
+refuses what it ran before is that build's fault (the candidate fails; the baseline build cannot
+judge).
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import lockstep
+
+from . import children
+from .out_dir import TMP_SUFFIX
+from .outcomes import Side, Stop, What
+
+@dataclass(frozen=True)
+class Arm:
+    """One side of the comparison: a build's binary and the sweep arguments it runs every row with."""
+    label: str
+    binary: str
+    sweep_args: tuple[str, ...] = ()
+    row_args: dict[str, tuple[str, ...]] = field(default_factory=dict)  # more arguments for one row
+    side: Side = Side.CANDIDATE
+
+
+def round_order(rows: list[str], arms: list[str], seed: int, round_index: int) -> list[tuple[str, str]]:
+    """Round `round_index`'s runs: every row once per arm, the rows shuffled, each row's arms
+    run back to back. The arms' order is counterbalanced in blocks of two rounds: random in the
+    first, reversed in the second, so an effect of running first in a pair falls on each build
+    equally (unbalanced, the trimmed mean cut the minority order away and read the effect as a
+    change). Depends on nothing but its arguments."""
+    rng = random.Random(f"ddpbench-paired-rounds:{seed}:{round_index}")
+    shuffled_rows = list(rows)
+    rng.shuffle(shuffled_rows)
+    block = random.Random(f"ddpbench-paired-rounds:{seed}:block:{round_index // 2}")
+    arm_orders = {}
+    for row in rows:
+        row_arms = list(arms)
+        block.shuffle(row_arms)
+        arm_orders[row] = row_arms[::-1] if round_index % 2 else row_arms
+    return [(row, arm) for row in shuffled_rows for arm in arm_orders[row]]
+
+
+class Refusal(Exception):
+    """A build's sweep refused a row's input (exit 2): whose fault it is depends on the other build."""
+
+    def __init__(self, side: Side, reason: str) -> None:
+        super().__init__(reason)
+        self.side = side
+
+
+def sweep_command(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path) -> list[str]:
+    """One row (and its PyTorch twin) on one build, its results in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    command = [arm.binary, "sweep", "--file", str(sweep_file), "--mode", "faithful", "--table", "tutorial", "--rows",
+               row, "--repeat", "1", "--out-dir", str(folder), *arm.sweep_args, *arm.row_args.get(row, ())]
+    return command + (["--reference"] if twins else [])
+
+
+def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, deadline_s: float = 1800.0,
+            ran_before: bool = False) -> Path:
+    """One row (and its PyTorch twin) on one build; its result file (checked_result)."""
+    done = children.run(arm.side, f"the {arm.label} build's sweep of row {row}",
+                        sweep_command(arm, sweep_file, row, twins, folder), deadline_s, log=folder / "sweep.log")
+    return checked_result(arm, row, folder, done, ran_before=ran_before)
+
+
+def checked_result(arm: Arm, row: str, folder: Path, done: children.Finished, ran_before: bool = False,
+                   culprits: tuple[str, ...] = (), stopped: str = "") -> Path:
+    """The result file of one build's sweep of `row`. A row that fails still writes its row (exit
+    1): the comparison fails it closed. Anything else is this build's fault, as `done.problem`
+    reads it: a refusal (Refusal, or a fault where it refuses what it ran before), a crash, a
+    hang (`stopped`: the lockstep coordinator stopped it), an interruption, or a result file that
+    does not hold this row's runs alone (what the runs say is the judge's reader's to prove)."""
+    where = done.where() + "".join(f"; {culprit}" for culprit in culprits)
+    if stopped:
+        raise Stop(arm.side, What.HANG, f"{where} was stopped by the lockstep coordinator: {stopped}")
+    found = done.problem()
+    if found is not None and found[0] is What.REFUSED:
+        if ran_before:
+            raise Stop(arm.side, What.REFUSED, f"{where} refused the input it ran in an earlier round")
+        raise Refusal(arm.side, f"{where} refused its input{children.last_words(done)}")
+    if found is not None:
+        raise Stop(arm.side, found[0], f"{where} {found[1]}{children.last_words(done)}")
+    results = folder / "results.json"
+    problem = rows_problem(results, row)
+    if problem:
+        raise Stop(arm.side, What.GARBAGE, f"{where} {problem}")
+    return results
+
+
+def rows_problem(results: Path, row: str) -> str:
+    """Why `results` is not one build's sweep of `row` (or ""): it must be an object whose runs
+    are objects, every one a row the sweep planned (the row, its twin, its variants ROW.*), the
+    row among them, each run once."""
+    try:
+        doc = json.loads(results.read_text())
+    except (OSError, ValueError) as error:
+        return f"wrote no readable result file ({results}: {error})"
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    planned = (doc.get("sweep") or {}).get("rows") if isinstance(doc, dict) else None
+    if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in runs):
+        return f"wrote a result file whose runs are not a list of named rows ({results})"
+    if not isinstance(planned, list) or not all(isinstance(p, dict) for p in planned):
+        return f"wrote a result file without the sweep's planned rows ({results})"
+    names = [r["name"] for r in runs]
+    strangers = sorted({n for n in names if n != row and not n.startswith(row + ".")})
+    if strangers:
+        return f"wrote rows it was not asked for ({', '.join(strangers)}) into {results}"
+    if row not in names:
+        return f"wrote no row {row} into {results}"
+    twice = sorted({(r["name"], str(r.get("mode"))) for r in runs if
+                    sum(o["name"] == r["name"] and o.get("mode") == r.get("mode") for o in runs) > 1})
+    if twice:
+        return f"wrote {twice[0][0]} more than once into {results}"
+    return ""
+
+
+def lockstep_row(sides: list[tuple[Arm, Path]], sweep_file: Path, row: str, twins: bool, seed: int, run: str,
+                 record: Path, turn_timeout_s: float = 300, start_timeout_s: float = 900,
+                 deadline_s: float | None = None) -> lockstep.LockstepRun:
+    """`row` (and its twin) on each build at once, taking turns (lockstep.py): each build's sweep
+    writes into its folder, the coordinator's record to `record`."""
+    participants = [lockstep.Participant(arm.label, tuple(sweep_command(arm, sweep_file, row, twins, folder)),
+                                         folder / "sweep.log") for arm, folder in sides]
+    return lockstep.run_lockstep(participants, seed, run, record, turn_timeout_s, start_timeout_s,
+                                 deadline_s=deadline_s)
+
+
+def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
+    """One rounds file: every run of `files` (round, result file), repetition = its round."""
+    merged: dict | None = None
+    runs: list[dict] = []
+    rows: list[dict] = []
+    for round_index, path in sorted(files, key=lambda item: (item[0], str(item[1]))):
+        doc = json.loads(path.read_text())
+        if merged is None:
+            merged = doc
+        for run in doc["runs"]:
+            run["repetition"] = round_index
+            runs.append(run)
+        for row in (doc.get("sweep") or {}).get("rows", []):
+            if all(row.get("name") != r.get("name") or row.get("mode") != r.get("mode") for r in rows):
+                rows.append(row)
+    if merged is None:
+        raise Stop(Side.GATE, What.FAILED, "no round ran, yet the gate merged rounds")
+    merged["runs"] = runs
+    merged.pop("summary", None)
+    sweep = merged.setdefault("sweep", {})
+    sweep["rows"] = rows
+    sweep["repeat"] = 1 + max(index for index, _ in files)
+    tmp = out.with_name(out.name + TMP_SUFFIX)
+    tmp.write_text(json.dumps(merged, indent=1))
+    tmp.replace(out)
+
+
+def require_turns_taken(arm: Arm, results: Path) -> None:
+    """A row that ran in a lockstep run took turns, as its lockstep_wait_s says. A build that did
+    not ran beside the other, and nothing it timed can be compared: the baseline build's is older
+    than lockstep (cannot judge: --round-level compares it), the candidate's broke lockstep."""
+    for run in json.loads(results.read_text())["runs"]:
+        if run.get("status") == "ok" and run.get("lockstep_wait_s") is None:
+            said = (f"the {arm.label} build's row {run.get('name')} ran without taking turns (no lockstep_wait_s in "
+                    f"{results}), beside the other build: ")
+            raise Stop(arm.side, What.GARBAGE, said + ("the candidate broke lockstep" if arm.side is Side.CANDIDATE
+                                                       else "a build older than lockstep; --round-level "
+                                                       "(scripts/ci-bench) compares it back to back"))

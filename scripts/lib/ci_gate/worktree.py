@@ -1,0 +1,266 @@
+"""--against-dir DIR: REV's worktree (DIR/src) and build (DIR/build), kept between gates so that a
+moved REV rebuilds only what changed. The gate uses only what it made, and its git commands
+reach nothing past its own worktree:
+
+- DIR is the gate's where it is absent, empty, or holds MARKER naming this repository and DIR;
+  the lock (LOCK) is opened, without truncating, only once DIR is marked.
+- DIR/src is used again only where it is the very worktree the gate added (a token written
+  both beside the marker and into that worktree's own git folder), detached at the commit the
+  gate left it at, with no tracked change, no index flag that hides one, and no untracked or
+  ignored file at all (the gate's builds and runs write nothing there: REV builds into
+  DIR/build, and its Python writes no bytecode). Decided by plumbing commands that no status
+  or ignore setting of the user's changes; anything found is the user's, and the worktree is
+  refused untouched.
+- Git runs with hooks off, no automatic gc or maintenance (gc prunes every worktree of the
+  repository), no line-ending conversion, and none of the caller's GIT_* variables. There is no
+  `git worktree prune`: a registration of DIR/src whose folder is gone is removed by path, and
+  only where its token is the gate's.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import children
+from .out_dir import inside, mark_and_lock, resolved
+from .outcomes import Side, Stop, What
+
+MARKER = ".ddpbench-ci-bench-worktree"
+TOKEN = ".ddpbench-ci-bench-src-token"
+ADMIN_TOKEN = "ddpbench-ci-bench-token"
+CHECKED_OUT = ".ddpbench-ci-bench-checked-out"
+BUILT_REV = "built-rev"
+LOCK = ".lock"
+OWN_NAMES = {MARKER, TOKEN, CHECKED_OUT, BUILT_REV, LOCK, "src", "build"}
+GIT_DEADLINE_S = 600.0
+GIT_SETTINGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+                "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "core.eol=lf",
+                "-c", "core.untrackedCache=false", "-c", "advice.detachedHead=false", "-c", "core.fileMode=true",
+                "-c", "submodule.recurse=false")
+
+
+def git_env() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
+
+
+def git(cwd: Path, *args: str, side: Side = Side.GATE) -> children.Finished:
+    return children.run(side, f"git {' '.join(args[:2])} in {cwd}", ["git", *GIT_SETTINGS, *args], GIT_DEADLINE_S,
+                        capture=True, env=git_env(), cwd=cwd)
+
+
+def git_out(cwd: Path, *args: str) -> str:
+    """git's output; the gate fails (never the candidate) where git cannot do what it always can."""
+    done = git(cwd, *args)
+    if done.returncode != 0 or done.timed_out:
+        raise Stop(Side.GATE, What.FAILED, f"git {' '.join(args)} in {cwd} failed: {done.stderr.strip()}")
+    return done.stdout
+
+
+def resolve_rev(root: Path, rev: str) -> str:
+    done = git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
+    if done.returncode != 0 or not done.stdout.strip():
+        raise Stop(Side.INPUT, What.REFUSED, f"--against: '{rev}' is not a commit of the repository at {root}")
+    return done.stdout.strip()
+
+
+@dataclass
+class RevFolder:
+    root: Path  # the candidate's checkout
+    given: Path  # --against-dir as given
+    build_dir: Path  # the candidate's build folder
+    binary: Path | None  # DDPBENCH_BINARY
+    lock_fd: int = -1
+
+    def __post_init__(self) -> None:
+        self.dir = resolved(self.given)
+        self.src, self.build = self.dir / "src", self.dir / "build"
+        self.binary_path = self.build / "ddpbench"
+
+    # --- refusals, before anything is made, locked or removed -------------------------------
+    def marker_text(self) -> str:
+        common = resolved(self.root / git_out(self.root, "rev-parse", "--git-common-dir").strip())
+        return f"ddpbench scripts/ci-bench --against worktree\ngit-common-dir {common}\nworktree {self.src}\n"
+
+    def refusal(self, out: Path) -> str:
+        """Why DIR may not be used (or ""): it holds, or lies in, the candidate's checkout or build,
+        overlaps --out-dir, is not a folder, or is not the gate's."""
+        d = self.dir
+        for name, path, either in (("the candidate's checkout", self.root, False),
+                                   ("the candidate's build folder", self.build_dir, True),
+                                   ("--out-dir", out, True)):
+            other = resolved(path)
+            if inside(other, d) or (either and inside(d, other)):
+                return (f"--against-dir {self.given} and {name} {path} lie one inside the other: REV's worktree there "
+                        f"is checked out and cleaned every run; choose an --against-dir apart from it (default: "
+                        f"build-against/ beside build/)")
+        if self.binary is not None and inside(resolved(self.binary), d):
+            return f"--against-dir {self.given} holds the candidate's binary {self.binary}; choose another folder"
+        if not d.exists() and not d.is_symlink():
+            return ""
+        if not d.is_dir():
+            return f"--against-dir {self.given} exists and is not a folder; choose another --against-dir"
+        entries = sorted(os.listdir(d))
+        if MARKER not in entries:
+            if not entries:
+                return ""
+            return (f"--against-dir {self.given} holds files (e.g. {d / entries[0]}) but no marker {MARKER}, so "
+                    f"scripts/ci-bench did not make it and uses nothing in it: choose another --against-dir; if an "
+                    f"earlier scripts/ci-bench made it (before the marker), remove it (git worktree remove --force "
+                    f"{self.src}; rm -rf {self.given}) and run again")
+        return self.marked_refusal(entries)
+
+    def marked_refusal(self, entries: list[str]) -> str:
+        marker = self.dir / MARKER
+        if marker.is_symlink() or marker.read_text(errors="replace") != self.marker_text():
+            return (f"--against-dir {self.given}: its marker {marker} is another repository's or another folder's; "
+                    f"choose another --against-dir")
+        strangers = [name for name in entries if name not in OWN_NAMES and not name.endswith(".ci-bench-tmp")]
+        if strangers:
+            return (f"--against-dir {self.given} holds {self.dir / strangers[0]}, which scripts/ci-bench does not make "
+                    f"there: move it, or choose another --against-dir")
+        for name in ("build", "src", *(OWN_NAMES - {"build", "src"})):
+            if (self.dir / name).is_symlink():
+                return f"--against-dir {self.given}: {self.dir / name} is a link, which the gate would write through"
+        return self.src_refusal()
+
+    def src_state(self) -> str:
+        """worktree (the gate's), registered (the gate's registration, its folder gone), stranger
+        (a worktree of this repository the gate did not add), foreign (anything else), or none."""
+        listed = git_out(self.root, "worktree", "list", "--porcelain").splitlines()
+        registered = f"worktree {self.src}" in listed
+        mine = self.token()
+        if self.src.exists() or self.src.is_symlink():
+            if not registered or self.src.is_symlink() or not (self.src / ".git").is_file():
+                return "foreign"
+            theirs = self.admin_token(git_out(self.src, "rev-parse", "--absolute-git-dir").strip())
+            return "worktree" if mine and mine == theirs else "stranger"
+        if not registered:
+            return "none"
+        admin = self.registered_admin()
+        return "registered" if admin and mine and self.admin_token(str(admin)) == mine else "stranger"
+
+    def token(self) -> str:
+        try:
+            return (self.dir / TOKEN).read_text().strip()
+        except OSError:
+            return ""
+
+    @staticmethod
+    def admin_token(admin: str) -> str:
+        try:
+            return (Path(admin) / ADMIN_TOKEN).read_text().strip()
+        except OSError:
+            return ""
+
+    def registered_admin(self) -> Path | None:
+        """The git folder (.git/worktrees/NAME) that registers DIR/src, found by its gitdir file."""
+        common = resolved(self.root / git_out(self.root, "rev-parse", "--git-common-dir").strip())
+        for admin in sorted((common / "worktrees").glob("*")):
+            try:
+                if Path((admin / "gitdir").read_text().strip()) == self.src / ".git":
+                    return admin
+            except OSError:
+                continue
+        return None
+
+    def src_refusal(self) -> str:
+        state = self.src_state()
+        if state in ("none", "registered"):
+            return ""
+        if state == "stranger":
+            return (f"{self.src} is a worktree of this repository that scripts/ci-bench did not add (or one added again "
+                    f"since: its token is not the gate's), so it may hold a user's work and is not touched: move it, or "
+                    f"choose another --against-dir; if it is the gate's own, remove it (git worktree remove --force "
+                    f"{self.src}) and run again")
+        if state == "foreign":
+            return f"{self.src} exists and is not a worktree this repository made: move it, or choose another --against-dir"
+        return self.worktree_refusal()
+
+    def worktree_refusal(self) -> str:
+        """The gate's own worktree holds nothing of anyone else's, as plumbing sees it."""
+        src = self.src
+        left = read_text(self.dir / CHECKED_OUT)
+        head = git(src, "rev-parse", "-q", "--verify", "HEAD").stdout.strip()
+        if not left or head != left:
+            return (f"{src} is at {head or 'no commit'}, not at {left or 'a commit the gate recorded'} where "
+                    f"scripts/ci-bench left it: someone committed or checked out there, which its checkout would orphan "
+                    f"or lose; it is not touched: move it, or choose another --against-dir")
+        branch = git(src, "symbolic-ref", "-q", "--short", "HEAD")
+        if branch.returncode == 0:
+            return (f"{src} has branch {branch.stdout.strip()} checked out, which scripts/ci-bench never does (it "
+                    f"detaches), so someone works there: it is not touched; move it, or choose another --against-dir")
+        flagged = [line[2:] for line in git_out(src, "ls-files", "-v").splitlines() if line[:1].islower() or
+                   line[:1] == "S"]
+        git(src, "update-index", "-q", "--refresh")
+        changed = (git(src, "diff-index", "--name-only", "HEAD", "--").stdout.split() +
+                   git(src, "diff-index", "--cached", "--name-only", "HEAD", "--").stdout.split())
+        found = flagged + changed + untracked(src)
+        if found:
+            return (f"{src} holds changes scripts/ci-bench did not make ({', '.join(sorted(set(found))[:3])}"
+                    f"{', ...' if len(set(found)) > 3 else ''}), which its checkout or clean would lose: it is not "
+                    f"touched; commit or move them, or choose another --against-dir")
+        return ""
+
+    # --- what the gate does, under its lock --------------------------------------------------
+    def claim(self, out: Path) -> None:
+        said = self.refusal(out)
+        if said:
+            raise Stop(Side.INPUT, What.REFUSED, said)
+        self.lock_fd = mark_and_lock(self.dir, MARKER, self.marker_text(), LOCK, f"--against-dir {self.given}")
+        said = self.refusal(out)  # again under the lock
+        if said:
+            raise Stop(Side.INPUT, What.REFUSED, said)
+
+    def check_out(self, sha: str) -> None:
+        """REV's tree at DIR/src: the gate's worktree moved to it, or a new one added."""
+        state = self.src_state()
+        if state == "worktree":
+            self.run_git(self.src, "checkout", "--quiet", "--detach", "--force", sha)
+        else:
+            if state == "registered":  # the gate's own registration, its folder removed since
+                admin = self.registered_admin()
+                if admin is not None:
+                    shutil.rmtree(admin)
+            self.run_git(self.root, "worktree", "add", "--quiet", "--detach", str(self.src), sha)
+            token = secrets.token_hex(16)
+            admin_dir = git_out(self.src, "rev-parse", "--absolute-git-dir").strip()
+            write_whole(Path(admin_dir) / ADMIN_TOKEN, token + "\n")
+            write_whole(self.dir / TOKEN, token + "\n")
+        write_whole(self.dir / CHECKED_OUT, sha + "\n")
+        if self.built_rev() != sha:  # a binary of another REV must not pass for this one's
+            (self.dir / BUILT_REV).unlink(missing_ok=True)
+            self.binary_path.unlink(missing_ok=True)
+
+    def built_rev(self) -> str:
+        return read_text(self.dir / BUILT_REV)
+
+    def mark_built(self, sha: str) -> None:
+        write_whole(self.dir / BUILT_REV, sha + "\n")
+
+    def run_git(self, cwd: Path, *args: str) -> None:
+        done = git(cwd, *args)
+        if done.returncode != 0 or done.timed_out:
+            raise Stop(Side.BASELINE, What.BUILD_FAILED, f"cannot check REV out into {self.src}: git {' '.join(args)}: "
+                       f"{done.stderr.strip()}")
+
+
+def untracked(src: Path) -> list[str]:
+    """Every path in `src` git does not track, ignored or not: `git ls-files --others` lists them
+    whatever the ignore rules and status settings (a nested repository as its folder)."""
+    return [path for path in git_out(src, "ls-files", "--others", "-z").split("\0") if path]
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def write_whole(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".ci-bench-tmp")
+    tmp.write_text(text)
+    tmp.replace(path)

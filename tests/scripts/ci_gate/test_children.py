@@ -1,0 +1,93 @@
+"""scripts/lib/ci_gate/children.py: how a child ended, read knowing its side: a deadline stops it
+(a hang), a signal it did not get from the gate is a crash, SIGINT or SIGTERM from someone else an
+interruption, exit 2 a refusal; and a signal to the gate stops every child it started.
+
+Run: python3 -m unittest -v test_children (from tests/scripts/ci_gate).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
+from ci_gate import children  # noqa: E402
+from ci_gate.outcomes import Side, Stop, What  # noqa: E402
+
+
+def alive(pid: int) -> bool:
+    """A process that has not ended (a zombie left for a parent that does not reap has ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def sh(script: str, deadline_s: float = 30, **kwargs) -> children.Finished:
+    return children.run(Side.CANDIDATE, "the candidate's test", ["sh", "-c", script], deadline_s, **kwargs)
+
+
+class ProblemTest(unittest.TestCase):
+    def test_each_way_a_child_ends(self) -> None:
+        cases = (("exit 0", None), ("exit 1", None), ("exit 2", What.REFUSED), ("kill -SEGV $$", What.CRASH),
+                 ("kill -KILL $$", What.CRASH), ("exit 139", What.CRASH), ("exit 3", What.CRASH),
+                 ("kill -TERM $$", What.INTERRUPTED), ("exit 130", What.INTERRUPTED),
+                 ("exit 143", What.INTERRUPTED))
+        for script, what in cases:
+            with self.subTest(script=script):
+                found = sh(script).problem()
+                self.assertEqual(None if found is None else found[0], what, found)
+        # SIGINT, its default restored (a shell started in the background ignores it).
+        interrupted = children.run(Side.CANDIDATE, "the candidate's test", [sys.executable, "-c", (
+            "import os, signal; signal.signal(signal.SIGINT, signal.SIG_DFL); os.kill(os.getpid(), signal.SIGINT)")],
+            30)
+        self.assertEqual(interrupted.problem()[0], What.INTERRUPTED)
+
+    def test_a_child_past_its_deadline_is_stopped_with_what_it_started(self) -> None:
+        folder = Path(tempfile.mkdtemp(prefix="ddpbench-children-"))
+        self.addCleanup(subprocess.run, ["rm", "-rf", str(folder)])
+        started = time.monotonic()
+        done = sh(f"sleep 300 & echo $! > {folder}/grandchild; wait", deadline_s=1, log=folder / "log")
+        self.assertLess(time.monotonic() - started, 20)
+        self.assertTrue(done.timed_out)
+        self.assertEqual(done.problem()[0], What.HANG)
+        time.sleep(0.2)
+        self.assertFalse(alive(int((folder / "grandchild").read_text())), "the child's own child outlived its deadline")
+        with self.assertRaises(Stop) as raised:
+            done.stop_unless_fine()
+        self.assertIs(raised.exception.outcome.side, Side.CANDIDATE)
+        self.assertIn("ran past its deadline of 1 s", str(raised.exception))
+
+    def test_a_child_that_cannot_start_is_its_sides_crash(self) -> None:
+        with self.assertRaises(Stop) as raised:
+            children.run(Side.BASELINE, "the baseline build's sweep", ["/no/such/binary"], 10)
+        self.assertEqual((raised.exception.outcome.side, raised.exception.outcome.what), (Side.BASELINE, What.CRASH))
+
+    def test_a_signal_to_the_gate_stops_every_child(self) -> None:
+        # A program that runs one child through children.run, signalled while it waits.
+        folder = Path(tempfile.mkdtemp(prefix="ddpbench-children-"))
+        self.addCleanup(subprocess.run, ["rm", "-rf", str(folder)])
+        program = (f"import sys; sys.path.insert(0, {str(SOURCE / 'scripts' / 'lib')!r})\n"
+                   "import signal\nfrom ci_gate import children\nfrom ci_gate.outcomes import Side, Signalled\n"
+                   "def on(n, f): raise Signalled(n)\nsignal.signal(signal.SIGTERM, on)\n"
+                   f"try:\n children.run(Side.CANDIDATE, 'x', ['sh', '-c', 'echo $$ > {folder}/pid; sleep 300'], 600)\n"
+                   "except Signalled:\n children.stop_all(); sys.exit(143)\n")
+        gate = subprocess.Popen([sys.executable, "-c", program])
+        for _ in range(100):
+            if (folder / "pid").exists() and (folder / "pid").read_text().strip():
+                break
+            time.sleep(0.1)
+        gate.send_signal(signal.SIGTERM)
+        self.assertEqual(gate.wait(timeout=30), 143)
+        self.assertFalse(alive(int((folder / "pid").read_text())), "the child outlived the gate")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,130 @@
+"""scripts/lib/ci_gate/cli.py: every argument is read and checked before anything runs; a usage
+error is exit 2, or 128 under --bisect wherever --bisect stands on the line; nothing after `--`
+that decides where files go or which rows run reaches a sweep.
+
+Run: python3 -m unittest -v test_cli (from tests/scripts/ci_gate).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
+from ci_gate import cli  # noqa: E402
+
+CI_BENCH = SOURCE / "scripts" / "ci-bench"
+
+
+def parse(*argv: str, **environ: str) -> cli.Settings:
+    return cli.parse(list(argv), SOURCE, environ)
+
+
+class ParseTest(unittest.TestCase):
+    def test_defaults_come_from_the_env_file_and_the_environment_overrides_them(self) -> None:
+        s = parse()
+        self.assertEqual((s.threshold, s.alpha, s.repeat, s.normalize_by), (0.05, 0.10, 5, "twin"))
+        self.assertEqual(s.expected_not_ok, frozenset({"dp-2.torch"}))
+        self.assertEqual(parse(DDPBENCH_CI_REPEAT="3").repeat, 3)
+        self.assertEqual(parse(DDPBENCH_CI_EXPECTED_NOT_OK="").expected_not_ok, frozenset())
+        self.assertEqual(parse(DDPBENCH_CI_REPEAT="").repeat, 5, "an empty variable takes the default (:-)")
+        paired = parse("--against", "HEAD")
+        plan = cli.rounds_plan(paired, True)
+        self.assertEqual((plan.metrics, plan.coarse, plan.min_rounds, plan.max_rounds), ("step_time_s", "", 4, 10))
+        coarse = cli.rounds_plan(parse("--against", "HEAD", "--metric", "step_time_s,train_time_s"), True)
+        self.assertEqual(coarse.coarse, "train_time_s")
+        self.assertEqual(cli.rounds_plan(paired, False).metrics, "train_time_s")
+
+    def test_bad_values_name_the_flag(self) -> None:
+        for args, says in ((["--repeat", "0"], "--repeat must be an integer of at least 1"),
+                           (["--threshold", "1.5"], "--threshold must be a number in [0, 1)"),
+                           (["--threshold", "nan"], "--threshold must be a number in [0, 1)"),
+                           (["--alpha", "0"], "--alpha must be a number in (0, 1)"),
+                           (["--metric", "bogus"], "--metric: 'bogus' must name"),
+                           (["--metric", "train_time_s,train_time_s"], "at most once"),
+                           (["--min-vs-pytorch", "0"], "--min-vs-pytorch must be a number in (0, inf)"),
+                           (["--normalize-by", "nothing"], "--normalize-by must be twin or a row"),
+                           (["--no-twins"], "--no-twins leaves out the twins --normalize-by twin divides by"),
+                           (["--expected-not-ok", "nonsense-row"], "--expected-not-ok: the sweep file has no row"),
+                           (["--sweep-file", "/no/such/file.json"], "--sweep-file: cannot read the rows"),
+                           (["--against", "x", "--metric", "test_accuracy"], "test_accuracy is no timing"),
+                           (["--against", "x", "--max-rounds", "101"], "--max-rounds at most 100"),
+                           (["--against", "x", "--min-rounds", "1"], "--min-rounds must be 2 or more"),
+                           (["--against", "x", "--min-rounds", "6", "--max-rounds", "5"], "must be at most --max-rounds"),
+                           (["--against", "x", "--seed", "-3"], "--seed must be an integer"),
+                           (["--against", "x", "--turn-timeout-s", "0"], "--turn-timeout-s must be a number"),
+                           (["--update-baseline", "--no-compare"], "--update-baseline does not take"),
+                           (["--update-baseline", "--bisect"], "--update-baseline does not take")):
+            with self.subTest(args=args), self.assertRaises(cli.Usage) as raised:
+                parse(*args)
+            self.assertIn(says, str(raised.exception))
+
+    def test_a_flag_of_the_other_mode_twice_or_unknown_is_a_usage_error(self) -> None:
+        for args, says in ((["--seed", "1"], "--seed is a flag of the paired mode"),
+                           (["--round-level"], "--round-level is a flag of the paired mode"),
+                           (["--against", "x", "--repeat", "3"], "--repeat is a flag of the stored mode"),
+                           (["--against", "x", "--baseline", "b.json"], "--baseline is a flag of the stored mode"),
+                           (["--threshold", "0.1", "--threshold=0.2"], "--threshold given more than once"),
+                           (["--repat", "3"], "unrecognized arguments: --repat"),
+                           (["--thresh", "0.1"], "unrecognized arguments: --thresh"),  # no abbreviations
+                           (["--allow-missing", "ddp-2"], "unrecognized arguments: --allow-missing")):
+            with self.subTest(args=args), self.assertRaises(cli.Usage) as raised:
+                parse(*args)
+            self.assertIn(says, str(raised.exception))
+
+    def test_arguments_after_the_separator_are_on_the_allow_list_only(self) -> None:
+        accepted = parse("--", "--inject-slowdown", "0.1", "--threads=1", "--no-preload-python")
+        self.assertEqual(accepted.sweep_args, ("--inject-slowdown", "0.1", "--threads=1", "--no-preload-python"))
+        for refused in (["--reports-dir", "x"], ["--out-dir", "x"], ["--rows", "single"], ["--resume"],
+                        ["--repeat", "2"], ["--gbench-json", "x"], ["--file", "x"], ["--out", "x"],
+                        ["--save-checkpoint", "x"], ["--reports-dir=x"], ["stray"], ["--bisect"], ["--dry-run"],
+                        ["--inject-slowdown"], ["--no-preload-python=1"], ["--inject-slowdown", "--threads", "1"]):
+            with self.subTest(args=refused), self.assertRaises(cli.Usage) as raised:
+                parse("--", *refused)
+            self.assertIn("argument after --", str(raised.exception))
+        with self.assertRaises(cli.Usage) as raised:  # both builds slowed: the judge refuses a slowed baseline
+            parse("--against", "HEAD", "--", "--inject-slowdown", "0.1")
+        self.assertIn("would reach both builds", str(raised.exception))
+        self.assertEqual(parse("--against", "HEAD", "--", "--threads", "1").sweep_args, ("--threads", "1"))
+
+
+class ThroughTheScriptTest(unittest.TestCase):
+    """The exit codes of usage errors, through scripts/ci-bench, and nothing made."""
+
+    def setUp(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-ci-cli-"))
+        self.addCleanup(subprocess.run, ["rm", "-rf", str(self.dir)])
+
+    def gate(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DDPBENCH_")}
+        return subprocess.run([str(CI_BENCH), "--out-dir", str(self.dir / "out"), *args], capture_output=True, text=True,
+                              check=False, timeout=60, env=env)
+
+    def test_bisect_anywhere_makes_a_usage_error_128(self) -> None:
+        for args in (["--repat", "3", "--bisect"], ["--bisect", "--repat", "3"], ["--", "--bisect"],
+                     ["--threshold", "x", "--bisect"], ["--against", "HEAD", "--bisect", "--", "--reports-dir", "d"],
+                     ["--bisect", "--seed", "3"]):
+            with self.subTest(args=args):
+                done = self.gate(*args)
+                self.assertEqual(done.returncode, 128, done.stderr)
+                self.assertEqual(len([l for l in done.stderr.splitlines() if l.startswith("scripts/ci-bench:")]), 1,
+                                 done.stderr)
+        plain = self.gate("--repat", "3")
+        self.assertEqual(plain.returncode, 2, plain.stderr)
+        self.assertNotIn("Traceback", plain.stderr)
+        self.assertFalse((self.dir / "out").exists(), "a usage error made the --out-dir")
+
+    def test_help_exits_zero_and_lists_every_flag(self) -> None:
+        done = subprocess.run([str(CI_BENCH), "--help"], capture_output=True, text=True, check=False, timeout=60)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        for flag in ("--against", "--against-dir", "--out-dir", "--sweep-file", "--expected-not-ok", "--bisect",
+                     "--update-baseline", "--no-compare", "--round-level", "--turn-timeout-s"):
+            self.assertIn(flag, done.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,118 @@
+"""scripts/lib/ci_gate/main.py: the gate as one program: its own failure is never the candidate's
+(2; 128 under --bisect), a signal to it stops every process it started and leaves no verdict, one
+gate at a time uses a folder, and verdict.json says who ended the gate and how.
+
+Run: python3 -m unittest -v test_main (from tests/scripts/ci_gate), with DDPBENCH_BINARY set.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from stand_in_repository import StandInRepository
+
+SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
+from ci_gate import main  # noqa: E402
+
+QUICK = ["--no-twins", "--min-rounds", "2", "--max-rounds", "2"]
+
+
+def alive(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
+class OwnFailureTest(unittest.TestCase):
+    def test_the_gates_own_error_is_never_the_candidates(self) -> None:
+        folder = Path(tempfile.mkdtemp(prefix="ddpbench-main-"))
+        self.addCleanup(shutil.rmtree, folder)
+        base = SOURCE / "scripts" / "ci-bench.baseline.json"
+        argv = ["--out-dir", str(folder / "out"), "--current", str(base), "--baseline", str(base)]
+        for flags, code in (([], 2), (["--bisect"], 128)):
+            stderr = io.StringIO()
+            with mock.patch.object(main, "stored_gate", side_effect=KeyError("a bug")), \
+                    mock.patch.dict(os.environ, {"DDPBENCH_BINARY": os.environ.get("DDPBENCH_BINARY", "/bin/true")}), \
+                    contextlib.redirect_stderr(stderr):
+                self.assertEqual(main.main([*argv, *flags]), code)
+            self.assertIn("the gate itself failed (KeyError: 'a bug')", stderr.getvalue())
+            self.assertIn("never the candidate's", stderr.getvalue())
+            self.assertFalse((folder / "out" / "verdict.txt").exists(), "a gate that failed left a verdict")
+
+
+class GateTest(unittest.TestCase):
+    def setUp(self) -> None:
+        if not os.environ.get("DDPBENCH_BINARY"):
+            self.skipTest("DDPBENCH_BINARY is not set")
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-main-"))
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.stand_in = StandInRepository(self.dir)
+        self.out = self.stand_in.repo / "results" / "ci-bench"
+
+    def test_verdict_json_says_who_ended_the_gate_and_how(self) -> None:
+        done = self.stand_in.gate("--against", "HEAD", *QUICK)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertEqual(json.loads((self.out / "verdict.json").read_text()),
+                         {"verdict": "no regression", "exit_code": 0, "bisect": False, "side": "candidate",
+                          "what": "no regression", "reason": ""})
+        self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
+        slow = self.stand_in.gate("--bisect", "--against", "HEAD", *QUICK, faults={"candidate": {"slowdown": 0.5}})
+        self.assertEqual(slow.returncode, 1, slow.stdout + slow.stderr)
+        record = json.loads((self.out / "verdict.json").read_text())
+        self.assertEqual((record["verdict"], record["exit_code"], record["bisect"], record["what"]),
+                         ("regression", 1, True, "regression"))
+
+    def test_rows_or_arguments_a_build_refuses_are_decided_before_any_round(self) -> None:
+        # Both builds' sweeps refuse: bad input, and nothing ran; the candidate's alone: it fails.
+        for faults, code, says in (({"candidate": {"sweep": "refuse"}, "baseline": {"sweep": "refuse"}}, 2,
+                                    "neither build accepts it"),
+                                   ({"candidate": {"sweep": "refuse"}}, 1, "which the baseline build's accepts")):
+            done = self.stand_in.gate("--against", "HEAD", *QUICK, faults=faults)
+            self.assertEqual(done.returncode, code, done.stdout + done.stderr)
+            self.assertIn(says, done.stderr)
+            self.assertEqual(self.stand_in.runs(), [], "a round ran before the refusal was decided")
+
+    def test_a_signalled_gate_stops_every_run_and_a_second_gate_waits_for_no_one(self) -> None:
+        state = self.stand_in.state
+        state.mkdir(exist_ok=True)
+        for mode in ([], ["--round-level"]):
+            self.stand_in.gate("--against", "HEAD", *QUICK)  # a finished gate's verdict, to be removed
+            (state / "pids").unlink(missing_ok=True)
+            env = self.stand_in.env(STAND_IN_TIMES=json.dumps({"sleep_s": 60}), DDPBENCH_CI_ROW_TIMEOUT_S="600")
+            command = ["scripts/ci-bench", "--against", "HEAD", *QUICK, *mode]
+            first = subprocess.Popen(command, cwd=self.stand_in.repo, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+            for _ in range(300):
+                if (state / "pids").exists() and (state / "pids").read_text().strip():
+                    break
+                time.sleep(0.1)
+            second = subprocess.run(command, cwd=self.stand_in.repo, env=env, capture_output=True, text=True,
+                                    timeout=60)
+            self.assertEqual(second.returncode, 2, second.stderr)
+            self.assertIn("another gate is using --out-dir", second.stderr)
+            first.send_signal(signal.SIGTERM)
+            _, stderr = first.communicate(timeout=120)
+            self.assertEqual(first.returncode, 143, f"{mode}: {stderr}")
+            self.assertIn("interrupted: stopped by SIGTERM", stderr)
+            for pid in (state / "pids").read_text().split():
+                self.assertFalse(alive(int(pid)), f"{mode}: sweep {pid} outlived its gate")
+            self.assertFalse((self.out / "verdict.txt").exists(), f"{mode}: an interrupted gate left a verdict")
+
+
+if __name__ == "__main__":
+    unittest.main()

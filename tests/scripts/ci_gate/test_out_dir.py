@@ -1,0 +1,108 @@
+"""scripts/lib/ci_gate/out_dir.py: --out-dir is the gate's only where it made it (absent, empty,
+or marked), nothing the gate reads lies in it, and in it the gate replaces or removes only its
+documented names, through their documented temporary names; the lock is taken only in a marked
+folder and never truncates a file.
+
+Run: python3 -m unittest -v test_out_dir (from tests/scripts/ci_gate).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
+from ci_gate import out_dir  # noqa: E402
+from ci_gate.outcomes import Side, Stop, What  # noqa: E402
+
+
+class OutDirTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-out-dir-"))
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.out = self.dir / "out"
+
+    def claimed(self, inputs: dict | None = None, apart: dict | None = None) -> out_dir.OutDir:
+        claim = out_dir.OutDir(self.out, inputs or {}, apart or {})
+        claim.claim()
+        self.addCleanup(claim.release)
+        return claim
+
+    def refused(self, says: str, inputs: dict | None = None, apart: dict | None = None) -> None:
+        before = sorted(p.name for p in self.out.iterdir()) if self.out.is_dir() else None
+        with self.assertRaises(Stop) as raised:
+            out_dir.OutDir(self.out, inputs or {}, apart or {}).claim()
+        self.assertEqual((raised.exception.outcome.side, raised.exception.outcome.what), (Side.INPUT, What.REFUSED))
+        self.assertIn(says, str(raised.exception))
+        after = sorted(p.name for p in self.out.iterdir()) if self.out.is_dir() else None
+        self.assertEqual(after, before, "a refused gate made or removed something")
+
+    def test_a_folder_the_gate_did_not_make_is_refused_untouched(self) -> None:
+        self.out.mkdir()
+        (self.out / ".lock").write_text("someone's lock\n")  # the attack: a folder holding only a .lock
+        self.refused("holds files (e.g.")
+        self.assertEqual((self.out / ".lock").read_text(), "someone's lock\n")
+        (self.out / ".lock").unlink()
+        (self.out / out_dir.MARKER).write_text(out_dir.marker_text(self.dir / "elsewhere"))
+        self.refused("its marker")  # a copy of another folder's
+        (self.out / out_dir.MARKER).unlink()
+        (self.dir / "a-file").write_text("mine\n")
+        self.out = self.dir / "a-file" / "out"
+        self.refused("is not a folder")
+        self.assertEqual((self.dir / "a-file").read_text(), "mine\n")
+
+    def test_nothing_the_gate_reads_lies_inside_and_the_against_dir_stays_apart(self) -> None:
+        self.refused("--baseline", inputs={"--baseline": self.out / "results.json"})
+        self.refused("--current", inputs={"--current": self.out / "current" / "results.json"})
+        self.refused("lie one inside the other", apart={"--against-dir": self.dir})
+        self.refused("lie one inside the other", apart={"--against-dir": self.out / "build-against"})
+        self.assertFalse(self.out.exists())
+
+    def test_only_documented_names_are_replaced_and_a_marked_folder_is_reused(self) -> None:
+        claim = self.claimed()
+        claim.release()
+        claim.folder("baseline")
+        for name in ("verdict.txt", "paired.md", "baseline-rounds.json" + out_dir.TMP_SUFFIX):
+            (self.out / name).write_text("an earlier gate's\n")
+        near = {"baseline-rounds.tmp": "mine", "verdict.txt.orig": "mine", ".lock": "mine", "notes.md": "mine"}
+        for name, text in near.items():
+            (self.out / name).write_text(text)
+        self.claimed()
+        left = {p.name for p in self.out.iterdir()}
+        self.assertFalse({"verdict.txt", "paired.md", "baseline", "baseline-rounds.json" + out_dir.TMP_SUFFIX} & left)
+        for name, text in near.items():
+            self.assertEqual((self.out / name).read_text(), text, f"{name} is the user's")
+
+    def test_a_documented_name_that_is_not_the_gates_kind_is_refused(self) -> None:
+        claim = self.claimed()
+        claim.release()
+        (self.out / "candidate").mkdir()  # a user's folder: no FOLDER_MARKER
+        (self.out / "candidate" / "notes.txt").write_text("mine\n")
+        self.refused("exists without the marker")
+        shutil.rmtree(self.out / "candidate")
+        (self.dir / "target").write_text("mine\n")
+        (self.out / "verdict.txt").symlink_to(self.dir / "target")
+        self.refused("is not a plain file")
+        self.assertEqual((self.dir / "target").read_text(), "mine\n")
+
+    def test_one_gate_at_a_time(self) -> None:
+        self.claimed()
+        self.refused("another gate is using --out-dir")
+
+    def test_writes_are_whole_and_names_are_the_documented_ones(self) -> None:
+        claim = self.claimed()
+        claim.write("verdict.txt", "no regression\n")
+        self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
+        self.assertFalse((self.out / ("verdict.txt" + out_dir.TMP_SUFFIX)).exists())
+        with self.assertRaises(ValueError):
+            claim / "results.json"  # not one of its names
+        with self.assertRaises(ValueError):
+            claim.folder("rows")
+
+
+if __name__ == "__main__":
+    unittest.main()

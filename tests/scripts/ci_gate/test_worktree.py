@@ -1,0 +1,163 @@
+"""scripts/lib/ci_gate/worktree.py: --against-dir holds only what the gate made, and its git
+commands reach nothing past its own worktree: a folder, worktree or file of the user's is refused
+untouched, whatever the user's git configuration says; no worktree of the user's is pruned; no
+hook of the user's runs.
+
+Run: python3 -m unittest -v test_worktree (from tests/scripts/ci_gate), with DDPBENCH_BINARY set.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+from pathlib import Path
+
+from stand_in_repository import StandInRepository
+
+QUICK = ["--no-twins", "--min-rounds", "2", "--max-rounds", "2"]
+
+
+def files_of(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and ".git" not in p.relative_to(folder).parts}
+
+
+class WorktreeTest(unittest.TestCase):
+    def setUp(self) -> None:
+        if not os.environ.get("DDPBENCH_BINARY"):
+            self.skipTest("DDPBENCH_BINARY is not set")
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-worktree-"))
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.stand_in = StandInRepository(self.dir)
+        self.git = self.stand_in.git
+
+    def gate(self, *args: str, **more: str) -> subprocess.CompletedProcess[str]:
+        return self.stand_in.gate("--against", "HEAD", *QUICK, *args, **more)
+
+    def refused(self, says: str, *args: str, folder: Path | None = None) -> None:
+        """Refused in both modes (2; 128 under --bisect), naming why, nothing of `folder` changed."""
+        before = files_of(folder) if folder else {}
+        for flags, code in (([], 2), (["--bisect"], 128)):
+            done = self.gate(*flags, *args)
+            self.assertEqual(done.returncode, code, done.stdout + done.stderr)
+            self.assertIn(says, done.stderr)
+            if folder:
+                self.assertEqual(files_of(folder), before, f"{folder} was changed")
+        self.assertEqual(self.stand_in.runs(), [], "something ran")
+
+    def made(self, *args: str) -> Path:
+        done = self.gate(*args)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        return self.stand_in.repo / "build-against" / "src"
+
+    def test_a_users_worktree_or_files_at_the_against_dir_are_refused_untouched(self) -> None:
+        mine = self.dir / "mine"
+        self.git("worktree", "add", "-q", "-b", "my-work", str(mine / "src"), "HEAD")
+        (mine / "src" / "draft.txt").write_text("untracked\n")
+        self.refused(f"--against-dir {mine} holds files", "--against-dir", str(mine), folder=mine)
+        lock_only = self.dir / "lock-only"
+        lock_only.mkdir()
+        (lock_only / ".lock").write_text("someone's\n")
+        self.refused("holds files", "--against-dir", str(lock_only), folder=lock_only)
+
+    def test_a_worktree_added_again_at_the_gates_src_is_refused_untouched(self) -> None:
+        src = self.made()
+        self.git("worktree", "remove", "--force", str(src))
+        self.git("worktree", "add", "-q", "-b", "userwork", str(src), "HEAD")
+        (src / "draft.txt").write_text("untracked\n")
+        self.refused("is a worktree of this repository that scripts/ci-bench did not add", folder=src)
+
+    def test_anything_of_the_users_in_the_gates_worktree_is_refused_whatever_git_config_says(self) -> None:
+        src = self.made()
+        # Hidden from `git status` by the user's settings: untracked files not shown, an ignored file,
+        # a change behind skip-worktree. The gate's checks are plumbing and see each.
+        self.git("config", "status.showUntrackedFiles", "no")
+        cases = (("draft.txt", "untracked\n"), ("build-mine/object.o", "ignored by .gitignore\n"))
+        for name, text in cases:
+            (src / name).parent.mkdir(exist_ok=True)
+            (src / name).write_text(text)
+            self.refused("holds changes scripts/ci-bench did not make", folder=src)
+            self.assertEqual((src / name).read_text(), text)
+            (src / name).unlink()
+        self.git("update-index", "--skip-worktree", "scripts/ci-bench.env", cwd=src)
+        (src / "scripts" / "ci-bench.env").write_text("# edited behind skip-worktree\n")
+        self.refused("holds changes scripts/ci-bench did not make", folder=src)
+        self.git("update-index", "--no-skip-worktree", "scripts/ci-bench.env", cwd=src)
+        self.git("checkout", "-q", "--", "scripts/ci-bench.env", cwd=src)
+        self.git("checkout", "-q", "-b", "someone", cwd=src)
+        self.refused("has branch someone checked out", folder=src)
+        self.git("checkout", "-q", "--detach", cwd=src)
+        (src / "notes.txt").write_text("mine\n")
+        self.git("add", "notes.txt", cwd=src)
+        self.git("commit", "-q", "-m", "work on the gate's HEAD", cwd=src)
+        self.refused("where scripts/ci-bench left it", folder=src)
+
+    def test_no_worktree_of_the_users_is_pruned_and_no_hook_of_theirs_runs(self) -> None:
+        moved = self.dir / "moved"
+        self.git("worktree", "add", "-q", "-b", "moved", str(moved), "HEAD")
+        moved.rename(self.dir / "moved-away")
+        admin = self.stand_in.repo / ".git" / "worktrees" / "moved"
+        hook = self.stand_in.repo / ".git" / "hooks" / "post-checkout"
+        hook.write_text(f"#!/bin/sh\necho ran >> {self.dir / 'hook-ran'}\n")
+        hook.chmod(0o755)
+        src = self.made()
+        self.assertTrue(admin.is_dir(), "the user's moved worktree was pruned")
+        self.assertFalse((self.dir / "hook-ran").exists(), "the user's post-checkout hook ran")
+        # The gate's own registration, its folder removed: added again (by path, no prune).
+        shutil.rmtree(src)
+        self.made()
+        self.assertTrue(admin.is_dir(), "the user's moved worktree was pruned")
+        self.assertEqual(self.git("-C", str(src), "rev-parse", "HEAD").strip(), self.stand_in.head)
+
+    def test_a_src_that_is_not_the_gates_worktree_in_its_folder_is_refused_untouched(self) -> None:
+        src = self.made()
+        self.git("worktree", "remove", "--force", str(src))
+        src.mkdir()
+        (src / "notes.txt").write_text("precious\n")
+        self.refused("exists and is not a worktree this repository made", folder=src)
+
+    def test_the_callers_git_variables_do_not_redirect_the_gate(self) -> None:
+        other = self.dir / "other"
+        subprocess.run(["git", "init", "-q", str(other)], check=True)
+        before = files_of(other / ".git")
+        env = self.stand_in.env(GIT_DIR=str(other / ".git"), GIT_WORK_TREE=str(other))
+        done = self.stand_in.gate("--against", "HEAD", *QUICK, env=env)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertEqual(files_of(other / ".git"), before, "the gate wrote into the repository of GIT_DIR")
+
+    def test_the_candidates_checkout_and_build_and_out_dir_are_kept_apart(self) -> None:
+        repo = self.stand_in.repo
+        (self.dir / "a-file").write_text("mine\n")
+        for folder, says in ((".", "the candidate's checkout"), (str(self.dir), "the candidate's checkout"),
+                             (str(self.dir / "a-file"), "exists and is not a folder")):
+            self.refused(says, "--against-dir", folder)
+        build = self.dir / "b" / "build"
+        refused = self.stand_in.gate("--against", "HEAD", *QUICK, "--against-dir", str(self.dir / "b"),
+                                     DDPBENCH_BUILD_DIR=str(build))
+        self.assertEqual(refused.returncode, 2, refused.stderr)
+        self.assertIn("the candidate's build folder", refused.stderr)
+        self.made()
+        inside = repo / "build-against" / "src" / "results"
+        for out in (inside, repo / "build-against"):
+            self.refused("lie one inside the other", "--out-dir", str(out))
+        self.assertEqual((self.dir / "a-file").read_text(), "mine\n")
+
+    def test_a_folder_without_the_gates_marker_or_with_anothers_is_refused(self) -> None:
+        src = self.made()
+        marker = src.parent / ".ddpbench-ci-bench-worktree"
+        text = marker.read_text()
+        marker.write_text(text.replace(str(src), str(self.dir / "elsewhere" / "src")))
+        self.refused("its marker", folder=src)
+        marker.unlink()
+        self.refused("if an earlier scripts/ci-bench made it (before the marker), remove it", folder=src)
+        marker.write_text(text)
+        (src.parent / "notes.txt").write_text("mine\n")
+        self.refused("which scripts/ci-bench does not make there", folder=src.parent)
+
+
+if __name__ == "__main__":
+    unittest.main()
