@@ -127,6 +127,8 @@ class Coordinator:
         self.deadline_s = deadline_s
         self.sessions: list[Session] = []
         self.problems: list[str] = []  # hellos that could not be read
+        self.holding: str | None = None  # the build whose turn it is, while its step runs
+        self.deadline_culprits: list[str] = []  # the builds the deadline found holding up the run
 
     # --- the socket ---
     def pump(self, timeout_s: float) -> None:
@@ -245,6 +247,12 @@ class Coordinator:
         """One turn: "go" to every rank of `label`, then each one's answer. Returns "stepped",
         "ended" (every rank's training is over) or "broken" (a rank hung up or did not answer)."""
         self.check_deadline()
+        self.holding = label  # left set where the deadline passes in the turn: the build held the run up
+        outcome = self.take_turn(label, ranks, session, pair)
+        self.holding = None
+        return outcome
+
+    def take_turn(self, label: str, ranks: list[Connection], session: Session, pair: int) -> str:
         start = time.monotonic()
         for c in ranks:
             if not c.ended:
@@ -330,13 +338,28 @@ class Coordinator:
 
     def serve(self) -> None:
         """Rows in lockstep, as their ranks come, until both builds' processes have ended, or
-        the deadline (then every build still running is stopped, and named)."""
+        the deadline (then every build still running is stopped, and the ones holding up the run
+        named: deadline_culprits)."""
         try:
             self.serve_rows()
         except PastDeadline:
-            for label in self.processes:
-                if not self.exited(label):
-                    self.stop(label, f"the lockstep run passed its deadline of {self.deadline_s:g} s")
+            running = [label for label in self.processes if not self.exited(label)]
+            self.deadline_culprits = self.holding_up(running)
+            for label in running:
+                held = label in self.deadline_culprits
+                self.stop(label, f"the lockstep run passed its deadline of {self.deadline_s:g} s "
+                                 + (f"with the {label} build holding it up" if held else
+                                    f"while the {label} build waited for the other"))
+
+    def holding_up(self, running: list[str]) -> list[str]:
+        """Who the run waited for when its deadline passed: the build whose turn it was; else the
+        builds still running without a rank waiting for the other (slow to come, or stuck after
+        their training); both where neither or both wait."""
+        if self.holding is not None:
+            return [self.holding]
+        waiting = {c.arm for c in self.waiting()}
+        culprits = [label for label in running if label not in waiting]
+        return culprits or running
 
     def serve_rows(self) -> None:
         while True:
@@ -352,14 +375,19 @@ class Coordinator:
 
 
 def stop_group(process: subprocess.Popen) -> None:
-    """The process and everything it started: SIGTERM, then SIGKILL."""
+    """The process and everything it started: SIGTERM, then SIGKILL; then SIGKILL to what is left
+    of its group (a child that ignores SIGTERM outlives a leader that does not)."""
     for sig, grace_s in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
         try:
             os.killpg(process.pid, sig)
             process.wait(timeout=grace_s)
-            return
+            break
         except (ProcessLookupError, subprocess.TimeoutExpired):
             continue
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 @dataclass
@@ -406,7 +434,7 @@ def run_lockstep(participants: list[Participant], seed: int, run: str, record_pa
         shutil.rmtree(folder, ignore_errors=True)
     record = {"seed": seed, "run": run, "sessions": [s.record() for s in coordinator.sessions],
               "problems": coordinator.problems, "hung": sorted(coordinator.hung), "stopped": coordinator.stopped,
-              "returncodes": returncodes}
+              "deadline_culprits": coordinator.deadline_culprits, "returncodes": returncodes}
     if record_path is not None:
         tmp = record_path.with_name(record_path.name + ".tmp")
         tmp.write_text(json.dumps(record, indent=1))

@@ -115,6 +115,7 @@ class Rounds:
             culprits = tuple(c for session in ran.record["sessions"] for c in session["culprits"])
             culprits += tuple(ran.record["problems"])
             self.culprits += [f"round {round_index + 1}, {row}: {culprit}" for culprit in culprits]
+            self.past_deadline(ran.record, round_index, row, folders)
             for arm in arms:  # the baseline build's first: whether it accepts the row decides a refusal
                 self.take(arm, row, round_index, self.lockstep_result(arm, row, folders[arm.label], ran, culprits))
             firsts = {session["row"]: session["first"] for session in ran.record["sessions"]}
@@ -122,6 +123,19 @@ class Rounds:
                                    "culprits": list(culprits), "started_unix_s": round(began, 3),
                                    "wall_s": round(time.time() - began, 3)}) + "\n")
             plan.flush()
+
+    def past_deadline(self, record: dict, round_index: int, row: str, folders: dict[str, Path]) -> None:
+        """A lockstep run that passed its deadline stopped both builds: the one that held it up (its
+        turn, or not yet come) is blamed, never the one that waited for it; both where neither can
+        be told."""
+        held_up = record.get("deadline_culprits") or []
+        if not held_up:
+            return
+        sides = {self.baseline.label: Side.BASELINE, self.candidate.label: Side.CANDIDATE}
+        side = Side.CANDIDATE if [sides[label] for label in held_up] == [Side.CANDIDATE] else Side.BASELINE
+        raise Stop(side, What.HANG, f"round {round_index + 1}, row {row}: the lockstep run passed its deadline of "
+                   f"{self.settings.row_deadline_s:g} s, held up by the {' and the '.join(held_up)} build "
+                   f"(logs: {', '.join(str(folder / 'sweep.log') for folder in folders.values())})")
 
     def lockstep_result(self, arm: Arm, row: str, folder: Path, ran, culprits: tuple[str, ...]) -> Callable[[bool], Path]:
         def result(ran_before: bool) -> Path:
@@ -242,6 +256,12 @@ def verdict(rounds: Rounds, ruling: Ruling, undecided: list[str], regressed: dic
                    f"{f' ({why})' if why else ''}, so it cannot judge the candidate's (see {out / 'baseline'}; rows "
                    f"expected not to run here: {', '.join(sorted(settings.expected_not_ok)) or 'none'})")
     rc, what, text = ruling.rc, ruling.what, ruling.text + ruling.disagreement + ruling.note
+    side = Side.CANDIDATE
+    failed = sorted({r["name"] for r in json.loads((out / "baseline-rounds.json").read_text())["runs"]
+                     if r.get("status") not in ("ok", "skipped")})
+    if rc == 2 and failed:  # the judge could not judge rows the baseline build failed in some rounds
+        side, text = Side.BASELINE, text + (f"\nThe baseline build failed {', '.join(failed)} in some rounds: the "
+                                            f"pairs it left are too few to judge (see {out / 'baseline'}).\n")
     if rounds.culprits:
         text += "\nWhat the lockstep coordinator saw:\n" + "".join(f"- {line}\n" for line in rounds.culprits)
     text, taken_back = stood(text, regressed)
@@ -256,7 +276,8 @@ def verdict(rounds: Rounds, ruling: Ruling, undecided: list[str], regressed: dic
         out.write("floor.md", floor_text)
         text = text.rstrip("\n") + "\n\n" + floor_text
         rc, what = whole_gate((rc, what), (floor_ruling.rc, floor_ruling.what))
-    return Outcome(Side.CANDIDATE, what), text
+    last = [line for line in text.splitlines() if line.strip()][-1:] or [""]
+    return Outcome(side if rc == 2 else Side.CANDIDATE, what, last[0]), text
 
 
 def whole_gate(comparison: tuple[int, What], floor: tuple[int, What]) -> tuple[int, What]:

@@ -113,7 +113,10 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
     stdout_to = subprocess.PIPE if capture else (log_file or subprocess.DEVNULL)
     stderr_to = subprocess.PIPE if capture else (subprocess.STDOUT if log_file else subprocess.DEVNULL)
     try:
+        # Any bytes a child prints are read (as U+FFFD where they are no UTF-8): its output is never
+        # the gate's own failure.
         process = subprocess.Popen(command, stdout=stdout_to, stderr=stderr_to, env=env, cwd=cwd, text=capture,
+                                   encoding="utf-8" if capture else None, errors="replace" if capture else None,
                                    start_new_session=True)
     except OSError as error:
         if log_file:
@@ -136,7 +139,8 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
         stop(process)
         raise
     finally:
-        _live.discard(process)
+        if process.poll() is not None:  # one not yet stopped stays for stop_all
+            _live.discard(process)
         if log_file:
             log_file.close()
     return Finished(side, what, process.returncode, timed_out, deadline_s, log, stdout or "", stderr or "")

@@ -10,6 +10,7 @@ import argparse
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,9 +47,23 @@ class Usage(Exception):
     """A usage error: exit 2, 128 under --bisect (Side.INPUT, What.REFUSED)."""
 
 
+class HelpShown(Exception):
+    """--help was asked: it judges nothing (under --bisect, git bisect run must not read it as good)."""
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         raise Usage(f"{message} (see --help)")
+
+    def exit(self, status: int = 0, message: str | None = None) -> None:  # type: ignore[override]
+        if message:
+            print(message, end="", file=sys.stderr)
+        raise HelpShown()
+
+
+def wants_bisect(argv: list[str]) -> bool:
+    """--bisect anywhere on the line, in any form a user may have meant it (--bisect=1, --bis)."""
+    return any(arg.partition("=")[0] == "--bisect" or (len(arg) > 4 and "--bisect".startswith(arg)) for arg in argv)
 
 
 @dataclass(frozen=True)
@@ -281,7 +296,7 @@ def parse(argv: list[str], root: Path, environ: dict[str, str]) -> Settings:
         max_rounds=None if args.max_rounds is None else integer("--max-rounds", args.max_rounds),
         lockstep=not args.round_level,
         turn_timeout_s=number("--turn-timeout-s", args.turn_timeout_s or env["DDPBENCH_CI_LOCKSTEP_TURN_TIMEOUT_S"],
-                              0, 86400, "(0, 86400]"),
+                              1, 86400, "[1, 86400]"),
         metric_given=args.metric is not None)
     if paired:
         rounds_plan(settings, settings.lockstep)

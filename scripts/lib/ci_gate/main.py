@@ -12,6 +12,7 @@ import signal
 import sys
 import traceback
 from pathlib import Path
+from typing import TextIO
 
 from . import children, cli
 from .builds import candidate_binary
@@ -22,11 +23,51 @@ from .stored_mode import stored_gate
 from .worktree import RevFolder, resolve_rev
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+HELP = Outcome(Side.INPUT, What.REFUSED, "--help judges nothing")  # 0, or 128 under --bisect; nothing said
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def on_signal(signum: int, frame: object) -> None:
+    """The first signal ends the gate; any after it is ignored, so that stopping every child it
+    started is never cut short."""
+    for sig in SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
     raise Signalled(signum)
+
+
+def say(text: str, stream: TextIO) -> None:
+    """Printed where it can be: a reader that went away (a closed pipe) changes no answer, and
+    Python's flush at exit must not turn it into one (exit 120)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except OSError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+        except (OSError, ValueError):
+            pass
+
+
+# A child's failure while the disk holding --out-dir has less than this free is the machine's.
+FULL_DISK_BYTES = 1 << 20
+
+
+def machines_fault(outcome: Outcome, out: OutDir | None) -> Outcome:
+    """A side's failure (a crash, garbage, a refusal, a build or a judgement it could not finish)
+    while the disk of --out-dir is full is no fault of that side's: the gate could not give it room
+    to write, so the gate fails (2; 128 under --bisect)."""
+    if out is None or outcome.side not in (Side.CANDIDATE, Side.BASELINE) or outcome.code.plain == 0:
+        return outcome
+    try:
+        disk = os.statvfs(out.path if out.path.exists() else out.path.parent)
+    except OSError:
+        return outcome
+    free = disk.f_bavail * disk.f_frsize
+    if free >= FULL_DISK_BYTES:
+        return outcome
+    return Outcome(Side.GATE, What.FAILED, f"the disk holding --out-dir {out.given} is full ({free} bytes free), so "
+                                           f"nothing the builds wrote there can be judged: the machine's fault, not "
+                                           f"{outcome.side.value}'s ({outcome.what.value}: {outcome.reason})")
 
 
 class GateRun:
@@ -49,44 +90,53 @@ class GateRun:
             return stored_gate(s, self.out, candidate_binary(s, self.out))
         sha = resolve_rev(self.root, s.against)
         rev = RevFolder(self.root, s.against_dir, s.build_dir, s.binary)
-        said = rev.refusal(s.out_dir)  # both folders are checked before either is made or locked
+        said = rev.refusal(s.out_dir, inputs)  # both folders are checked before either is made or locked
         if said:
             raise Stop(Side.INPUT, What.REFUSED, said)
         self.out = OutDir(s.out_dir, inputs, {"--against-dir": s.against_dir})
         self.out.check()
         self.out.claim()
-        rev.claim(s.out_dir)
+        rev.claim(s.out_dir, inputs)
         return paired_gate(s, self.out, rev, sha)
 
     def finish(self, outcome: Outcome, text: str, bisect: bool) -> int:
-        code = outcome.exit_code(bisect)
-        if text:
-            print(text, end="" if text.endswith("\n") else "\n", flush=True)
-        if outcome.reason and not text:
-            blame = ": the candidate fails the gate" if outcome.code.plain == 1 else ""
-            print(f"scripts/ci-bench: {outcome.reason}{blame}", file=sys.stderr)
-        claimed = self.out is not None and self.out.lock_fd >= 0
-        if claimed and outcome.verdict is not None:
-            assert self.out is not None
-            self.out.write("verdict.json", json.dumps({
-                "verdict": outcome.verdict, "exit_code": code, "bisect": bisect, "side": outcome.side.name.lower(),
-                "what": outcome.what.value, "reason": outcome.reason}, indent=1) + "\n")
-            self.out.write("verdict.txt", outcome.verdict + "\n")  # last: the whole gate's answer
+        """The report and the verdict; a verdict that cannot be written is the gate's failure."""
+        outcome = machines_fault(outcome, self.out)
+        if outcome.verdict is not None and self.out is not None and self.out.lock_fd >= 0:
+            try:
+                self.write_verdict(outcome, bisect)
+            except OSError as error:
+                outcome = Outcome(Side.GATE, What.FAILED, f"cannot write the verdict into --out-dir "
+                                                          f"{self.out.given}: {error} (the gate's own failure)")
         if self.out is not None:
             self.out.release()
-        said = outcome.verdict or "no verdict"
-        print(f"ci-bench: {said}: {outcome.side.value}, {outcome.what.value} (exit {code}"
-              f"{' under --bisect' if bisect else ''})", file=sys.stderr, flush=True)
+        code = outcome.exit_code(bisect)
+        if text:
+            say(text if text.endswith("\n") else text + "\n", sys.stdout)
+        if outcome.reason and (not text or outcome.side is Side.GATE):
+            blame = ": the candidate fails the gate" if outcome.code.plain == 1 else ""
+            say(f"scripts/ci-bench: {outcome.reason}{blame}\n", sys.stderr)
+        say(f"ci-bench: {outcome.verdict or 'no verdict'}: {outcome.side.value}, {outcome.what.value} (exit {code}"
+            f"{' under --bisect' if bisect else ''})\n", sys.stderr)
         return code
+
+    def write_verdict(self, outcome: Outcome, bisect: bool) -> None:
+        assert self.out is not None
+        self.out.write("verdict.json", json.dumps({
+            "verdict": outcome.verdict, "exit_code": outcome.exit_code(bisect), "bisect": bisect,
+            "side": outcome.side.name.lower(), "what": outcome.what.value, "reason": outcome.reason}, indent=1) + "\n")
+        self.out.write("verdict.txt", outcome.verdict + "\n")  # last: the whole gate's answer
 
 
 def main(argv: list[str]) -> int:
-    bisect = "--bisect" in argv  # anywhere on the line: git bisect run must never read a usage error as "bad"
+    bisect = cli.wants_bisect(argv)  # anywhere on the line: git bisect run must never read a usage error as "bad"
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # no child writes bytecode into a build's tree
     previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
     gate = GateRun(ROOT)
     try:
         outcome, text = gate.run(argv)
+    except cli.HelpShown:  # it judged nothing: under --bisect, stop rather than mark the commit good
+        outcome, text = HELP, ""
     except Stop as stop:
         outcome, text = stop.outcome, ""
     except Signalled as signalled:
@@ -99,7 +149,11 @@ def main(argv: list[str]) -> int:
     finally:
         signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # the verdict is written whole
         children.stop_all()
-    code = gate.finish(outcome, text, bisect)
+    try:
+        code = (128 if bisect else 0) if outcome is HELP else gate.finish(outcome, text, bisect)
+    except Exception:  # even the report: never the candidate's
+        traceback.print_exc()
+        code = Outcome(Side.GATE, What.FAILED).exit_code(bisect)
     for sig in SIGNALS:  # a signal come since is too late to change the answer; none stays blocked
         signal.signal(sig, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)

@@ -2,14 +2,16 @@
 made it: absent, empty, or holding the gate's marker (MARKER, which names the folder); any other
 folder is refused before anything is made, built or run. Inside it the gate replaces or removes
 only its documented names (OUTPUTS, and the folders of FOLDERS, each made with FOLDER_MARKER in
-it), each written through its name plus TMP_SUFFIX. One gate at a time: LOCK, opened without
-truncating, and only once the folder is marked. Nothing the gate reads may lie inside it.
+it), each written whole through a fresh temporary name NAME.RANDOM + TMP_SUFFIX that nothing can
+be waiting at (write_whole). One gate at a time: LOCK, opened without truncating, and only once
+the folder is marked. Nothing the gate reads may lie inside it.
 """
 from __future__ import annotations
 
 import fcntl
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from .outcomes import Side, Stop, What
@@ -87,6 +89,19 @@ def marked_refusal(out: Path, real: Path) -> str:
     return ""
 
 
+def write_whole(path: Path, data: str | bytes) -> None:
+    """`path` whole or not at all: written to a temporary name made afresh beside it (never one
+    that exists, so never through a link someone left at a known name), then renamed over it."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=TMP_SUFFIX)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def mark_and_lock(folder: Path, marker: str, text: str, lock: str, named: str) -> int:
     """`folder` (checked to be the gate's before) made, marked whole where it is not yet, and
     locked for this gate: the lock file opened without truncating, never through a link. Its
@@ -94,9 +109,7 @@ def mark_and_lock(folder: Path, marker: str, text: str, lock: str, named: str) -
     try:
         folder.mkdir(parents=True, exist_ok=True)
         if not (folder / marker).exists():
-            tmp = folder / (marker + TMP_SUFFIX)
-            tmp.write_text(text)
-            tmp.replace(folder / marker)
+            write_whole(folder / marker, text)
         fd = os.open(folder / lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
     except OSError as error:
         raise Stop(Side.INPUT, What.REFUSED, f"{named}: {error}") from None
@@ -138,7 +151,7 @@ class OutDir:
         """Nothing of an earlier gate that could be read as this one's: its files and folders, by
         their documented names, and their temporary names."""
         for name in OUTPUTS:
-            for path in (self.path / name, self.path / (name + TMP_SUFFIX)):
+            for path in (self.path / name, *self.path.glob(f"{name}.*{TMP_SUFFIX}")):
                 if path.is_file() and not path.is_symlink():
                     path.unlink()
         for name in FOLDERS:
@@ -148,11 +161,8 @@ class OutDir:
 
     def write(self, name: str, text: str) -> Path:
         """`name` in the folder, whole or not at all."""
-        target = self.path / name
-        tmp = self.path / (name + TMP_SUFFIX)
-        tmp.write_text(text)
-        tmp.replace(target)
-        return target
+        write_whole(self / name, text)
+        return self.path / name
 
     def folder(self, name: str) -> Path:
         """A folder of FOLDERS, made afresh with its marker."""

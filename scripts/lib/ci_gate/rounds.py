@@ -18,7 +18,7 @@ from pathlib import Path
 import lockstep
 
 from . import children
-from .out_dir import TMP_SUFFIX
+from .out_dir import write_whole
 from .outcomes import Side, Stop, What
 
 @dataclass(frozen=True)
@@ -157,9 +157,7 @@ def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
     sweep = merged.setdefault("sweep", {})
     sweep["rows"] = rows
     sweep["repeat"] = 1 + max(index for index, _ in files)
-    tmp = out.with_name(out.name + TMP_SUFFIX)
-    tmp.write_text(json.dumps(merged, indent=1))
-    tmp.replace(out)
+    write_whole(out, json.dumps(merged, indent=1))
 
 
 def require_turns_taken(arm: Arm, results: Path) -> None:

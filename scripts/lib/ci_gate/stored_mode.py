@@ -13,7 +13,7 @@ from pathlib import Path
 from . import children
 from .cli import Settings
 from .judge import read_by_its_proof, run_compare
-from .out_dir import TMP_SUFFIX, OutDir
+from .out_dir import OutDir, write_whole
 from .outcomes import Outcome, Side, Stop, What
 
 STORED_NOTE = ("ci-bench: a stored baseline was measured at another time: a slowdown of one row by 10-15 % can hide in "
@@ -149,9 +149,7 @@ def update_baseline(s: Settings, current: Path, ddpbench: str) -> tuple[Outcome,
     refusal = not_a_baseline(current, s)
     if refusal:
         raise Stop(Side.INPUT, What.REFUSED, f"--update-baseline: {refusal}")
-    tmp = s.baseline.with_name(s.baseline.name + TMP_SUFFIX)
-    tmp.write_bytes(current.read_bytes())
-    tmp.replace(s.baseline)
+    write_whole(s.baseline, current.read_bytes())
     print(f"ci-bench: baseline {s.baseline} updated from {current}")
     return Outcome(Side.CANDIDATE, What.UPDATED, f"baseline {s.baseline} updated from {current}"), ""
 

@@ -12,20 +12,20 @@ reach nothing past its own worktree:
   or ignore setting of the user's changes; anything found is the user's, and the worktree is
   refused untouched.
 - Git runs with hooks off, no automatic gc or maintenance (gc prunes every worktree of the
-  repository), no line-ending conversion, and none of the caller's GIT_* variables. There is no
-  `git worktree prune`: a registration of DIR/src whose folder is gone is removed by path, and
-  only where its token is the gate's.
+  repository), no line-ending conversion, no optional locks (its checks write nothing, not even
+  the index), and none of the caller's GIT_* variables. There is no `git worktree prune` and no
+  `git clean`; a registration of DIR/src whose folder is gone (removed, or moved away with its
+  index and HEAD) is never removed by the gate: it is refused, with how to remove it.
 """
 from __future__ import annotations
 
 import os
 import secrets
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import children
-from .out_dir import inside, mark_and_lock, resolved
+from .out_dir import inside, mark_and_lock, resolved, write_whole
 from .outcomes import Side, Stop, What
 
 MARKER = ".ddpbench-ci-bench-worktree"
@@ -43,7 +43,9 @@ GIT_SETTINGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "main
 
 
 def git_env() -> dict[str, str]:
-    return {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
+    env = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    return env
 
 
 def git(cwd: Path, *args: str, side: Side = Side.GATE) -> children.Finished:
@@ -84,9 +86,10 @@ class RevFolder:
         common = resolved(self.root / git_out(self.root, "rev-parse", "--git-common-dir").strip())
         return f"ddpbench scripts/ci-bench --against worktree\ngit-common-dir {common}\nworktree {self.src}\n"
 
-    def refusal(self, out: Path) -> str:
+    def refusal(self, out: Path, inputs: dict[str, Path] | None = None) -> str:
         """Why DIR may not be used (or ""): it holds, or lies in, the candidate's checkout or build,
-        overlaps --out-dir, is not a folder, or is not the gate's."""
+        overlaps --out-dir, holds a file the gate reads (`inputs`: a sweep file there would be
+        checked out over mid-run), is not a folder, or is not the gate's. Read-only."""
         d = self.dir
         for name, path, either in (("the candidate's checkout", self.root, False),
                                    ("the candidate's build folder", self.build_dir, True),
@@ -98,6 +101,10 @@ class RevFolder:
                         f"build-against/ beside build/)")
         if self.binary is not None and inside(resolved(self.binary), d):
             return f"--against-dir {self.given} holds the candidate's binary {self.binary}; choose another folder"
+        for name, path in (inputs or {}).items():
+            if inside(resolved(path), d):
+                return (f"{name} {path} lies inside --against-dir {self.given}, where REV is checked out: the gate "
+                        f"never reads what it writes; move it, or choose another --against-dir")
         if not d.exists() and not d.is_symlink():
             return ""
         if not d.is_dir():
@@ -117,13 +124,16 @@ class RevFolder:
         if marker.is_symlink() or marker.read_text(errors="replace") != self.marker_text():
             return (f"--against-dir {self.given}: its marker {marker} is another repository's or another folder's; "
                     f"choose another --against-dir")
-        strangers = [name for name in entries if name not in OWN_NAMES and not name.endswith(".ci-bench-tmp")]
+        strangers = [name for name in entries if name not in OWN_NAMES]
         if strangers:
             return (f"--against-dir {self.given} holds {self.dir / strangers[0]}, which scripts/ci-bench does not make "
                     f"there: move it, or choose another --against-dir")
-        for name in ("build", "src", *(OWN_NAMES - {"build", "src"})):
-            if (self.dir / name).is_symlink():
-                return f"--against-dir {self.given}: {self.dir / name} is a link, which the gate would write through"
+        for name in entries:
+            path = self.dir / name
+            kind_ok = path.is_dir() if name in ("build", "src") else path.is_file()
+            if path.is_symlink() or not kind_ok:
+                return (f"--against-dir {self.given}: {path} is not what the gate makes there (a link, or not a plain "
+                        f"{'folder' if name in ('build', 'src') else 'file'}), which it would write or read through")
         return self.src_refusal()
 
     def src_state(self) -> str:
@@ -143,17 +153,11 @@ class RevFolder:
         return "registered" if admin and mine and self.admin_token(str(admin)) == mine else "stranger"
 
     def token(self) -> str:
-        try:
-            return (self.dir / TOKEN).read_text().strip()
-        except OSError:
-            return ""
+        return read_text(self.dir / TOKEN)
 
     @staticmethod
     def admin_token(admin: str) -> str:
-        try:
-            return (Path(admin) / ADMIN_TOKEN).read_text().strip()
-        except OSError:
-            return ""
+        return read_text(Path(admin) / ADMIN_TOKEN)
 
     def registered_admin(self) -> Path | None:
         """The git folder (.git/worktrees/NAME) that registers DIR/src, found by its gitdir file."""
@@ -168,8 +172,14 @@ class RevFolder:
 
     def src_refusal(self) -> str:
         state = self.src_state()
-        if state in ("none", "registered"):
+        if state == "none":
             return ""
+        if state == "registered":
+            admin = self.registered_admin()
+            return (f"{self.src} is gone but its registration {admin} stands (its folder removed, or moved away with "
+                    f"its index and HEAD{', and locked' if admin and (admin / 'locked').exists() else ''}): the gate "
+                    f"removes no registration; if you moved it to keep it, move it back; else remove the "
+                    f"registration (rm -r {admin}) and run again")
         if state == "stranger":
             return (f"{self.src} is a worktree of this repository that scripts/ci-bench did not add (or one added again "
                     f"since: its token is not the gate's), so it may hold a user's work and is not touched: move it, or "
@@ -194,9 +204,8 @@ class RevFolder:
                     f"detaches), so someone works there: it is not touched; move it, or choose another --against-dir")
         flagged = [line[2:] for line in git_out(src, "ls-files", "-v").splitlines() if line[:1].islower() or
                    line[:1] == "S"]
-        git(src, "update-index", "-q", "--refresh")
-        changed = (git(src, "diff-index", "--name-only", "HEAD", "--").stdout.split() +
-                   git(src, "diff-index", "--cached", "--name-only", "HEAD", "--").stdout.split())
+        changed = [line[3:] for line in git_out(src, "status", "--porcelain=v1", "--untracked-files=no",
+                                                 "--ignore-submodules=none").splitlines()]
         found = flagged + changed + untracked(src)
         if found:
             return (f"{src} holds changes scripts/ci-bench did not make ({', '.join(sorted(set(found))[:3])}"
@@ -205,12 +214,12 @@ class RevFolder:
         return ""
 
     # --- what the gate does, under its lock --------------------------------------------------
-    def claim(self, out: Path) -> None:
-        said = self.refusal(out)
+    def claim(self, out: Path, inputs: dict[str, Path]) -> None:
+        said = self.refusal(out, inputs)
         if said:
             raise Stop(Side.INPUT, What.REFUSED, said)
         self.lock_fd = mark_and_lock(self.dir, MARKER, self.marker_text(), LOCK, f"--against-dir {self.given}")
-        said = self.refusal(out)  # again under the lock
+        said = self.refusal(out, inputs)  # again under the lock
         if said:
             raise Stop(Side.INPUT, What.REFUSED, said)
 
@@ -219,11 +228,7 @@ class RevFolder:
         state = self.src_state()
         if state == "worktree":
             self.run_git(self.src, "checkout", "--quiet", "--detach", "--force", sha)
-        else:
-            if state == "registered":  # the gate's own registration, its folder removed since
-                admin = self.registered_admin()
-                if admin is not None:
-                    shutil.rmtree(admin)
+        else:  # none: a refusal (claim) stands between any other state and here
             self.run_git(self.root, "worktree", "add", "--quiet", "--detach", str(self.src), sha)
             token = secrets.token_hex(16)
             admin_dir = git_out(self.src, "rev-parse", "--absolute-git-dir").strip()
@@ -254,13 +259,8 @@ def untracked(src: Path) -> list[str]:
 
 
 def read_text(path: Path) -> str:
+    """A file of the gate's, or "": never a FIFO or anything else a read could block on."""
     try:
-        return path.read_text().strip()
+        return path.read_text().strip() if path.is_file() else ""
     except OSError:
         return ""
-
-
-def write_whole(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".ci-bench-tmp")
-    tmp.write_text(text)
-    tmp.replace(path)

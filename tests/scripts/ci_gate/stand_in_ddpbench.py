@@ -12,9 +12,12 @@ STAND_IN_FAULTS (JSON), what each build plays: {BUILD: {"sweep": FAULT, "after":
   was not asked for), missing-row (the row left out), bad-figure (a time that is a string), failed
   (the row failed), sigsegv, sigkill,
   hang (sleeps until stopped), refuse (exit 2, as for an option it does not have), no-turns (in
-  lockstep, runs without taking turns, as a build older than lockstep); from the
+  lockstep, runs without taking turns, as a build older than lockstep), slow-steps (each of its 16
+  steps takes 1.5 s: every turn in time, the row far too long), orphan (starts a child that
+  ignores SIGTERM, its pid in STAND_IN_STATE/orphans, then hangs); from the
   build's Nth sweep on ("after", default 0). "slowdown" makes every time of its rows 1 + X longer.
-  HOW: lie (prints "No regression." and exits 0), refuse (nothing on stdout, exit 2),
+  HOW: lie (prints "No regression." and exits 0), refuse (nothing on stdout, exit 2), bytes (a
+  refusal that says bytes no UTF-8 reads, exit 2),
   cannot-judge (the real table, then a "Cannot judge" line, exit 2), crash (SIGSEGV), hang, or,
   for --paired, old or new: rows still undecided below the cap as an older compare says it (exit
   0, "No regression.") or a newer one (exit 2, "Undecided below the cap"). "floor" is a compare
@@ -77,15 +80,14 @@ def opens_a_pair(state: Path, row: str) -> bool:
     return streak % 2 == 1
 
 
-def take_turns(row: str, steps: int) -> float:
+def take_turns(row: str, steps: int, step_s: float) -> float:
     """In lockstep, one rank of a world of one: every step waits for its turn. The seconds waited."""
     turns = LockstepTurns.from_environment(row, 0, 1)
-    if turns is None:
-        return 0.0
+    assert turns is not None
     for step in range(steps):
         if not turns.wait_for_turn():
             raise SystemExit("the coordinator hung up")
-        time.sleep(0.002)
+        time.sleep(step_s)
         turns.release(step)
     turns.end()
     return turns.waited_s
@@ -131,6 +133,11 @@ def played(fault: str | None, row: str) -> None:
         sys.exit(2)
     if fault in ("sigsegv", "crash", "sigkill"):
         os.kill(os.getpid(), signal.SIGKILL if fault == "sigkill" else signal.SIGSEGV)
+    if fault == "orphan":
+        child = subprocess.Popen(["sh", "-c", "trap '' TERM; exec sleep 300"])
+        with open(Path(os.environ["STAND_IN_STATE"]) / "orphans", "a") as orphans:
+            orphans.write(f"{child.pid}\n")
+        time.sleep(3600)
     if fault == "hang":
         time.sleep(3600)
 
@@ -166,7 +173,10 @@ def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> 
         fault = "refuse" if how == "refuse-after-first" and runs_of_row > 0 else None if how == "refuse-after-first" else how
     played(fault, row)
     in_lockstep = os.environ.get("DDPBENCH_LOCKSTEP_SOCKET") and fault != "no-turns"
-    waited_s = take_turns(row, 16) if in_lockstep else None
+    step_s = 1.5 if fault == "slow-steps" else 0.002
+    waited_s = take_turns(row, 16, step_s) if in_lockstep else None
+    if not in_lockstep and fault == "slow-steps":
+        time.sleep(16 * step_s)
     factor = (1 + float(spec.get("slowdown", 0))) * (1 + times.get("first_penalty", 0.0) * opens_a_pair(state, row))
     if "--inject-slowdown" in args:  # real busy work in ddpbench: here, the time it adds
         factor *= 1 + float(value_of(args, "--inject-slowdown") or 0)
@@ -195,6 +205,9 @@ def compare(args: list[str], how: str) -> int:
     played({"crash": "sigsegv", "hang": "hang"}.get(how), "")
     if how == "refuse":
         print("ddpbench compare: refused on purpose (test)", file=sys.stderr)
+        return 2
+    if how == "bytes":
+        sys.stderr.buffer.write(b"ddpbench compare: \xff\xfe refused in no UTF-8 (test)\n")
         return 2
     undecided, out = value_of(args, "--undecided-out"), value_of(args, "--out")
     if how == "lie":

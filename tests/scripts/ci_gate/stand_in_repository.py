@@ -28,8 +28,8 @@ ddpbench_setup() {
 }
 """
 # Fast deadlines: a hang is found in seconds.
-DEADLINES = {"DDPBENCH_CI_ROW_TIMEOUT_S": "6", "DDPBENCH_CI_COMPARE_TIMEOUT_S": "6",
-             "DDPBENCH_CI_SWEEP_TIMEOUT_S": "8", "DDPBENCH_CI_BUILD_TIMEOUT_S": "60"}
+DEADLINES = {"DDPBENCH_CI_ROW_TIMEOUT_S": "10", "DDPBENCH_CI_COMPARE_TIMEOUT_S": "10",
+             "DDPBENCH_CI_SWEEP_TIMEOUT_S": "15", "DDPBENCH_CI_BUILD_TIMEOUT_S": "60"}
 
 
 class StandInRepository:

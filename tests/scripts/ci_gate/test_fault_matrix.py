@@ -1,8 +1,9 @@
 """The gate's fault matrix: every fault a build can play (garbage, a runs list with a string, an
-extra row, a missing row, a row failed in every round, SIGSEGV, SIGKILL, a hang in its sweep, a
-hang in its compare, a refusal), on either side (the candidate, the baseline), in every mode (the
-stored baseline, rounds back to back, lockstep, both under --bisect), gives the exit code,
-verdict.txt and culprit of outcomes.TABLE; and after every gate, the user's things (another
+extra row, a missing row, a figure no proof reads, a row failed in every round, SIGSEGV, SIGKILL, a
+hang in its sweep, steps each in time that hold the row past its deadline, a hang in its compare,
+a refusal), on either side (the candidate, the baseline), in every mode (the stored baseline,
+rounds back to back, lockstep, both under --bisect), gives the exit code, verdict.txt and culprit
+of outcomes.TABLE; and after every gate, the user's things (another
 worktree, one moved away, untracked files under status.showUntrackedFiles=no, files beside the
 gate's in --out-dir, a reports folder) are as they were, byte for byte.
 
@@ -24,10 +25,10 @@ from pathlib import Path
 from stand_in_repository import StandInRepository
 
 FAULTS = ("garbage", "runs-string", "extra-row", "missing-row", "bad-figure", "failed", "sigsegv", "sigkill", "hang",
-          "refuse", "compare-hang")
+          "slow-steps", "refuse", "compare-hang")
 PAIRED = {"round-level": ["--round-level"], "lockstep": [], "lockstep, --bisect": ["--bisect"]}
 # The stored mode's baseline is a file: its faults are bad input (test_stored_mode), its sweep the candidate's.
-QUICK = ["--no-twins", "--min-rounds", "2", "--max-rounds", "2", "--turn-timeout-s", "4"]
+QUICK = ["--no-twins", "--min-rounds", "2", "--max-rounds", "2", "--turn-timeout-s", "8"]
 # (side, fault) -> (exit, exit under --bisect, verdict.txt, verdict.json's "what") in paired mode.
 CANDIDATE_FAILS = (1, 1, "regression")
 BASELINE_CANNOT = (2, 125, "cannot judge")
@@ -41,6 +42,7 @@ PAIRED_EXPECTED = {
     ("candidate", "sigsegv"): (*CANDIDATE_FAILS, "crash"),
     ("candidate", "sigkill"): (*CANDIDATE_FAILS, "crash"),
     ("candidate", "hang"): (*CANDIDATE_FAILS, "hang"),
+    ("candidate", "slow-steps"): (*CANDIDATE_FAILS, "hang"),  # every turn in time, the row past its deadline
     ("candidate", "refuse"): (*CANDIDATE_FAILS, "refused"),
     ("candidate", "compare-hang"): (*CANDIDATE_FAILS, "hang"),
     ("baseline", "garbage"): (*BASELINE_CANNOT, "garbage"),
@@ -52,6 +54,7 @@ PAIRED_EXPECTED = {
     ("baseline", "sigsegv"): (*BASELINE_CANNOT, "crash"),
     ("baseline", "sigkill"): (*BASELINE_CANNOT, "crash"),
     ("baseline", "hang"): (*BASELINE_CANNOT, "hang"),
+    ("baseline", "slow-steps"): (*BASELINE_CANNOT, "hang"),
     ("baseline", "refuse"): (*BASELINE_CANNOT, "refused"),
     ("baseline", "compare-hang"): (*BASELINE_CANNOT, "hang"),
 }
@@ -61,7 +64,7 @@ STORED_EXPECTED = {
     "extra-row": (*CANDIDATE_FAILS, "garbage"), "missing-row": (*CANDIDATE_FAILS, "regression"),
     "bad-figure": (*CANDIDATE_FAILS, "garbage"),
     "failed": (*CANDIDATE_FAILS, "regression"), "sigsegv": (*CANDIDATE_FAILS, "crash"),
-    "sigkill": (*CANDIDATE_FAILS, "crash"), "hang": (*CANDIDATE_FAILS, "hang"),
+    "sigkill": (*CANDIDATE_FAILS, "crash"), "hang": (*CANDIDATE_FAILS, "hang"), "slow-steps": (*CANDIDATE_FAILS, "hang"),
     "refuse": (2, 125, "cannot judge", "cannot judge"), "compare-hang": (*CANDIDATE_FAILS, "hang"),
 }
 CULPRIT = {"candidate": "the candidate", "baseline": "the baseline build"}

@@ -121,6 +121,17 @@ class JudgeTest(StandInBuilds):
         self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "cannot judge\n")
         self.assertIs(refused.outcome.side, Side.BASELINE)
 
+    def test_a_compare_that_speaks_no_utf8_is_its_own_sides(self) -> None:
+        same = {row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]} for row in ROWS}
+        baseline, candidate, _ = self.builds(same, compare={"candidate": {"paired": "bytes"}})
+        done = self.run_rounds(baseline, candidate)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIs(done.outcome.side, Side.CANDIDATE)
+        baseline, candidate, _ = self.builds(same, compare={"baseline": {"paired": "bytes"}})
+        done = self.run_rounds(baseline, candidate)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertEqual((done.outcome.side, done.outcome.what), (Side.BASELINE, What.REFUSED))
+
     def test_builds_that_agree_pass(self) -> None:
         baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}
                                               for row in ROWS}, compare={"baseline": {"paired": "lie"},

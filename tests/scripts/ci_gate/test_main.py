@@ -53,6 +53,41 @@ class OwnFailureTest(unittest.TestCase):
             self.assertFalse((folder / "out" / "verdict.txt").exists(), "a gate that failed left a verdict")
 
 
+class FinishTest(unittest.TestCase):
+    """The answer and the verdict survive the machine: a reader gone from a pipe changes nothing, a
+    full disk is the gate's failure (never a side's), and so is a verdict that cannot be written."""
+
+    def setUp(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-main-"))
+        self.addCleanup(shutil.rmtree, self.dir)
+        self.out = main.OutDir(self.dir / "out", {}, {})
+        self.out.claim()
+        self.addCleanup(self.out.release)
+
+    def test_a_full_disk_makes_any_sides_failure_the_gates(self) -> None:
+        gate = main.GateRun(SOURCE)
+        gate.out = self.out
+        full = os.statvfs_result((4096, 4096, 1000, 0, 0, 100, 0, 0, 0, 255))
+        for side, what in ((main.Side.CANDIDATE, main.What.CRASH), (main.Side.BASELINE, main.What.GARBAGE),
+                           (main.Side.CANDIDATE, main.What.CANNOT_JUDGE)):
+            with mock.patch.object(main.os, "statvfs", return_value=full), contextlib.redirect_stderr(io.StringIO()):
+                code = gate.finish(main.Outcome(side, what, "compare wrote nothing"), "", bisect=True)
+            self.assertEqual(code, 128, (side, what))
+            self.assertFalse((self.out.path / "verdict.txt").exists())
+        with contextlib.redirect_stderr(io.StringIO()):  # room to spare: the side's own failure
+            self.assertEqual(gate.finish(main.Outcome(main.Side.CANDIDATE, main.What.CRASH, "x"), "", False), 1)
+
+    def test_a_verdict_that_cannot_be_written_is_the_gates_failure(self) -> None:
+        gate = main.GateRun(SOURCE)
+        gate.out = self.out
+        stderr = io.StringIO()
+        with mock.patch.object(main.OutDir, "write", side_effect=OSError(28, "No space left on device")), \
+                contextlib.redirect_stderr(stderr):
+            code = gate.finish(main.Outcome(main.Side.CANDIDATE, main.What.NO_REGRESSION), "No regression.\n", False)
+        self.assertEqual(code, 2)
+        self.assertIn("cannot write the verdict", stderr.getvalue())
+
+
 class GateTest(unittest.TestCase):
     def setUp(self) -> None:
         if not os.environ.get("DDPBENCH_BINARY"):
@@ -69,7 +104,7 @@ class GateTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         self.assertEqual(json.loads((self.out / "verdict.json").read_text()),
                          {"verdict": "no regression", "exit_code": 0, "bisect": False, "side": "candidate",
-                          "what": "no regression", "reason": ""})
+                          "what": "no regression", "reason": "No regression."})
         self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
         slow = self.stand_in.gate("--bisect", "--against", "HEAD", *QUICK, faults={"candidate": {"slowdown": 0.5}})
         self.assertEqual(slow.returncode, 1, slow.stdout + slow.stderr)
@@ -86,6 +121,38 @@ class GateTest(unittest.TestCase):
             self.assertEqual(done.returncode, code, done.stdout + done.stderr)
             self.assertIn(says, done.stderr)
             self.assertEqual(self.stand_in.runs(), [], "a round ran before the refusal was decided")
+
+    def test_a_closed_pipe_changes_no_answer(self) -> None:
+        self.stand_in.state.mkdir(exist_ok=True)
+        gate = subprocess.Popen(["scripts/ci-bench", "--against", "HEAD", *QUICK], cwd=self.stand_in.repo,
+                                env=self.stand_in.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        gate.stdout.close()  # the reader is gone before the gate says anything (| head -0)
+        _, stderr = gate.communicate(timeout=120)
+        self.assertEqual(gate.returncode, 0, stderr)
+        self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
+
+    def test_no_child_outlives_the_gate(self) -> None:
+        # A sweep whose child ignores SIGTERM: at the row's deadline, and after a signal to the gate
+        # followed by another while it stops its children, in both modes.
+        state = self.stand_in.state
+        state.mkdir(exist_ok=True)
+        for mode in ([], ["--round-level"]):
+            for signals in ((), (signal.SIGTERM, signal.SIGINT)):
+                (state / "orphans").unlink(missing_ok=True)
+                env = self.stand_in.env({"candidate": {"sweep": "orphan"}})
+                gate = subprocess.Popen(["scripts/ci-bench", "--against", "HEAD", *QUICK, *mode], cwd=self.stand_in.repo,
+                                        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(300):
+                    if (state / "orphans").exists() and (state / "orphans").read_text().strip():
+                        break
+                    time.sleep(0.1)
+                for signum in signals:
+                    gate.send_signal(signum)
+                    time.sleep(1)
+                _, stderr = gate.communicate(timeout=180)
+                self.assertEqual(gate.returncode, 143 if signals else 1, f"{mode} {signals}: {stderr}")
+                orphan = int((state / "orphans").read_text().split()[0])
+                self.assertFalse(alive(orphan), f"{mode} {signals}: the sweep's child outlived the gate")
 
     def test_a_signalled_gate_stops_every_run_and_a_second_gate_waits_for_no_one(self) -> None:
         state = self.stand_in.state

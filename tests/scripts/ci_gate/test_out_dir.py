@@ -66,14 +66,15 @@ class OutDirTest(unittest.TestCase):
         claim = self.claimed()
         claim.release()
         claim.folder("baseline")
-        for name in ("verdict.txt", "paired.md", "baseline-rounds.json" + out_dir.TMP_SUFFIX):
+        for name in ("verdict.txt", "paired.md", "baseline-rounds.json.k2x9" + out_dir.TMP_SUFFIX):
             (self.out / name).write_text("an earlier gate's\n")
-        near = {"baseline-rounds.tmp": "mine", "verdict.txt.orig": "mine", ".lock": "mine", "notes.md": "mine"}
+        near = {"baseline-rounds.tmp": "mine", "verdict.txt.orig": "mine", ".lock": "mine", "notes.md": "mine",
+                "candidate-rounds.json.ci-bench-tmp": "mine"}
         for name, text in near.items():
             (self.out / name).write_text(text)
         self.claimed()
         left = {p.name for p in self.out.iterdir()}
-        self.assertFalse({"verdict.txt", "paired.md", "baseline", "baseline-rounds.json" + out_dir.TMP_SUFFIX} & left)
+        self.assertFalse({"verdict.txt", "paired.md", "baseline", "baseline-rounds.json.k2x9" + out_dir.TMP_SUFFIX} & left)
         for name, text in near.items():
             self.assertEqual((self.out / name).read_text(), text, f"{name} is the user's")
 
@@ -95,9 +96,13 @@ class OutDirTest(unittest.TestCase):
 
     def test_writes_are_whole_and_names_are_the_documented_ones(self) -> None:
         claim = self.claimed()
+        (self.dir / "mine.txt").write_text("mine\n")  # a link at a temporary name never leads a write
+        (self.out / ("verdict.txt" + out_dir.TMP_SUFFIX)).symlink_to(self.dir / "mine.txt")
         claim.write("verdict.txt", "no regression\n")
         self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
-        self.assertFalse((self.out / ("verdict.txt" + out_dir.TMP_SUFFIX)).exists())
+        self.assertFalse((self.out / "verdict.txt").is_symlink())
+        self.assertEqual((self.dir / "mine.txt").read_text(), "mine\n")
+        self.assertEqual(list(self.out.glob("verdict.txt.*" + out_dir.TMP_SUFFIX)), [])
         with self.assertRaises(ValueError):
             claim / "results.json"  # not one of its names
         with self.assertRaises(ValueError):

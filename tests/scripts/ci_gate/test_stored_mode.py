@@ -169,8 +169,11 @@ class OwnOutputsTest(GateCase):
         self.assertEqual(same.returncode, 2, same.stderr)
         self.assertIn("is the file to copy", same.stderr)
         target = self.write("old-baseline.json", BASELINE)
+        (self.dir / "old-baseline.json.ci-bench-tmp").symlink_to(mine)  # a link at a temporary name leads nowhere
         done = self.gate("--update-baseline", "--current", str(self.base), "--baseline", str(target))
         self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertEqual(mine.read_text(), '{"mine": true}')
+        self.assertFalse(target.is_symlink())
         self.assertIsNone(self.verdict(), "an update is no verdict")
 
 

@@ -107,8 +107,17 @@ class WorktreeTest(unittest.TestCase):
         src = self.made()
         self.assertTrue(admin.is_dir(), "the user's moved worktree was pruned")
         self.assertFalse((self.dir / "hook-ran").exists(), "the user's post-checkout hook ran")
-        # The gate's own registration, its folder removed: added again (by path, no prune).
-        shutil.rmtree(src)
+        # The gate's own worktree moved away (and locked) to keep what was staged there: its
+        # registration, index and HEAD are never removed; refused, with how to remove them.
+        (src / "staged.txt").write_text("keep\n")
+        self.git("add", "staged.txt", cwd=src)
+        self.git("worktree", "lock", str(src))
+        src.rename(self.dir / "kept")
+        registration = self.stand_in.repo / ".git" / "worktrees" / "src"
+        before = files_of(registration)
+        self.refused("its registration", folder=self.dir / "kept")
+        self.assertEqual(files_of(registration), before, "the gate's moved worktree's registration was changed")
+        shutil.rmtree(registration)  # what the refusal says to do, where nothing there is to keep
         self.made()
         self.assertTrue(admin.is_dir(), "the user's moved worktree was pruned")
         self.assertEqual(self.git("-C", str(src), "rev-parse", "HEAD").strip(), self.stand_in.head)
@@ -119,6 +128,25 @@ class WorktreeTest(unittest.TestCase):
         src.mkdir()
         (src / "notes.txt").write_text("precious\n")
         self.refused("exists and is not a worktree this repository made", folder=src)
+
+    def test_what_is_not_the_gates_kind_in_its_folder_is_refused_without_reading_it(self) -> None:
+        src = self.made()
+        folder = src.parent
+        token = folder / ".ddpbench-ci-bench-src-token"
+        saved = token.read_text()
+        token.unlink()
+        os.mkfifo(token)  # a read of it would block the gate forever
+        self.refused("is not what the gate makes there", folder=src)
+        token.unlink()
+        token.write_text(saved)
+        (self.dir / "mine.txt").write_text("mine\n")
+        link = folder / ".ddpbench-ci-bench-checked-out.ci-bench-tmp"
+        link.symlink_to(self.dir / "mine.txt")
+        self.refused("which scripts/ci-bench does not make there", folder=src)
+        self.assertEqual((self.dir / "mine.txt").read_text(), "mine\n")
+        link.unlink()
+        sweep = src / "scripts" / "ci-bench.sweep.json"  # checked out over mid-run
+        self.refused("lies inside --against-dir", "--sweep-file", str(sweep), folder=src)
 
     def test_the_callers_git_variables_do_not_redirect_the_gate(self) -> None:
         other = self.dir / "other"
