@@ -415,7 +415,10 @@ def run_lockstep(participants: list[Participant], seed: int, run: str, record_pa
         for p in participants:
             env = dict(os.environ, DDPBENCH_LOCKSTEP_SOCKET=str(socket_path), DDPBENCH_LOCKSTEP_ARM=p.label,
                        OMP_WAIT_POLICY="PASSIVE")
-            log = open(p.log, "w")
+            if p.log.is_symlink() or p.log.is_file():  # made afresh: never written through a link left there
+                p.log.unlink()
+            log = os.fdopen(os.open(p.log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644),
+                            "w")
             logs.append(log)
             processes[p.label] = subprocess.Popen(list(p.command), stdout=log, stderr=subprocess.STDOUT, env=env,
                                                   start_new_session=True)
@@ -435,8 +438,9 @@ def run_lockstep(participants: list[Participant], seed: int, run: str, record_pa
     record = {"seed": seed, "run": run, "sessions": [s.record() for s in coordinator.sessions],
               "problems": coordinator.problems, "hung": sorted(coordinator.hung), "stopped": coordinator.stopped,
               "deadline_culprits": coordinator.deadline_culprits, "returncodes": returncodes}
-    if record_path is not None:
-        tmp = record_path.with_name(record_path.name + ".tmp")
-        tmp.write_text(json.dumps(record, indent=1))
-        tmp.replace(record_path)
+    if record_path is not None:  # whole, through a temporary name made afresh (never one a build could have left)
+        fd, tmp = tempfile.mkstemp(dir=record_path.parent, prefix=record_path.name + ".", suffix=".tmp")
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(record, indent=1))
+        os.replace(tmp, record_path)
     return LockstepRun(returncodes, record)

@@ -15,10 +15,10 @@ from typing import Callable, TextIO
 
 from . import children
 from .judge import Floor, PairedCompare, Ruling, read_by_its_proof, regressions, run_compare
-from .out_dir import OutDir
+from .out_dir import OutDir, open_new
 from .outcomes import Outcome, Side, Stop, What
 from .rounds import (Arm, Refusal, checked_result, lockstep_row, merge_rounds, require_turns_taken, round_order,
-                     run_row)
+                     run_row, sweep_row_of)
 
 
 @dataclass(frozen=True)
@@ -192,8 +192,8 @@ def stood(text: str, regressed: dict[str, int]) -> tuple[str, bool]:
 
 def row_of(name: str, rows: tuple[str, ...]) -> str:
     """The sweep row a compared row belongs to: a twin (`ddp-2.torch`) runs with its row."""
-    base = name if name in rows else name.split(".", 1)[0]
-    if base not in rows:
+    base = sweep_row_of(name, rows)
+    if base is None:
         raise Stop(Side.BASELINE, What.GARBAGE, f"the judge's comparison names a row '{name}' the sweep file does "
                    f"not have")
     return base
@@ -202,18 +202,45 @@ def row_of(name: str, rows: tuple[str, ...]) -> str:
 def run_rounds(baseline: Arm, candidate: Arm, gate: PairedCompare, floor: Floor | None, settings: RoundsSettings,
                out: OutDir, log: TextIO | None = None) -> tuple[Outcome, str]:
     """The adaptive paired gate, then the floor: how it ended (the candidate: no regression,
-    regression, or cannot judge) and its report."""
-    log = log or sys.stderr
+    regression, or cannot judge) and its report. A regression found at a look stands whatever
+    happens after it: the baseline build failing a later round, or the floor's judge."""
     folders = {arm.label: out.folder(arm.label) for arm in (baseline, candidate)}
     rounds = Rounds(baseline, candidate, settings, out, folders)
+    found = Found()
+    try:
+        ruling, undecided = rounds_until_decided(rounds, gate, settings, out, found, log or sys.stderr)
+        return verdict(rounds, ruling, undecided, found.regressed, floor, settings, out)
+    except Stop as stop:
+        if not found.regressed or stop.outcome.side is not Side.BASELINE:
+            raise
+        text = (found.text.rstrip("\n") + "\n\n" + "".join(
+            f"**Regression**: {name} was a regression after round {at}; " for name, at in found.regressed.items())
+            + f"what came after it could not finish ({stop.outcome.reason}), and a regression found at a look "
+              f"stands.\n")
+        out.write("paired.md", text)
+        return Outcome(Side.CANDIDATE, What.REGRESSION, f"a regression found, then {stop.outcome.what.value} of the "
+                       f"baseline build"), text
+
+
+@dataclass
+class Found:
+    """What the looks so far found: each regression (row, mode and metric) with its round, and the
+    last look's report."""
+    regressed: dict[str, int] = field(default_factory=dict)
+    text: str = ""
+
+
+def rounds_until_decided(rounds: Rounds, gate: PairedCompare, settings: RoundsSettings, out: OutDir, found: Found,
+                         log: TextIO) -> tuple[Ruling, list[str]]:
+    """Rounds until no row is undecided or the cap; the last look's ruling and undecided rows."""
+    baseline, candidate = rounds.baseline.label, rounds.candidate.label
     rows = list(settings.rows)
     to_run, rounds_of = list(rows), {row: 0 for row in rows}
-    regressed: dict[str, int] = {}  # row (with its mode) -> the round its regression was found
     started = time.monotonic()
-    with open(out / "order.jsonl", "w") as plan:
+    with open_new(out / "order.jsonl") as plan:
         for round_index in range(gate.max_rounds):
-            order = [(row, arm) for row, arm in round_order(rows, [baseline.label, candidate.label], settings.seed,
-                                                           round_index) if row in to_run]
+            order = [(row, arm) for row, arm in round_order(rows, [baseline, candidate], settings.seed, round_index)
+                     if row in to_run]
             if settings.lockstep:
                 rounds.run_lockstep(list(dict.fromkeys(row for row, _ in order)), round_index, plan)
             else:
@@ -227,8 +254,9 @@ def run_rounds(baseline: Arm, candidate: Arm, gate: PairedCompare, floor: Floor 
             ruling, undecided = look(rounds, gate, settings, out, at_cap=round_index + 1 >= gate.max_rounds)
             if ruling.disagreement:
                 break  # the candidate fails whatever more rounds would say
-            for name in regressions(ruling.text) - set(regressed):
-                regressed[name] = round_index + 1
+            for name in regressions(ruling.text) - set(found.regressed):
+                found.regressed[name] = round_index + 1
+            found.text = ruling.text
             to_run = sorted({row_of(name, settings.rows) for name in undecided}, key=rows.index)
             if not to_run:
                 break
@@ -236,7 +264,7 @@ def run_rounds(baseline: Arm, candidate: Arm, gate: PairedCompare, floor: Floor 
                   f"{', '.join(to_run)}", file=log, flush=True)
     summary = ", ".join(f"{row} {n}" for row, n in rounds_of.items())
     print(f"ci-bench: rounds run per row: {summary}; {time.monotonic() - started:.0f} s", file=log, flush=True)
-    return verdict(rounds, ruling, undecided, regressed, floor, settings, out)
+    return ruling, undecided
 
 
 def look(rounds: Rounds, gate: PairedCompare, settings: RoundsSettings, out: OutDir,
@@ -272,7 +300,12 @@ def verdict(rounds: Rounds, ruling: Ruling, undecided: list[str], regressed: dic
     out.write("undecided.txt", "".join(f"{name}\n" for name in undecided
                                        if not any(name == k.split(" (")[0] for k in regressed)))
     if floor is not None:
-        floor_ruling, floor_text = floor.check(out / "candidate-rounds.json")
+        try:
+            floor_ruling, floor_text = floor.check(out / "candidate-rounds.json")
+        except Stop as stop:  # the floor's judge failed: a regression the comparison found stands
+            if rc != 1 or stop.outcome.side is not Side.BASELINE:
+                raise
+            floor_ruling, floor_text = Ruling(2, "", 2, what=What.CANNOT_JUDGE), f"Cannot judge the floor: {stop}\n"
         out.write("floor.md", floor_text)
         text = text.rstrip("\n") + "\n\n" + floor_text
         rc, what = whole_gate((rc, what), (floor_ruling.rc, floor_ruling.what))

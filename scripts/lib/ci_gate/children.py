@@ -11,9 +11,17 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .outcomes import Side, Stop, What
+from .out_dir import open_new
+from .outcomes import Side, Signalled, Stop, What
+from .reading import tail
 
 _live: set[subprocess.Popen] = set()
+
+
+class Starting:
+    """Whether a child is being started (a signal then waits, `signal`, until it is registered)."""
+    now = False
+    signal: int | None = None
 STOP_GRACE_S = 10.0
 # ddpbench's own exit statuses for a SIGINT or SIGTERM it caught; 128 + N from a shell it ran.
 INTERRUPTED_STATUSES = {130: signal.SIGINT, 143: signal.SIGTERM, -signal.SIGINT: signal.SIGINT,
@@ -73,12 +81,9 @@ def last_words(finished: Finished, lines: int = 3) -> str:
     """The end of what it said, for a reason: its stderr, else its log."""
     text = finished.stderr or finished.stdout
     if not text and finished.log is not None:
-        try:
-            text = finished.log.read_text(errors="replace")[-4000:]
-        except OSError:
-            text = ""
-    tail = [line for line in text.strip().splitlines() if line.strip()][-lines:]
-    return (": " + " / ".join(tail)) if tail else ""
+        text = tail(finished.log)
+    said = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    return (": " + " / ".join(said)) if said else ""
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -109,20 +114,28 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
         capture: bool = False, env: dict[str, str] | None = None, cwd: Path | None = None) -> Finished:
     """`command` on `side`, ended by `deadline_s`; its output in `log` (or captured). Raises
     Stop(side, CRASH) where it cannot even start."""
-    log_file = open(log, "w") if log is not None else None
+    log_file = open_new(log) if log is not None else None
     stdout_to = subprocess.PIPE if capture else (log_file or subprocess.DEVNULL)
     stderr_to = subprocess.PIPE if capture else (subprocess.STDOUT if log_file else subprocess.DEVNULL)
+    # A signal to the gate while a child starts waits until the child is one stop_all knows (a
+    # mask would be the child's too: it could not be stopped by SIGTERM).
+    Starting.now = True
     try:
         # Any bytes a child prints are read (as U+FFFD where they are no UTF-8): its output is never
         # the gate's own failure.
         process = subprocess.Popen(command, stdout=stdout_to, stderr=stderr_to, env=env, cwd=cwd, text=capture,
                                    encoding="utf-8" if capture else None, errors="replace" if capture else None,
                                    start_new_session=True)
+        _live.add(process)
     except OSError as error:
         if log_file:
             log_file.close()
         raise Stop(side, What.CRASH, f"{what} could not start: {error}") from None
-    _live.add(process)
+    finally:
+        Starting.now = False
+    if Starting.signal is not None:
+        stop(process)
+        raise Signalled(Starting.signal)
     stdout = stderr = ""
     timed_out = False
     try:

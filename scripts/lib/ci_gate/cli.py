@@ -14,8 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import json
 from .outcomes import Side, Stop, What
+from .reading import Unreadable, read_json
 
 USAGE = """\
 scripts/ci-bench [--against REV [PAIRED...]] [STORED...] [COMMON...] [--bisect] [-- SWEEP-ARGUMENTS]
@@ -306,8 +306,8 @@ def parse(argv: list[str], root: Path, environ: dict[str, str]) -> Settings:
 def sweep_rows(path: Path) -> tuple[str, ...]:
     """The names of the sweep file's rows, each once."""
     try:
-        rows = tuple(row["name"] for row in json.loads(path.read_text())["rows"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
+        rows = tuple(row["name"] for row in read_json(path)["rows"])
+    except (Unreadable, KeyError, TypeError) as error:
         raise Usage(f"--sweep-file: cannot read the rows of {path}: {error}") from None
     if not rows or len(set(rows)) != len(rows) or not all(isinstance(row, str) and row for row in rows):
         raise Usage(f"--sweep-file: {path} must name each row once (rows: {', '.join(map(str, rows)) or 'none'})")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from . import children
 from .outcomes import Side, Stop, What
+from .reading import Unreadable, read_text
 
 INTERRUPTED = tuple(children.INTERRUPTED_STATUSES)
 
@@ -62,8 +63,8 @@ def run_compare(side: Side, command: list[str], deadline_s: float, undecided: Pa
     rows: tuple[str, ...] = ()
     if undecided is not None:
         try:
-            rows = tuple(line.strip() for line in undecided.read_text().splitlines() if line.strip())
-        except OSError:
+            rows = tuple(line.strip() for line in read_text(undecided).splitlines() if line.strip())
+        except Unreadable:
             pass
     return Compared(None if done.timed_out else done.returncode, done.stdout, done.stderr, rows)
 
@@ -170,7 +171,7 @@ class PairedCompare:
             self.accused, baseline, candidate, accused_undecided, out.with_name("candidate-" + out.name)),
             self.deadline_s, accused_undecided)
         ruling = rule("compare --paired", judge, accused, final=at_cap or not judge.undecided)
-        if not undecided.is_file():
+        if not undecided.is_file() or undecided.is_symlink():
             raise Stop(Side.BASELINE, What.GARBAGE, f"the baseline build's `compare --paired` wrote no undecided rows "
                        f"({undecided})")
         return ruling, list(judge.undecided)

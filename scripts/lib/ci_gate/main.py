@@ -32,6 +32,9 @@ def on_signal(signum: int, frame: object) -> None:
     started is never cut short."""
     for sig in SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    if children.Starting.now:  # a child is starting: raised once it is registered, so that it is stopped
+        children.Starting.signal = signum
+        return
     raise Signalled(signum)
 
 
@@ -50,20 +53,21 @@ def say(text: str, stream: TextIO) -> None:
 
 # A child's failure while the disk holding --out-dir has less than this free is the machine's.
 FULL_DISK_BYTES = 1 << 20
+SIDE_FOLDERS = {Side.CANDIDATE: ("candidate", "current"), Side.BASELINE: ("baseline",)}
 
 
 def machines_fault(outcome: Outcome, out: OutDir | None) -> Outcome:
     """A side's failure (a crash, garbage, a refusal, a build or a judgement it could not finish)
-    while the disk of --out-dir is full is no fault of that side's: the gate could not give it room
-    to write, so the gate fails (2; 128 under --bisect)."""
-    if out is None or outcome.side not in (Side.CANDIDATE, Side.BASELINE) or outcome.code.plain == 0:
+    while the disk of --out-dir is full is no fault of that side's, unless its own folders took
+    most of what the run used: the gate could not give it room to write, so the gate fails (2; 128
+    under --bisect)."""
+    if out is None or outcome.side not in SIDE_FOLDERS or outcome.code.plain == 0:
         return outcome
     try:
-        disk = os.statvfs(out.path if out.path.exists() else out.path.parent)
+        free = out.free_bytes()
+        if free >= FULL_DISK_BYTES or out.bytes_under(*SIDE_FOLDERS[outcome.side]) * 2 >= out.free_at_claim - free:
+            return outcome
     except OSError:
-        return outcome
-    free = disk.f_bavail * disk.f_frsize
-    if free >= FULL_DISK_BYTES:
         return outcome
     return Outcome(Side.GATE, What.FAILED, f"the disk holding --out-dir {out.given} is full ({free} bytes free), so "
                                            f"nothing the builds wrote there can be judged: the machine's fault, not "
@@ -84,7 +88,10 @@ class GateRun:
         if s.binary is not None:
             inputs["DDPBENCH_BINARY"] = s.binary
         if s.against is None:
-            inputs.update({"--baseline": s.baseline, **({"--current": s.current} if s.current else {})})
+            if s.compare or s.update_baseline:  # read, or written: never inside --out-dir
+                inputs["--baseline"] = s.baseline
+            if s.current:
+                inputs["--current"] = s.current
             self.out = OutDir(s.out_dir, inputs, {})
             self.out.claim()
             return stored_gate(s, self.out, candidate_binary(s, self.out))

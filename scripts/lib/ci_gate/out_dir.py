@@ -102,6 +102,14 @@ def write_whole(path: Path, data: str | bytes) -> None:
         raise
 
 
+def open_new(path: Path):
+    """A file of the gate's own (a log, order.jsonl) made afresh for writing as it goes: whatever
+    was at the name (an earlier run's, a link left there) is unlinked, never written through."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644), "w")
+
+
 def mark_and_lock(folder: Path, marker: str, text: str, lock: str, named: str) -> int:
     """`folder` (checked to be the gate's before) made, marked whole where it is not yet, and
     locked for this gate: the lock file opened without truncating, never through a link. Its
@@ -129,6 +137,16 @@ class OutDir:
         self.path = resolved(out)
         self.inputs, self.apart = inputs, apart
         self.lock_fd = -1
+        self.free_at_claim = 0  # bytes free on its disk when the gate took it
+
+    def free_bytes(self) -> int:
+        disk = os.statvfs(self.path if self.path.exists() else self.path.parent)
+        return disk.f_bavail * disk.f_frsize
+
+    def bytes_under(self, *names: str) -> int:
+        """What the gate's folders `names` hold, in bytes."""
+        return sum(entry.stat(follow_symlinks=False).st_size for name in names if (self.path / name).is_dir()
+                   for entry in (self.path / name).rglob("*") if entry.is_file() and not entry.is_symlink())
 
     def check(self) -> None:
         said = refusal(self.given, self.inputs, self.apart)
@@ -140,6 +158,7 @@ class OutDir:
         self.lock_fd = mark_and_lock(self.path, MARKER, marker_text(self.path), LOCK, f"--out-dir {self.given}")
         self.check()  # again under the lock: another gate, or a person, may have changed it meanwhile
         self.clear()
+        self.free_at_claim = self.free_bytes()
 
     def release(self) -> None:
         """The lock given up (the gate's exit does it too)."""

@@ -25,9 +25,14 @@ def paired_gate(s: Settings, out: OutDir, rev: RevFolder, sha: str) -> tuple[Out
           file=sys.stderr, flush=True)
     baseline = builds.rev_binary(s, rev, sha, out)
     if refused:
-        if builds.dry_run(Side.BASELINE, baseline, s):
-            raise Stop(Side.INPUT, What.REFUSED, f"{refused}, and so does the baseline build's: neither build accepts it")
-        raise Stop(Side.CANDIDATE, What.REFUSED, f"{refused}, which the baseline build's accepts")
+        if not builds.dry_run(Side.BASELINE, baseline, s):
+            raise Stop(Side.CANDIDATE, What.REFUSED, f"{refused}, which the baseline build's accepts")
+        if s.sweep_file == s.root / "scripts" / "ci-bench.sweep.json" and not s.sweep_args:
+            # This commit's own sweep file, which neither build reads: this commit cannot be judged
+            # (a bisection skips it), where the user's input would stop every step.
+            raise Stop(Side.CANDIDATE, What.CANNOT_JUDGE, f"{refused}, and so does the baseline build's: this "
+                       f"commit's own sweep file is one neither build accepts")
+        raise Stop(Side.INPUT, What.REFUSED, f"{refused}, and so does the baseline build's: neither build accepts it")
     plan = rounds_plan(s, s.lockstep)
     if plan.lockstep and not (rev.src / "harness" / "launch" / "lockstep_turns.hpp").exists():
         print(f"ci-bench: {s.against} predates lockstep (no harness/launch/lockstep_turns.hpp): its rounds run back to "

@@ -19,6 +19,7 @@ import lockstep
 
 from . import children
 from .out_dir import write_whole
+from .reading import Unreadable, read_json
 from .outcomes import Side, Stop, What
 
 @dataclass(frozen=True)
@@ -97,20 +98,38 @@ def checked_result(arm: Arm, row: str, folder: Path, done: children.Finished, ra
     return results
 
 
-def rows_problem(results: Path, row: str) -> str:
-    """Why `results` is not one build's sweep of `row` (or ""): it must be an object whose runs
-    are objects, every one a row the sweep planned (the row, its twin, its variants ROW.*), the
-    row among them, each run once."""
+def sweep_row_of(name: str, rows: tuple[str, ...] | list[str]) -> str | None:
+    """The sweep file's row a run belongs to: the row itself, or its twin or variant (ROW.torch,
+    ROW.no-sync-bn: the longest row it extends, as row names may hold dots); None for a stranger."""
+    owners = [row for row in rows if name == row or name.startswith(row + ".")]
+    return max(owners, key=len) if owners else None
+
+
+def result_runs(results: Path) -> tuple[list, list] | str:
+    """A result file's runs and its sweep's planned rows, each a list of objects, the runs named;
+    or why the file is no such thing (whatever it holds: never the gate's own failure)."""
     try:
-        doc = json.loads(results.read_text())
-    except (OSError, ValueError) as error:
-        return f"wrote no readable result file ({results}: {error})"
+        doc = read_json(results)
+    except Unreadable as error:
+        return f"wrote no readable result file ({error})"
     runs = doc.get("runs") if isinstance(doc, dict) else None
-    planned = (doc.get("sweep") or {}).get("rows") if isinstance(doc, dict) else None
+    sweep = doc.get("sweep") if isinstance(doc, dict) else None
+    planned = sweep.get("rows") if isinstance(sweep, dict) else None
     if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in runs):
         return f"wrote a result file whose runs are not a list of named rows ({results})"
     if not isinstance(planned, list) or not all(isinstance(p, dict) for p in planned):
         return f"wrote a result file without the sweep's planned rows ({results})"
+    return runs, planned
+
+
+def rows_problem(results: Path, row: str) -> str:
+    """Why `results` is not one build's sweep of `row` (or ""): it must be an object whose runs
+    are objects, every one a row the sweep planned (the row, its twin, its variants ROW.*), the
+    row among them, each run once."""
+    found = result_runs(results)
+    if isinstance(found, str):
+        return found
+    runs, _ = found
     names = [r["name"] for r in runs]
     strangers = sorted({n for n in names if n != row and not n.startswith(row + ".")})
     if strangers:
@@ -141,7 +160,7 @@ def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
     runs: list[dict] = []
     rows: list[dict] = []
     for round_index, path in sorted(files, key=lambda item: (item[0], str(item[1]))):
-        doc = json.loads(path.read_text())
+        doc = read_json(path)  # proven a result file of the row (rows_problem) when it was taken
         if merged is None:
             merged = doc
         for run in doc["runs"]:
@@ -164,7 +183,7 @@ def require_turns_taken(arm: Arm, results: Path) -> None:
     """A row that ran in a lockstep run took turns, as its lockstep_wait_s says. A build that did
     not ran beside the other, and nothing it timed can be compared: the baseline build's is older
     than lockstep (cannot judge: --round-level compares it), the candidate's broke lockstep."""
-    for run in json.loads(results.read_text())["runs"]:
+    for run in read_json(results)["runs"]:
         if run.get("status") == "ok" and run.get("lockstep_wait_s") is None:
             said = (f"the {arm.label} build's row {run.get('name')} ran without taking turns (no lockstep_wait_s in "
                     f"{results}), beside the other build: ")

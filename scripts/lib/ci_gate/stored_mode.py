@@ -6,7 +6,6 @@ one the gate could not time or that lacks a row it gates.
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -14,6 +13,8 @@ from . import children
 from .cli import Settings
 from .judge import read_by_its_proof, run_compare
 from .out_dir import OutDir, write_whole
+from .reading import read_json
+from .rounds import result_runs, sweep_row_of
 from .outcomes import Outcome, Side, Stop, What
 
 STORED_NOTE = ("ci-bench: a stored baseline was measured at another time: a slowdown of one row by 10-15 % can hide in "
@@ -25,14 +26,11 @@ def result_problem(path: Path, rows: tuple[str, ...]) -> str:
     """Why `path` is not a sweep's result file of the sweep file's rows (or ""): an object whose
     runs are named objects, each a row of the sweep file, its twin or a variant (ROW.*). The
     figures are compare's to prove."""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        return f"is not a readable result file ({error})"
-    runs = doc.get("runs") if isinstance(doc, dict) else None
-    if not isinstance(runs, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in runs):
-        return "is not a result file: its runs are not a list of named rows"
-    strangers = sorted({r["name"] for r in runs if r["name"].split(".", 1)[0] not in rows})
+    found = result_runs(path)
+    if isinstance(found, str):
+        return found.replace("wrote ", "is ", 1)
+    runs, _ = found
+    strangers = sorted({r["name"] for r in runs if sweep_row_of(r["name"], rows) is None})
     if strangers:
         return f"holds rows the sweep file does not have: {', '.join(strangers)}"
     return ""
@@ -41,7 +39,7 @@ def result_problem(path: Path, rows: tuple[str, ...]) -> str:
 def unjudged_rows(s: Settings) -> str:
     """Why the baseline cannot judge every row the sweep file gates (or ""): a row it lacks, or one
     that ran in none of its repetitions, would never be compared (but --expected-not-ok's)."""
-    runs = json.loads(s.baseline.read_text())["runs"]
+    runs = read_json(s.baseline)["runs"]  # a result file: result_problem said so
     ran = {r["name"] for r in runs if r.get("status") == "ok"}
     never = [row for row in s.rows if row not in ran and row not in s.expected_not_ok]
     if never:
@@ -86,7 +84,8 @@ def stop_if_compare_failed(said, s: Settings) -> None:
 
 
 def stored_gate(s: Settings, out: OutDir, ddpbench: str) -> tuple[Outcome, str]:
-    baseline_problem = "" if s.update_baseline else result_problem(s.baseline, s.rows) or unjudged_rows(s)
+    judged = s.compare and not s.update_baseline  # --no-compare measures only; an update writes --baseline
+    baseline_problem = result_problem(s.baseline, s.rows) or unjudged_rows(s) if judged else ""
     if baseline_problem:
         raise Stop(Side.INPUT, What.REFUSED, f"--baseline {s.baseline} {baseline_problem}")
     if s.current is not None:  # the candidate's result, measured before: where it is unreadable, this commit cannot be judged
@@ -158,7 +157,7 @@ def not_a_baseline(path: Path, s: Settings) -> str:
     """Why `path` may not become the baseline (or ""): what did not run in the baseline is never
     compared again."""
     try:
-        doc = json.loads(path.read_text())
+        doc = read_json(path)
         runs, sweep = doc["runs"], doc.get("sweep") or {}
         names, planned = {r["name"] for r in runs}, {row["name"] for row in sweep.get("rows", [])}
         lacking = [n for n in s.rows if n not in planned and n not in names and n not in s.expected_not_ok]
@@ -174,7 +173,7 @@ def not_a_baseline(path: Path, s: Settings) -> str:
                    row.get("mode", "")}
             bad += [(row["name"], row.get("mode", ""), repetition, "absent", "planned by the sweep, not in the file")
                     for repetition in sorted(set(range(int(sweep.get("repeat", 1)))) - ran)]
-    except (KeyError, ValueError, TypeError, AttributeError) as error:
+    except (KeyError, ValueError, TypeError, AttributeError, RecursionError) as error:
         return f"{path} is not a result file the gate can read ({type(error).__name__}: {error}); nothing was copied"
     if bad:
         lines = "\n".join(f"  {name} ({mode}) repetition {rep}: {status}: {reason}"

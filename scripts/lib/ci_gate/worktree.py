@@ -32,9 +32,10 @@ MARKER = ".ddpbench-ci-bench-worktree"
 TOKEN = ".ddpbench-ci-bench-src-token"
 ADMIN_TOKEN = "ddpbench-ci-bench-token"
 CHECKED_OUT = ".ddpbench-ci-bench-checked-out"
+CHECKING_OUT = ".ddpbench-ci-bench-checking-out"  # "FROM TO" while the gate's checkout runs
 BUILT_REV = "built-rev"
 LOCK = ".lock"
-OWN_NAMES = {MARKER, TOKEN, CHECKED_OUT, BUILT_REV, LOCK, "src", "build"}
+OWN_NAMES = {MARKER, TOKEN, CHECKED_OUT, CHECKING_OUT, BUILT_REV, LOCK, "src", "build"}
 GIT_DEADLINE_S = 600.0
 GIT_SETTINGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
                 "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "core.eol=lf",
@@ -190,11 +191,14 @@ class RevFolder:
         return self.worktree_refusal()
 
     def worktree_refusal(self) -> str:
-        """The gate's own worktree holds nothing of anyone else's, as plumbing sees it."""
+        """The gate's own worktree holds nothing of anyone else's, as plumbing sees it. A checkout
+        of the gate's that was cut short (the gate signalled in it) is the gate's to finish: HEAD
+        at either end of it, and the changes and new files of the two commits' trees, are its own."""
         src = self.src
         left = read_text(self.dir / CHECKED_OUT)
+        moving = read_text(self.dir / CHECKING_OUT).split()
         head = git(src, "rev-parse", "-q", "--verify", "HEAD").stdout.strip()
-        if not left or head != left:
+        if not left or (head != left and head not in moving):
             return (f"{src} is at {head or 'no commit'}, not at {left or 'a commit the gate recorded'} where "
                     f"scripts/ci-bench left it: someone committed or checked out there, which its checkout would orphan "
                     f"or lose; it is not touched: move it, or choose another --against-dir")
@@ -207,6 +211,10 @@ class RevFolder:
         changed = [line[3:] for line in git_out(src, "status", "--porcelain=v1", "--untracked-files=no",
                                                  "--ignore-submodules=none").splitlines()]
         found = flagged + changed + untracked(src)
+        if moving:  # what the cut-short checkout of FROM to TO was writing is the gate's own
+            ours = {path for commit in moving for path in git_out(src, "ls-tree", "-r", "-z", "--name-only", commit)
+                    .split("\0") if path}
+            found = [path for path in found if path not in ours]
         if found:
             return (f"{src} holds changes scripts/ci-bench did not make ({', '.join(sorted(set(found))[:3])}"
                     f"{', ...' if len(set(found)) > 3 else ''}), which its checkout or clean would lose: it is not "
@@ -225,16 +233,18 @@ class RevFolder:
 
     def check_out(self, sha: str) -> None:
         """REV's tree at DIR/src: the gate's worktree moved to it, or a new one added."""
-        state = self.src_state()
-        if state == "worktree":
-            self.run_git(self.src, "checkout", "--quiet", "--detach", "--force", sha)
-        else:  # none: a refusal (claim) stands between any other state and here
-            self.run_git(self.root, "worktree", "add", "--quiet", "--detach", str(self.src), sha)
+        if self.src_state() != "worktree":  # none: a refusal (claim) stands between any other state and here
+            self.run_git(self.root, "worktree", "add", "--quiet", "--detach", "--no-checkout", str(self.src), sha)
             token = secrets.token_hex(16)
             admin_dir = git_out(self.src, "rev-parse", "--absolute-git-dir").strip()
             write_whole(Path(admin_dir) / ADMIN_TOKEN, token + "\n")
             write_whole(self.dir / TOKEN, token + "\n")
+            write_whole(self.dir / CHECKED_OUT, sha + "\n")
+        left = read_text(self.dir / CHECKED_OUT)
+        write_whole(self.dir / CHECKING_OUT, f"{left} {sha}\n")  # a cut-short checkout is then known as the gate's
+        self.run_git(self.src, "checkout", "--quiet", "--detach", "--force", sha)
         write_whole(self.dir / CHECKED_OUT, sha + "\n")
+        (self.dir / CHECKING_OUT).unlink()
         if self.built_rev() != sha:  # a binary of another REV must not pass for this one's
             (self.dir / BUILT_REV).unlink(missing_ok=True)
             self.binary_path.unlink(missing_ok=True)

@@ -14,7 +14,9 @@ STAND_IN_FAULTS (JSON), what each build plays: {BUILD: {"sweep": FAULT, "after":
   hang (sleeps until stopped), refuse (exit 2, as for an option it does not have), no-turns (in
   lockstep, runs without taking turns, as a build older than lockstep), slow-steps (each of its 16
   steps takes 1.5 s: every turn in time, the row far too long), orphan (starts a child that
-  ignores SIGTERM, its pid in STAND_IN_STATE/orphans, then hangs); from the
+  ignores SIGTERM, its pid in STAND_IN_STATE/orphans, then hangs), sweep-list (its "sweep" a
+  list), deep-json (JSON nested past any parser's depth), fifo-results (results.json a FIFO),
+  other-env (another LibTorch in its environment); from the
   build's Nth sweep on ("after", default 0). "slowdown" makes every time of its rows 1 + X longer.
   HOW: lie (prints "No regression." and exits 0), refuse (nothing on stdout, exit 2), bytes (a
   refusal that says bytes no UTF-8 reads, exit 2),
@@ -116,14 +118,21 @@ def seconds_of(how: object, build: str, row: str, runs_of_row: int) -> float | N
 def row_runs(row: str, reference: bool, factor: float, seconds: float | None, waited_s: float | None) -> tuple[list, list]:
     """The template's runs and planned rows for `row` (and its twin, never scaled: the reference)."""
     template = json.loads(TEMPLATE.read_text())
-    names = {row, f"{row}.torch"} if reference else {row}
-    runs = [r for r in template["runs"] if r["name"] in names and r["repetition"] == 0]
+    known = {r["name"] for r in template["runs"]}
+    like = row if row in known else "single"  # a row the template lacks (a name with a dot) is single's
+    names = {like, f"{like}.torch"} if reference else {like}
+    runs = [dict(r, name=r["name"].replace(like, row, 1)) for r in template["runs"]
+            if r["name"] in names and r["repetition"] == 0]
     for run in runs:
         if run["name"] == row and run["status"] == "ok":
             scaled(run, factor * (seconds / run["train_time_s"] if seconds is not None else 1))
         if waited_s is not None and run["status"] == "ok":
             run["lockstep_wait_s"] = waited_s
-    return runs, [r for r in template["sweep"]["rows"] if r["name"] in names]
+    planned = [dict(r, name=r["name"].replace(like, row, 1)) for r in template["sweep"]["rows"] if r["name"] in names]
+    for entry in planned:
+        if "reference_of" in entry:
+            entry["reference_of"] = row
+    return runs, planned
 
 
 def played(fault: str | None, row: str) -> None:
@@ -194,8 +203,18 @@ def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> 
     template = json.loads(TEMPLATE.read_text())
     doc = dict(template, runs=runs, sweep=dict(template["sweep"], rows=planned, repeat=int(value_of(args, "--repeat") or 1)))
     doc.pop("summary", None)
+    if fault == "sweep-list":
+        doc["sweep"] = [1]
+    if fault == "other-env":
+        doc["environment"] = dict(doc["environment"], libtorch_version="9.99.0")
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc)
+    if fault == "deep-json":
+        text = "[" * 100000 + "]" * 100000
+    if fault == "fifo-results":
+        (out / "results.json").unlink(missing_ok=True)
+        os.mkfifo(out / "results.json")
+        return 0
     (out / "results.json").write_text(text[:100] if fault == "garbage" else text)
     return 1 if fault == "failed" else 0
 

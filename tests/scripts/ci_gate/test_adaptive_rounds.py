@@ -98,6 +98,27 @@ class PairedRoundsTest(StandInBuilds):
         self.assertNotIn("single", (self.dir / "out" / "undecided.txt").read_text())
         self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n")
 
+    def test_a_regression_stands_when_the_baseline_build_fails_a_later_round(self) -> None:
+        # The second attack: single 2x slower is a regression at round 4; ddp-2, too noisy, runs on,
+        # and the baseline build's sweep dies in round 5. The regression found stands (1), in both modes.
+        self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": "single"}, {"name": "ddp-2"}]}))
+        spec = {"single": {"baseline": [5.0, 0.005], "candidate": [10.0, 0.005]},
+                "ddp-2": {"baseline": [8.0, 0.3], "candidate": [8.0, 0.3]}}
+        for lockstep in (False, True):
+            baseline, candidate, _ = self.builds(spec, faults={"baseline": {"sweep": "sigsegv", "after": 8}})
+            done = self.run_rounds(baseline, candidate, "--max-rounds", "8", lockstep=lockstep)
+            self.assertEqual(done.returncode, 1, f"lockstep {lockstep}: {done.stdout + done.stderr}")
+            self.assertIn("single (faithful) train_time_s was a regression after round 4", done.stdout)
+            self.assertIn("the baseline build's sweep of row ddp-2", done.stdout)
+            self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n")
+
+    def test_rows_whose_names_hold_a_dot_are_the_sweep_files(self) -> None:
+        self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": "ddp.2"}, {"name": "single"}]}))
+        same = {row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]} for row in ("ddp.2", "single")}
+        baseline, candidate, _ = self.builds(same)
+        done = self.run_rounds(baseline, candidate, "--floor", "0.5", twins=True)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+
     def test_an_effect_of_running_first_is_no_regression(self) -> None:
         spec = {row: {"baseline": [5.0, 0.01], "candidate": [5.0, 0.01]} for row in ROWS}
         alarms = 0

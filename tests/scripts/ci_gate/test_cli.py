@@ -123,6 +123,18 @@ class ThroughTheScriptTest(unittest.TestCase):
         self.assertNotIn("Traceback", plain.stderr)
         self.assertFalse((self.dir / "out").exists(), "a usage error made the --out-dir")
 
+    def test_the_callers_python_settings_do_not_reach_the_gate(self) -> None:
+        # A PYTHONPATH shadowing what the gate imports, a PYTHONHOME that is no Python: the gate runs
+        # isolated (a failure there would be exit 1, "bad", at every commit of a bisection).
+        shadow = self.dir / "shadow"
+        shadow.mkdir()
+        (shadow / "secrets.py").write_text("raise SystemExit(1)\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DDPBENCH_")}
+        env.update(PYTHONPATH=str(shadow), PYTHONHOME="/nonexistent")
+        done = subprocess.run([str(CI_BENCH), "--bisect", "--repat"], capture_output=True, text=True, check=False,
+                              timeout=60, env=env)
+        self.assertEqual(done.returncode, 128, done.stderr)
+
     def test_help_exits_zero_and_lists_every_flag(self) -> None:
         done = subprocess.run([str(CI_BENCH), "--help"], capture_output=True, text=True, check=False, timeout=60)
         self.assertEqual(done.returncode, 0, done.stderr)

@@ -1,5 +1,6 @@
 """The gate's fault matrix: every fault a build can play (garbage, a runs list with a string, an
-extra row, a missing row, a figure no proof reads, a row failed in every round, SIGSEGV, SIGKILL, a
+extra row, a missing row, a figure no proof reads, a sweep that is a list, JSON too deep to parse, a
+FIFO for a result file, a row failed in every round, SIGSEGV, SIGKILL, a
 hang in its sweep, steps each in time that hold the row past its deadline, a hang in its compare,
 a refusal), on either side (the candidate, the baseline), in every mode (the stored baseline,
 rounds back to back, lockstep, both under --bisect), gives the exit code, verdict.txt and culprit
@@ -24,8 +25,8 @@ from pathlib import Path
 
 from stand_in_repository import StandInRepository
 
-FAULTS = ("garbage", "runs-string", "extra-row", "missing-row", "bad-figure", "failed", "sigsegv", "sigkill", "hang",
-          "slow-steps", "refuse", "compare-hang")
+FAULTS = ("garbage", "runs-string", "extra-row", "missing-row", "bad-figure", "sweep-list", "deep-json", "fifo-results",
+          "failed", "sigsegv", "sigkill", "hang", "slow-steps", "refuse", "compare-hang")
 PAIRED = {"round-level": ["--round-level"], "lockstep": [], "lockstep, --bisect": ["--bisect"]}
 # The stored mode's baseline is a file: its faults are bad input (test_stored_mode), its sweep the candidate's.
 QUICK = ["--no-twins", "--min-rounds", "2", "--max-rounds", "2", "--turn-timeout-s", "8"]
@@ -38,6 +39,9 @@ PAIRED_EXPECTED = {
     ("candidate", "extra-row"): (*CANDIDATE_FAILS, "garbage"),
     ("candidate", "missing-row"): (*CANDIDATE_FAILS, "garbage"),
     ("candidate", "bad-figure"): (*CANDIDATE_FAILS, "garbage"),
+    ("candidate", "sweep-list"): (*CANDIDATE_FAILS, "garbage"),
+    ("candidate", "deep-json"): (*CANDIDATE_FAILS, "garbage"),
+    ("candidate", "fifo-results"): (*CANDIDATE_FAILS, "garbage"),
     ("candidate", "failed"): (*CANDIDATE_FAILS, "regression"),
     ("candidate", "sigsegv"): (*CANDIDATE_FAILS, "crash"),
     ("candidate", "sigkill"): (*CANDIDATE_FAILS, "crash"),
@@ -50,6 +54,9 @@ PAIRED_EXPECTED = {
     ("baseline", "extra-row"): (*BASELINE_CANNOT, "garbage"),
     ("baseline", "missing-row"): (*BASELINE_CANNOT, "garbage"),
     ("baseline", "bad-figure"): (*BASELINE_CANNOT, "garbage"),
+    ("baseline", "sweep-list"): (*BASELINE_CANNOT, "garbage"),
+    ("baseline", "deep-json"): (*BASELINE_CANNOT, "garbage"),
+    ("baseline", "fifo-results"): (*BASELINE_CANNOT, "garbage"),
     ("baseline", "failed"): (*BASELINE_CANNOT, "cannot judge"),
     ("baseline", "sigsegv"): (*BASELINE_CANNOT, "crash"),
     ("baseline", "sigkill"): (*BASELINE_CANNOT, "crash"),
@@ -62,7 +69,8 @@ PAIRED_EXPECTED = {
 STORED_EXPECTED = {
     "garbage": (*CANDIDATE_FAILS, "garbage"), "runs-string": (*CANDIDATE_FAILS, "garbage"),
     "extra-row": (*CANDIDATE_FAILS, "garbage"), "missing-row": (*CANDIDATE_FAILS, "regression"),
-    "bad-figure": (*CANDIDATE_FAILS, "garbage"),
+    "bad-figure": (*CANDIDATE_FAILS, "garbage"), "sweep-list": (*CANDIDATE_FAILS, "garbage"),
+    "deep-json": (*CANDIDATE_FAILS, "garbage"), "fifo-results": (*CANDIDATE_FAILS, "garbage"),
     "failed": (*CANDIDATE_FAILS, "regression"), "sigsegv": (*CANDIDATE_FAILS, "crash"),
     "sigkill": (*CANDIDATE_FAILS, "crash"), "hang": (*CANDIDATE_FAILS, "hang"), "slow-steps": (*CANDIDATE_FAILS, "hang"),
     "refuse": (2, 125, "cannot judge", "cannot judge"), "compare-hang": (*CANDIDATE_FAILS, "hang"),
@@ -198,7 +206,7 @@ class FaultMatrixTest(unittest.TestCase):
         return cases
 
     def test_every_fault_on_either_side_in_every_mode(self) -> None:
-        slots = 3
+        slots = 4
         for slot in range(slots):  # each slot's first gate adds its worktree and builds REV: one at a time
             done = self.gate(slot, ["--against", "HEAD", *QUICK, *self.slot_args(slot, True)], {})
             self.assertEqual(done.returncode, 0, done.stdout + done.stderr)

@@ -170,6 +170,15 @@ class FloorTest(StandInBuilds):
         self.assertIn("its `compare --min-vs-pytorch` disagreed with the baseline build's (baseline build: exit 1, "
                       "candidate: exit 0", done.stdout)
 
+    def test_a_regression_stands_when_the_floors_judge_fails(self) -> None:
+        self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": "single"}]}))
+        baseline, candidate, _ = self.builds({"single": {"baseline": [5.0, 0.005], "candidate": [10.0, 0.005]}},
+                                             compare={"baseline": {"floor": "refuse"}})
+        done = self.run_rounds(baseline, candidate, "--floor", "0.5", twins=True)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("Cannot judge the floor", done.stdout)
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n")
+
     def test_a_floor_the_judge_cannot_judge_or_that_dies_gives_no_pass(self) -> None:
         done = self.floored(1.0, compare={"baseline": {"floor": "cannot-judge"}, "candidate": {"floor": "lie"}})
         self.assertEqual(done.returncode, 2, done.stdout + done.stderr)

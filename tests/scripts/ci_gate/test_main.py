@@ -67,13 +67,18 @@ class FinishTest(unittest.TestCase):
     def test_a_full_disk_makes_any_sides_failure_the_gates(self) -> None:
         gate = main.GateRun(SOURCE)
         gate.out = self.out
-        full = os.statvfs_result((4096, 4096, 1000, 0, 0, 100, 0, 0, 0, 255))
         for side, what in ((main.Side.CANDIDATE, main.What.CRASH), (main.Side.BASELINE, main.What.GARBAGE),
                            (main.Side.CANDIDATE, main.What.CANNOT_JUDGE)):
-            with mock.patch.object(main.os, "statvfs", return_value=full), contextlib.redirect_stderr(io.StringIO()):
+            with mock.patch.object(main.OutDir, "free_bytes", return_value=0), contextlib.redirect_stderr(io.StringIO()):
                 code = gate.finish(main.Outcome(side, what, "compare wrote nothing"), "", bisect=True)
             self.assertEqual(code, 128, (side, what))
             self.assertFalse((self.out.path / "verdict.txt").exists())
+        # The candidate filled the disk itself (its folders hold what the run used): its own fault.
+        (self.out.path / "candidate").mkdir()
+        (self.out.path / "candidate" / "huge").write_bytes(b"x" * 4096)
+        self.out.free_at_claim = 5000
+        with mock.patch.object(main.OutDir, "free_bytes", return_value=0), contextlib.redirect_stderr(io.StringIO()):
+            self.assertEqual(gate.finish(main.Outcome(main.Side.CANDIDATE, main.What.CRASH, "x"), "", True), 1)
         with contextlib.redirect_stderr(io.StringIO()):  # room to spare: the side's own failure
             self.assertEqual(gate.finish(main.Outcome(main.Side.CANDIDATE, main.What.CRASH, "x"), "", False), 1)
 
@@ -113,14 +118,21 @@ class GateTest(unittest.TestCase):
                          ("regression", 1, True, "regression"))
 
     def test_rows_or_arguments_a_build_refuses_are_decided_before_any_round(self) -> None:
-        # Both builds' sweeps refuse: bad input, and nothing ran; the candidate's alone: it fails.
-        for faults, code, says in (({"candidate": {"sweep": "refuse"}, "baseline": {"sweep": "refuse"}}, 2,
-                                    "neither build accepts it"),
-                                   ({"candidate": {"sweep": "refuse"}}, 1, "which the baseline build's accepts")):
-            done = self.stand_in.gate("--against", "HEAD", *QUICK, faults=faults)
+        # Both builds' sweeps refuse: this commit's own sweep file cannot be judged (125: skipped),
+        # the user's arguments are bad input (128: stopped); the candidate's alone: it fails.
+        both = {"candidate": {"sweep": "refuse"}, "baseline": {"sweep": "refuse"}}
+        for faults, args, code, says in ((both, [], 125, "this commit's own sweep file"),
+                                         (both, ["--", "--threads", "1"], 128, "neither build accepts it"),
+                                         ({"candidate": {"sweep": "refuse"}}, [], 1, "which the baseline build's accepts")):
+            done = self.stand_in.gate("--bisect", "--against", "HEAD", *QUICK, *args, faults=faults)
             self.assertEqual(done.returncode, code, done.stdout + done.stderr)
             self.assertIn(says, done.stderr)
             self.assertEqual(self.stand_in.runs(), [], "a round ran before the refusal was decided")
+
+    def test_a_candidate_of_another_environment_cannot_be_judged(self) -> None:
+        done = self.stand_in.gate("--bisect", "--against", "HEAD", *QUICK, faults={"candidate": {"sweep": "other-env"}})
+        self.assertEqual(done.returncode, 125, done.stdout + done.stderr)
+        self.assertEqual((self.out / "verdict.txt").read_text(), "cannot judge\n")
 
     def test_a_closed_pipe_changes_no_answer(self) -> None:
         self.stand_in.state.mkdir(exist_ok=True)

@@ -103,6 +103,11 @@ class OutDirTest(unittest.TestCase):
         self.assertFalse((self.out / "verdict.txt").is_symlink())
         self.assertEqual((self.dir / "mine.txt").read_text(), "mine\n")
         self.assertEqual(list(self.out.glob("verdict.txt.*" + out_dir.TMP_SUFFIX)), [])
+        (self.out / "order.jsonl").symlink_to(self.dir / "mine.txt")  # a link left at a log's name, after the claim
+        with out_dir.open_new(self.out / "order.jsonl") as log:
+            log.write("the gate's\n")
+        self.assertEqual((self.dir / "mine.txt").read_text(), "mine\n")
+        self.assertFalse((self.out / "order.jsonl").is_symlink())
         with self.assertRaises(ValueError):
             claim / "results.json"  # not one of its names
         with self.assertRaises(ValueError):

@@ -177,6 +177,43 @@ class OwnOutputsTest(GateCase):
         self.assertIsNone(self.verdict(), "an update is no verdict")
 
 
+class InputsTest(GateCase):
+    """What the gate reads is a plain file, read once: a FIFO or a pipe is refused, never waited on."""
+
+    def test_a_fifo_or_a_pipe_is_refused_at_once(self) -> None:
+        fifo = self.dir / "fifo.json"
+        os.mkfifo(fifo)
+        for args, says in ((["--baseline", str(fifo), "--current", str(self.base)], "--baseline"),
+                           (["--baseline", str(self.base), "--current", str(fifo)], "--current"),
+                           (["--sweep-file", str(fifo)], "--sweep-file"),
+                           (["--baseline", "/dev/stdin", "--current", str(self.base)], "not a plain file")):
+            with self.subTest(args=args):
+                done = subprocess.run([str(CI_BENCH), "--out-dir", str(self.out), *args], capture_output=True,
+                                      text=True, check=False, timeout=60, stdin=subprocess.PIPE)
+                self.assertEqual(done.returncode, 2, done.stderr)
+                self.assertIn(says, done.stderr)
+
+    def test_no_compare_needs_no_baseline(self) -> None:
+        stand_in = StandInRepository(self.dir / "repo-folder")
+        done = stand_in.gate("--no-compare", "--repeat", "2", "--baseline", str(self.dir / "none.json"))
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertTrue((stand_in.repo / "results" / "ci-bench" / "current" / "results.json").is_file())
+
+    def test_rows_whose_names_hold_a_dot_are_the_sweep_files(self) -> None:
+        stand_in = StandInRepository(self.dir / "repo-folder")
+        sweep = stand_in.repo / "scripts" / "ci-bench.sweep.json"
+        doc = json.loads(sweep.read_text())
+        doc["rows"] = [dict(doc["rows"][0], name="ddp.2")]
+        sweep.write_text(json.dumps(doc))
+        baseline = stand_in.stored_baseline(self.dir / "dot-baseline.json", repeat=3)
+        self.assertEqual(stand_in.gate("--baseline", str(baseline), "--repeat", "3", "--min-vs-pytorch", "0.5")
+                         .returncode, 0)
+        target = self.dir / "new.json"
+        updated = stand_in.gate("--update-baseline", "--baseline", str(target), "--repeat", "3", "--min-vs-pytorch",
+                                "0.5")
+        self.assertEqual(updated.returncode, 0, updated.stdout + updated.stderr)
+
+
 class UpdateBaselineTest(GateCase):
     """--update-baseline refuses a file the gate then could not time, or that lacks a row or a
     repetition (but --expected-not-ok's): what did not run in the baseline is never compared again."""

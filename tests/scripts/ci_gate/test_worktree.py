@@ -148,6 +148,27 @@ class WorktreeTest(unittest.TestCase):
         sweep = src / "scripts" / "ci-bench.sweep.json"  # checked out over mid-run
         self.refused("lies inside --against-dir", "--sweep-file", str(sweep), folder=src)
 
+    def test_a_checkout_of_the_gates_cut_short_is_the_gates_to_finish(self) -> None:
+        # The gate signalled in its own checkout (a CI cancel) left the worktree half way: what the
+        # two commits' trees hold is the gate's; a file of anyone else's there is still refused.
+        src = self.made()
+        old = self.stand_in.head
+        (self.stand_in.repo / "added.txt").write_text("in the new commit\n")
+        (self.stand_in.repo / "scripts" / "ci-bench.sweep.json").write_text('{"rows": [{"name": "single"}]}\n')
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", "a second commit")
+        new = self.git("rev-parse", "HEAD").strip()
+        (src.parent / ".ddpbench-ci-bench-checking-out").write_text(f"{old} {new}\n")
+        (src / "added.txt").write_text("in the new commit\n")  # written, not yet in the index
+        (src / "scripts" / "ci-bench.sweep.json").write_text('{"rows": [{"name": "single"}]}\n')
+        (src / "mine.txt").write_text("the user's\n")
+        self.refused("holds changes scripts/ci-bench did not make (mine.txt)", folder=src)
+        (src / "mine.txt").unlink()
+        done = self.stand_in.gate("--against", new, *QUICK)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertEqual(self.git("-C", str(src), "rev-parse", "HEAD").strip(), new)
+        self.assertFalse((src.parent / ".ddpbench-ci-bench-checking-out").exists())
+
     def test_the_callers_git_variables_do_not_redirect_the_gate(self) -> None:
         other = self.dir / "other"
         subprocess.run(["git", "init", "-q", str(other)], check=True)
