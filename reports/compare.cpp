@@ -724,6 +724,18 @@ void finding_lines(std::ostringstream& md, const Comparison& c) {
 
 }  // namespace
 
+bool is_comparison_text(std::string_view text) {
+  if (!text.ends_with("\n")) return false;
+  text.remove_suffix(1);
+  const std::string_view last = text.substr(text.rfind('\n') == std::string_view::npos ? 0 : text.rfind('\n') + 1);
+  // Both modes' verdicts, as this compare and other versions of it word them after these words.
+  for (const std::string_view verdict :
+       {"Regression", "**Regression**", "No regression", "Cannot judge", "Undecided below the cap"}) {
+    if (last.starts_with(verdict)) return true;
+  }
+  return false;
+}
+
 std::string markdown_comparison(const Comparison& c, const CompareOptions& options) {
   std::ostringstream md;
   metric_table(md, c, options);

@@ -10,6 +10,7 @@
 // normalising row that did not run) is bad input. No LibTorch.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reports/result_proof.hpp"
@@ -129,6 +130,12 @@ Comparison compare_results(const ProvenResults& baseline, const ProvenResults& c
 
 /// The comparison as a Markdown table with a verdict line.
 std::string markdown_comparison(const Comparison& comparison, const CompareOptions& options);
+
+/// Whether `text` is a comparison compare wrote (--out), stored or paired, by this version or
+/// another: its last line is a verdict ("No regression", "Regression", "Cannot judge", "Undecided
+/// below the cap"). An earlier one is replaced; any other file is not (the output rule,
+/// harness/base/output_rule.hpp).
+bool is_comparison_text(std::string_view text);
 
 std::string_view verdict_name(Verdict verdict);
 

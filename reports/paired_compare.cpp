@@ -558,4 +558,19 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
   return md.str();
 }
 
+bool is_undecided_rows_text(std::string_view text) {
+  if (!text.empty() && !text.ends_with('\n')) return false;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    const std::string_view name = text.substr(start, end - start);
+    const bool a_name = !name.empty() && name.front() != '.' &&
+                        name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+                            std::string_view::npos;
+    if (!a_name) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
 }  // namespace ddpbench

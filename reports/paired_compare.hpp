@@ -9,6 +9,7 @@
 // baseline build ran fails the row.
 // Every row is its own control, PyTorch's twins included. No LibTorch.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reports/compare.hpp"
@@ -92,6 +93,11 @@ double alpha_at_look(int64_t rounds, const PairedOptions& options);
 /// no row of the baseline, or no row is on both sides.
 PairedResult compare_paired(const ProvenResults& baseline, const ProvenResults& candidate,
                             const PairedOptions& options);
+
+/// Whether `text` is a list of rows --undecided-out wrote: empty, or one row name a line (the
+/// sweep file's names: letters, digits, '.', '_', '-'), so that an earlier list is replaced and
+/// any other file is not (the output rule, harness/base/output_rule.hpp).
+bool is_undecided_rows_text(std::string_view text);
 
 /// The comparison as Markdown: one line per comparison ("ddp-2: 11.8 % slower, 95 % CI
 /// 7.1-16.2 %, 8 pairs"), the table, the method, and a verdict line.

@@ -184,6 +184,13 @@ void append_rank_events(json& events, const RankTrace& t, int64_t r, double add_
 
 }  // namespace
 
+bool is_merged_trace(std::string_view text) {
+  const json doc = json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc.contains("ddpbench")) return false;
+  const json& ours = doc.at("ddpbench");
+  return ours.is_object() && ours.contains("row") && ours.contains("clock") && ours.contains("ranks");
+}
+
 MergedTrace merge_row_traces(const RunResult& row, const std::filesystem::path& folder) {
   if (!row.trace.traced()) throw InputError("row '" + row.name + "' has no trace (it ran without --trace-steps)");
   std::vector<RankTrace> ranks;

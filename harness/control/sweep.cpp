@@ -9,6 +9,7 @@
 
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/base/output_rule.hpp"
 #include "harness/control/progress.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/launch/interruption.hpp"
@@ -125,6 +126,36 @@ void print_dry_run(const SweepPlan& plan) {
   }
 }
 
+// The output rule (harness/base/output_rule.hpp), before any row runs: the reports, the Google
+// Benchmark file, and every row's result file and checkpoint never replace the sweep file, a row's
+// --init-from or one another, only an earlier file of their own kind (--resume's rows are the
+// sweep's own earlier results).
+void check_sweep_files(const SweepCommand& command, const SweepEnvironment& env, const SweepPlan& plan,
+                       const std::filesystem::path& reports_dir, const std::vector<std::unique_ptr<Reporter>>& reporters) {
+  std::vector<CommandInput> inputs{{"--file", command.file}};
+  std::vector<CommandOutput> outputs;
+  const std::string reports_flag = command.reports_dir.empty() ? "--out-dir" : "--reports-dir";
+  for (const auto& reporter : reporters) {
+    outputs.push_back({reports_flag + "'s " + reporter->file_name(), reports_dir / reporter->file_name(),
+                       "the sweep's " + reporter->file_name(),
+                       own_kind_by_text([&reporter](std::string_view text) { return reporter->wrote(text); })});
+  }
+  const auto gbench = make_gbench_reporter();
+  outputs.push_back({"--gbench-json", command.gbench_json, "Google Benchmark's JSON of a sweep",
+                     own_kind_by_text([&gbench](std::string_view text) { return gbench->wrote(text); })});
+  for (const PlannedRow& row : plan.rows) {
+    const std::string label = "row " + row_label(row.info.name, row.info.mode) +
+                              (command.repeat > 1 ? " repetition " + std::to_string(row.repetition) : "");
+    inputs.push_back({label + "'s --init-from", row.config.init_from});
+    outputs.push_back({label + "'s result file", row.result_file, "a result file", own_kind_by_text(is_result_document)});
+    if (!row.skip_reason) {
+      outputs.push_back({label + "'s --save-checkpoint", row.config.save_checkpoint,
+                         "a checkpoint (PyTorch's zip of named tensors)", env.is_checkpoint});
+    }
+  }
+  check_command_files(inputs, outputs);
+}
+
 // The sweep's document and where its reports go, rewritten after every row.
 class SweepReports {
  public:
@@ -135,6 +166,7 @@ class SweepReports {
                                                  : std::filesystem::path(command.reports_dir)),
         reporters_(default_reporters()) {
     const std::filesystem::path out_dir = command.out_dir;
+    check_sweep_files(command, env, plan, reports_dir_, reporters_);
     require_writable(out_dir / "results.json", "--out-dir");
     if (!command.reports_dir.empty()) require_writable(reports_dir_ / "results.json", "--reports-dir");
     if (!command.gbench_json.empty()) require_writable(command.gbench_json, "--gbench-json");

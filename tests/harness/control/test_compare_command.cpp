@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "reports/result_file.hpp"
 #include "support/process.hpp"
@@ -240,6 +241,50 @@ TEST(CompareCommand, CannotJudgeLessWorkAndANewOptionAtItsDefault) {
   EXPECT_NE(changed.out.find("configured differently now, so not the same measurement (a-new-option 0 vs 1)"),
             std::string::npos)
       << changed.out;
+}
+
+// The output rule (harness/base/output_rule.hpp): --out and --undecided-out never replace a file
+// compare reads (the current file overwritten by the table, the baseline truncated to 0 bytes, both
+// exit 0 before) nor a file compare did not write; an earlier table or list of its own they do.
+TEST(CompareCommand, ItsOutputsNeverReplaceAnInputOrAFileItDidNotWrite) {
+  TempDir dir;
+  const auto base = testing::sample_sweep_document();
+  write_result_file(dir / "base.json", base);
+  write_result_file(dir / "cur.json", base);
+  testing::write_text(dir / "notes.md", "a user's notes");
+  const std::string before = testing::read_text(dir / "base.json");
+  const std::vector<std::vector<std::string>> refused = {
+      {"--out", (dir / "cur.json").string()},
+      {"--out", (dir / "." / "base.json").string()},
+      {"--paired", "--undecided-out", (dir / "base.json").string()},
+      {"--out", (dir / "notes.md").string()},
+      {"--paired", "--out", (dir / "t.md").string(), "--undecided-out", (dir / "t.md").string()}};
+  for (const auto& outputs : refused) {
+    std::vector<std::string> args = {(dir / "base.json").string(), (dir / "cur.json").string()};
+    args.insert(args.end(), outputs.begin(), outputs.end());
+    const auto r = compare(args);
+    EXPECT_EQ(r.exit_code, 2) << outputs[1] << ": " << r.out << r.err;
+    EXPECT_TRUE(r.out.empty()) << "nothing judged before the outputs are checked: " << r.out;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_NE(compare({(dir / "base.json").string(), (dir / "cur.json").string(), "--out", (dir / "cur.json").string()})
+                .err.find("--out '" + (dir / "cur.json").string() + "' is the file CURRENT '" +
+                          (dir / "cur.json").string() + "' reads"),
+            std::string::npos);
+  EXPECT_EQ(testing::read_text(dir / "base.json"), before);
+  EXPECT_EQ(testing::read_text(dir / "cur.json"), before);
+  EXPECT_EQ(testing::read_text(dir / "notes.md"), "a user's notes");
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.md"));
+  // Its own earlier table and list it replaces, stored and paired alike.
+  for (int twice = 0; twice < 2; ++twice) {
+    EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "cur.json").string(), "--out", (dir / "t.md").string()})
+                  .exit_code,
+              0);
+    const auto paired = compare({(dir / "base.json").string(), (dir / "cur.json").string(), "--paired", "--min-rounds",
+                                 "2", "--out", (dir / "t.md").string(), "--undecided-out", (dir / "u.txt").string()});
+    EXPECT_TRUE(paired.err.empty()) << "a verdict, not a refusal: " << paired.err;
+    EXPECT_EQ(testing::read_text(dir / "t.md"), paired.out);
+  }
 }
 
 // Every command reads a row's configuration as this build's option table does: a value of the

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -229,6 +230,29 @@ TEST(SweepCommand, DryRunPrintsEachRowsCommand) {
   EXPECT_NE(r.out.find("faithful\tquick\tddpbench run --name quick"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--strategy ddp"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+// The output rule: the reports and --gbench-json never replace the sweep file, nor a file the
+// sweep did not write; checked before any row runs.
+TEST(SweepCommand, ItsOutputsNeverReplaceItsSweepFileOrAFileItDidNotWrite) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  const std::string sweep_file = testing::read_text(dir / "s.json");
+  const auto over_file = testing::run_process(sweep_args(dir, {"--rows", "quick", "--gbench-json", (dir / "s.json").string()}));
+  EXPECT_EQ(over_file.exit_code, 2) << over_file.err;
+  EXPECT_NE(over_file.err.find("--gbench-json '" + (dir / "s.json").string() + "' is the file --file"), std::string::npos)
+      << over_file.err;
+  EXPECT_EQ(testing::read_text(dir / "s.json"), sweep_file);
+  std::filesystem::create_directories(dir / "out");
+  testing::write_text(dir / "out/results.md", "a user's notes");
+  const auto over_notes = testing::run_process(sweep_args(dir, {"--rows", "quick"}));
+  EXPECT_EQ(over_notes.exit_code, 2) << over_notes.err;
+  EXPECT_NE(over_notes.err.find("--out-dir's results.md '" + (dir / "out/results.md").string() +
+                                "' exists and is not the sweep's results.md"),
+            std::string::npos)
+      << over_notes.err;
+  EXPECT_EQ(testing::read_text(dir / "out/results.md"), "a user's notes");
+  EXPECT_FALSE(std::filesystem::exists(dir / "out/rows")) << "no row ran";
 }
 
 TEST(SweepCommand, BadInputExitsTwo) {
