@@ -187,6 +187,7 @@ void to_json(json& j, const RunResult& r) {
            {"warmup_steps", r.warmup_steps},
            {"global_batch", r.global_batch},
            {"images_trained", r.images_trained},
+           {"train_images", r.train_images},
            {"peak_memory_bytes", r.peak_memory_bytes},
            {"peak_memory_source", r.peak_memory_source},
            {"nodes", r.nodes},
@@ -242,6 +243,7 @@ void read_figures(const json& j, RunResult& r) {
   r.warmup_steps = j.value("warmup_steps", int64_t{0});
   r.global_batch = j.value("global_batch", int64_t{0});
   r.images_trained = j.value("images_trained", int64_t{0});
+  r.train_images = j.value("train_images", int64_t{0});
   r.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
   r.peak_memory_source = j.value("peak_memory_source", "");
 }

@@ -89,6 +89,7 @@ struct RunResult {
   int64_t warmup_steps = 0;
   int64_t global_batch = 0;      // images per optimizer step, all processes
   int64_t images_trained = 0;    // all processes
+  int64_t train_images = 0;      // the training set's images the loader found; 0: not recorded
 
   int64_t peak_memory_bytes = 0;
   std::string peak_memory_source;  // cuda-allocator | host-rss

@@ -102,6 +102,7 @@ RowMeasurements measurements_from(const json& records, const c10::Device& device
   m.device = device.str();
   m.dataset = data.kind;
   m.dataset_origin = data.origin;
+  m.train_images = records.value("train_images", int64_t{0});
   const json& ranks = records.at("ranks");
   if (ranks.size() > 1) {
     for (const auto& r : ranks) {

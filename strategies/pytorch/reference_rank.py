@@ -109,7 +109,8 @@ def interrupted_records(measured: Any, device: torch.device, details: dict[str, 
     memory, source = peak_memory(device, [])
     return {"implementation": details["implementation"], "details": details, "steps": measured.steps,
             "train_time_s": measured.train_time_s, "steps_per_epoch": measured.steps_per_epoch,
-            "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images, "correct": 0,
+            "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images,
+            "train_images": measured.train_images, "correct": 0,
             "seen": 0, "eval_cut": False, "peak_memory_bytes": memory, "peak_memory_source": source,
             "ranks": [], "interrupted": True, "interrupted_by": measured.interrupted_by}
 
@@ -190,6 +191,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     records = {"implementation": details["implementation"], "details": details, "steps": measured.steps,
                "train_time_s": measured.train_time_s, "steps_per_epoch": measured.steps_per_epoch,
                "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images,
+               "train_images": measured.train_images, "intra_op_threads": torch.get_num_threads(),
                "correct": measured.correct, "seen": measured.seen, "eval_cut": measured.eval_cut,
                "peak_memory_bytes": memory, "peak_memory_source": source, "ranks": ranks}
     if measured.lockstep_wait_s is not None:

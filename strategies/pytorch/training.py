@@ -53,6 +53,7 @@ class Measured:
     train_time_s: float = 0.0
     steps_per_epoch: int = 0
     full_steps_per_epoch: int = 0
+    train_images: int = 0  # the training set's images the sampler divides
     images: int = 0
     correct: int = 0
     seen: int = 0
@@ -133,6 +134,7 @@ class Trainer:
               turns: LockstepTurns | None = None) -> Measured:
         row, out = self.row, Measured()
         limit = row["max-steps"]
+        out.train_images = int(train.labels.numel())
         out.full_steps_per_epoch = _batches(len(sampler), row["batch-size"], None)
         out.steps_per_epoch = _batches(len(sampler), row["batch-size"], limit)
         dataset = cifar_data.PlannedCifar(train, train_plan(row, train.labels.numel()))

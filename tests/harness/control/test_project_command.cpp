@@ -99,6 +99,26 @@ TEST(ProjectCommand, ItsFilesNeverReplaceItsInputOrAFileItDidNotWrite) {
   }
 }
 
+// A DDP row whose file says half the steps an epoch has (a sampler that halves the epoch reads
+// as twice the speed) did not do its configured work: it is not projected from.
+TEST(ProjectCommand, ARowThatDidLessWorkThanItsDataAndConfigurationAskIsNotProjected) {
+  TempDir dir;
+  ResultDocument doc = ddp_document();
+  for (auto& r : doc.runs) {
+    if (r.strategy != "ddp") continue;
+    r.steps_per_epoch /= 2;
+    r.steps /= 2;
+    r.images_trained /= 2;
+  }
+  write_result_file(dir / "r.json", doc);
+  const auto r = project({(dir / "r.json").string(), "--ranks", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("did less work than configured: its file says an epoch has 49 steps where 50000 cifar10 "
+                       "images over 2 ranks in batches of 256 make 98"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(ProjectCommand, BadInputExitsTwoNamingIt) {
   TempDir dir;
   write_result_file(dir / "r.json", ddp_document());
