@@ -361,7 +361,9 @@ void to_json(json& j, const Environment& e) {
            {"libtorch_version", e.libtorch_version},
            {"compiler", e.compiler},
            {"build_type", e.build_type},
-           {"git_revision", e.git_revision}};
+           {"git_revision", e.git_revision},
+           {"omp_num_threads", e.omp_num_threads},
+           {"cpu_affinity", e.cpu_affinity}};
 }
 
 void from_json(const json& j, Environment& e) {
@@ -383,6 +385,8 @@ void from_json(const json& j, Environment& e) {
   e.compiler = j.value("compiler", "");
   e.build_type = j.value("build_type", "");
   e.git_revision = j.value("git_revision", "");
+  e.omp_num_threads = j.value("omp_num_threads", "");
+  e.cpu_affinity = j.value("cpu_affinity", "");
 }
 
 void to_json(json& j, const SweepInfo& s) {

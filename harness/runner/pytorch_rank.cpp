@@ -222,6 +222,7 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
   RowMeasurements measurements = measurements_from(records, device, data);
   if (env.rank == 0) measurements.train_flops_per_image = model_train_flops(config);
   RunResult result = assemble_result(config, env.world_size, std::move(measurements));
+  result.threads_per_rank = records.value("intra_op_threads", int64_t{0});
   result.strategy_details = records.at("details");
   if (records.contains("lockstep_wait_s")) result.lockstep_wait_s = records.at("lockstep_wait_s").get<double>();
   if (records.value("interrupted", false)) {

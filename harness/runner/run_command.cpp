@@ -225,12 +225,8 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
     return run_guarded(config, dist, row_start);
   });
   record_world(result, env);
-  // PyTorch's rows compute in their Python child, with the threads handed to it, if any.
-  if (dist.device.is_cpu()) {
-    result.threads_per_rank = threads > 0                              ? threads
-                              : !find_strategy(config.strategy).pytorch ? at::get_num_threads()
-                                                                        : config.threads;
-  }
+  // PyTorch's rows compute in their Python child, which records its own threads.
+  if (!find_strategy(config.strategy).pytorch) result.threads_per_rank = at::get_num_threads();
   // Only rank 0 reports: the others say why they failed, so the launcher can relay it.
   if (env.rank != 0 && result.status == RunStatus::failed) {
     std::cerr << "ddpbench: rank " << env.rank << ": " << result.reason << "\n";
@@ -471,7 +467,7 @@ int run_in_this_process(const RunConfig& config, const StrategyInfo& strategy, c
     result = run_guarded(config, dist, row_start);
   }
   record_placement(result, one_process);
-  if (device.is_cpu()) result.threads_per_rank = strategy.pytorch ? config.threads : at::get_num_threads();
+  if (!strategy.pytorch) result.threads_per_rank = at::get_num_threads();
   return report(config, argv, result, true);
 }
 

@@ -54,9 +54,19 @@ TEST(CompareCommand, ExitCodesForEachOutcome) {
 
   const auto mismatch = compare({(dir / "base.json").string(), (dir / "h200.json").string()});
   EXPECT_EQ(mismatch.exit_code, 2);
-  EXPECT_NE(mismatch.err.find("different environments (GPU 0: NVIDIA A100-SXM4-40GB vs NVIDIA H200)"), std::string::npos)
-      << mismatch.err;
-  EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch"}).exit_code, 0);
+  EXPECT_NE(mismatch.out.find("- CANNOT JUDGE: measured in another environment: GPU 0: NVIDIA A100-SXM4-40GB vs "
+                              "NVIDIA H200 (--allow-env-mismatch gpu compares them anyway)"),
+            std::string::npos)
+      << mismatch.out;
+  EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "gpu"}).exit_code,
+            0);
+  EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "all"}).exit_code,
+            0);
+  const auto unknown_aspect =
+      compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "weather"});
+  EXPECT_EQ(unknown_aspect.exit_code, 2);
+  EXPECT_NE(unknown_aspect.err.find("--allow-env-mismatch: 'weather' is no aspect of the environment"), std::string::npos)
+      << unknown_aspect.err;
 
   const auto broken = compare({(dir / "base.json").string(), (dir / "broken.json").string()});
   EXPECT_EQ(broken.exit_code, 2);
@@ -285,6 +295,67 @@ TEST(CompareCommand, ItsOutputsNeverReplaceAnInputOrAFileItDidNotWrite) {
     EXPECT_TRUE(paired.err.empty()) << "a verdict, not a refusal: " << paired.err;
     EXPECT_EQ(testing::read_text(dir / "t.md"), paired.out);
   }
+}
+
+// One rule for environments in both modes: the same code run with OMP_NUM_THREADS=1 against =2
+// (each rank's threads 1 and 2) read as a regression, exit 1; a Debug build against a Release
+// baseline as no regression. Both are cannot judge (2), naming the difference, until
+// --allow-env-mismatch names it. Nothing timed is cannot judge too, never "No regression".
+TEST(CompareCommand, ThreadsAffinityAndBuildTypeAreCannotJudgeInBothModes) {
+  TempDir dir;
+  auto base = testing::sample_sweep_document();
+  base.environment.build_type = "Release";
+  base.environment.omp_num_threads = "2";
+  base.environment.cpu_affinity = "0-1";
+  for (auto& r : base.runs) r.threads_per_rank = 2;
+  auto one_thread = base;
+  one_thread.environment.omp_num_threads = "1";
+  for (auto& r : one_thread.runs) {
+    r.threads_per_rank = 1;
+    r.train_time_s *= 1.8;
+    r.images_per_s /= 1.8;
+    r.steady_images_per_s /= 1.8;
+  }
+  auto pinned = base;
+  pinned.environment.cpu_affinity = "0";
+  auto debug = base;
+  debug.environment.build_type = "Debug";
+  for (const auto& [name, doc] : {std::pair{"base", &base}, std::pair{"one-thread", &one_thread},
+                                  std::pair{"pinned", &pinned}, std::pair{"debug", &debug}}) {
+    write_result_file(dir / (std::string(name) + ".json"), *doc);
+  }
+  const auto file = [&](const char* name) { return (dir / (std::string(name) + ".json")).string(); };
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"one-thread", "threads per rank of ddp-2gpu (faithful): 2 vs 1 (--allow-env-mismatch threads"},
+      {"one-thread", "OMP_NUM_THREADS: 2 vs 1 (--allow-env-mismatch threads"},
+      {"pinned", "CPUs the process could use: 0-1 vs 0 (--allow-env-mismatch cpu-affinity"},
+      {"debug", "build type: Release vs Debug (--allow-env-mismatch build-type"}};
+  for (const auto& [other, says] : cases) {
+    for (const bool paired : {false, true}) {
+      std::vector<std::string> args = {file("base"), file(other)};
+      if (paired) args.insert(args.end(), {"--paired", "--min-rounds", "2"});
+      const auto r = compare(args);
+      EXPECT_EQ(r.exit_code, 2) << other << (paired ? " --paired" : "") << ": " << r.out << r.err;
+      EXPECT_NE(r.out.find("- CANNOT JUDGE: measured in another environment: " + says), std::string::npos)
+          << (paired ? "--paired: " : "") << r.out << r.err;
+      EXPECT_EQ(r.out.find("REGRESSION"), std::string::npos) << r.out;
+    }
+  }
+  const auto allowed = compare({file("base"), file("one-thread"), "--allow-env-mismatch", "threads"});
+  EXPECT_EQ(allowed.exit_code, 1) << "judged once allowed: 1.8x slower" << allowed.out;
+  EXPECT_NE(allowed.out.find("environment differs (allowed): OMP_NUM_THREADS: 2 vs 1"), std::string::npos)
+      << allowed.out;
+  // Every row allowed missing and nothing timed: no pass.
+  auto empty = base;
+  empty.runs.clear();
+  auto single = testing::sample_run("single", "faithful", 1, 13.0, 3846.0);
+  single.status = RunStatus::skipped;
+  single.reason = "not here";
+  empty.runs.push_back(single);
+  write_result_file(dir / "empty.json", empty);
+  const auto nothing = compare({file("base"), file("empty"), "--allow-missing", "single,ddp-2gpu"});
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.out << nothing.err;
+  EXPECT_NE(nothing.out.find("- CANNOT JUDGE: nothing was timed"), std::string::npos) << nothing.out;
 }
 
 // Every command reads a row's configuration as this build's option table does: a value of the
