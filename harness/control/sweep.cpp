@@ -15,6 +15,7 @@
 #include "harness/launch/interruption.hpp"
 #include "harness/launch/process_supervisor.hpp"
 #include "reports/compare.hpp"
+#include "reports/environment_fingerprint.hpp"
 #include "reports/reporter.hpp"
 #include "reports/result_file.hpp"
 #include "reports/result_proof.hpp"
@@ -108,6 +109,16 @@ RunResult run_planned_row(const PlannedRow& row, bool& interrupted) {
 
 std::string plan_difference(const RunConfig& planned, const RunResult& ran) {
   return config_difference(comparable_config(run_config_to_json(planned)), comparable_config(ran.config));
+}
+
+std::string measured_elsewhere(const Environment& before, const Environment& now) {
+  std::string why;
+  for (const auto& d : environment_differences(before, now)) why += (why.empty() ? "" : "; ") + d.text;
+  if (before.git_revision != now.git_revision) {
+    why += (why.empty() ? "" : "; ") + std::string("git revision: ") +
+           (before.git_revision.empty() ? "not recorded" : before.git_revision) + " vs " + now.git_revision;
+  }
+  return why;
 }
 
 namespace {
@@ -206,19 +217,22 @@ class SweepReports {
   ResultDocument document_;
 };
 
-// --resume: the row's earlier result where it finished with the configuration planned now. A
-// skip is decided again every time: the GPUs and nodes it depended on may have come.
-std::optional<RunResult> finished_before(const PlannedRow& row) {
+// --resume: the row's earlier result where it finished with the configuration planned now, on
+// this machine and build (else `rerun_because` says why it runs again). A skip is decided again
+// every time: the GPUs and nodes it depended on may have come.
+std::optional<RunResult> finished_before(const PlannedRow& row, const Environment& here, std::string& rerun_because) {
   if (!std::filesystem::exists(row.result_file)) return std::nullopt;
   try {
     const ProvenResults previous_file = read_row_file(row.result_file);
     RunResult previous = previous_file.document().runs.at(0);
     // The same settings as compare reads them: an option one side does not set, at its default.
     const bool finished = previous.status == RunStatus::ok;
-    if (finished && runs_the_same(previous.config, run_config_to_json(row.config), previous_file.option_defaults(),
-                                  run_config_to_json(RunConfig{}))) {
-      return previous;
+    if (!finished || !runs_the_same(previous.config, run_config_to_json(row.config), previous_file.option_defaults(),
+                                    run_config_to_json(RunConfig{}))) {
+      return std::nullopt;
     }
+    rerun_because = measured_elsewhere(previous_file.document().environment, here);
+    if (rerun_because.empty()) return previous;
   } catch (const std::exception&) {
   }
   return std::nullopt;
@@ -242,10 +256,13 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
   std::vector<double> measured_row_s;  // wall time of each row run so far, for the ETA
   for (std::size_t i = 0; i < plan.rows.size() && !interrupted && interruption_signal() == 0; ++i) {
     const PlannedRow& row = plan.rows[i];
-    std::optional<RunResult> kept = command.resume ? finished_before(row) : std::nullopt;
+    std::string elsewhere;
+    std::optional<RunResult> kept = command.resume ? finished_before(row, env.machine, elsewhere) : std::nullopt;
     std::cerr << "ddpbench sweep: [" << (i + 1) << "/" << plan.rows.size() << "] " << row.info.name << " ("
               << row.info.mode << (command.repeat > 1 ? ", repetition " + std::to_string(row.repetition + 1) : "")
-              << ")" << (kept ? ": done before, kept (--resume)" : "") << "; "
+              << ")" << (kept ? ": done before, kept (--resume)" : "")
+              << (elsewhere.empty() ? "" : ": done before on another machine or build, run again (" + elsewhere + ")")
+              << "; "
               << sweep_progress(i, plan.rows.size(), measured_row_s) << "\n";
     RunResult result;
     if (kept) {

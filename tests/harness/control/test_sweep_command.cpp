@@ -232,6 +232,33 @@ TEST(SweepCommand, DryRunPrintsEachRowsCommand) {
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));
 }
 
+// --resume keeps a row only from this machine and this build: a row file measured on another
+// CPU, LibTorch and revision was kept, and this machine's environment written over it.
+TEST(SweepCommand, ResumeKeepsOnlyARowMeasuredOnThisMachineAndBuild) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  ASSERT_EQ(testing::run_process(sweep_args(dir, {"--rows", "quick"})).exit_code, 0);
+  const auto row_file = dir / "out/rows/faithful/quick.json";
+  auto row = nlohmann::json::parse(testing::read_text(row_file));
+  const nlohmann::json here = row["environment"];
+  row["environment"]["cpu_model"] = "Another CPU";
+  row["environment"]["libtorch_version"] = "1.0.0";
+  row["environment"]["git_revision"] = "0123456789ab";
+  testing::write_text(row_file, row.dump());
+  const auto resumed = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("quick (faithful): done before on another machine or build, run again (CPU model: "
+                             "Another CPU vs " +
+                             here["cpu_model"].get<std::string>() + "; LibTorch: 1.0.0 vs "),
+            std::string::npos)
+      << resumed.err;
+  EXPECT_NE(resumed.err.find("git revision: 0123456789ab vs "), std::string::npos) << resumed.err;
+  EXPECT_EQ(nlohmann::json::parse(testing::read_text(row_file))["environment"], here) << "the row ran again, here";
+  // Measured here, it is kept.
+  const auto again = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume"}));
+  EXPECT_NE(again.err.find("quick (faithful): done before, kept (--resume)"), std::string::npos) << again.err;
+}
+
 // The output rule: the reports and --gbench-json never replace the sweep file, nor a file the
 // sweep did not write; checked before any row runs.
 TEST(SweepCommand, ItsOutputsNeverReplaceItsSweepFileOrAFileItDidNotWrite) {
