@@ -52,7 +52,8 @@ std::vector<EnvironmentDifference> environment_differences(const Environment& ba
   differ_where_recorded("cpu-affinity", "CPUs the process could use", baseline.cpu_affinity, current.cpu_affinity);
   differ("cpu", "CPU model", baseline.cpu_model, current.cpu_model);
   if (baseline.cpu_cores != current.cpu_cores) {
-    out.push_back({"cpu", "CPU cores: " + std::to_string(baseline.cpu_cores) + " vs " + std::to_string(current.cpu_cores)});
+    out.push_back(
+        {"cpu", "CPU cores: " + std::to_string(baseline.cpu_cores) + " vs " + std::to_string(current.cpu_cores)});
   }
   if (baseline.gpus.size() != current.gpus.size()) {
     out.push_back({"gpu", "GPU count: " + std::to_string(baseline.gpus.size()) + " vs " +

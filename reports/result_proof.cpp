@@ -281,15 +281,15 @@ std::string less_work(const RunResult& r, const json& writer_defaults) {
            "asks for a synthetic set of " + std::to_string(work.train_images);
   }
   if (auto why = against_configured(r.steps_per_epoch, work.steps_per_epoch,
-                                    "its file says an epoch has " + std::to_string(r.steps_per_epoch) + " steps where " +
-                                        work.data + " make " + std::to_string(work.steps_per_epoch));
+                                    "its file says an epoch has " + std::to_string(r.steps_per_epoch) +
+                                        " steps where " + work.data + " make " + std::to_string(work.steps_per_epoch));
       !why.empty()) {
     return why;
   }
   if (auto why = against_configured(r.steps, work.steps,
                                     "it trained " + std::to_string(r.steps) + " of the " + std::to_string(work.steps) +
-                                        " steps its configuration asks (epochs x " + std::to_string(work.steps_per_epoch) +
-                                        " a full epoch, cut by max-steps)");
+                                        " steps its configuration asks (epochs x " +
+                                        std::to_string(work.steps_per_epoch) + " a full epoch, cut by max-steps)");
       !why.empty()) {
     return why;
   }
@@ -325,7 +325,9 @@ int64_t training_set_images(const RunResult& r, const json& writer_defaults, con
 ConfiguredWork configured_work(const RunResult& run, const json& writer_defaults) {
   ConfiguredWork work;
   const json* named = run.config.is_object() && run.config.contains("dataset") ? &run.config.at("dataset") : nullptr;
-  const std::string dataset = !run.dataset.empty() ? run.dataset : named && named->is_string() ? named->get<std::string>() : "";
+  const std::string dataset = !run.dataset.empty()          ? run.dataset
+                              : named && named->is_string() ? named->get<std::string>()
+                                                            : "";
   const int64_t epochs = config_integer(run, writer_defaults, "epochs").value_or(run.epochs);
   const int64_t batch = config_integer(run, writer_defaults, "batch-size").value_or(0);
   work.train_images = training_set_images(run, writer_defaults, dataset);

@@ -41,7 +41,8 @@ void check_projection_files(const ProjectCommand& command, const ProjectionFiles
   const std::string stem = files.stem;
   const auto json_of_kind = [key = std::string(files.key)](std::string_view text) {
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    return j.is_object() && j.contains("source") && j.contains("options") && j.contains("calibration") && j.contains(key);
+    return j.is_object() && j.contains("source") && j.contains("options") && j.contains("calibration") &&
+           j.contains(key);
   };
   const auto markdown_of_kind = [heading = std::string(files.heading)](std::string_view text) {
     return text.starts_with(heading);
@@ -86,7 +87,8 @@ int project_command(const ProjectCommand& command) {
     throw InputError(command.results + " has no DDP row to project" + why);
   }
   const std::string md = projection_heading(command, kProjectionFiles) + markdown_projection(projections);
-  if (!command.out_dir.empty()) write_projection_outputs(command, options, kProjectionFiles, projection_json(projections), md);
+  if (!command.out_dir.empty())
+    write_projection_outputs(command, options, kProjectionFiles, projection_json(projections), md);
   std::cout << md << std::flush;
   // A model that misses the step it measured projects nothing worth acting on.
   const auto off = std::count_if(projections.begin(), projections.end(), [](const auto& p) { return model_off(p); });

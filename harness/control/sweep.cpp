@@ -142,7 +142,8 @@ void print_dry_run(const SweepPlan& plan) {
 // --init-from or one another, only an earlier file of their own kind (--resume's rows are the
 // sweep's own earlier results).
 void check_sweep_files(const SweepCommand& command, const SweepEnvironment& env, const SweepPlan& plan,
-                       const std::filesystem::path& reports_dir, const std::vector<std::unique_ptr<Reporter>>& reporters) {
+                       const std::filesystem::path& reports_dir,
+                       const std::vector<std::unique_ptr<Reporter>>& reporters) {
   std::vector<CommandInput> inputs{{"--file", command.file}};
   std::vector<CommandOutput> outputs;
   const std::string reports_flag = command.reports_dir.empty() ? "--out-dir" : "--reports-dir";
@@ -158,7 +159,8 @@ void check_sweep_files(const SweepCommand& command, const SweepEnvironment& env,
     const std::string label = "row " + row_label(row.info.name, row.info.mode) +
                               (command.repeat > 1 ? " repetition " + std::to_string(row.repetition) : "");
     inputs.push_back({label + "'s --init-from", row.config.init_from});
-    outputs.push_back({label + "'s result file", row.result_file, "a result file", own_kind_by_text(is_result_document)});
+    outputs.push_back(
+        {label + "'s result file", row.result_file, "a result file", own_kind_by_text(is_result_document)});
     if (!row.skip_reason) {
       outputs.push_back({label + "'s --save-checkpoint", row.config.save_checkpoint,
                          "a checkpoint (PyTorch's zip of named tensors)", env.is_checkpoint});

@@ -127,8 +127,9 @@ std::string pytorch_failure_reason(const RankEnvironment& env, const std::string
                                                      [&](int64_t blamed) { return blamed != env.rank; });
   if (blames_another) return "failed on " + rank + ": " + verdict->text + "; " + rank + "'s own error: " + own_error;
   return rank + "'s own error, no other rank blamed (" +
-         (verdict ? "the ranks' progress records blame none"
-                  : "no progress records to read: PyTorch's ranks keep them only where a launcher serves the run's store") +
+         (verdict
+              ? "the ranks' progress records blame none"
+              : "no progress records to read: PyTorch's ranks keep them only where a launcher serves the run's store") +
          "): " + own_error;
 }
 

@@ -90,9 +90,9 @@ void check_step_and_rank_targets(const RunConfig& config, int64_t world) {
 // StepTrace) never replace --init-from or one another, only an earlier file of their own kind;
 // and each can be written.
 void check_run_files(const RunConfig& config, int64_t world, bool traces) {
-  std::vector<CommandOutput> outputs{
-      {"--out", config.out, "a result file", own_kind_by_text(is_result_document)},
-      {"--save-checkpoint", config.save_checkpoint, "a checkpoint (PyTorch's zip of named tensors)", is_checkpoint_file}};
+  std::vector<CommandOutput> outputs{{"--out", config.out, "a result file", own_kind_by_text(is_result_document)},
+                                     {"--save-checkpoint", config.save_checkpoint,
+                                      "a checkpoint (PyTorch's zip of named tensors)", is_checkpoint_file}};
   const bool traced = traces && trace_step_range(config) && !config.out.empty();
   const std::filesystem::path result_file = traced ? std::filesystem::absolute(config.out) : std::filesystem::path();
   for (int64_t rank = 0; traced && rank < world; ++rank) {

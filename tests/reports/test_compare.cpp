@@ -33,7 +33,8 @@ std::vector<RunResult> repetitions(const std::string& name, const std::vector<do
 }
 
 bool mentions(const std::vector<std::string>& lines, const std::string& text) {
-  return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) { return line.find(text) != std::string::npos; });
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& line) { return line.find(text) != std::string::npos; });
 }
 
 const MetricComparison& metric(const Comparison& c, const std::string& name) {

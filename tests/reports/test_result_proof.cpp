@@ -149,9 +149,10 @@ TEST(ResultProof, AnEpochIsTheDataOverTheGlobalBatchNeverTheRowsOwnSteps) {
   halved.steady_images_per_s *= 2;
   const ProvenResults p = proven(swept({halved}, 1));
   EXPECT_EQ(p.document().runs[0].status, RunStatus::failed);
-  EXPECT_EQ(p.document().runs[0].reason,
-            "did less work than configured: its file says an epoch has 8 steps where 4096 synthetic images over 2 ranks "
-            "in batches of 32 make 64");
+  EXPECT_EQ(
+      p.document().runs[0].reason,
+      "did less work than configured: its file says an epoch has 8 steps where 4096 synthetic images over 2 ranks "
+      "in batches of 32 make 64");
   // In the stored gate it is the candidate's failure, never "improved".
   const Comparison c = compare_results(swept({honest}, 1), swept({halved}, 1), {});
   EXPECT_TRUE(c.regression());

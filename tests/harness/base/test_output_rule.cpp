@@ -16,7 +16,8 @@ using testing::TempDir;
 
 // "ours" files start with "ours": the recogniser of the test's one kind of output.
 CommandOutput output(const std::string& name, const std::filesystem::path& path) {
-  return {name, path, "a file of ours", own_kind_by_text([](std::string_view text) { return text.starts_with("ours"); })};
+  return {name, path, "a file of ours",
+          own_kind_by_text([](std::string_view text) { return text.starts_with("ours"); })};
 }
 
 // The message of the refusal, or "" where the files pass.

@@ -58,14 +58,17 @@ TEST(CompareCommand, ExitCodesForEachOutcome) {
                               "NVIDIA H200 (--allow-env-mismatch gpu compares them anyway)"),
             std::string::npos)
       << mismatch.out;
-  EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "gpu"}).exit_code,
-            0);
-  EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "all"}).exit_code,
-            0);
+  EXPECT_EQ(
+      compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "gpu"}).exit_code,
+      0);
+  EXPECT_EQ(
+      compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "all"}).exit_code,
+      0);
   const auto unknown_aspect =
       compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "weather"});
   EXPECT_EQ(unknown_aspect.exit_code, 2);
-  EXPECT_NE(unknown_aspect.err.find("--allow-env-mismatch: 'weather' is no aspect of the environment"), std::string::npos)
+  EXPECT_NE(unknown_aspect.err.find("--allow-env-mismatch: 'weather' is no aspect of the environment"),
+            std::string::npos)
       << unknown_aspect.err;
 
   const auto broken = compare({(dir / "base.json").string(), (dir / "broken.json").string()});

@@ -91,7 +91,8 @@ TEST(ProjectCommand, ItsFilesNeverReplaceItsInputOrAFileItDidNotWrite) {
   testing::write_text(dir / "e" / "projection.md", "a user's notes");
   const auto over_notes = project({(dir / "r.json").string(), "--ranks", "2", "--out-dir", (dir / "e").string()});
   EXPECT_EQ(over_notes.exit_code, 2) << over_notes.out;
-  EXPECT_NE(over_notes.err.find("exists and is not the projection Markdown it wrote"), std::string::npos) << over_notes.err;
+  EXPECT_NE(over_notes.err.find("exists and is not the projection Markdown it wrote"), std::string::npos)
+      << over_notes.err;
   EXPECT_EQ(testing::read_text(dir / "e" / "projection.md"), "a user's notes");
   EXPECT_FALSE(std::filesystem::exists(dir / "e" / "projection.json"));
   for (int twice = 0; twice < 2; ++twice) {

@@ -265,9 +265,11 @@ TEST(SweepCommand, ItsOutputsNeverReplaceItsSweepFileOrAFileItDidNotWrite) {
   TempDir dir;
   write_sweep_file(dir / "s.json");
   const std::string sweep_file = testing::read_text(dir / "s.json");
-  const auto over_file = testing::run_process(sweep_args(dir, {"--rows", "quick", "--gbench-json", (dir / "s.json").string()}));
+  const auto over_file =
+      testing::run_process(sweep_args(dir, {"--rows", "quick", "--gbench-json", (dir / "s.json").string()}));
   EXPECT_EQ(over_file.exit_code, 2) << over_file.err;
-  EXPECT_NE(over_file.err.find("--gbench-json '" + (dir / "s.json").string() + "' is the file --file"), std::string::npos)
+  EXPECT_NE(over_file.err.find("--gbench-json '" + (dir / "s.json").string() + "' is the file --file"),
+            std::string::npos)
       << over_file.err;
   EXPECT_EQ(testing::read_text(dir / "s.json"), sweep_file);
   std::filesystem::create_directories(dir / "out");
