@@ -487,10 +487,32 @@ bool ran_now(const RowJudgement& row, const std::vector<const RunResult*>& cur_r
   return false;
 }
 
+// The repetitions of `runs` that its file's sweep planned (`planned`: its repeat) and that the
+// file lacks, named and counted ("2 of 5 planned repetitions (1, 3) are absent from the current
+// file"); empty where none is: a sweep cut short between rows leaves them out altogether.
+std::string absent_repetitions(const std::vector<const RunResult*>& runs, int64_t planned, const std::string& side) {
+  std::set<int64_t> present;
+  for (const RunResult* r : runs) present.insert(r->repetition);
+  std::string absent;  // as ranges: "1, 3-4"
+  int64_t count = 0;
+  for (int64_t k = 0; k < planned; ++k) {
+    if (present.count(k) != 0) continue;
+    int64_t last = k;
+    while (last + 1 < planned && present.count(last + 1) == 0) ++last;
+    absent += (absent.empty() ? "" : ", ") + std::to_string(k) + (last > k ? "-" + std::to_string(last) : "");
+    count += last - k + 1;
+    k = last;
+  }
+  if (count == 0) return {};
+  return std::to_string(count) + " of " + std::to_string(planned) + " planned repetitions (" + absent +
+         ") are absent from " + side + " (a sweep cut short, or an edited file)";
+}
+
 // A repetition that fails now, where none did in the baseline, is a regression however well
-// the others ran; repetitions that did not run are left out, and said so.
+// the others ran; repetitions that did not run, or that the sweep planned and the file lacks,
+// are left out, and said so with how many.
 void note_repetitions(const RowJudgement& row, const std::vector<const RunResult*>& base_runs,
-                      const std::vector<const RunResult*>& cur_runs) {
+                      const std::vector<const RunResult*>& cur_runs, const std::pair<int64_t, int64_t>& planned) {
   if (count_status(base_runs, RunStatus::failed) == 0 && count_status(cur_runs, RunStatus::failed) > 0) {
     row.result.failed_rows.push_back(row.label + ": " + std::to_string(count_status(cur_runs, RunStatus::failed)) +
                                      " of " + std::to_string(cur_runs.size()) +
@@ -509,6 +531,12 @@ void note_repetitions(const RowJudgement& row, const std::vector<const RunResult
                                       (in_baseline ? "the baseline" : "the current file") + " (" +
                                       std::string(status_name(unrun.front()->status)) + ": " + unrun.front()->reason +
                                       "); compared over the others");
+  }
+  for (const bool in_baseline : {true, false}) {
+    const std::string absent = absent_repetitions(in_baseline ? base_runs : cur_runs,
+                                                  in_baseline ? planned.first : planned.second,
+                                                  in_baseline ? "the baseline" : "the current file");
+    if (!absent.empty()) row.result.partial_rows.push_back(row.label + ": " + absent + "; compared over the others");
   }
 }
 
@@ -579,6 +607,7 @@ void judge_floor(const ResultDocument& current, const std::vector<std::string>& 
 struct RowRules {
   const ProvenResults& baseline;
   const ProvenResults& current;
+  std::pair<int64_t, int64_t> planned_repetitions;  // each file's sweep's repeat (1 without a sweep)
   const std::vector<const MetricInfo*>& metrics;
   const Normaliser& normaliser;
   const std::set<RowKey>& twins;
@@ -588,7 +617,8 @@ struct RowRules {
 // One row of the baseline, rule by rule: ran there, present now, the same settings, ran now,
 // its repetitions, then its metrics. Whether it was matched (same name, mode and settings).
 bool judge_row(const RowJudgement& row, const std::vector<const RunResult*>& base_runs,
-               const std::vector<const RunResult*>* cur_runs, const RowRules& rules, std::vector<std::string>& env) {
+               const std::vector<const RunResult*>* cur_runs, const RowRules& rules,
+               std::vector<EnvironmentDifference>& env) {
   if (!ran_in_baseline(row, base_runs)) return false;
   if (cur_runs == nullptr) {
     row.missing("ran in the baseline, absent now");
@@ -601,11 +631,10 @@ bool judge_row(const RowJudgement& row, const std::vector<const RunResult*>& bas
     row.missing("configured differently now, so not the same measurement (" + difference + ")");
     return false;
   }
-  if (base.dataset != cur.dataset && !base.dataset.empty() && !cur.dataset.empty()) {
-    env.push_back("dataset of " + row.label + ": " + base.dataset + " vs " + cur.dataset);
-  }
+  const auto differences = row_environment_differences(row.label, base_runs, *cur_runs);
+  env.insert(env.end(), differences.begin(), differences.end());
   if (!ran_now(row, *cur_runs)) return true;
-  note_repetitions(row, base_runs, *cur_runs);
+  note_repetitions(row, base_runs, *cur_runs, rules.planned_repetitions);
   if (rules.twins.count(row.key) != 0) {
     row.result.not_compared.push_back(row.label + ": PyTorch's twin: checked to have run; its speed is judged "
                                                   "against its row's (--min-vs-pytorch)");
@@ -615,13 +644,12 @@ bool judge_row(const RowJudgement& row, const std::vector<const RunResult*>& bas
   return true;
 }
 
-void require_same_environment(std::vector<std::string> env, const CompareOptions& options, Comparison& result) {
-  if (!env.empty() && !options.allow_env_mismatch) {
-    std::string text;
-    for (const auto& e : env) text += (text.empty() ? "" : "; ") + e;
-    throw InputError("the results come from different environments (" + text + "); --allow-env-mismatch compares them anyway");
-  }
-  result.environment_differences = std::move(env);
+// Nothing timed is nothing judged: every row allowed missing, not run, or a twin, and no floor
+// checked. No regression then would be a pass that measured nothing.
+void require_something_timed(Comparison& result) {
+  if (!result.metrics.empty() || !result.pytorch.empty() || result.regression()) return;
+  result.cannot_judge.push_back("nothing was timed: no row of the baseline had a metric compared with the current "
+                                "file (every row missing and allowed, not run in the baseline, or a twin)");
 }
 
 void require_common_row(int64_t matched, const Comparison& result) {
@@ -644,15 +672,22 @@ Comparison compare_results(const ProvenResults& baseline_file, const ProvenResul
   std::vector<std::string> metric_names;
   for (const MetricInfo* m : metrics) metric_names.push_back(m->name);
   check_baseline_unslowed(baseline, "the baseline");
+  check_allowed_aspects(options.allow_env_mismatch);
   Comparison result;
   result.failed_by_proof = failed_by_proofs(baseline_file, current_file);
-  std::vector<std::string> env = environment_differences(baseline.environment, current.environment);
+  std::vector<EnvironmentDifference> env = environment_differences(baseline.environment, current.environment);
   const Rows base_rows = rows_of(baseline);
   const Rows cur_rows = rows_of(current);
   require_rows_known(options.allow_missing, base_rows);
   const Normaliser normaliser(options, baseline, current, base_rows, cur_rows, metric_names);
   const std::set<RowKey> twins = agreed_twins(baseline, current, base_rows);
-  const RowRules rules{baseline_file, current_file, metrics, normaliser, twins, options};
+  const RowRules rules{baseline_file,
+                       current_file,
+                       {baseline.sweep ? baseline.sweep->repeat : 1, current.sweep ? current.sweep->repeat : 1},
+                       metrics,
+                       normaliser,
+                       twins,
+                       options};
   int64_t matched = 0;
   for (const auto& [key, base_runs] : base_rows) {
     const bool allowed = std::count(options.allow_missing.begin(), options.allow_missing.end(), key.first) > 0;
@@ -663,10 +698,12 @@ Comparison compare_results(const ProvenResults& baseline_file, const ProvenResul
   for (const auto& [key, runs] : cur_rows) {
     if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only in the current file");
   }
-  require_same_environment(std::move(env), options, result);
   if (options.min_vs_pytorch) judge_floor(current, metric_names, options, result);
   require_common_row(matched, result);
-  return result;
+  require_something_timed(result);
+  // The one rule for environments, which both modes keep: another environment than allowed is
+  // never judged, row by row or at all.
+  return judged_in_one_environment(std::move(result), env, options.allow_env_mismatch);
 }
 
 namespace {
@@ -723,6 +760,18 @@ void finding_lines(std::ostringstream& md, const Comparison& c) {
 }
 
 }  // namespace
+
+bool is_comparison_text(std::string_view text) {
+  if (!text.ends_with("\n")) return false;
+  text.remove_suffix(1);
+  const std::string_view last = text.substr(text.rfind('\n') == std::string_view::npos ? 0 : text.rfind('\n') + 1);
+  // Both modes' verdicts, as this compare and other versions of it word them after these words.
+  for (const std::string_view verdict :
+       {"Regression", "**Regression**", "No regression", "Cannot judge", "Undecided below the cap"}) {
+    if (last.starts_with(verdict)) return true;
+  }
+  return false;
+}
 
 std::string markdown_comparison(const Comparison& c, const CompareOptions& options) {
   std::ostringstream md;

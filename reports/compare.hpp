@@ -6,10 +6,12 @@
 // runs) below alpha, or, where the samples are too few for that test ever to reach alpha,
 // two sets of values that do not overlap. The gate fails closed: a row that ran in the
 // baseline and is absent, skipped, interrupted, reconfigured or unmeasured now is a
-// regression unless named as allowed; a file it cannot judge (another environment, a
-// normalising row that did not run) is bad input. No LibTorch.
+// regression unless named as allowed; results from another environment than allowed, or with
+// nothing timed, cannot be judged (never a pass); a normalising row that did not run is bad
+// input. No LibTorch.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reports/result_proof.hpp"
@@ -20,7 +22,8 @@ namespace ddpbench {
 struct CompareOptions {
   double threshold = 0.10;  // a relative change smaller than this is never a regression
   std::vector<std::string> metrics = {"train_time_s", "steady_images_per_s"};
-  bool allow_env_mismatch = false;
+  // Aspects of the environment that may differ (reports/environment_fingerprint.hpp), or "all".
+  std::vector<std::string> allow_env_mismatch;
   // Divide each row's metric by this row's median, per file and mode; or, with "twin", each
   // repetition by its PyTorch twin's in the same repetition (a row whose twin did not run in
   // the baseline: by the twin that ran nearest it, said so in `notes`).
@@ -41,7 +44,8 @@ struct MetricInfo {
 };
 const std::vector<MetricInfo>& comparable_metrics();
 
-// cannot_judge: nothing to judge by (too few pairs at the cap, no finite change): never a pass.
+// cannot_judge: nothing to judge by (too few pairs at the cap, no finite change, another
+// environment, nothing timed): never a pass.
 enum class Verdict { unchanged, improved, regression, within_noise, cannot_judge };
 
 struct MetricComparison {
@@ -81,7 +85,7 @@ struct Comparison {
   std::vector<std::string> not_compared;      // only in the current file, or did not run in the baseline
   std::vector<std::string> partial_rows;      // compared over some repetitions: the others skipped or interrupted
   std::vector<std::string> notes;             // how a row was normalised where not by its own twin
-  std::vector<std::string> environment_differences;  // listed when allowed
+  std::vector<std::string> environment_differences;  // every one, allowed or not
   std::vector<TwinComparison> pytorch;        // --min-vs-pytorch: each row against its twin
   std::vector<std::string> without_twin;      // --min-vs-pytorch: rows whose twin was skipped now, and why
   std::vector<std::string> cannot_judge;      // rows (or a metric of one) the gate has nothing to judge by, and why
@@ -121,14 +125,21 @@ double metric_value(const RunResult& run, const std::string& metric);
 /// A pipeline: the files come proven (result_proof.hpp); the rows are matched, each judged
 /// rule by rule, and every row ends a regression, no regression or cannot judge (a row the
 /// baseline failed or cut short, a metric the baseline did not measure, a twin that failed: the
-/// gate has nothing to judge the current row by, which is never a pass). Throws InputError
-/// when the environments differ (unless allowed, naming each difference), a metric is unknown,
-/// the normalising row did not run on either side, --allow-missing names no row of the
+/// gate has nothing to judge the current row by, which is never a pass); results from another
+/// environment than options.allow_env_mismatch allows are not judged at all, and nothing timed is
+/// cannot judge too (reports/environment_fingerprint.hpp). Throws InputError when an aspect it
+/// allows is unknown, a metric is unknown, the normalising row did not run on either side, --allow-missing names no row of the
 /// baseline, --min-vs-pytorch finds no twin, or no row is in both files.
 Comparison compare_results(const ProvenResults& baseline, const ProvenResults& current, const CompareOptions& options);
 
 /// The comparison as a Markdown table with a verdict line.
 std::string markdown_comparison(const Comparison& comparison, const CompareOptions& options);
+
+/// Whether `text` is a comparison compare wrote (--out), stored or paired, by this version or
+/// another: its last line is a verdict ("No regression", "Regression", "Cannot judge", "Undecided
+/// below the cap"). An earlier one is replaced; any other file is not (the output rule,
+/// harness/base/output_rule.hpp).
+bool is_comparison_text(std::string_view text);
 
 std::string_view verdict_name(Verdict verdict);
 

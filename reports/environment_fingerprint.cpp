@@ -1,35 +1,113 @@
 #include "reports/environment_fingerprint.hpp"
 
 #include <algorithm>
+#include <set>
+
+#include "harness/base/input_error.hpp"
 
 namespace ddpbench {
 namespace {
 
-std::string shown(const std::string& value) { return value.empty() ? "unknown" : value; }
+std::string shown(const std::string& value) { return value.empty() ? "not recorded" : value; }
+
+// The threads a row's runs that finished computed with, as their files recorded them, as a list
+// ("2", "1, 2"); empty where none recorded them.
+std::string threads_of(const std::vector<const RunResult*>& runs) {
+  std::set<int64_t> threads;
+  for (const RunResult* r : runs) {
+    if (r->status == RunStatus::ok && r->threads_per_rank > 0) threads.insert(r->threads_per_rank);
+  }
+  std::string text;
+  for (const int64_t t : threads) text += (text.empty() ? "" : ", ") + std::to_string(t);
+  return text;
+}
+
+std::string dataset_of(const std::vector<const RunResult*>& runs) {
+  for (const RunResult* r : runs) {
+    if (r->status == RunStatus::ok && !r->dataset.empty()) return r->dataset;
+  }
+  return "";
+}
 
 }  // namespace
 
-std::vector<std::string> environment_differences(const Environment& baseline, const Environment& current) {
-  std::vector<std::string> out;
-  const auto differ = [&](const char* what, const std::string& a, const std::string& b) {
-    if (a != b) out.push_back(std::string(what) + ": " + shown(a) + " vs " + shown(b));
+const std::vector<std::string>& environment_aspects() {
+  static const std::vector<std::string> aspects{"build-type", "threads", "cpu-affinity", "cpu",    "gpu",    "libtorch",
+                                                "cuda",       "cudnn",   "nccl",         "driver", "dataset"};
+  return aspects;
+}
+
+std::vector<EnvironmentDifference> environment_differences(const Environment& baseline, const Environment& current) {
+  std::vector<EnvironmentDifference> out;
+  const auto differ = [&](const char* aspect, const std::string& what, const std::string& a, const std::string& b) {
+    if (a != b) out.push_back({aspect, what + ": " + shown(a) + " vs " + shown(b)});
   };
+  // What a file's writer did not know to record yet is compared where both files say it.
+  const auto differ_where_recorded = [&](const char* aspect, const char* what, const std::string& a,
+                                         const std::string& b) {
+    if (!a.empty() && !b.empty()) differ(aspect, what, a, b);
+  };
+  differ("build-type", "build type", baseline.build_type, current.build_type);
+  differ_where_recorded("threads", "OMP_NUM_THREADS", baseline.omp_num_threads, current.omp_num_threads);
+  differ_where_recorded("cpu-affinity", "CPUs the process could use", baseline.cpu_affinity, current.cpu_affinity);
+  differ("cpu", "CPU model", baseline.cpu_model, current.cpu_model);
+  if (baseline.cpu_cores != current.cpu_cores) {
+    out.push_back(
+        {"cpu", "CPU cores: " + std::to_string(baseline.cpu_cores) + " vs " + std::to_string(current.cpu_cores)});
+  }
   if (baseline.gpus.size() != current.gpus.size()) {
-    out.push_back("GPU count: " + std::to_string(baseline.gpus.size()) + " vs " + std::to_string(current.gpus.size()));
+    out.push_back({"gpu", "GPU count: " + std::to_string(baseline.gpus.size()) + " vs " +
+                              std::to_string(current.gpus.size())});
   }
   for (std::size_t i = 0; i < std::min(baseline.gpus.size(), current.gpus.size()); ++i) {
-    differ(("GPU " + std::to_string(i)).c_str(), baseline.gpus[i].name, current.gpus[i].name);
+    differ("gpu", "GPU " + std::to_string(i), baseline.gpus[i].name, current.gpus[i].name);
   }
-  differ("CPU model", baseline.cpu_model, current.cpu_model);
-  if (baseline.cpu_cores != current.cpu_cores) {
-    out.push_back("CPU cores: " + std::to_string(baseline.cpu_cores) + " vs " + std::to_string(current.cpu_cores));
-  }
-  differ("LibTorch", baseline.libtorch_version, current.libtorch_version);
-  differ("CUDA", baseline.cuda_runtime_version, current.cuda_runtime_version);
-  differ("cuDNN", baseline.cudnn_version, current.cudnn_version);
-  differ("NCCL", baseline.nccl_version, current.nccl_version);
-  differ("driver", baseline.driver_version, current.driver_version);
+  differ("libtorch", "LibTorch", baseline.libtorch_version, current.libtorch_version);
+  differ("cuda", "CUDA", baseline.cuda_runtime_version, current.cuda_runtime_version);
+  differ("cudnn", "cuDNN", baseline.cudnn_version, current.cudnn_version);
+  differ("nccl", "NCCL", baseline.nccl_version, current.nccl_version);
+  differ("driver", "driver", baseline.driver_version, current.driver_version);
   return out;
+}
+
+std::vector<EnvironmentDifference> row_environment_differences(const std::string& label,
+                                                               const std::vector<const RunResult*>& baseline,
+                                                               const std::vector<const RunResult*>& current) {
+  std::vector<EnvironmentDifference> out;
+  const std::string base_threads = threads_of(baseline);
+  const std::string current_threads = threads_of(current);
+  if (!base_threads.empty() && !current_threads.empty() && base_threads != current_threads) {
+    out.push_back({"threads", "threads per rank of " + label + ": " + base_threads + " vs " + current_threads});
+  }
+  const std::string base_dataset = dataset_of(baseline);
+  const std::string current_dataset = dataset_of(current);
+  if (!base_dataset.empty() && !current_dataset.empty() && base_dataset != current_dataset) {
+    out.push_back({"dataset", "dataset of " + label + ": " + base_dataset + " vs " + current_dataset});
+  }
+  return out;
+}
+
+std::vector<std::string> unallowed_differences(const std::vector<EnvironmentDifference>& differences,
+                                               const std::vector<std::string>& allowed) {
+  const bool every = std::find(allowed.begin(), allowed.end(), kEveryAspect) != allowed.end();
+  std::vector<std::string> out;
+  for (const auto& d : differences) {
+    if (every || std::find(allowed.begin(), allowed.end(), d.aspect) != allowed.end()) continue;
+    out.push_back("measured in another environment: " + d.text + " (--allow-env-mismatch " + d.aspect +
+                  " compares them anyway)");
+  }
+  return out;
+}
+
+void check_allowed_aspects(const std::vector<std::string>& allowed) {
+  for (const auto& word : allowed) {
+    const auto& aspects = environment_aspects();
+    if (word == kEveryAspect || std::find(aspects.begin(), aspects.end(), word) != aspects.end()) continue;
+    std::string known;
+    for (const auto& a : aspects) known += a + ", ";
+    throw InputError("--allow-env-mismatch: '" + word + "' is no aspect of the environment (" + known + "or " +
+                     kEveryAspect + ")");
+  }
 }
 
 }  // namespace ddpbench

@@ -119,6 +119,12 @@ class GbenchReporter final : public Reporter {
     return out.dump(2) + "\n";
   }
   [[nodiscard]] std::string do_file_name() const override { return "results.gbench.json"; }
+  // Google Benchmark's layout, with the context entry only ddpbench writes.
+  [[nodiscard]] bool do_wrote(std::string_view text) const override {
+    const json j = json::parse(text, nullptr, false);
+    return j.is_object() && j.contains("benchmarks") && j.at("benchmarks").is_array() && j.contains("context") &&
+           j.at("context").is_object() && j.at("context").contains("ddpbench_git_revision");
+  }
 };
 
 }  // namespace

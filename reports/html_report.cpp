@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <sstream>
+#include <string_view>
 
 #include "reports/html_parts.hpp"
 #include "reports/report_sections.hpp"
@@ -45,11 +46,15 @@ std::string html_table(const Section& s) {
   return html + html_table_close(s.notes);
 }
 
+// How every page opens, to its title (which starts "ddpbench"): a page of ours, told from any other.
+constexpr std::string_view kPageOpening =
+    "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+    "<title>";
+
 std::string page_head(const ResultDocument& doc) {
   const std::string title = doc.sweep ? "ddpbench: " + doc.sweep->preset : "ddpbench results";
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\">\n<head>\n"
-       << "<meta charset=\"utf-8\"/>\n<title>" << html_escape(title) << "</title>\n"
+  html << kPageOpening << html_escape(title) << "</title>\n"
        // The window's width, not a fixed column: tables as wide as their content, numbers never
        // wrapped (a wide table scrolls in its own box), prose held to a readable measure.
        << "<style>body{font-family:sans-serif;margin:1em 2em}p,ul{max-width:60em}"
@@ -80,6 +85,9 @@ class HtmlReporter final : public Reporter {
     return html + "</body>\n</html>\n";
   }
   [[nodiscard]] std::string do_file_name() const override { return "results.html"; }
+  [[nodiscard]] bool do_wrote(std::string_view text) const override {
+    return text.starts_with(kPageOpening) && text.substr(kPageOpening.size()).starts_with("ddpbench");
+  }
 };
 
 }  // namespace

@@ -196,32 +196,31 @@ std::vector<const MetricInfo*> paired_metrics(const PairedOptions& options) {
   return metrics;
 }
 
-std::string joined(const std::vector<std::string>& parts) {
-  std::string text;
-  for (const auto& p : parts) text += (text.empty() ? "" : "; ") + p;
-  return text;
-}
-
-// Both builds run on one machine, in one build type: the stored mode's fingerprint leaves the
-// host out (runs of one gate move between machines), this mode cannot, and
-// --allow-env-mismatch does not lift it: pairs from two machines pair nothing.
-void require_side_by_side(const Environment& baseline, const Environment& candidate, const PairedOptions& options,
-                          PairedResult& result) {
-  std::vector<std::string> apart;
-  if (baseline.host != candidate.host) apart.push_back("host: " + baseline.host + " vs " + candidate.host);
-  if (baseline.build_type != candidate.build_type) {
-    apart.push_back("build type: " + baseline.build_type + " vs " + candidate.build_type);
-  }
-  if (!apart.empty()) {
-    throw InputError("the two builds' rounds were not run side by side (" + joined(apart) +
-                     "): a paired comparison runs both builds on one machine, in one build type, whatever "
+// Both builds run on one machine: the stored mode's fingerprint leaves the host out (runs of one
+// gate move between machines), this mode cannot, and --allow-env-mismatch does not lift it:
+// pairs from two machines pair nothing. Everything else is the one rule both modes keep
+// (reports/environment_fingerprint.hpp).
+void require_side_by_side(const Environment& baseline, const Environment& candidate) {
+  if (baseline.host != candidate.host) {
+    throw InputError("the two builds' rounds were not run side by side (host: " + baseline.host + " vs " +
+                     candidate.host + "): a paired comparison runs both builds on one machine, whatever "
                      "--allow-env-mismatch allows");
   }
-  result.environment_differences = environment_differences(baseline, candidate);
-  if (!result.environment_differences.empty() && !options.allow_env_mismatch) {
-    throw InputError("the two builds ran in different environments (" + joined(result.environment_differences) +
-                     "); a paired comparison runs both on one machine (--allow-env-mismatch compares them anyway)");
-  }
+}
+
+// Nothing timed is nothing judged (every row allowed missing): no regression then would be a
+// pass that measured nothing.
+void require_something_timed(PairedResult& result) {
+  if (!result.comparisons.empty() || result.regression()) return;
+  result.cannot_judge.push_back("nothing was timed: no row ran on both builds (every row missing and allowed, or not "
+                                "run on the baseline build)");
+}
+
+// Each round's run of a row, in round order, for the rule on what the row ran with.
+std::vector<const RunResult*> runs_of(const std::map<int64_t, const RunResult*>& rounds) {
+  std::vector<const RunResult*> runs;
+  for (const auto& [round, run] : rounds) runs.push_back(run);
+  return runs;
 }
 
 std::string round_list(const std::vector<int64_t>& rounds) {
@@ -461,7 +460,9 @@ PairedResult compare_paired(const ProvenResults& baseline_file, const ProvenResu
   PairedResult result;
   result.looks = options.max_rounds - options.min_rounds + 1;
   result.failed_by_proof = failed_by_proofs(baseline_file, candidate_file);
-  require_side_by_side(baseline.environment, candidate.environment, options, result);
+  require_side_by_side(baseline.environment, candidate.environment);
+  check_allowed_aspects(options.allow_env_mismatch);
+  std::vector<EnvironmentDifference> env = environment_differences(baseline.environment, candidate.environment);
   const auto base_rows = rounds_of(baseline);
   const auto cand_rows = rounds_of(candidate);
   // The rounds the candidate ran at all: a row it left out of one of them is absent there, not
@@ -481,13 +482,18 @@ PairedResult compare_paired(const ProvenResults& baseline_file, const ProvenResu
   }
   for (const auto& [key, rounds] : cand_rows) {
     if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only on the candidate");
+    if (base_rows.count(key) == 0) continue;
+    const auto differences = row_environment_differences(row_label(key.first, key.second), runs_of(base_rows.at(key)),
+                                                         runs_of(rounds));
+    env.insert(env.end(), differences.begin(), differences.end());
   }
   if (result.comparisons.empty() && result.failed_rows.empty() && result.allowed_missing.empty() &&
       result.cannot_judge.empty()) {
     throw InputError("the two files have no row that ran on both builds");
   }
   adjust_and_decide(result, options);
-  return result;
+  require_something_timed(result);
+  return judged_in_one_environment(std::move(result), env, options.allow_env_mismatch);
 }
 
 std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
@@ -556,6 +562,21 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
     md << "\n\nNo regression.\n";
   }
   return md.str();
+}
+
+bool is_undecided_rows_text(std::string_view text) {
+  if (!text.empty() && !text.ends_with('\n')) return false;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = text.find('\n', start);
+    const std::string_view name = text.substr(start, end - start);
+    const bool a_name = !name.empty() && name.front() != '.' &&
+                        name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+                            std::string_view::npos;
+    if (!a_name) return false;
+    start = end + 1;
+  }
+  return true;
 }
 
 }  // namespace ddpbench

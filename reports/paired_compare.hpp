@@ -9,6 +9,7 @@
 // baseline build ran fails the row.
 // Every row is its own control, PyTorch's twins included. No LibTorch.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reports/compare.hpp"
@@ -22,7 +23,7 @@ struct PairedOptions {
   std::vector<std::string> metrics = {"train_time_s"};
   int64_t min_rounds = 4;   // no row is decided on fewer pairs
   int64_t max_rounds = 12;  // a row still undecided here is within the noise
-  bool allow_env_mismatch = false;
+  std::vector<std::string> allow_env_mismatch;  // aspects that may differ (as compare's), or "all"
   std::vector<std::string> allow_missing;  // rows (by name) that may fail or be absent on the candidate
   // Metrics (of `metrics`) judged on the rounds the others ask for: undecided, one asks for no
   // more rounds and is within the noise (a lockstep gate's train_time_s, noisier than its steps).
@@ -86,12 +87,18 @@ double alpha_at_look(int64_t rounds, const PairedOptions& options);
 
 /// A pipeline over proven files (result_proof.hpp): each row's rounds split into pairs, the
 /// candidate's failures, and rounds on one side; each metric's log ratios tested; Holm; each
-/// comparison decided. Throws InputError when the environments or hosts differ (unless
-/// allowed), a metric is unknown, listed twice or test_accuracy, a row ran with other settings
+/// comparison decided; results from another environment than options.allow_env_mismatch allows
+/// are not judged at all (cannot judge, as compare's stored mode), nor is nothing timed. Throws
+/// InputError when the hosts differ (whatever is allowed), a metric is unknown, listed twice or test_accuracy, a row ran with other settings
 /// or did other work on the two sides, a row has no round on both sides, --allow-missing names
 /// no row of the baseline, or no row is on both sides.
 PairedResult compare_paired(const ProvenResults& baseline, const ProvenResults& candidate,
                             const PairedOptions& options);
+
+/// Whether `text` is a list of rows --undecided-out wrote: empty, or one row name a line (the
+/// sweep file's names: letters, digits, '.', '_', '-'), so that an earlier list is replaced and
+/// any other file is not (the output rule, harness/base/output_rule.hpp).
+bool is_undecided_rows_text(std::string_view text);
 
 /// The comparison as Markdown: one line per comparison ("ddp-2: 11.8 % slower, 95 % CI
 /// 7.1-16.2 %, 8 pairs"), the table, the method, and a verdict line.

@@ -5,6 +5,7 @@
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/units.hpp"
 #include "reports/projection.hpp"
+#include "reports/result_file.hpp"
 #include "reports/tuning_advice.hpp"
 
 namespace ddpbench {
@@ -23,6 +24,7 @@ class JsonReporter final : public Reporter {
     return j.dump(2) + "\n";
   }
   [[nodiscard]] std::string do_file_name() const override { return "results.json"; }
+  [[nodiscard]] bool do_wrote(std::string_view text) const override { return is_result_document(text); }
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "reports/run_result.hpp"
@@ -24,11 +25,15 @@ class Reporter {
   [[nodiscard]] std::string file_name() const { return do_file_name(); }
   /// Renders and writes atomically to `path`.
   void write(const ResultDocument& document, const std::filesystem::path& path) const;
+  /// Whether `text` is a report of this format, as this reporter writes it: an earlier one, which
+  /// a sweep may replace (the output rule, harness/base/output_rule.hpp); any other file it may not.
+  [[nodiscard]] bool wrote(std::string_view text) const { return do_wrote(text); }
 
  private:
   [[nodiscard]] virtual std::string do_render(const ResultDocument& document,
                                               const std::vector<RowSummary>& rows) const = 0;
   [[nodiscard]] virtual std::string do_file_name() const = 0;
+  [[nodiscard]] virtual bool do_wrote(std::string_view text) const = 0;
 };
 
 /// results.json: the document (schema ddpbench/result/v1) with a "summary" of every row.

@@ -14,6 +14,11 @@ ResultDocument read_result_file(const std::filesystem::path& path) {
   return parse_result_document(read_text_file(path, "cannot read result file"), path.string());
 }
 
+bool is_result_document(std::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_object() && j.contains("schema") && j.at("schema") == kResultSchema;
+}
+
 ResultDocument parse_result_document(std::string_view text, const std::string& source) {
   nlohmann::json j;
   try {

@@ -16,5 +16,8 @@ void write_result_file(const std::filesystem::path& path, const ResultDocument& 
 ResultDocument read_result_file(const std::filesystem::path& path);
 /// The same from a result file's text; `source` names it in errors.
 ResultDocument parse_result_document(std::string_view text, const std::string& source);
+/// Whether `text` is a result document (a JSON object of schema ddpbench/result/v1), as an
+/// output the output rule lets a command replace (harness/base/output_rule.hpp); not a proof.
+bool is_result_document(std::string_view text);
 
 }  // namespace ddpbench

@@ -262,51 +262,103 @@ std::string less_evaluation(const RunResult& r, const json& writer_defaults) {
   return {};
 }
 
-// Why an ok row did not do the work its configuration asks (steps, batch, world, images,
-// evaluation); empty where it did. Such a row is failed: less work reads as speed, other work
-// measures another row. "other: " marks work that is not less but other (ranks, batch).
+// What a row did (`did`) against what it was configured to do: "" where equal, else `says`,
+// marked "other: " where it did more than configured (another row's work, not less of this one).
+std::string against_configured(int64_t did, int64_t configured, const std::string& says) {
+  if (did == configured) return {};
+  return (did > configured ? "other: " : "") + says;
+}
+
+// Why an ok row did not do the work its configuration and data ask (configured_work: steps per
+// epoch, steps, ranks, batch, images, evaluation); empty where it did. Such a row is failed: less
+// work reads as speed, other work measures another row. "other: " marks work that is not less
+// but other. Nothing here trusts the row's own figures to say what a full epoch is.
 std::string less_work(const RunResult& r, const json& writer_defaults) {
-  const int64_t configured = configured_steps(r, writer_defaults);
-  if (configured <= 0) return "it does not say how many steps an epoch has (steps_per_epoch " +
-                             std::to_string(r.steps_per_epoch) + ", epochs " + std::to_string(r.epochs) + ")";
-  if (r.steps != configured) {
-    return "it trained " + std::to_string(r.steps) + " of the " + std::to_string(configured) + " steps its " +
-           "configuration asks (epochs x a full epoch's " + std::to_string(r.steps_per_epoch) + ", cut by max-steps)";
+  const ConfiguredWork work = configured_work(r, writer_defaults);
+  if (!work.unknown.empty()) return "its work cannot be proven: " + work.unknown;
+  if (r.dataset == "synthetic" && r.train_images > 0 && r.train_images != work.train_images) {
+    return "other: its loader found " + std::to_string(r.train_images) + " training images where its configuration "
+           "asks for a synthetic set of " + std::to_string(work.train_images);
+  }
+  if (auto why = against_configured(r.steps_per_epoch, work.steps_per_epoch,
+                                    "its file says an epoch has " + std::to_string(r.steps_per_epoch) +
+                                        " steps where " + work.data + " make " + std::to_string(work.steps_per_epoch));
+      !why.empty()) {
+    return why;
+  }
+  if (auto why = against_configured(r.steps, work.steps,
+                                    "it trained " + std::to_string(r.steps) + " of the " + std::to_string(work.steps) +
+                                        " steps its configuration asks (epochs x " +
+                                        std::to_string(work.steps_per_epoch) + " a full epoch, cut by max-steps)");
+      !why.empty()) {
+    return why;
   }
   if (const auto nproc = config_integer(r, writer_defaults, "nproc"); nproc && *nproc != r.world_size) {
     return "other: it ran " + std::to_string(r.world_size) + " ranks where its configuration asks " + std::to_string(*nproc);
   }
   const auto batch = config_integer(r, writer_defaults, "batch-size");
-  if (batch && product(*batch, r.world_size) != std::optional<int64_t>(r.global_batch)) {
+  if (product(*batch, r.world_size) != std::optional<int64_t>(r.global_batch)) {
     return "other: its global batch is " + std::to_string(r.global_batch) + " where its configuration asks " +
            std::to_string(*batch) + " x " + std::to_string(r.world_size) + " ranks";
   }
-  if (r.global_batch <= 0) return "it does not say its global batch";
-  // Each epoch's last batch may be short; every other batch is whole.
-  const auto most = product(r.steps, r.global_batch);
-  const int64_t epochs = config_integer(r, writer_defaults, "epochs").value_or(r.epochs);
-  const auto short_batches = product(epochs, r.global_batch);
-  if (!most || !short_batches || epochs < 1 || r.images_trained > *most ||
-      r.images_trained <= *most - *short_batches) {
-    return "it trained " + std::to_string(r.images_trained) + " images in " + std::to_string(r.steps) +
-           " steps of " + std::to_string(r.global_batch);
+  if (auto why = against_configured(r.images_trained, work.images,
+                                    "it trained " + std::to_string(r.images_trained) + " images where its " +
+                                        std::to_string(work.steps) + " steps of " + work.data + " train " +
+                                        std::to_string(work.images));
+      !why.empty()) {
+    return why;
   }
   return less_evaluation(r, writer_defaults);
-  return {};
+}
+
+// The images a row's training set holds: its loader's count where recorded; else, in a file from
+// before, the synthetic set's configured size, or CIFAR-10's training set. 0 where unknown.
+int64_t training_set_images(const RunResult& r, const json& writer_defaults, const std::string& dataset) {
+  constexpr int64_t kCifar10TrainImages = 50000;
+  if (dataset == "synthetic") return config_integer(r, writer_defaults, "synthetic-train-images").value_or(0);
+  if (r.train_images > 0) return r.train_images;
+  return dataset == "cifar10" ? kCifar10TrainImages : 0;
 }
 
 }  // namespace
 
-int64_t configured_steps(const RunResult& run, const json& writer_defaults) {
-  if (run.steps_per_epoch <= 0) return 0;
+ConfiguredWork configured_work(const RunResult& run, const json& writer_defaults) {
+  ConfiguredWork work;
+  const json* named = run.config.is_object() && run.config.contains("dataset") ? &run.config.at("dataset") : nullptr;
+  const std::string dataset = !run.dataset.empty()          ? run.dataset
+                              : named && named->is_string() ? named->get<std::string>()
+                                                            : "";
   const int64_t epochs = config_integer(run, writer_defaults, "epochs").value_or(run.epochs);
-  int64_t per_epoch = run.steps_per_epoch;
+  const int64_t batch = config_integer(run, writer_defaults, "batch-size").value_or(0);
+  work.train_images = training_set_images(run, writer_defaults, dataset);
+  // No run has a billion steps or images a step; an edited file's would overflow (and prove nothing).
+  constexpr int64_t kMost = int64_t{1} << 30;
+  if (work.train_images <= 0 || work.train_images > kMost || batch <= 0 || batch > kMost || run.world_size <= 0 ||
+      run.world_size > kMost || epochs <= 0 || epochs > kMost) {
+    work.unknown = "its file does not say its training set's size, batch-size, ranks and epochs (dataset '" + dataset +
+                   "', " + std::to_string(work.train_images) + " images, batch-size " + std::to_string(batch) + ", " +
+                   std::to_string(run.world_size) + " ranks, " + std::to_string(epochs) + " epochs)";
+    return work;
+  }
+  const int64_t shard = (work.train_images + run.world_size - 1) / run.world_size;
+  work.steps_per_epoch = (shard + batch - 1) / batch;
+  int64_t per_epoch = work.steps_per_epoch;
   if (const auto max_steps = config_integer(run, writer_defaults, "max-steps"); max_steps && *max_steps > 0) {
     per_epoch = std::min(per_epoch, *max_steps);
   }
-  // No run has a billion steps; an edited file's would overflow (and then prove nothing).
-  if (epochs <= 0 || epochs > (int64_t{1} << 30) || per_epoch > (int64_t{1} << 30)) return 0;
-  return epochs * per_epoch;
+  work.steps = epochs * per_epoch;
+  // A cut epoch's batches are whole; a full one trains each rank's shard, padded as the sampler pads it.
+  const auto epoch_images = product(per_epoch < work.steps_per_epoch ? per_epoch * batch : shard, run.world_size);
+  const auto images = epoch_images ? product(*epoch_images, epochs) : std::nullopt;
+  if (!images) {
+    work.unknown = "its configuration's images per epoch times its epochs overflow what any run trains";
+    return work;
+  }
+  work.images = *images;
+  work.data = std::to_string(work.train_images) + " " + (dataset.empty() ? "" : dataset + " ") + "images over " +
+              std::to_string(run.world_size) + (run.world_size == 1 ? " rank" : " ranks") + " in batches of " +
+              std::to_string(batch);
+  return work;
 }
 
 json comparable_config(const json& config) {

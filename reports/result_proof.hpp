@@ -5,7 +5,8 @@
 // result_proof.cpp: names that fit a line and a cell; each repetition once, numbered within the
 // sweep's repeat; a row's repetitions of one configuration; every figure a time or a rate a run
 // measures; and, where a row says ok, every figure a verdict may use measured and the work
-// done the work configured (a row that did not is failed, with the reason). Configurations are completed through the option
+// done the work its configuration and data ask (configured_work; a row that did not is failed,
+// with the reason). Configurations are completed through the option
 // table's defaults, so an option absent on one side at its default is the same setting.
 // A ProvenResults is made only by prove_results. No LibTorch.
 #include <filesystem>
@@ -63,10 +64,21 @@ ProvenResults read_proven_results(const std::filesystem::path& path, const std::
                                   const nlohmann::json& reader_defaults = nlohmann::json::object(),
                                   const ConfigProof& prove_config = {});
 
-/// The steps a row's configuration asks for: its epochs x (a full epoch's steps, cut by
-/// max-steps), its own settings else `writer_defaults`; 0 where the row does not say how long
-/// an epoch is.
-int64_t configured_steps(const RunResult& run, const nlohmann::json& writer_defaults = nlohmann::json::object());
+/// The work a row's configuration and data ask of it, never read from the row's own figures: the
+/// training set's images (the count its loader recorded; in files from before, the synthetic
+/// set's configured size or CIFAR-10's 50,000), each rank's shard as DistributedSampler pads it
+/// (ceil(images / ranks)), a full epoch's steps (ceil(shard / batch-size)), cut by max-steps, times
+/// the epochs, and the images those steps train (each rank's whole shard in a full epoch).
+struct ConfiguredWork {
+  int64_t train_images = 0;
+  int64_t steps_per_epoch = 0;  // a full epoch
+  int64_t steps = 0;            // every epoch, each cut by max-steps
+  int64_t images = 0;           // all ranks, every epoch
+  std::string data;             // how the work was reckoned, for a reason ("4096 synthetic images over 2 ranks ...")
+  std::string unknown;          // why the file does not say enough to reckon it; empty where it does
+};
+/// `run`'s configured work, from its own settings, else `writer_defaults` (its writer's table).
+ConfiguredWork configured_work(const RunResult& run, const nlohmann::json& writer_defaults = nlohmann::json::object());
 
 /// How two rows' settings differ, option by option ("amp \"bf16\" vs \"off\""); empty when the
 /// same. An option one side does not have is that side's default, by its file's table.

@@ -187,6 +187,7 @@ void to_json(json& j, const RunResult& r) {
            {"warmup_steps", r.warmup_steps},
            {"global_batch", r.global_batch},
            {"images_trained", r.images_trained},
+           {"train_images", r.train_images},
            {"peak_memory_bytes", r.peak_memory_bytes},
            {"peak_memory_source", r.peak_memory_source},
            {"nodes", r.nodes},
@@ -242,6 +243,7 @@ void read_figures(const json& j, RunResult& r) {
   r.warmup_steps = j.value("warmup_steps", int64_t{0});
   r.global_batch = j.value("global_batch", int64_t{0});
   r.images_trained = j.value("images_trained", int64_t{0});
+  r.train_images = j.value("train_images", int64_t{0});
   r.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
   r.peak_memory_source = j.value("peak_memory_source", "");
 }
@@ -359,7 +361,9 @@ void to_json(json& j, const Environment& e) {
            {"libtorch_version", e.libtorch_version},
            {"compiler", e.compiler},
            {"build_type", e.build_type},
-           {"git_revision", e.git_revision}};
+           {"git_revision", e.git_revision},
+           {"omp_num_threads", e.omp_num_threads},
+           {"cpu_affinity", e.cpu_affinity}};
 }
 
 void from_json(const json& j, Environment& e) {
@@ -381,6 +385,8 @@ void from_json(const json& j, Environment& e) {
   e.compiler = j.value("compiler", "");
   e.build_type = j.value("build_type", "");
   e.git_revision = j.value("git_revision", "");
+  e.omp_num_threads = j.value("omp_num_threads", "");
+  e.cpu_affinity = j.value("cpu_affinity", "");
 }
 
 void to_json(json& j, const SweepInfo& s) {

@@ -60,7 +60,7 @@ struct RunResult {
   std::string strategy;
   int64_t world_size = 1;
   std::string device;
-  int64_t threads_per_rank = 0;  // intra-op threads each CPU rank computed with; 0: unknown, or not on CPUs
+  int64_t threads_per_rank = 0;  // intra-op threads each rank computed with; 0: not recorded
   std::string dataset;         // cifar10 | synthetic
   std::string dataset_origin;  // the folder read, or the synthetic seed and sizes
   RunStatus status = RunStatus::ok;
@@ -89,6 +89,7 @@ struct RunResult {
   int64_t warmup_steps = 0;
   int64_t global_batch = 0;      // images per optimizer step, all processes
   int64_t images_trained = 0;    // all processes
+  int64_t train_images = 0;      // the training set's images the loader found; 0: not recorded
 
   int64_t peak_memory_bytes = 0;
   std::string peak_memory_source;  // cuda-allocator | host-rss
@@ -143,6 +144,11 @@ struct Environment {
   std::string compiler;
   std::string build_type;
   std::string git_revision;
+  // What the threads and cores a run could use depend on beyond its configuration (empty: the
+  // file's writer did not record it): OMP_NUM_THREADS as set ("unset" where it is not), and the
+  // CPUs the writing process could run on (its affinity, as a list: "0-1", "0,2-3").
+  std::string omp_num_threads;
+  std::string cpu_affinity;
 };
 
 /// ddpbench's run of a row without SyncBatchNorm, beside a twin that cannot have it (CPUs):

@@ -141,10 +141,11 @@ struct ClockOffsets {
   double shift_us = 0;
 };
 
-// The median, over the clock-sync rounds and over the ranks `counted`, of how far rank 0's marks
-// are ahead of theirs: their clock's offset, plus how much later one rank left each barrier than
-// the other, which the median keeps small where one rank waited for its core.
-double offset_us(const std::vector<RankTrace>& ranks, int64_t base_ns, const std::function<bool(const RankTrace&)>& counted) {
+// The median, over the clock-sync rounds and over the ranks `counted`, of how far `reference`'s
+// marks are ahead of theirs: their clock's offset, plus how much later one rank left each barrier
+// than the other, which the median keeps small where one rank waited for its core.
+double offset_us(const RankTrace& reference, const std::vector<RankTrace>& ranks, int64_t base_ns,
+                 const std::function<bool(const RankTrace&)>& counted) {
   const auto on_common_base = [&](const RankTrace& t, std::size_t k) {
     return t.sync_us[k] + static_cast<double>(t.base_ns - base_ns) / 1e3;
   };
@@ -152,10 +153,32 @@ double offset_us(const std::vector<RankTrace>& ranks, int64_t base_ns, const std
   for (const RankTrace& t : ranks) {
     if (!counted(t)) continue;
     for (std::size_t k = 0; k < t.sync_us.size(); ++k) {
-      differences.push_back(on_common_base(ranks.front(), k) - on_common_base(t, k));
+      differences.push_back(on_common_base(reference, k) - on_common_base(t, k));
     }
   }
   return median(differences);
+}
+
+// Ranks that name one host share its clock only where their marks agree within the barriers'
+// exit skew (kOneClockUs): every host's ranks are held to the first rank of that host, rank 0's
+// host and every other. A rank that disagrees is not shifted with the host's others: it is
+// aligned as a host of its own, renamed "HOST (rank R)", and said (the returned lines).
+std::vector<std::string> split_ranks_off_their_hosts_clock(std::vector<RankTrace>& ranks, int64_t base_ns) {
+  std::map<std::string, std::size_t> first_of_host;
+  for (std::size_t r = 0; r < ranks.size(); ++r) first_of_host.emplace(ranks[r].host, r);
+  std::vector<std::string> said;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    RankTrace& t = ranks[r];
+    const std::size_t first = first_of_host.at(t.host);
+    const auto just_this = [&](const RankTrace& other) { return &other == &t; };
+    const double apart_us = first == r ? 0.0 : offset_us(ranks[first], ranks, base_ns, just_this);
+    if (std::abs(apart_us) <= kOneClockUs) continue;
+    said.push_back("rank " + std::to_string(r) + " named host " + t.host + " but its clock was " +
+                   format_fixed(std::abs(apart_us) / 1e3, 1) + " ms from rank " + std::to_string(first) +
+                   "'s there at the barriers");
+    t.host += " (rank " + std::to_string(r) + ")";
+  }
+  return said;
 }
 
 // Rank `r`'s events onto `events`: merged process ids, times and flow ids, its processes named.
@@ -184,6 +207,25 @@ void append_rank_events(json& events, const RankTrace& t, int64_t r, double add_
 
 }  // namespace
 
+bool is_merged_trace(std::string_view text) {
+  const json doc = json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc.contains("ddpbench")) return false;
+  const json& ours = doc.at("ddpbench");
+  return ours.is_object() && ours.contains("row") && ours.contains("clock") && ours.contains("ranks");
+}
+
+bool is_rank_trace(std::string_view bytes) {
+  json doc;
+  try {
+    doc = json::parse(gunzip_if_gzip(std::string(bytes), "a rank's trace"), nullptr, false);
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc.contains("ddpbench")) return false;
+  const json& ours = doc.at("ddpbench");
+  return ours.is_object() && ours.contains("row") && ours.contains("first_step") && !ours.contains("clock");
+}
+
 MergedTrace merge_row_traces(const RunResult& row, const std::filesystem::path& folder) {
   if (!row.trace.traced()) throw InputError("row '" + row.name + "' has no trace (it ran without --trace-steps)");
   std::vector<RankTrace> ranks;
@@ -192,20 +234,14 @@ MergedTrace merge_row_traces(const RunResult& row, const std::filesystem::path& 
   MergedTrace merged;
   int64_t base_ns = ranks.front().base_ns;
   for (const auto& t : ranks) base_ns = std::min(base_ns, t.base_ns);
-  // Each host's clock onto rank 0's: none for rank 0's own host, unless its ranks' marks say
-  // they do not share one (hosts of one name), which is then said.
+  // Each host's clock onto rank 0's: none for rank 0's own host. A rank whose marks say it does
+  // not share its host's clock (hosts of one name) is a host of its own, which is then said.
+  const std::vector<std::string> split_off = split_ranks_off_their_hosts_clock(ranks, base_ns);
   std::map<std::string, double> shift_of_host;
-  std::vector<std::string> hosts_named_alike;
-  for (auto& t : ranks) {
-    const auto just_this = [&](const RankTrace& other) { return &other == &t; };
-    if (t.host != ranks.front().host || std::abs(offset_us(ranks, base_ns, just_this)) <= kOneClockUs) continue;
-    hosts_named_alike.push_back("rank " + std::to_string(&t - ranks.data()));
-    t.host += " (rank " + std::to_string(&t - ranks.data()) + ")";
-  }
   for (const auto& t : ranks) {
     if (!shift_of_host.contains(t.host)) {
       const auto of_host = [&](const RankTrace& other) { return other.host == t.host; };
-      shift_of_host[t.host] = t.host == ranks.front().host ? 0.0 : offset_us(ranks, base_ns, of_host);
+      shift_of_host[t.host] = t.host == ranks.front().host ? 0.0 : offset_us(ranks.front(), ranks, base_ns, of_host);
     }
   }
   merged.clock = shift_of_host.size() == 1
@@ -215,11 +251,9 @@ MergedTrace merge_row_traces(const RunResult& row, const std::filesystem::path& 
                            std::to_string(kClockSyncRounds) +
                            " barriers and the host's ranks, of their clock-sync marks' distance from rank 0's "
                            "(within the barriers' exit skew, a fraction of a millisecond)";
-  if (!hosts_named_alike.empty()) {
-    std::string who;
-    for (const auto& r : hosts_named_alike) who += (who.empty() ? "" : ", ") + r;
-    merged.clock += "; " + who + " named rank 0's host but kept another clock (more than " +
-                    format_fixed(kOneClockUs / 1e3, 1) + " ms apart at the barriers): aligned as another host";
+  for (const auto& line : split_off) {
+    merged.clock += "; " + line + " (more than " + format_fixed(kOneClockUs / 1e3, 1) +
+                    " ms, beyond the barriers' exit skew): it keeps another clock, aligned as a host of its own";
   }
   json events = json::array();
   json ranks_json = json::array();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +36,14 @@ struct MergedTrace {
 /// length, steps other than the row's traced ones (each once), or other than kClockSyncRounds
 /// clock-sync marks.
 MergedTrace merge_row_traces(const RunResult& row, const std::filesystem::path& folder);
+
+/// Whether `text` is a merged trace `ddpbench trace` wrote (its "ddpbench" section names the row,
+/// the clock and the ranks): an earlier one is replaced, any other file is not (the output rule,
+/// harness/base/output_rule.hpp).
+bool is_merged_trace(std::string_view text);
+/// Whether `bytes` (plain or gzipped) is a rank's trace of a traced row (a Chrome trace whose
+/// "ddpbench" section names its row and steps): a traced run replaces its own.
+bool is_rank_trace(std::string_view bytes);
 
 /// The clock-sync marks each rank's trace holds, each set just after a barrier when tracing
 /// began (harness/runner/step_trace.cpp); hosts are aligned on the median of the rounds.

@@ -32,8 +32,8 @@ std::vector<TuningSetting> tuning_grid(const AdviseCommand& c) {
 }  // namespace
 
 int advise_command(const AdviseCommand& command) {
+  check_projection_files(command, kAdviceFiles);
   const ProjectionOptions options = projection_options(command);
-  if (!command.out_dir.empty()) require_writable(std::filesystem::path(command.out_dir) / "advice.json", "--out-dir");
   const ProvenResults proven =
       read_results_here(command.results, "the results");
   const ResultDocument& doc = proven.document();
@@ -44,8 +44,8 @@ int advise_command(const AdviseCommand& command) {
     for (const RowAdvice& a : advice) why += "; " + row_label(a.row, a.mode) + ": " + a.not_advised;
     throw InputError(command.results + " has no DDP row to advise on" + why);
   }
-  const std::string md = "# ddpbench advice for " + command.results + "\n" + markdown_advice(advice, true);
-  if (!command.out_dir.empty()) write_projection_outputs(command, options, "advice", "advice", advice_json(advice), md);
+  const std::string md = projection_heading(command, kAdviceFiles) + markdown_advice(advice, true);
+  if (!command.out_dir.empty()) write_projection_outputs(command, options, kAdviceFiles, advice_json(advice), md);
   std::cout << md << std::flush;
   // Advice from a model that misses the step it measured is not worth acting on.
   const auto off = std::count_if(advice.begin(), advice.end(), [](const RowAdvice& a) { return advice_off(a); });

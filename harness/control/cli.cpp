@@ -12,6 +12,7 @@
 
 #include "harness/control/run_options.hpp"
 #include "harness/control/sweep_file.hpp"
+#include "reports/environment_fingerprint.hpp"
 #include "reports/projection.hpp"
 
 namespace ddpbench {
@@ -304,10 +305,16 @@ void add_compare_gate_options(CLI::App& compare, CompareCommand& c, FlagLines& l
              "`--metric LIST`", "`train_time_s,steady_images_per_s`",
              "also `images_per_s`, `step_time_s`, `test_accuracy`");
   documented(lines,
-             compare.add_flag("--allow-env-mismatch", c.allow_env_mismatch,
-                              "compare results from different machines or software (GPUs, CPU, LibTorch, CUDA, cuDNN, "
-                              "NCCL, driver, dataset)"),
-             "`--allow-env-mismatch`", "off", "compare files from different machines or software anyway");
+             compare
+                 .add_option("--allow-env-mismatch", c.allow_env_mismatch,
+                             "aspects of the environment that may differ between the files, or all: build-type, "
+                             "threads, cpu-affinity, cpu, gpu, libtorch, cuda, cudnn, nccl, driver, dataset (any "
+                             "other difference is cannot judge)")
+                 ->delimiter(','),
+             "`--allow-env-mismatch LIST`", "none",
+             "what may differ between the files' environments: `build-type`, `threads` (each rank's and "
+             "`OMP_NUM_THREADS`), `cpu-affinity`, `cpu`, `gpu`, `libtorch`, `cuda`, `cudnn`, `nccl`, `driver`, "
+             "`dataset`, or `all`; any other difference is cannot judge (exit 2), in both modes");
   documented(lines,
              compare.add_option("--normalize-by", c.normalize_by,
                                 "divide each row's metric by this row's in the same file (e.g. single), or with `twin` "
@@ -400,6 +407,7 @@ void validate_compare(const CLI::App& compare, CompareCommand& c) {
   if (!(c.alpha > 0 && c.alpha < 1)) {
     throw InputError("--alpha must be in (0, 1) (got " + std::to_string(c.alpha) + ")");
   }
+  check_allowed_aspects(c.allow_env_mismatch);
 }
 
 Subcommand declare_compare(CLI::App& app) {

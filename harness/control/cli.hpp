@@ -25,7 +25,7 @@ struct CompareCommand {
   std::string current;
   double threshold = 0.10;
   std::vector<std::string> metrics = {"train_time_s", "steady_images_per_s"};
-  bool allow_env_mismatch = false;
+  std::vector<std::string> allow_env_mismatch;  // aspects of the environment that may differ, or "all"
   std::string normalize_by;  // empty: absolute values
   double alpha = 0.05;
   std::string out;           // also write the Markdown table here

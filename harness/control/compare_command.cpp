@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "harness/base/atomic_file.hpp"
+#include "harness/base/output_rule.hpp"
 #include "reports/compare.hpp"
 #include "reports/paired_compare.hpp"
 #include "harness/control/run_options.hpp"
@@ -14,6 +15,17 @@ using nlohmann::json;
 
 namespace {
 
+// The output rule (harness/base/output_rule.hpp) before any work: --out and --undecided-out never
+// replace a file compare reads or another file, only an earlier one of their own.
+void check_compare_files(const CompareCommand& command) {
+  check_command_files({{"BASELINE", command.baseline}, {"CURRENT", command.current}},
+                      {{"--out", command.out, "a comparison compare wrote", own_kind_by_text(is_comparison_text)},
+                       {"--undecided-out", command.undecided_out, "a list of undecided rows compare wrote",
+                        own_kind_by_text(is_undecided_rows_text)}});
+  if (!command.out.empty()) require_writable(command.out, "--out");
+  if (!command.undecided_out.empty()) require_writable(command.undecided_out, "--undecided-out");
+}
+
 int paired_compare_command(const CompareCommand& command) {
   PairedOptions options;
   if (command.threshold_given) options.threshold = command.threshold;
@@ -24,8 +36,6 @@ int paired_compare_command(const CompareCommand& command) {
   options.coarse_metrics = command.coarse_metrics;
   options.allow_env_mismatch = command.allow_env_mismatch;
   options.allow_missing = command.allow_missing;
-  if (!command.out.empty()) require_writable(command.out, "--out");
-  if (!command.undecided_out.empty()) require_writable(command.undecided_out, "--undecided-out");
   const ProvenResults baseline = read_results_here(command.baseline, "the baseline build's file");
   const ProvenResults candidate = read_results_here(command.current, "the candidate's file");
   const PairedResult result = compare_paired(baseline, candidate, options);
@@ -43,6 +53,7 @@ int paired_compare_command(const CompareCommand& command) {
 }  // namespace
 
 int compare_command(const CompareCommand& command) {
+  check_compare_files(command);
   if (command.paired) return paired_compare_command(command);
   CompareOptions options;
   options.threshold = command.threshold;
@@ -52,7 +63,6 @@ int compare_command(const CompareCommand& command) {
   if (!command.normalize_by.empty()) options.normalize_by = command.normalize_by;
   if (command.min_vs_pytorch > 0) options.min_vs_pytorch = command.min_vs_pytorch;
   options.allow_missing = command.allow_missing;
-  if (!command.out.empty()) require_writable(command.out, "--out");
   const ProvenResults baseline = read_results_here(command.baseline, "the baseline");
   const ProvenResults current = read_results_here(command.current, "the current file");
   const Comparison comparison = compare_results(baseline, current, options);

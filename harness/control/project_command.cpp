@@ -5,6 +5,7 @@
 
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/base/output_rule.hpp"
 #include "harness/base/text_file.hpp"
 #include "reports/result_file.hpp"
 #include "reports/result_proof.hpp"
@@ -34,21 +35,45 @@ ProjectionOptions projection_options(const ProjectCommand& c) {
   return o;
 }
 
-void write_projection_outputs(const ProjectCommand& command, const ProjectionOptions& options, const std::string& stem,
-                              const char* key, nlohmann::json body, const std::string& markdown) {
+void check_projection_files(const ProjectCommand& command, const ProjectionFiles& files) {
+  if (command.out_dir.empty()) return;
+  const std::filesystem::path dir(command.out_dir);
+  const std::string stem = files.stem;
+  const auto json_of_kind = [key = std::string(files.key)](std::string_view text) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    return j.is_object() && j.contains("source") && j.contains("options") && j.contains("calibration") &&
+           j.contains(key);
+  };
+  const auto markdown_of_kind = [heading = std::string(files.heading)](std::string_view text) {
+    return text.starts_with(heading);
+  };
+  check_command_files({{"RESULTS", command.results}, {"--calibrate", command.calibrate}},
+                      {{"--out-dir's " + stem + ".json", dir / (stem + ".json"), "the " + stem + " JSON it wrote",
+                        own_kind_by_text(json_of_kind)},
+                       {"--out-dir's " + stem + ".md", dir / (stem + ".md"), "the " + stem + " Markdown it wrote",
+                        own_kind_by_text(markdown_of_kind)}});
+  require_writable(dir / (stem + ".json"), "--out-dir");
+}
+
+std::string projection_heading(const ProjectCommand& command, const ProjectionFiles& files) {
+  return files.heading + command.results + "\n";
+}
+
+void write_projection_outputs(const ProjectCommand& command, const ProjectionOptions& options,
+                              const ProjectionFiles& files, nlohmann::json body, const std::string& markdown) {
   const std::filesystem::path dir(command.out_dir);
   const nlohmann::json out = {{"source", command.results},
                               {"options", projection_options_json(options)},
                               {"calibration", options.calibration ? nlohmann::json(options.calibration->source)
                                                                   : nlohmann::json(nullptr)},
-                              {key, std::move(body)}};
-  write_file_atomically(dir / (stem + ".json"), out.dump(2) + "\n");
-  write_file_atomically(dir / (stem + ".md"), markdown);
+                              {files.key, std::move(body)}};
+  write_file_atomically(dir / (std::string(files.stem) + ".json"), out.dump(2) + "\n");
+  write_file_atomically(dir / (std::string(files.stem) + ".md"), markdown);
 }
 
 int project_command(const ProjectCommand& command) {
+  check_projection_files(command, kProjectionFiles);
   const ProjectionOptions options = projection_options(command);
-  if (!command.out_dir.empty()) require_writable(std::filesystem::path(command.out_dir) / "projection.json", "--out-dir");
   const ProvenResults proven =
       read_results_here(command.results, "the results");
   const ResultDocument& doc = proven.document();
@@ -61,10 +86,9 @@ int project_command(const ProjectCommand& command) {
     for (const RowProjection& p : projections) why += "; " + row_label(p.row, p.mode) + ": " + p.not_projected;
     throw InputError(command.results + " has no DDP row to project" + why);
   }
-  const std::string md = "# ddpbench projection of " + command.results + "\n" + markdown_projection(projections);
-  if (!command.out_dir.empty()) {
-    write_projection_outputs(command, options, "projection", "projections", projection_json(projections), md);
-  }
+  const std::string md = projection_heading(command, kProjectionFiles) + markdown_projection(projections);
+  if (!command.out_dir.empty())
+    write_projection_outputs(command, options, kProjectionFiles, projection_json(projections), md);
   std::cout << md << std::flush;
   // A model that misses the step it measured projects nothing worth acting on.
   const auto off = std::count_if(projections.begin(), projections.end(), [](const auto& p) { return model_off(p); });

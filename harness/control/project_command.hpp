@@ -9,10 +9,26 @@ namespace ddpbench {
 /// The command line's choices as the projection's options (the calibration file read).
 ProjectionOptions projection_options(const ProjectCommand& command);
 
-/// Writes `stem`.json ({source, options, calibration, `key`: `body`}) and `stem`.md (`markdown`)
-/// into the command's --out-dir, each atomically.
-void write_projection_outputs(const ProjectCommand& command, const ProjectionOptions& options, const std::string& stem,
-                              const char* key, nlohmann::json body, const std::string& markdown);
+/// What `project` or `advise` writes into --out-dir: `stem`.json ({source, options, calibration,
+/// `key`: the body}) and `stem`.md, which opens with `heading` and the result file's name.
+struct ProjectionFiles {
+  const char* stem;
+  const char* key;
+  const char* heading;
+};
+inline constexpr ProjectionFiles kProjectionFiles{"projection", "projections", "# ddpbench projection of "};
+inline constexpr ProjectionFiles kAdviceFiles{"advice", "advice", "# ddpbench advice for "};
+
+/// The output rule (harness/base/output_rule.hpp) for those files, before any work: RESULTS and
+/// --calibrate are read; each file replaces only an earlier one of its kind. Throws InputError.
+void check_projection_files(const ProjectCommand& command, const ProjectionFiles& files);
+
+/// `files.heading` and the result file's name: the Markdown's first line.
+std::string projection_heading(const ProjectCommand& command, const ProjectionFiles& files);
+
+/// Writes both files into the command's --out-dir, each atomically.
+void write_projection_outputs(const ProjectCommand& command, const ProjectionOptions& options,
+                              const ProjectionFiles& files, nlohmann::json body, const std::string& markdown);
 
 /// Prints the projection as Markdown (and writes projection.json and projection.md into
 /// --out-dir); 0, 1 when a row's model is more than kModelTolerance off its own measured step

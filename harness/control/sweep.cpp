@@ -9,11 +9,13 @@
 
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/base/output_rule.hpp"
 #include "harness/control/progress.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/launch/interruption.hpp"
 #include "harness/launch/process_supervisor.hpp"
 #include "reports/compare.hpp"
+#include "reports/environment_fingerprint.hpp"
 #include "reports/reporter.hpp"
 #include "reports/result_file.hpp"
 #include "reports/result_proof.hpp"
@@ -109,6 +111,16 @@ std::string plan_difference(const RunConfig& planned, const RunResult& ran) {
   return config_difference(comparable_config(run_config_to_json(planned)), comparable_config(ran.config));
 }
 
+std::string measured_elsewhere(const Environment& before, const Environment& now) {
+  std::string why;
+  for (const auto& d : environment_differences(before, now)) why += (why.empty() ? "" : "; ") + d.text;
+  if (before.git_revision != now.git_revision) {
+    why += (why.empty() ? "" : "; ") + std::string("git revision: ") +
+           (before.git_revision.empty() ? "not recorded" : before.git_revision) + " vs " + now.git_revision;
+  }
+  return why;
+}
+
 namespace {
 
 void print_dry_run(const SweepPlan& plan) {
@@ -125,6 +137,38 @@ void print_dry_run(const SweepPlan& plan) {
   }
 }
 
+// The output rule (harness/base/output_rule.hpp), before any row runs: the reports, the Google
+// Benchmark file, and every row's result file and checkpoint never replace the sweep file, a row's
+// --init-from or one another, only an earlier file of their own kind (--resume's rows are the
+// sweep's own earlier results).
+void check_sweep_files(const SweepCommand& command, const SweepEnvironment& env, const SweepPlan& plan,
+                       const std::filesystem::path& reports_dir,
+                       const std::vector<std::unique_ptr<Reporter>>& reporters) {
+  std::vector<CommandInput> inputs{{"--file", command.file}};
+  std::vector<CommandOutput> outputs;
+  const std::string reports_flag = command.reports_dir.empty() ? "--out-dir" : "--reports-dir";
+  for (const auto& reporter : reporters) {
+    outputs.push_back({reports_flag + "'s " + reporter->file_name(), reports_dir / reporter->file_name(),
+                       "the sweep's " + reporter->file_name(),
+                       own_kind_by_text([&reporter](std::string_view text) { return reporter->wrote(text); })});
+  }
+  const auto gbench = make_gbench_reporter();
+  outputs.push_back({"--gbench-json", command.gbench_json, "Google Benchmark's JSON of a sweep",
+                     own_kind_by_text([&gbench](std::string_view text) { return gbench->wrote(text); })});
+  for (const PlannedRow& row : plan.rows) {
+    const std::string label = "row " + row_label(row.info.name, row.info.mode) +
+                              (command.repeat > 1 ? " repetition " + std::to_string(row.repetition) : "");
+    inputs.push_back({label + "'s --init-from", row.config.init_from});
+    outputs.push_back(
+        {label + "'s result file", row.result_file, "a result file", own_kind_by_text(is_result_document)});
+    if (!row.skip_reason) {
+      outputs.push_back({label + "'s --save-checkpoint", row.config.save_checkpoint,
+                         "a checkpoint (PyTorch's zip of named tensors)", env.is_checkpoint});
+    }
+  }
+  check_command_files(inputs, outputs);
+}
+
 // The sweep's document and where its reports go, rewritten after every row.
 class SweepReports {
  public:
@@ -135,6 +179,7 @@ class SweepReports {
                                                  : std::filesystem::path(command.reports_dir)),
         reporters_(default_reporters()) {
     const std::filesystem::path out_dir = command.out_dir;
+    check_sweep_files(command, env, plan, reports_dir_, reporters_);
     require_writable(out_dir / "results.json", "--out-dir");
     if (!command.reports_dir.empty()) require_writable(reports_dir_ / "results.json", "--reports-dir");
     if (!command.gbench_json.empty()) require_writable(command.gbench_json, "--gbench-json");
@@ -174,19 +219,22 @@ class SweepReports {
   ResultDocument document_;
 };
 
-// --resume: the row's earlier result where it finished with the configuration planned now. A
-// skip is decided again every time: the GPUs and nodes it depended on may have come.
-std::optional<RunResult> finished_before(const PlannedRow& row) {
+// --resume: the row's earlier result where it finished with the configuration planned now, on
+// this machine and build (else `rerun_because` says why it runs again). A skip is decided again
+// every time: the GPUs and nodes it depended on may have come.
+std::optional<RunResult> finished_before(const PlannedRow& row, const Environment& here, std::string& rerun_because) {
   if (!std::filesystem::exists(row.result_file)) return std::nullopt;
   try {
     const ProvenResults previous_file = read_row_file(row.result_file);
     RunResult previous = previous_file.document().runs.at(0);
     // The same settings as compare reads them: an option one side does not set, at its default.
     const bool finished = previous.status == RunStatus::ok;
-    if (finished && runs_the_same(previous.config, run_config_to_json(row.config), previous_file.option_defaults(),
-                                  run_config_to_json(RunConfig{}))) {
-      return previous;
+    if (!finished || !runs_the_same(previous.config, run_config_to_json(row.config), previous_file.option_defaults(),
+                                    run_config_to_json(RunConfig{}))) {
+      return std::nullopt;
     }
+    rerun_because = measured_elsewhere(previous_file.document().environment, here);
+    if (rerun_because.empty()) return previous;
   } catch (const std::exception&) {
   }
   return std::nullopt;
@@ -210,10 +258,13 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
   std::vector<double> measured_row_s;  // wall time of each row run so far, for the ETA
   for (std::size_t i = 0; i < plan.rows.size() && !interrupted && interruption_signal() == 0; ++i) {
     const PlannedRow& row = plan.rows[i];
-    std::optional<RunResult> kept = command.resume ? finished_before(row) : std::nullopt;
+    std::string elsewhere;
+    std::optional<RunResult> kept = command.resume ? finished_before(row, env.machine, elsewhere) : std::nullopt;
     std::cerr << "ddpbench sweep: [" << (i + 1) << "/" << plan.rows.size() << "] " << row.info.name << " ("
               << row.info.mode << (command.repeat > 1 ? ", repetition " + std::to_string(row.repetition + 1) : "")
-              << ")" << (kept ? ": done before, kept (--resume)" : "") << "; "
+              << ")" << (kept ? ": done before, kept (--resume)" : "")
+              << (elsewhere.empty() ? "" : ": done before on another machine or build, run again (" + elsewhere + ")")
+              << "; "
               << sweep_progress(i, plan.rows.size(), measured_row_s) << "\n";
     RunResult result;
     if (kept) {

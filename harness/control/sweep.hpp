@@ -16,6 +16,11 @@ namespace ddpbench {
 /// by option; empty when it ran what was planned. A row that differs is reported failed.
 std::string plan_difference(const RunConfig& planned, const RunResult& ran);
 
+/// Why a row measured in `before` cannot stand, on --resume, for one measured in `now`: another
+/// machine or build (every aspect of compare's one environment rule,
+/// reports/environment_fingerprint.hpp) or another git revision, in words; empty where it can.
+std::string measured_elsewhere(const Environment& before, const Environment& now);
+
 /// Runs the plan and writes results.json, results.md and results.html into --out-dir (and
 /// --gbench-json). Returns 0 when every row ran or was skipped, 1 when one failed or the
 /// sweep was interrupted.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/base/output_rule.hpp"
 #include "harness/control/cli.hpp"
 #include "harness/control/sweep_file.hpp"
 #include "reports/run_result.hpp"
@@ -42,6 +43,9 @@ struct SweepEnvironment {
   // Called once the plan is made, before its first row runs (never on --dry-run): what the
   // rows will need ready on this machine (the LibTorch side starts PyTorch's preloaded Python).
   std::function<void(const SweepPlan&)> before_rows;
+  // What a row's --save-checkpoint may replace: an earlier checkpoint (models' recogniser, which
+  // the LibTorch side gives); unset, nothing that exists.
+  OwnKind is_checkpoint;
 };
 
 /// The SLURM allocation this process runs in, for --launcher srun: its nodes (from

@@ -6,6 +6,7 @@
 
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/base/output_rule.hpp"
 #include "harness/control/run_options.hpp"
 #include "reports/result_proof.hpp"
 #include "reports/trace_merge.hpp"
@@ -94,23 +95,14 @@ int trace_command(const TraceCommand& command) {
   const std::filesystem::path out =
       std::filesystem::absolute(command.out.empty() ? folder / (results.stem().string() + ".merged.trace.json")
                                                    : std::filesystem::path(command.out));
-  // The merged trace never replaces what it was made from.
-  std::vector<std::filesystem::path> inputs{results};
-  for (const auto& file : row.trace.files) inputs.push_back(folder / file);
-  for (const auto& input : inputs) {
-    std::error_code same_error;
-    if (out.lexically_normal() == input.lexically_normal() || std::filesystem::equivalent(out, input, same_error)) {
-      throw InputError("--out '" + out.string() + "': it is one of the files the merge reads");
-    }
-  }
-  // Nor another row's: a rank's trace, or any file but an earlier merged trace.
+  // The merged trace never replaces what it was made from, nor another file (an earlier merge
+  // of its own is replaced); nor is it named as a rank's trace, which a traced run would replace.
+  std::vector<CommandInput> inputs{{"RESULTS", results}};
+  for (const auto& file : row.trace.files) inputs.push_back({"RESULTS (its row's rank trace)", folder / file});
+  check_command_files(inputs, {{"--out", out, "a merged trace", own_kind_by_text(is_merged_trace)}});
   static const std::regex rank_trace(R"(.*\.rank[0-9]+\.trace\.json(\.gz)?)");
   if (std::regex_match(out.filename().string(), rank_trace)) {
     throw InputError("--out '" + out.string() + "': a rank's trace (of this row or another): give another path");
-  }
-  if (std::filesystem::exists(out) && !out.filename().string().ends_with(".merged.trace.json")) {
-    throw InputError("--out '" + out.string() + "' exists and is no merged trace (NAME.merged.trace.json): give a "
-                     "new path");
   }
   require_writable(out, "--out");
   const MergedTrace merged = merge_row_traces(row, folder);

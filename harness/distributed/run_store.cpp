@@ -226,6 +226,23 @@ std::vector<std::optional<RankProgress>> read_progress(c10d::Store& store, int64
   return records;
 }
 
+std::optional<ProgressVerdict> judge_run_progress(const RankEnvironment& rank, std::chrono::milliseconds silence) {
+  if (!rank.store_served_by_launcher || rank.world_size < 2) return std::nullopt;
+  try {
+    const auto store = c10::make_intrusive<c10d::PrefixStore>(run_store_prefix(rank.restart_count, rank.run_id),
+                                                              open_run_store(rank, std::chrono::milliseconds(2000)));
+    const auto before = read_progress(*store, rank.world_size);
+    std::this_thread::sleep_for(silence);
+    const auto after = read_progress(*store, rank.world_size);
+    if (std::none_of(after.begin(), after.end(), [](const auto& record) { return record.has_value(); })) {
+      return std::nullopt;
+    }
+    return blame(before, after, std::chrono::duration<double>(silence).count(), rank.rank);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 struct LauncherStore::Impl {
   c10::intrusive_ptr<c10d::Store> server;
   c10::intrusive_ptr<c10d::Store> prefixed;

@@ -37,6 +37,12 @@ c10::intrusive_ptr<c10d::Store> open_run_store(const RankEnvironment& rank, std:
 /// that published none).
 std::vector<std::optional<RankProgress>> read_progress(c10d::Store& store, int64_t world_size);
 
+/// Whom the progress records in the launcher's store blame, as rank `rank.rank` reads them: twice,
+/// `silence` apart, this rank left out of blame for silence (it reads; a PyTorch rank's records are
+/// its Python's, which may have ended). nullopt where the launcher serves no store (a rank of
+/// another launcher), the store does not answer, or no rank published a record.
+std::optional<ProgressVerdict> judge_run_progress(const RankEnvironment& rank, std::chrono::milliseconds silence);
+
 /// The store a launcher serves for the ranks it starts, so that their progress records
 /// outlive any of them: the launcher can then name the rank to blame even when the backend
 /// aborted the others (NCCL's watchdog).

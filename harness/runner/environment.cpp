@@ -1,9 +1,11 @@
 #include "harness/runner/environment.hpp"
 
 #include <dlfcn.h>
+#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -73,6 +75,23 @@ std::string nvml_driver_version() {
   return version;
 }
 
+// The CPUs this process may run on (its affinity, which taskset or a cgroup's cpuset narrows),
+// as a list of ranges: "0-1", "0,2-3".
+std::string cpu_affinity_list() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return "";
+  std::string list;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    int last = cpu;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
+    list += (list.empty() ? "" : ",") + std::to_string(cpu) + (last > cpu ? "-" + std::to_string(last) : "");
+    cpu = last;
+  }
+  return list;
+}
+
 }  // namespace
 
 bool cpu_has_native_bf16() {
@@ -101,6 +120,9 @@ Environment capture_environment() {
   env.cpu = parse_cpu_facts(file_text("/proc/cpuinfo"), file_text("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"),
                             file_text("/sys/devices/system/cpu/cpu0/cpufreq/base_frequency"));
   env.cpu_cores = static_cast<int64_t>(std::thread::hardware_concurrency());
+  env.cpu_affinity = cpu_affinity_list();
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  env.omp_num_threads = omp == nullptr ? "unset" : *omp == '\0' ? "empty" : omp;
   env.libtorch_version = TORCH_VERSION;
   const BuildInfo& build = build_info();
   env.compiler = build.compiler;

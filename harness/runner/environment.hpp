@@ -4,7 +4,8 @@
 
 namespace ddpbench {
 
-/// Host, CPU, GPUs, driver, CUDA runtime, cuDNN, NCCL, LibTorch, compiler, git revision.
+/// Host, CPU, GPUs, driver, CUDA runtime, cuDNN, NCCL, LibTorch, compiler, build type, git
+/// revision, OMP_NUM_THREADS and the CPUs this process may run on.
 /// Fields that do not apply (no GPU) stay empty; nothing here throws.
 Environment capture_environment();
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -15,6 +16,7 @@
 #include "harness/base/input_error.hpp"
 #include "harness/base/scratch_dir.hpp"
 #include "harness/control/run_options.hpp"
+#include "harness/distributed/run_store.hpp"
 #include "harness/launch/process_supervisor.hpp"
 #include "harness/runner/runner.hpp"
 #include "models/checkpoint.hpp"
@@ -102,6 +104,7 @@ RowMeasurements measurements_from(const json& records, const c10::Device& device
   m.device = device.str();
   m.dataset = data.kind;
   m.dataset_origin = data.origin;
+  m.train_images = records.value("train_images", int64_t{0});
   const json& ranks = records.at("ranks");
   if (ranks.size() > 1) {
     for (const auto& r : ranks) {
@@ -115,6 +118,20 @@ RowMeasurements measurements_from(const json& records, const c10::Device& device
 }
 
 }  // namespace
+
+std::string pytorch_failure_reason(const RankEnvironment& env, const std::string& own_error) {
+  if (env.world_size < 2) return own_error;
+  const std::string rank = "rank " + std::to_string(env.rank);
+  const auto verdict = judge_run_progress(env, kPyTorchSilenceWindow);
+  const bool blames_another = verdict && std::any_of(verdict->blamed.begin(), verdict->blamed.end(),
+                                                     [&](int64_t blamed) { return blamed != env.rank; });
+  if (blames_another) return "failed on " + rank + ": " + verdict->text + "; " + rank + "'s own error: " + own_error;
+  return rank + "'s own error, no other rank blamed (" +
+         (verdict
+              ? "the ranks' progress records blame none"
+              : "no progress records to read: PyTorch's ranks keep them only where a launcher serves the run's store") +
+         "): " + own_error;
+}
 
 void check_pytorch_inputs(const RunConfig& config) {
   if (const auto lacking = pytorch_lacks(config)) {
@@ -173,10 +190,18 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
   json row = run_config_to_json(config);
   if (intra_op_threads > 0 && config.threads == 0) row["threads"] = intra_op_threads;
   const auto records_file = scratch.path() / "records.json";
-  const json spec = {{"strategy", config.strategy},   {"config", row},
-                     {"device", device.str()},        {"train_files", paths(data.train)},
-                     {"test_files", paths(data.test)}, {"initial_weights", weights.string()},
-                     {"records", records_file.string()}, {"row_name", config.row_name()}};
+  json spec = {{"strategy", config.strategy},   {"config", row},
+               {"device", device.str()},        {"train_files", paths(data.train)},
+               {"test_files", paths(data.test)}, {"initial_weights", weights.string()},
+               {"records", records_file.string()}, {"row_name", config.row_name()}};
+  // Where a launcher serves the store, the rank keeps its progress record there, as
+  // ddpbench's own ranks do: a rank that hangs is then named by it (pytorch_failure_reason).
+  if (env.store_served_by_launcher && env.world_size > 1) {
+    spec["progress"] = {{"address", env.master_addr},
+                        {"port", env.master_port},
+                        {"prefix", run_store_prefix(env.restart_count, env.run_id)},
+                        {"key", progress_key(env.rank)}};
+  }
   const auto spec_file = scratch.path() / "spec.json";
   write_file_atomically(spec_file, spec.dump(2));
 
@@ -209,7 +234,8 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
   if (exit.failed() && !run.interrupted) {
     const std::string line = traceback_summary(exit.stderr_tail);
     return unfinished_result(config, RunStatus::failed,
-                             exit.describe() + (line.empty() ? "" : ": " + line), env.world_size);
+                             pytorch_failure_reason(env, exit.describe() + (line.empty() ? "" : ": " + line)),
+                             env.world_size);
   }
   json records;
   try {
@@ -221,6 +247,7 @@ RunResult run_pytorch_rank(const RunConfig& config, const RankEnvironment& env, 
   RowMeasurements measurements = measurements_from(records, device, data);
   if (env.rank == 0) measurements.train_flops_per_image = model_train_flops(config);
   RunResult result = assemble_result(config, env.world_size, std::move(measurements));
+  result.threads_per_rank = records.value("intra_op_threads", int64_t{0});
   result.strategy_details = records.at("details");
   if (records.contains("lockstep_wait_s")) result.lockstep_wait_s = records.at("lockstep_wait_s").get<double>();
   if (records.value("interrupted", false)) {

@@ -6,6 +6,7 @@
 // writes into the usual result row.
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include <c10/core/Device.h>
 
@@ -24,6 +25,16 @@ void check_pytorch_inputs(const RunConfig& config);
 /// The sweep's preloaded Python for its PyTorch rows (preloaded_python.hpp), on the Python and
 /// scripts those rows run.
 std::unique_ptr<PreloadedPython> preload_pytorch();
+
+/// The ranks' progress records are read this long apart when a PyTorch rank fails (a heartbeat
+/// that did not move over it is a rank that stopped): three of the Python ranks' beats.
+inline constexpr std::chrono::milliseconds kPyTorchSilenceWindow{1500};
+
+/// Why a PyTorch rank of `env`'s world failed (`own_error`: its exit and traceback's last line),
+/// as ddpbench's own rows say it: the rank the progress records in the launcher's store blame
+/// ("failed on rank 0: rank 1 is behind, alive: ..."), or said plainly to be this rank's own
+/// error, blaming no rank, where they blame no other or there are none to read.
+std::string pytorch_failure_reason(const RankEnvironment& env, const std::string& own_error);
 
 /// This rank of a PyTorch row on `device`; rank 0's result describes the row. A failure of
 /// the Python rank becomes a failed row whose reason is its traceback's last line.

@@ -16,6 +16,7 @@
 #include "data/dataset.hpp"
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/clock.hpp"
+#include "harness/base/output_rule.hpp"
 #include "harness/base/scratch_dir.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/distributed/communicator.hpp"
@@ -31,9 +32,11 @@
 #include "harness/runner/pytorch_rank.hpp"
 #include "harness/runner/runner.hpp"
 #include "harness/runner/step_trace.hpp"
+#include "models/checkpoint.hpp"
 #include "models/registry.hpp"
 #include "reports/markdown_report.hpp"
 #include "reports/result_file.hpp"
+#include "reports/trace_merge.hpp"
 #include "strategies/strategy.hpp"
 
 namespace ddpbench {
@@ -43,11 +46,9 @@ namespace {
 // nothing and leaves no file behind.
 void check_inputs(const RunConfig& config, const StrategyInfo& strategy) {
   find_model(config.model);
-  if (!config.out.empty()) require_writable(config.out, "--out");
   if (trace_step_range(config) && config.out.empty()) {
     throw InputError("--trace-steps: the traces are written beside the row's JSON; give --out FILE.json");
   }
-  if (!config.save_checkpoint.empty()) require_writable(config.save_checkpoint, "--save-checkpoint");
   if (!config.init_from.empty() && !std::filesystem::is_regular_file(config.init_from)) {
     throw InputError("--init-from: no file '" + config.init_from + "'");
   }
@@ -83,11 +84,28 @@ void check_step_and_rank_targets(const RunConfig& config, int64_t world) {
   }
 }
 
-// Every rank's trace beside --out can be written (ranks ddpbench starts here share this folder),
-// before any rank starts. Ranks of another launcher each check their own (StepTrace).
-void check_trace_files(const RunConfig& config, int64_t world) {
-  if (!trace_step_range(config) || config.out.empty()) return;
-  for (int64_t rank = 0; rank < world; ++rank) require_trace_writable(std::filesystem::absolute(config.out), rank);
+// The output rule (harness/base/output_rule.hpp), before any work: the result file, the
+// checkpoint and, where `traces`, each of the `world` ranks' traces beside the result file (ranks
+// ddpbench starts here share its folder; ranks of another launcher each check their own in
+// StepTrace) never replace --init-from or one another, only an earlier file of their own kind;
+// and each can be written.
+void check_run_files(const RunConfig& config, int64_t world, bool traces) {
+  std::vector<CommandOutput> outputs{{"--out", config.out, "a result file", own_kind_by_text(is_result_document)},
+                                     {"--save-checkpoint", config.save_checkpoint,
+                                      "a checkpoint (PyTorch's zip of named tensors)", is_checkpoint_file}};
+  const bool traced = traces && trace_step_range(config) && !config.out.empty();
+  const std::filesystem::path result_file = traced ? std::filesystem::absolute(config.out) : std::filesystem::path();
+  for (int64_t rank = 0; traced && rank < world; ++rank) {
+    const std::string name = trace_file_name(result_file, rank);
+    for (const std::string& file : {name, name + ".gz"}) {
+      outputs.push_back({"--trace-steps (rank " + std::to_string(rank) + "'s trace)", result_file.parent_path() / file,
+                         "a rank's trace of a traced row", own_kind_by_text(is_rank_trace)});
+    }
+  }
+  check_command_files({{"--init-from", config.init_from}}, outputs);
+  if (!config.out.empty()) require_writable(config.out, "--out");
+  if (!config.save_checkpoint.empty()) require_writable(config.save_checkpoint, "--save-checkpoint");
+  for (int64_t rank = 0; traced && rank < world; ++rank) require_trace_writable(result_file, rank);
 }
 
 // 0 ok or skipped, 1 failed, 130/143 stopped by SIGINT/SIGTERM.
@@ -207,12 +225,8 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
     return run_guarded(config, dist, row_start);
   });
   record_world(result, env);
-  // PyTorch's rows compute in their Python child, with the threads handed to it, if any.
-  if (dist.device.is_cpu()) {
-    result.threads_per_rank = threads > 0                              ? threads
-                              : !find_strategy(config.strategy).pytorch ? at::get_num_threads()
-                                                                        : config.threads;
-  }
+  // PyTorch's rows compute in their Python child, which records its own threads.
+  if (!find_strategy(config.strategy).pytorch) result.threads_per_rank = at::get_num_threads();
   // Only rank 0 reports: the others say why they failed, so the launcher can relay it.
   if (env.rank != 0 && result.status == RunStatus::failed) {
     std::cerr << "ddpbench: rank " << env.rank << ": " << result.reason << "\n";
@@ -453,7 +467,7 @@ int run_in_this_process(const RunConfig& config, const StrategyInfo& strategy, c
     result = run_guarded(config, dist, row_start);
   }
   record_placement(result, one_process);
-  if (device.is_cpu()) result.threads_per_rank = strategy.pytorch ? config.threads : at::get_num_threads();
+  if (!strategy.pytorch) result.threads_per_rank = at::get_num_threads();
   return report(config, argv, result, true);
 }
 
@@ -474,8 +488,9 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   const bool starts_ranks = strategy.distributed && config.nproc > 1 && !own_rank;
   check_launch_context(config, strategy, starts_ranks);
   const auto env = strategy.distributed && !starts_ranks ? rank_environment_from_process() : std::nullopt;
-  check_step_and_rank_targets(config, env ? env->world_size : (starts_ranks ? config.nproc : 1));
-  if (!env) check_trace_files(config, starts_ranks ? config.nproc : 1);
+  const int64_t world = env ? env->world_size : (starts_ranks ? config.nproc : 1);
+  check_step_and_rank_targets(config, world);
+  check_run_files(config, world, /*traces=*/!env);
   if (const auto skipped = preflight_skip(config, strategy, env, argv)) return *skipped;
   if (strategy.distributed) {
     if (starts_ranks) return launch(config, argv);

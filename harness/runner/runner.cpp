@@ -356,6 +356,7 @@ RunResult assemble_result(const RunConfig& config, int64_t world_size, RowMeasur
   result.warmup_steps = config.warmup_steps;
   result.global_batch = config.batch_size * world_size;
   result.images_trained = m.local_images * world_size;
+  result.train_images = m.train_images;
   result.train_time_s = m.train_time_s;
 
   record_steady_figures(result, m.steps, config, world_size);
@@ -632,6 +633,7 @@ RowMeasurements training_measurements(const RunConfig& config, const DistContext
   m.device = dist.device.str();
   m.dataset = data.kind;
   m.dataset_origin = data.origin;
+  m.train_images = data.train.size();
   if (dist.is_main()) m.train_flops_per_image = model_train_flops(config);
   return m;
 }

@@ -53,6 +53,7 @@ struct RowMeasurements {
   std::string device;
   std::string dataset;
   std::string dataset_origin;
+  int64_t train_images = 0;       // the training set's images the loader found (the sampler divides them)
   std::vector<RankSteps> ranks;  // every rank's, for a row with ranks
   double train_flops_per_image = kNotMeasured;  // rank 0 counts it (model_train_flops); the others need not
 };

@@ -7,6 +7,7 @@
 #include "harness/runner/commands.hpp"
 #include "harness/runner/environment.hpp"
 #include "harness/runner/pytorch_rank.hpp"
+#include "models/checkpoint.hpp"
 #include "strategies/strategy.hpp"
 
 namespace ddpbench {
@@ -22,6 +23,7 @@ int sweep_command(const SweepCommand& command, const std::vector<std::string>& a
     if (s.pytorch) env.pytorch_twins[s.twin_of] = s.name;
   }
   env.machine = capture_environment();
+  env.is_checkpoint = is_checkpoint_file;
   env.tool_version = build_info().version;
   if (command.launcher == "srun") read_slurm_allocation(env);
   // PyTorch's rows that run here fork their ranks from one Python that holds torch already.

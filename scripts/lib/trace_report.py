@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from output_rule import OutputClash, check_outputs  # beside this file
+
 PHASES = ("data", "forward", "backward", "comm", "optimizer")
 STEP_PREFIX = "ProfilerStep#"
 BUCKET_PREFIX = "allreduce bucket "
@@ -369,49 +371,46 @@ def print_report(merged: dict[str, Any], record: dict[str, Any], breakdown: list
             print(f"  {name}:" + (f" {value}" if isinstance(value, str) else "\n" + str(value)))
 
 
-def same_file(a: str | Path, b: str | Path) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    return os.path.exists(a) and os.path.exists(b) and os.path.samefile(a, b)
-
-
 RANK_TRACE = re.compile(r".*\.rank[0-9]+\.trace\.json(\.gz)?$")
+# The id of an --svg timeline's root element: what tells an earlier timeline from any other SVG.
+TIMELINE_ID = "ddpbench-trace-timeline"
 
 
-def written_here(path: str) -> bool:
-    """An earlier output of this report: a figures file (--json) or a timeline (--svg)."""
+def is_figures_file(path: Path) -> bool:
+    """An earlier figures file of this report (--json): the keys it writes."""
+    try:
+        return set(json.loads(path.read_bytes()[: 1 << 26])) >= {"row", "ranks", "steps", "gpu"}
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def is_timeline(path: Path) -> bool:
+    """An earlier timeline of this report (--svg): an SVG whose root carries the timeline's id,
+    never any SVG (a user's own drawing is not replaced)."""
     try:
         with open(path, "rb") as existing:
-            head = existing.read(1 << 16)
+            first_line = existing.readline(1 << 12)
     except OSError:
         return False
-    if head.startswith(b"<svg"):
-        return True
+    return first_line.startswith(b"<svg") and f'id="{TIMELINE_ID}"'.encode() in first_line
+
+
+def output_problem(json_out: str | None, svg_out: str | None, inputs: list[Path]) -> str | None:
+    """What is wrong with writing --json and --svg (the output rule: scripts/lib/output_rule.py),
+    besides: a path named as a rank's trace (`ddpbench trace --out` refuses the same) and a folder
+    that cannot take the file. None when they can be written."""
     try:
-        return set(json.loads(head)) >= {"row", "ranks", "steps", "gpu"}
-    except (ValueError, TypeError):
-        return False
-
-
-def output_problem(outputs: list[str | None], inputs: list[Path]) -> str | None:
-    """What is wrong with writing `outputs`: one names a file the report read (the row's JSON, a
-    rank's trace: `ddpbench trace --out` refuses the same), a rank's trace of another row, or an
-    existing file that is no earlier output of this report; both name one file; or a folder
-    cannot take it. None when they can be written."""
-    given = [o for o in outputs if o]
-    for out in given:
-        for read in inputs:
-            if same_file(out, read):
-                return f"'{out}' is one of the files the report reads ({read.name}): give another path"
+        check_outputs({"RESULTS" if k == 0 else f"RESULTS (rank {k - 1}'s trace)": p for k, p in enumerate(inputs)},
+                      {"--json": (json_out, "a figures file of this report", is_figures_file),
+                       "--svg": (svg_out, "a timeline of this report", is_timeline)})
+    except OutputClash as clash:
+        return str(clash)
+    for out in (o for o in (json_out, svg_out) if o):
         if RANK_TRACE.match(Path(out).name):
             return f"'{out}' is a rank's trace (of this row or another): give another path"
-        if os.path.lexists(out) and not (os.path.isfile(out) and written_here(out)):
-            return f"'{out}' exists and is no earlier output of this report: give a new path"
         folder = Path(out).resolve().parent
-        if Path(out).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
-            return f"'{out}' cannot be written (a folder, or a folder that is missing or read-only)"
-    if len(given) == 2 and same_file(given[0], given[1]):
-        return f"--json and --svg both name '{given[0]}'"
+        if not folder.is_dir() or not os.access(folder, os.W_OK):
+            return f"'{out}' cannot be written (its folder is missing or read-only)"
     return None
 
 
@@ -452,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
     verdict = row_straggler(row)
     folder = Path(merged["ddpbench"]["folder"])  # where `ddpbench trace` found them
     rank_files = [folder / r["file"] for r in merged["ddpbench"]["ranks"]]
-    if problem := output_problem([args.json, args.svg], [Path(args.results), *rank_files]):
+    if problem := output_problem(args.json, args.svg, [Path(args.results), *rank_files]):
         print(f"trace-report: {problem}", file=sys.stderr)
         return 2
     hta = None

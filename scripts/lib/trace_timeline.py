@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from trace_report import BUCKET_PREFIX, PHASES, PIDS_PER_RANK, STEP_PREFIX  # beside this file
+from trace_report import BUCKET_PREFIX, PHASES, PIDS_PER_RANK, STEP_PREFIX, TIMELINE_ID  # beside this file
 
 PHASE_COLOURS = dict(zip(PHASES, ("#9e9e9e", "#4e79a7", "#f28e2b", "#e15759", "#59a14f")))
 BUCKET_COLOUR = "#b07aa1"
@@ -82,8 +82,8 @@ def draw_timeline(merged: dict[str, Any]) -> str:
     band = len(lanes) * LANE + GAP
     height = 50 + band * len(ranks) + 40
     info = merged.get("ddpbench", {})
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" font-family="sans-serif" '
-           f'font-size="11">',
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" id="{TIMELINE_ID}" width="{WIDTH}" height="{height}" '
+           f'font-family="sans-serif" font-size="11">',
            f'<rect width="{WIDTH}" height="{height}" fill="white"/>',
            f'<text x="{LEFT}" y="16" font-size="13">{escape(str(info.get("row", "")))}: steps '
            f'{info.get("first_step", "")}-{info.get("last_step", "")}, {len(ranks)} ranks on one clock</text>']

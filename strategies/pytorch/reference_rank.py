@@ -6,7 +6,8 @@ torchrun's variables) and turns what it writes into the usual result row.
 
 Usage: reference_rank.py SPEC.json
 SPEC: {"strategy", "config" (the row's options by name), "device", "train_files",
-"test_files", "initial_weights", "records"}. Writes the records JSON at spec["records"]
+"test_files", "initial_weights", "records", and where a launcher serves the run's store
+"progress": where this rank keeps its progress record (progress_record.py)}. Writes the records JSON at spec["records"]
 (rank 0: with every rank's timings); exits 1 with a traceback on failure.
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ import cifar_data  # noqa: E402
 import models  # noqa: E402
 from graphed_step import GraphedStep  # noqa: E402
 from lockstep_turns import LockstepTurns  # noqa: E402
+from progress_record import ProgressRecord  # noqa: E402
 from step_clock import StepClock  # noqa: E402
 from training import Row, StopRequest, Trainer  # noqa: E402
 
@@ -109,7 +111,8 @@ def interrupted_records(measured: Any, device: torch.device, details: dict[str, 
     memory, source = peak_memory(device, [])
     return {"implementation": details["implementation"], "details": details, "steps": measured.steps,
             "train_time_s": measured.train_time_s, "steps_per_epoch": measured.steps_per_epoch,
-            "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images, "correct": 0,
+            "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images,
+            "train_images": measured.train_images, "correct": 0,
             "seen": 0, "eval_cut": False, "peak_memory_bytes": memory, "peak_memory_source": source,
             "ranks": [], "interrupted": True, "interrupted_by": measured.interrupted_by}
 
@@ -161,12 +164,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     if os.environ.get("DDPBENCH_RANK_SPAWNED_AT"):
         details["start_up_s"] = time.time() - float(os.environ["DDPBENCH_RANK_SPAWNED_AT"])
     emit_nvtx = torch.autograd.profiler.emit_nvtx() if row["nvtx"] == "ops" and device.type == "cuda" else None
+    progress = ProgressRecord(spec.get("progress"))  # ddpbench's launcher reads it when a rank hangs
     with clock.range(f"row {row['name'] or strategy}"):
         if emit_nvtx:
             with emit_nvtx:
-                measured = trainer.train(train, sampler, turns)
+                measured = trainer.train(train, sampler, turns, progress)
         else:
-            measured = trainer.train(train, sampler, turns)
+            measured = trainer.train(train, sampler, turns, progress)
         if measured.interrupted_by:
             records = interrupted_records(measured, device, details)
             write_records(spec["records"], records)
@@ -190,6 +194,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     records = {"implementation": details["implementation"], "details": details, "steps": measured.steps,
                "train_time_s": measured.train_time_s, "steps_per_epoch": measured.steps_per_epoch,
                "full_steps_per_epoch": measured.full_steps_per_epoch, "images": measured.images,
+               "train_images": measured.train_images, "intra_op_threads": torch.get_num_threads(),
                "correct": measured.correct, "seen": measured.seen, "eval_cut": measured.eval_cut,
                "peak_memory_bytes": memory, "peak_memory_source": source, "ranks": ranks}
     if measured.lockstep_wait_s is not None:

@@ -17,6 +17,7 @@ from torch import nn
 import cifar_data
 from graphed_step import GraphedStep
 from lockstep_turns import LockstepTurns
+from progress_record import ProgressRecord
 from step_clock import StepClock, StepTiming
 
 
@@ -53,6 +54,7 @@ class Measured:
     train_time_s: float = 0.0
     steps_per_epoch: int = 0
     full_steps_per_epoch: int = 0
+    train_images: int = 0  # the training set's images the sampler divides
     images: int = 0
     correct: int = 0
     seen: int = 0
@@ -130,9 +132,10 @@ class Trainer:
         return loss.detach()
 
     def train(self, train: cifar_data.ImageSet, sampler: torch.utils.data.DistributedSampler,
-              turns: LockstepTurns | None = None) -> Measured:
+              turns: LockstepTurns | None = None, progress: ProgressRecord | None = None) -> Measured:
         row, out = self.row, Measured()
         limit = row["max-steps"]
+        out.train_images = int(train.labels.numel())
         out.full_steps_per_epoch = _batches(len(sampler), row["batch-size"], None)
         out.steps_per_epoch = _batches(len(sampler), row["batch-size"], limit)
         dataset = cifar_data.PlannedCifar(train, train_plan(row, train.labels.numel()))
@@ -183,6 +186,8 @@ class Trainer:
                             raise RuntimeError("lockstep (DDPBENCH_LOCKSTEP_SOCKET): the coordinator hung up "
                                                "before this build's turn")
                         self.clock.mark_epoch_start()  # the step's time starts with its turn
+                    if progress:
+                        progress.enter(f"training step {global_step}")
                     with self.clock.range("step"):
                         with self.clock.phase("data"):
                             images, labels = self.to_device(*next(batches))
@@ -192,6 +197,8 @@ class Trainer:
                         timing = self.clock.finish_step()
                         if profile and global_step == profile[1] and row.device.type == "cuda":
                             torch.cuda.profiler.stop()
+                    if progress:
+                        progress.leave()
                     pending.append(({"epoch": epoch, "step": step, "images": int(labels.numel())}, loss, timing))
                     out.images += int(labels.numel())
                     if row["sync-every-step"] or (global_step + 1) % row["log-interval-steps"] == 0:

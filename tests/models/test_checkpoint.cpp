@@ -54,6 +54,30 @@ TEST(Checkpoint, MismatchesAndJunkAreInputErrors) {
   EXPECT_NE(load_error(*tiny10.ptr(), dir / "absent.pt").find("cannot open"), std::string::npos);
 }
 
+// What --save-checkpoint may replace (the output rule): a PyTorch archive, ours (its tensors
+// first) or torch.save's (its pickle first), never another zip or any other file.
+TEST(Checkpoint, APyTorchArchiveIsRecognisedAndNothingElse) {
+  TempDir dir;
+  save_checkpoint(*find_model("tiny").make(10).ptr(), dir / "w.pt");
+  EXPECT_TRUE(is_checkpoint_file(dir / "w.pt"));
+  const auto zip_with = [&](const std::string& name) {
+    std::string header("PK\x03\x04", 4);
+    header += std::string(22, '\0');
+    header += static_cast<char>(name.size());
+    header += std::string(3, '\0');
+    testing::write_text(dir / "z.zip", header + name + "rest of the archive");
+    return is_checkpoint_file(dir / "z.zip");
+  };
+  EXPECT_TRUE(zip_with("archive/data.pkl"));
+  EXPECT_TRUE(zip_with("weights/data/12"));
+  EXPECT_FALSE(zip_with("photos/cat.jpg"));
+  EXPECT_FALSE(zip_with("data.pkl"));
+  EXPECT_FALSE(zip_with("archive/data/"));
+  testing::write_text(dir / "notes.txt", "a user's notes");
+  EXPECT_FALSE(is_checkpoint_file(dir / "notes.txt"));
+  EXPECT_FALSE(is_checkpoint_file(dir / "absent.pt"));
+}
+
 // With a Python that has torch (DDPBENCH_TEST_PYTHON), check both directions for real:
 // torch.load (weights_only, its default) reads our file as a state dict, torch.save of a
 // plain dict loads here, and an OrderedDict gets an error that says what to do.

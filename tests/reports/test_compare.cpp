@@ -6,6 +6,7 @@
 
 #include "harness/base/input_error.hpp"
 #include "reports/compare.hpp"
+#include "reports/environment_fingerprint.hpp"
 #include "support/proven_documents.hpp"
 #include "support/sample_results.hpp"
 
@@ -29,6 +30,11 @@ std::vector<RunResult> repetitions(const std::string& name, const std::vector<do
     runs.push_back(sample_run(name, "faithful", 1, times[i], 50000.0 / times[i], static_cast<int64_t>(i)));
   }
   return runs;
+}
+
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& line) { return line.find(text) != std::string::npos; });
 }
 
 const MetricComparison& metric(const Comparison& c, const std::string& name) {
@@ -83,24 +89,102 @@ TEST(Compare, SeparatedRepetitionsBeyondTheThresholdAreARegression) {
   EXPECT_LT(metric(many, "train_time_s").p_value, 0.01);
 }
 
-TEST(Compare, DifferentEnvironmentsAreRefusedUnlessAllowed) {
+// Another environment is cannot judge, naming each difference, unless --allow-env-mismatch names
+// its aspect; nothing is judged meanwhile, not even a 3x slower row.
+TEST(Compare, DifferentEnvironmentsAreCannotJudgeUnlessTheirAspectIsAllowed) {
   auto base = document_with(repetitions("single", {10.0}));
-  auto cur = document_with(repetitions("single", {10.0}));
+  auto cur = document_with(repetitions("single", {30.0}));
   cur.environment.gpus = {{"NVIDIA A100-SXM4-40GB", 40LL << 30, "8.0"}};
   cur.runs[0].dataset = "synthetic";
-  try {
-    compare_results(base, cur, {});
-    FAIL();
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("GPU 0: NVIDIA H200 vs NVIDIA A100-SXM4-40GB"), std::string::npos) << what;
-    EXPECT_NE(what.find("dataset of single (faithful): cifar10 vs synthetic"), std::string::npos) << what;
-  }
+  for (auto* doc : {&base, &cur}) doc->runs[0].config["synthetic-train-images"] = 50000;
+  const Comparison refused = compare_results(base, cur, {});
+  EXPECT_FALSE(refused.regression()) << "nothing is judged across environments";
+  EXPECT_EQ(refused.exit_code(), 2);
+  EXPECT_TRUE(refused.metrics.empty());
+  EXPECT_TRUE(mentions(refused.cannot_judge, "measured in another environment: GPU 0: NVIDIA H200 vs NVIDIA "
+                                             "A100-SXM4-40GB (--allow-env-mismatch gpu compares them anyway)"));
+  EXPECT_TRUE(mentions(refused.cannot_judge, "dataset of single (faithful): cifar10 vs synthetic (--allow-env-mismatch "
+                                             "dataset"));
+  CompareOptions gpu_only;
+  gpu_only.allow_env_mismatch = {"gpu"};
+  EXPECT_EQ(compare_results(base, cur, gpu_only).cannot_judge.size(), 1u) << "the dataset is still another";
   CompareOptions allow;
-  allow.allow_env_mismatch = true;
+  allow.allow_env_mismatch = {"gpu", "dataset"};
   const auto c = compare_results(base, cur, allow);
   EXPECT_EQ(c.environment_differences.size(), 2u);
-  EXPECT_FALSE(c.regression());
+  EXPECT_TRUE(c.regression()) << "judged once allowed";
+  allow.allow_env_mismatch = {"all"};
+  EXPECT_TRUE(compare_results(base, cur, allow).regression());
+  allow.allow_env_mismatch = {"weather"};
+  EXPECT_THROW(compare_results(base, cur, allow), InputError);
+}
+
+// Three answers everywhere: every row allowed missing and nothing timed read "No regression",
+// exit 0; it is cannot judge. Repetitions the sweep planned and the file lacks (1-2 of 5 judged
+// without a word) are named and counted, as --update-baseline does.
+TEST(Compare, NothingTimedIsCannotJudgeAndAbsentPlannedRepetitionsAreCounted) {
+  auto base = document_with(repetitions("single", {10.0, 10.1, 9.9, 10.2, 9.8}));
+  base.sweep = SweepInfo{};
+  base.sweep->repeat = 5;
+  auto gone = base;
+  for (auto& r : gone.runs) {
+    r.status = RunStatus::skipped;
+    r.reason = "no GPU here";
+  }
+  CompareOptions allowed;
+  allowed.allow_missing = {"single"};
+  const Comparison nothing = compare_results(base, gone, allowed);
+  EXPECT_FALSE(nothing.regression());
+  EXPECT_EQ(nothing.exit_code(), 2);
+  EXPECT_TRUE(mentions(nothing.cannot_judge, "nothing was timed"));
+  EXPECT_NE(markdown_comparison(nothing, allowed).find("\nCannot judge (threshold"), std::string::npos);
+  auto cut = base;
+  cut.runs.resize(2);  // the sweep was cut short after two of its five repetitions
+  const Comparison partial = compare_results(base, cut, {});
+  EXPECT_TRUE(mentions(partial.partial_rows, "single (faithful): 3 of 5 planned repetitions (2-4) are absent from the "
+                                             "current file"));
+  EXPECT_TRUE(mentions(compare_results(cut, base, {}).partial_rows, "(2-4) are absent from the baseline"));
+  EXPECT_TRUE(compare_results(base, base, {}).partial_rows.empty());
+}
+
+// The rule's aspects beyond the machine: the build type, OMP_NUM_THREADS and each rank's threads,
+// the CPUs the process could use.
+TEST(EnvironmentFingerprint, BuildTypeThreadsAndAffinityAreAspectsOfTheEnvironment) {
+  Environment a;
+  a.build_type = "Release";
+  a.omp_num_threads = "unset";
+  a.cpu_affinity = "0-1";
+  Environment b = a;
+  EXPECT_TRUE(environment_differences(a, b).empty());
+  b.build_type = "Debug";
+  b.omp_num_threads = "1";
+  b.cpu_affinity = "0";
+  const auto d = environment_differences(a, b);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].aspect, "build-type");
+  EXPECT_EQ(d[0].text, "build type: Release vs Debug");
+  EXPECT_EQ(d[1].aspect, "threads");
+  EXPECT_EQ(d[1].text, "OMP_NUM_THREADS: unset vs 1");
+  EXPECT_EQ(d[2].aspect, "cpu-affinity");
+  EXPECT_EQ(d[2].text, "CPUs the process could use: 0-1 vs 0");
+  // A file from before they were recorded says nothing of them: compared where both files do, so
+  // that a build which begins recording them can still be judged against the builds before it.
+  Environment old = b;
+  old.cpu_affinity.clear();
+  old.omp_num_threads.clear();
+  ASSERT_EQ(environment_differences(old, a).size(), 1u);
+  EXPECT_EQ(environment_differences(old, a)[0].aspect, "build-type");
+  RunResult two, one, unrecorded;
+  two.threads_per_rank = 2;
+  one.threads_per_rank = 1;
+  const auto rows = row_environment_differences("single", {&two}, {&one});
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].aspect, "threads");
+  EXPECT_EQ(rows[0].text, "threads per rank of single: 2 vs 1");
+  EXPECT_TRUE(row_environment_differences("single", {&unrecorded}, {&two}).empty());
+  EXPECT_TRUE(row_environment_differences("single", {&two}, {&two}).empty());
+  EXPECT_EQ(unallowed_differences(d, {"build-type", "cpu-affinity"}).size(), 1u);
+  EXPECT_TRUE(unallowed_differences(d, {"all"}).empty());
 }
 
 TEST(Compare, RowsMatchByNameModeAndConfiguration) {
@@ -797,24 +881,22 @@ TEST(Compare, EveryDifferenceOfTheEnvironmentIsNamed) {
   cur.environment.libtorch_version = "2.10.0";
   cur.environment.host = "another-host";  // not part of the fingerprint
   cur.environment.git_revision = "fedcba";
-  try {
-    compare_results(base, cur, {});
-    FAIL() << "another machine was compared";
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    for (const char* part : {"GPU count: 1 vs 2", "CPU model: AMD EPYC vs Intel Xeon", "CPU cores: 64 vs 32",
-                             "LibTorch: 2.11.0 vs 2.10.0", "CUDA: 13.0 vs 12.8", "cuDNN: 9.19.0 vs 9.8.0",
-                             "NCCL: 2.28.9 vs 2.26.2", "driver: 570.86.10 vs 560.35.03"}) {
-      EXPECT_NE(what.find(part), std::string::npos) << part << " in " << what;
-    }
-    EXPECT_EQ(what.find("host"), std::string::npos) << what;
+  const Comparison another_machine = compare_results(base, cur, {});
+  EXPECT_EQ(another_machine.exit_code(), 2) << "another machine was compared";
+  std::string what;
+  for (const auto& line : another_machine.cannot_judge) what += line + "\n";
+  for (const char* part : {"GPU count: 1 vs 2", "CPU model: AMD EPYC vs Intel Xeon", "CPU cores: 64 vs 32",
+                           "LibTorch: 2.11.0 vs 2.10.0", "CUDA: 13.0 vs 12.8", "cuDNN: 9.19.0 vs 9.8.0",
+                           "NCCL: 2.28.9 vs 2.26.2", "driver: 570.86.10 vs 560.35.03"}) {
+    EXPECT_NE(what.find(part), std::string::npos) << part << " in " << what;
   }
+  EXPECT_EQ(what.find("host"), std::string::npos) << what;
   CompareOptions allow;
-  allow.allow_env_mismatch = true;
+  allow.allow_env_mismatch = {"all"};
   EXPECT_EQ(compare_results(base, cur, allow).environment_differences.size(), 8u);
   auto renamed = base;
   renamed.environment.gpus = {{"NVIDIA A100-SXM4-80GB", 80LL << 30, "8.0"}};
-  EXPECT_THROW(compare_results(base, renamed, {}), InputError);
+  EXPECT_EQ(compare_results(base, renamed, {}).exit_code(), 2);
 }
 
 }  // namespace

@@ -334,6 +334,17 @@ TEST(PairedCompare, FailedRowsUnpairedRoundsAndOtherSettings) {
   PairedOptions allow;
   allow.allow_missing = {"dp-2", "single"};
   EXPECT_FALSE(compare_paired(base, cand, allow).regression());
+  // Every row allowed missing and none timed: no pass (it was exit 0), cannot judge.
+  auto none_ran = cand;
+  for (auto& run : none_ran.runs) {
+    run.status = RunStatus::failed;
+    run.reason = "std::bad_alloc";
+  }
+  const PairedResult nothing = compare_paired(base, none_ran, allow);
+  EXPECT_FALSE(nothing.regression());
+  EXPECT_EQ(nothing.exit_code(), 2);
+  ASSERT_FALSE(nothing.cannot_judge.empty());
+  EXPECT_EQ(nothing.cannot_judge.back().rfind("nothing was timed", 0), 0u) << nothing.cannot_judge.back();
   // A round on one side only is no failure of either build: named and dropped.
   auto fewer = rounds({{"single", drifting(10, 1.0, 5, 0.01)}});
   std::erase_if(fewer.runs, [](const RunResult& run) { return run.repetition == 2; });
@@ -458,19 +469,30 @@ TEST(AdversarialPairedGate, AbsentRoundsAllowedRowsSlowedBaselinesAndOtherMachin
   }
   // A slowed candidate is how the gate is measured: judged, and caught.
   EXPECT_TRUE(compare_paired(rounds({{"a", drifting(6, 1.0, 12, 0.01)}}), slowed, {}).regression());
-  // Another machine or build type is never paired, whatever --allow-env-mismatch allows.
+  // Another machine is never paired, whatever --allow-env-mismatch allows.
   PairedOptions mismatch;
-  mismatch.allow_env_mismatch = true;
-  for (int field = 0; field < 2; ++field) {
-    auto other = base;
-    (field == 0 ? other.environment.host : other.environment.build_type) = "elsewhere";
-    try {
-      compare_paired(base, other, mismatch);
-      ADD_FAILURE() << "field " << field;
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("not run side by side"), std::string::npos) << e.what();
-    }
+  mismatch.allow_env_mismatch = {"all"};
+  auto other_host = base;
+  other_host.environment.host = "elsewhere";
+  try {
+    compare_paired(base, other_host, mismatch);
+    ADD_FAILURE() << "rounds of two machines were paired";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not run side by side (host:"), std::string::npos) << e.what();
   }
+  // Another build type, or threads, is the stored mode's rule: cannot judge, until allowed.
+  auto debug = base;
+  debug.environment.build_type = "Debug";
+  const PairedResult unjudged = compare_paired(base, debug, {});
+  EXPECT_EQ(unjudged.exit_code(), 2);
+  EXPECT_TRUE(unjudged.comparisons.empty());
+  ASSERT_EQ(unjudged.cannot_judge.size(), 1u);
+  EXPECT_NE(unjudged.cannot_judge[0].find("build type: not recorded vs Debug (--allow-env-mismatch build-type"),
+            std::string::npos)
+      << unjudged.cannot_judge[0];
+  PairedOptions build_type;
+  build_type.allow_env_mismatch = {"build-type"};
+  EXPECT_FALSE(compare_paired(base, debug, build_type).comparisons.empty());
   // A name that is two lines would be two rows to run next.
   auto named = base;
   named.runs[0].name = "a\nb";
@@ -553,5 +575,21 @@ TEST(AdversarialPairedGate, ALostRoundStillReachesTheCapAndOtherEdits) {
   EXPECT_THROW(compare_paired(base, slower, endless), InputError);
 }
 
+// compare's --out and --undecided-out replace only what compare wrote (the output rule): a table
+// ending in a verdict, of either mode and of this version or another; a list of row names.
+TEST(PairedCompare, ItsOutputsAreRecognisedAndNothingElse) {
+  const auto base = rounds({{"single", drifting(10, 1.0, 6, 0.01)}});
+  EXPECT_TRUE(is_comparison_text(markdown_paired(compare_paired(base, base, {}), {})));
+  EXPECT_TRUE(is_comparison_text(markdown_comparison(compare_results(base, base, {}), {})));
+  EXPECT_TRUE(is_comparison_text("| row |\n\nUndecided below the cap (run more rounds of ddp-2): no verdict yet.\n"));
+  EXPECT_TRUE(is_comparison_text("No regression.\n"));
+  EXPECT_FALSE(is_comparison_text("# My notes\n\nNo regression, I think\nTODO\n"));
+  EXPECT_FALSE(is_comparison_text(""));
+  EXPECT_TRUE(is_undecided_rows_text(""));
+  EXPECT_TRUE(is_undecided_rows_text("ddp-2\nsingle.torch\n"));
+  EXPECT_FALSE(is_undecided_rows_text("my notes here\n"));
+  EXPECT_FALSE(is_undecided_rows_text("ddp-2"));
+  EXPECT_FALSE(is_undecided_rows_text("{\"schema\": \"ddpbench/result/v1\"}\n"));
+}
 }  // namespace
 }  // namespace ddpbench

@@ -96,7 +96,9 @@ TEST(ResultProof, WorkIsTheConfiguredStepsBatchWorldImagesAndEvaluation) {
     r.images_trained = 5120;
   }), "ok");
   EXPECT_NE(reason_for([](RunResult& r) { r.config["epochs"] = 2; }).find("trained 98 of the 196"), std::string::npos);
-  EXPECT_NE(reason_for([](RunResult& r) { r.steps_per_epoch = 0; }).find("how many steps an epoch has"),
+  EXPECT_NE(reason_for([](RunResult& r) { r.steps_per_epoch = 0; })
+                .find("its file says an epoch has 0 steps where 50000 cifar10 images over 2 ranks in batches of 256 "
+                      "make 98"),
             std::string::npos);
   EXPECT_NE(reason_for([](RunResult& r) { r.config["nproc"] = 4; }).find("ran 2 ranks where its configuration asks 4"),
             std::string::npos);
@@ -114,6 +116,85 @@ TEST(ResultProof, WorkIsTheConfiguredStepsBatchWorldImagesAndEvaluation) {
               r.steps = 3;
             }),
             "SIGINT");
+}
+
+// The issue's row: a ddp-2 whose file says 8 steps an epoch, 8 steps and 512 images, where its
+// configuration (4096 synthetic images, 32 a rank on 2 ranks, max-steps 16) asks 16 of a full
+// epoch's 64. The proof compared the steps with the row's own steps_per_epoch: it passed, and the
+// stored gate read it "improved", exit 0. A loader or sampler that halves an epoch is no speed-up.
+RunResult issue_ddp2_row() {
+  RunResult r = sample_run("ddp-2", "faithful", 2, 2.0, 512);
+  r.dataset = "synthetic";
+  r.config = {{"strategy", "ddp"},          {"batch-size", 32}, {"nproc", 2},  {"dataset", "synthetic"},
+              {"synthetic-train-images", 4096}, {"max-steps", 16}, {"epochs", 1}, {"max-eval-batches", 2}};
+  r.steps_per_epoch = 64;
+  r.steps = 16;
+  r.global_batch = 64;
+  r.images_trained = 1024;
+  r.eval_images = 64;
+  r.eval_cut = true;
+  return r;
+}
+
+TEST(ResultProof, AnEpochIsTheDataOverTheGlobalBatchNeverTheRowsOwnSteps) {
+  RunResult honest = issue_ddp2_row();
+  ASSERT_EQ(proven(swept({honest}, 1)).document().runs[0].status, RunStatus::ok)
+      << proven(swept({honest}, 1)).document().runs[0].reason;
+  RunResult halved = honest;
+  halved.steps_per_epoch = 8;
+  halved.steps = 8;
+  halved.images_trained = 512;
+  halved.train_time_s /= 2;
+  halved.images_per_s *= 2;
+  halved.steady_images_per_s *= 2;
+  const ProvenResults p = proven(swept({halved}, 1));
+  EXPECT_EQ(p.document().runs[0].status, RunStatus::failed);
+  EXPECT_EQ(
+      p.document().runs[0].reason,
+      "did less work than configured: its file says an epoch has 8 steps where 4096 synthetic images over 2 ranks "
+      "in batches of 32 make 64");
+  // In the stored gate it is the candidate's failure, never "improved".
+  const Comparison c = compare_results(swept({honest}, 1), swept({halved}, 1), {});
+  EXPECT_TRUE(c.regression());
+  EXPECT_TRUE(c.metrics.empty());
+  // The loader's own count of the synthetic set is held to the configuration too.
+  RunResult fewer = honest;
+  fewer.train_images = 2048;
+  EXPECT_NE(proven(swept({fewer}, 1)).document().runs[0].reason.find(
+                "did other work than configured: its loader found 2048 training images where its configuration asks "
+                "for a synthetic set of 4096"),
+            std::string::npos);
+}
+
+// configured_work's arithmetic: DistributedSampler's padded shard, whole batches but the last,
+// max-steps per epoch, the loader's count for CIFAR-10 (a test's small files) or 50,000 before it
+// was recorded.
+TEST(ResultProof, ConfiguredWorkIsTheSamplersShardInBatchesCutByMaxSteps) {
+  RunResult r;
+  r.world_size = 3;
+  r.dataset = "synthetic";
+  r.config = {{"batch-size", 2}, {"synthetic-train-images", 10}, {"epochs", 2}, {"max-steps", nullptr}};
+  ConfiguredWork w = configured_work(r);
+  EXPECT_TRUE(w.unknown.empty()) << w.unknown;
+  EXPECT_EQ(w.train_images, 10);
+  EXPECT_EQ(w.steps_per_epoch, 2);  // 4 a rank (10 padded to 12), in batches of 2
+  EXPECT_EQ(w.steps, 4);
+  EXPECT_EQ(w.images, 24);  // every rank's padded shard, twice
+  r.config["max-steps"] = 1;
+  w = configured_work(r);
+  EXPECT_EQ(w.steps, 2);
+  EXPECT_EQ(w.images, 12);  // a cut epoch's batches are whole: 1 x 2 x 3 ranks, twice
+  r.dataset = "cifar10";
+  r.train_images = 300;
+  EXPECT_EQ(configured_work(r).train_images, 300);
+  r.train_images = 0;
+  EXPECT_EQ(configured_work(r).train_images, 50000);
+  r.dataset.clear();
+  r.config.erase("dataset");
+  EXPECT_NE(configured_work(r).unknown, "");
+  r.dataset = "synthetic";
+  r.config.erase("batch-size");
+  EXPECT_NE(configured_work(r).unknown.find("batch-size 0"), std::string::npos) << configured_work(r).unknown;
 }
 
 // An edited file's numbers may be anything: the arithmetic that proves the work must neither

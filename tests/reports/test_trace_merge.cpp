@@ -142,7 +142,37 @@ TEST(TraceMerge, RanksOfAHostShareOneShiftAndAHostNameIsNotTakenOnTrust) {
   f.write(1, off);
   merged = merge_row_traces(f.row, f.dir.path());
   EXPECT_DOUBLE_EQ(merged.ranks[1].shift_us, -3000);
-  EXPECT_NE(merged.clock.find("rank 1 named rank 0's host but kept another clock"), std::string::npos) << merged.clock;
+  EXPECT_NE(merged.clock.find("rank 1 named host node-a but its clock was 3.0 ms from rank 0's there"),
+            std::string::npos)
+      << merged.clock;
+}
+
+// Every host's ranks are held to each other's clock, not only rank 0's host's: two ranks that
+// name node-b but whose marks are 50 ms apart were both shifted by the median, 25 ms wrong each,
+// "within the barriers' exit skew". Now the second is aligned on its own clock, and said.
+TEST(TraceMerge, RanksOfAnyHostWhoseClocksDisagreeAreNotShiftedTogether) {
+  Fixture f;
+  f.row.world_size = 4;
+  for (int64_t r = 0; r < 4; ++r) {
+    const double sync_us = r < 2 ? 500 : r == 2 ? 7'000'500 : 7'050'500;
+    json doc = rank_trace(r, r < 2 ? "node-a" : "node-b", 1'000'000'000, sync_us);
+    doc["distributedInfo"]["world_size"] = 4;
+    f.write(r, doc);
+  }
+  const MergedTrace merged = merge_row_traces(f.row, f.dir.path());
+  EXPECT_DOUBLE_EQ(merged.ranks[2].shift_us, -7'000'000);
+  EXPECT_DOUBLE_EQ(merged.ranks[3].shift_us, -7'050'000);
+  EXPECT_EQ(merged.ranks[3].host, "node-b (rank 3)");
+  EXPECT_NE(merged.clock.find("rank 3 named host node-b but its clock was 50.0 ms from rank 2's there"),
+            std::string::npos)
+      << merged.clock;
+  const auto marks = named(merged.trace, kClockSyncMark);
+  ASSERT_EQ(marks.size(), 4u * kClockSyncRounds);
+  for (int64_t r = 1; r < 4; ++r) {
+    EXPECT_DOUBLE_EQ(marks[static_cast<std::size_t>(r * kClockSyncRounds)].at("ts").get<double>(),
+                     marks[0].at("ts").get<double>())
+        << "rank " << r << " meets rank 0 at the first barrier";
+  }
 }
 
 TEST(TraceMerge, AFileThatIsNotTheRowsOwnIsBadInput) {

@@ -324,11 +324,13 @@ class SettingsTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as folder:
             results, row = self.run_row(folder, "--max-steps", "14", "--trace-steps", "4:9")
             (Path(folder) / "other.json").write_text('{"runs": []}')  # a user's file, another row's
+            # A user's own drawing: any SVG was taken for an earlier timeline of the report's.
+            (Path(folder) / "mine.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg"><circle r="5"/></svg>\n')
             before = {p.name: p.read_bytes() for p in Path(folder).iterdir()}
             for extra in (["--json", str(results)], ["--svg", f"{folder}/{row['trace']['files'][0]}"],
                           ["--json", f"{folder}/./row.json"], ["--json", f"{folder}/a", "--svg", f"{folder}/a"],
                           ["--json", f"{folder}/no-such-folder/a.json"], ["--json", f"{folder}/other.json"],
-                          ["--svg", f"{folder}/another.rank3.trace.json"]):
+                          ["--svg", f"{folder}/another.rank3.trace.json"], ["--svg", f"{folder}/mine.svg"]):
                 done = self.report(results, *extra)
                 self.assertEqual(done.returncode, 2, (extra, done.stderr))
             self.assertEqual({p.name: p.read_bytes() for p in Path(folder).iterdir()}, before)

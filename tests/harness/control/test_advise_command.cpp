@@ -1,6 +1,8 @@
 // `ddpbench advise` through the binary: its table, its files, its grid and its exit codes.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "reports/result_file.hpp"
@@ -92,6 +94,25 @@ TEST(AdviseCommand, AModelThatMissesItsOwnStepExitsOneUnlessForced) {
   EXPECT_EQ(advise({(dir / "r.json").string(), "--fabric", "ndr-ib", "--force"}).exit_code, 0);
   write_result_file(dir / "close.json", ddp_document(0.120));
   EXPECT_EQ(advise({(dir / "close.json").string()}).exit_code, 0);
+}
+
+// The output rule: a result file named advice.json in --out-dir is the input, never replaced
+// (it was, exit 1); its own earlier files it replaces.
+TEST(AdviseCommand, ItsFilesNeverReplaceItsInput) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "d");
+  write_result_file(dir / "d" / "advice.json", ddp_document());
+  const std::string before = testing::read_text(dir / "d" / "advice.json");
+  const auto r = advise({(dir / "d" / "advice.json").string(), "--out-dir", (dir / "d").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("--out-dir's advice.json '" + (dir / "d" / "advice.json").string() + "' is the file RESULTS"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(testing::read_text(dir / "d" / "advice.json"), before);
+  write_result_file(dir / "r.json", ddp_document());
+  for (int twice = 0; twice < 2; ++twice) {
+    EXPECT_EQ(advise({(dir / "r.json").string(), "--out-dir", (dir / "e").string()}).exit_code, 0);
+  }
 }
 
 TEST(AdviseCommand, BadInputExitsTwoNamingIt) {

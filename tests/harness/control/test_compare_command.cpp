@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 
 #include "reports/result_file.hpp"
 #include "support/process.hpp"
@@ -53,9 +54,22 @@ TEST(CompareCommand, ExitCodesForEachOutcome) {
 
   const auto mismatch = compare({(dir / "base.json").string(), (dir / "h200.json").string()});
   EXPECT_EQ(mismatch.exit_code, 2);
-  EXPECT_NE(mismatch.err.find("different environments (GPU 0: NVIDIA A100-SXM4-40GB vs NVIDIA H200)"), std::string::npos)
-      << mismatch.err;
-  EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch"}).exit_code, 0);
+  EXPECT_NE(mismatch.out.find("- CANNOT JUDGE: measured in another environment: GPU 0: NVIDIA A100-SXM4-40GB vs "
+                              "NVIDIA H200 (--allow-env-mismatch gpu compares them anyway)"),
+            std::string::npos)
+      << mismatch.out;
+  EXPECT_EQ(
+      compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "gpu"}).exit_code,
+      0);
+  EXPECT_EQ(
+      compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "all"}).exit_code,
+      0);
+  const auto unknown_aspect =
+      compare({(dir / "base.json").string(), (dir / "h200.json").string(), "--allow-env-mismatch", "weather"});
+  EXPECT_EQ(unknown_aspect.exit_code, 2);
+  EXPECT_NE(unknown_aspect.err.find("--allow-env-mismatch: 'weather' is no aspect of the environment"),
+            std::string::npos)
+      << unknown_aspect.err;
 
   const auto broken = compare({(dir / "base.json").string(), (dir / "broken.json").string()});
   EXPECT_EQ(broken.exit_code, 2);
@@ -240,6 +254,111 @@ TEST(CompareCommand, CannotJudgeLessWorkAndANewOptionAtItsDefault) {
   EXPECT_NE(changed.out.find("configured differently now, so not the same measurement (a-new-option 0 vs 1)"),
             std::string::npos)
       << changed.out;
+}
+
+// The output rule (harness/base/output_rule.hpp): --out and --undecided-out never replace a file
+// compare reads (the current file overwritten by the table, the baseline truncated to 0 bytes, both
+// exit 0 before) nor a file compare did not write; an earlier table or list of its own they do.
+TEST(CompareCommand, ItsOutputsNeverReplaceAnInputOrAFileItDidNotWrite) {
+  TempDir dir;
+  const auto base = testing::sample_sweep_document();
+  write_result_file(dir / "base.json", base);
+  write_result_file(dir / "cur.json", base);
+  testing::write_text(dir / "notes.md", "a user's notes");
+  const std::string before = testing::read_text(dir / "base.json");
+  const std::vector<std::vector<std::string>> refused = {
+      {"--out", (dir / "cur.json").string()},
+      {"--out", (dir / "." / "base.json").string()},
+      {"--paired", "--undecided-out", (dir / "base.json").string()},
+      {"--out", (dir / "notes.md").string()},
+      {"--paired", "--out", (dir / "t.md").string(), "--undecided-out", (dir / "t.md").string()}};
+  for (const auto& outputs : refused) {
+    std::vector<std::string> args = {(dir / "base.json").string(), (dir / "cur.json").string()};
+    args.insert(args.end(), outputs.begin(), outputs.end());
+    const auto r = compare(args);
+    EXPECT_EQ(r.exit_code, 2) << outputs[1] << ": " << r.out << r.err;
+    EXPECT_TRUE(r.out.empty()) << "nothing judged before the outputs are checked: " << r.out;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_NE(compare({(dir / "base.json").string(), (dir / "cur.json").string(), "--out", (dir / "cur.json").string()})
+                .err.find("--out '" + (dir / "cur.json").string() + "' is the file CURRENT '" +
+                          (dir / "cur.json").string() + "' reads"),
+            std::string::npos);
+  EXPECT_EQ(testing::read_text(dir / "base.json"), before);
+  EXPECT_EQ(testing::read_text(dir / "cur.json"), before);
+  EXPECT_EQ(testing::read_text(dir / "notes.md"), "a user's notes");
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.md"));
+  // Its own earlier table and list it replaces, stored and paired alike.
+  for (int twice = 0; twice < 2; ++twice) {
+    EXPECT_EQ(compare({(dir / "base.json").string(), (dir / "cur.json").string(), "--out", (dir / "t.md").string()})
+                  .exit_code,
+              0);
+    const auto paired = compare({(dir / "base.json").string(), (dir / "cur.json").string(), "--paired", "--min-rounds",
+                                 "2", "--out", (dir / "t.md").string(), "--undecided-out", (dir / "u.txt").string()});
+    EXPECT_TRUE(paired.err.empty()) << "a verdict, not a refusal: " << paired.err;
+    EXPECT_EQ(testing::read_text(dir / "t.md"), paired.out);
+  }
+}
+
+// One rule for environments in both modes: the same code run with OMP_NUM_THREADS=1 against =2
+// (each rank's threads 1 and 2) read as a regression, exit 1; a Debug build against a Release
+// baseline as no regression. Both are cannot judge (2), naming the difference, until
+// --allow-env-mismatch names it. Nothing timed is cannot judge too, never "No regression".
+TEST(CompareCommand, ThreadsAffinityAndBuildTypeAreCannotJudgeInBothModes) {
+  TempDir dir;
+  auto base = testing::sample_sweep_document();
+  base.environment.build_type = "Release";
+  base.environment.omp_num_threads = "2";
+  base.environment.cpu_affinity = "0-1";
+  for (auto& r : base.runs) r.threads_per_rank = 2;
+  auto one_thread = base;
+  one_thread.environment.omp_num_threads = "1";
+  for (auto& r : one_thread.runs) {
+    r.threads_per_rank = 1;
+    r.train_time_s *= 1.8;
+    r.images_per_s /= 1.8;
+    r.steady_images_per_s /= 1.8;
+  }
+  auto pinned = base;
+  pinned.environment.cpu_affinity = "0";
+  auto debug = base;
+  debug.environment.build_type = "Debug";
+  for (const auto& [name, doc] : {std::pair{"base", &base}, std::pair{"one-thread", &one_thread},
+                                  std::pair{"pinned", &pinned}, std::pair{"debug", &debug}}) {
+    write_result_file(dir / (std::string(name) + ".json"), *doc);
+  }
+  const auto file = [&](const char* name) { return (dir / (std::string(name) + ".json")).string(); };
+  const std::vector<std::pair<const char*, std::string>> cases = {
+      {"one-thread", "threads per rank of ddp-2gpu (faithful): 2 vs 1 (--allow-env-mismatch threads"},
+      {"one-thread", "OMP_NUM_THREADS: 2 vs 1 (--allow-env-mismatch threads"},
+      {"pinned", "CPUs the process could use: 0-1 vs 0 (--allow-env-mismatch cpu-affinity"},
+      {"debug", "build type: Release vs Debug (--allow-env-mismatch build-type"}};
+  for (const auto& [other, says] : cases) {
+    for (const bool paired : {false, true}) {
+      std::vector<std::string> args = {file("base"), file(other)};
+      if (paired) args.insert(args.end(), {"--paired", "--min-rounds", "2"});
+      const auto r = compare(args);
+      EXPECT_EQ(r.exit_code, 2) << other << (paired ? " --paired" : "") << ": " << r.out << r.err;
+      EXPECT_NE(r.out.find("- CANNOT JUDGE: measured in another environment: " + says), std::string::npos)
+          << (paired ? "--paired: " : "") << r.out << r.err;
+      EXPECT_EQ(r.out.find("REGRESSION"), std::string::npos) << r.out;
+    }
+  }
+  const auto allowed = compare({file("base"), file("one-thread"), "--allow-env-mismatch", "threads"});
+  EXPECT_EQ(allowed.exit_code, 1) << "judged once allowed: 1.8x slower" << allowed.out;
+  EXPECT_NE(allowed.out.find("environment differs (allowed): OMP_NUM_THREADS: 2 vs 1"), std::string::npos)
+      << allowed.out;
+  // Every row allowed missing and nothing timed: no pass.
+  auto empty = base;
+  empty.runs.clear();
+  auto single = testing::sample_run("single", "faithful", 1, 13.0, 3846.0);
+  single.status = RunStatus::skipped;
+  single.reason = "not here";
+  empty.runs.push_back(single);
+  write_result_file(dir / "empty.json", empty);
+  const auto nothing = compare({file("base"), file("empty"), "--allow-missing", "single,ddp-2gpu"});
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.out << nothing.err;
+  EXPECT_NE(nothing.out.find("- CANNOT JUDGE: nothing was timed"), std::string::npos) << nothing.out;
 }
 
 // Every command reads a row's configuration as this build's option table does: a value of the

@@ -1,6 +1,8 @@
 // `ddpbench project` through the binary: its table, its files and its exit codes.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "reports/result_file.hpp"
@@ -66,6 +68,56 @@ TEST(ProjectCommand, AModelThatMissesItsOwnStepExitsOneUnlessForced) {
   EXPECT_NE(forced.out.find("Not to be trusted"), std::string::npos);
   write_result_file(dir / "close.json", ddp_document(0.070));  // the model 7 % off: trusted
   EXPECT_EQ(project({(dir / "close.json").string(), "--ranks", "2"}).exit_code, 0);
+}
+
+// The output rule: a result file named projection.json in --out-dir is the input, never replaced
+// (it was, exit 0); a file there that project did not write is refused; its own it replaces.
+TEST(ProjectCommand, ItsFilesNeverReplaceItsInputOrAFileItDidNotWrite) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "d");
+  write_result_file(dir / "d" / "projection.json", ddp_document());
+  const std::string before = testing::read_text(dir / "d" / "projection.json");
+  const auto over_input = project({(dir / "d" / "projection.json").string(), "--ranks", "2", "--out-dir",
+                                   (dir / "d").string()});
+  EXPECT_EQ(over_input.exit_code, 2) << over_input.out;
+  EXPECT_NE(over_input.err.find("--out-dir's projection.json '" + (dir / "d" / "projection.json").string() +
+                                "' is the file RESULTS"),
+            std::string::npos)
+      << over_input.err;
+  EXPECT_EQ(testing::read_text(dir / "d" / "projection.json"), before);
+  EXPECT_FALSE(std::filesystem::exists(dir / "d" / "projection.md"));
+  write_result_file(dir / "r.json", ddp_document());
+  std::filesystem::create_directories(dir / "e");
+  testing::write_text(dir / "e" / "projection.md", "a user's notes");
+  const auto over_notes = project({(dir / "r.json").string(), "--ranks", "2", "--out-dir", (dir / "e").string()});
+  EXPECT_EQ(over_notes.exit_code, 2) << over_notes.out;
+  EXPECT_NE(over_notes.err.find("exists and is not the projection Markdown it wrote"), std::string::npos)
+      << over_notes.err;
+  EXPECT_EQ(testing::read_text(dir / "e" / "projection.md"), "a user's notes");
+  EXPECT_FALSE(std::filesystem::exists(dir / "e" / "projection.json"));
+  for (int twice = 0; twice < 2; ++twice) {
+    EXPECT_EQ(project({(dir / "r.json").string(), "--ranks", "2", "--out-dir", (dir / "f").string()}).exit_code, 0);
+  }
+}
+
+// A DDP row whose file says half the steps an epoch has (a sampler that halves the epoch reads
+// as twice the speed) did not do its configured work: it is not projected from.
+TEST(ProjectCommand, ARowThatDidLessWorkThanItsDataAndConfigurationAskIsNotProjected) {
+  TempDir dir;
+  ResultDocument doc = ddp_document();
+  for (auto& r : doc.runs) {
+    if (r.strategy != "ddp") continue;
+    r.steps_per_epoch /= 2;
+    r.steps /= 2;
+    r.images_trained /= 2;
+  }
+  write_result_file(dir / "r.json", doc);
+  const auto r = project({(dir / "r.json").string(), "--ranks", "2"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("did less work than configured: its file says an epoch has 49 steps where 50000 cifar10 "
+                       "images over 2 ranks in batches of 256 make 98"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(ProjectCommand, BadInputExitsTwoNamingIt) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -229,6 +230,58 @@ TEST(SweepCommand, DryRunPrintsEachRowsCommand) {
   EXPECT_NE(r.out.find("faithful\tquick\tddpbench run --name quick"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--strategy ddp"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir / "out"));
+}
+
+// --resume keeps a row only from this machine and this build: a row file measured on another
+// CPU, LibTorch and revision was kept, and this machine's environment written over it.
+TEST(SweepCommand, ResumeKeepsOnlyARowMeasuredOnThisMachineAndBuild) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  ASSERT_EQ(testing::run_process(sweep_args(dir, {"--rows", "quick"})).exit_code, 0);
+  const auto row_file = dir / "out/rows/faithful/quick.json";
+  auto row = nlohmann::json::parse(testing::read_text(row_file));
+  const nlohmann::json here = row["environment"];
+  row["environment"]["cpu_model"] = "Another CPU";
+  row["environment"]["libtorch_version"] = "1.0.0";
+  row["environment"]["git_revision"] = "0123456789ab";
+  testing::write_text(row_file, row.dump());
+  const auto resumed = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("quick (faithful): done before on another machine or build, run again (CPU model: "
+                             "Another CPU vs " +
+                             here["cpu_model"].get<std::string>() + "; LibTorch: 1.0.0 vs "),
+            std::string::npos)
+      << resumed.err;
+  EXPECT_NE(resumed.err.find("git revision: 0123456789ab vs "), std::string::npos) << resumed.err;
+  EXPECT_EQ(nlohmann::json::parse(testing::read_text(row_file))["environment"], here) << "the row ran again, here";
+  // Measured here, it is kept.
+  const auto again = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume"}));
+  EXPECT_NE(again.err.find("quick (faithful): done before, kept (--resume)"), std::string::npos) << again.err;
+}
+
+// The output rule: the reports and --gbench-json never replace the sweep file, nor a file the
+// sweep did not write; checked before any row runs.
+TEST(SweepCommand, ItsOutputsNeverReplaceItsSweepFileOrAFileItDidNotWrite) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  const std::string sweep_file = testing::read_text(dir / "s.json");
+  const auto over_file =
+      testing::run_process(sweep_args(dir, {"--rows", "quick", "--gbench-json", (dir / "s.json").string()}));
+  EXPECT_EQ(over_file.exit_code, 2) << over_file.err;
+  EXPECT_NE(over_file.err.find("--gbench-json '" + (dir / "s.json").string() + "' is the file --file"),
+            std::string::npos)
+      << over_file.err;
+  EXPECT_EQ(testing::read_text(dir / "s.json"), sweep_file);
+  std::filesystem::create_directories(dir / "out");
+  testing::write_text(dir / "out/results.md", "a user's notes");
+  const auto over_notes = testing::run_process(sweep_args(dir, {"--rows", "quick"}));
+  EXPECT_EQ(over_notes.exit_code, 2) << over_notes.err;
+  EXPECT_NE(over_notes.err.find("--out-dir's results.md '" + (dir / "out/results.md").string() +
+                                "' exists and is not the sweep's results.md"),
+            std::string::npos)
+      << over_notes.err;
+  EXPECT_EQ(testing::read_text(dir / "out/results.md"), "a user's notes");
+  EXPECT_FALSE(std::filesystem::exists(dir / "out/rows")) << "no row ran";
 }
 
 TEST(SweepCommand, BadInputExitsTwo) {

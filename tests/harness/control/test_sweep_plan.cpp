@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -243,6 +244,31 @@ TEST(Sweep, ARowThatRanAnotherConfigurationIsNamedOptionByOption) {
   EXPECT_EQ(plan_difference(planned.config, ran), "") << "output paths do not change what is measured";
   ran.config["amp"] = "bf16";
   EXPECT_EQ(plan_difference(planned.config, ran), "amp \"off\" vs \"bf16\"");
+}
+
+// --resume's rule (measured_elsewhere): a row of another machine or build, by every aspect of
+// compare's environment rule, or of another revision, is not this sweep's.
+TEST(Sweep, ARowMeasuredOnAnotherMachineBuildOrRevisionIsNotKept) {
+  Environment here;
+  for (const auto& [field, value] : {std::pair{&Environment::cpu_model, "Xeon"}, {&Environment::build_type, "Release"},
+                                     {&Environment::omp_num_threads, "unset"}, {&Environment::cpu_affinity, "0-1"},
+                                     {&Environment::git_revision, "abc"}, {&Environment::host, "ci-1"}}) {
+    here.*field = value;
+  }
+  EXPECT_EQ(measured_elsewhere(here, here), "");
+  Environment other_host = here;
+  other_host.host = "ci-2";  // the host alone is no other machine's measurement (hosts are renamed)
+  EXPECT_EQ(measured_elsewhere(other_host, here), "");
+  const auto edited = [&](const std::function<void(Environment&)>& edit) {
+    Environment before = here;
+    edit(before);
+    return measured_elsewhere(before, here);
+  };
+  EXPECT_EQ(edited([](Environment& e) { e.git_revision = "def"; }), "git revision: def vs abc");
+  EXPECT_EQ(edited([](Environment& e) { e.cpu_affinity = "0"; }), "CPUs the process could use: 0 vs 0-1");
+  EXPECT_EQ(edited([](Environment& e) { e.omp_num_threads = "1"; }), "OMP_NUM_THREADS: 1 vs unset");
+  EXPECT_EQ(edited([](Environment& e) { e.build_type = "Debug"; }), "build type: Debug vs Release");
+  EXPECT_EQ(edited([](Environment& e) { e.libtorch_version = "2.10.0"; }), "LibTorch: 2.10.0 vs not recorded");
 }
 
 TEST(Sweep, CommandLineOverridesWinAndRowsCanBePicked) {

@@ -169,6 +169,31 @@ TEST(Main, CheckpointRoundTripsThroughTheCli) {
                    "does not match the model");
 }
 
+// The output rule: the result file written over the weights (--out X --save-checkpoint X, no
+// word before), the weights over --init-from, either over a file the run did not write, are bad
+// input naming both paths, before any work; a run's own earlier result and checkpoint it replaces.
+TEST(Main, AnOutputNeverReplacesAnInputAnotherOutputOrAFileNotItsOwn) {
+  TempDir dir;
+  const std::string out = (dir / "r.json").string(), weights = (dir / "w.pt").string();
+  testing::write_text(dir / "notes.txt", "a user's notes");
+  expect_bad_input(ddpbench(quick_run({"--out", out, "--save-checkpoint", out})),
+                   "--save-checkpoint '" + out + "' is the file --out '" + out + "' writes too");
+  expect_bad_input(ddpbench(quick_run({"--out", (dir / "notes.txt").string()})),
+                   "exists and is not a result file (what --out writes)");
+  expect_bad_input(ddpbench(quick_run({"--save-checkpoint", (dir / "notes.txt").string()})),
+                   "exists and is not a checkpoint (PyTorch's zip of named tensors)");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_EQ(testing::read_text(dir / "notes.txt"), "a user's notes");
+  for (int twice = 0; twice < 2; ++twice) {
+    const auto r = ddpbench(quick_run({"--out", out, "--save-checkpoint", weights}));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::string saved = testing::read_text(dir / "w.pt");
+  expect_bad_input(ddpbench(quick_run({"--init-from", weights, "--save-checkpoint", (dir / "." / "w.pt").string()})),
+                   "is the file --init-from '" + weights + "' reads");
+  EXPECT_EQ(testing::read_text(dir / "w.pt"), saved);
+}
+
 TEST(Main, HelpExitsZero) {
   const auto r = ddpbench({"run", "--help"});
   EXPECT_EQ(r.exit_code, 0);

@@ -172,6 +172,24 @@ TEST(PyTorchReference, APythonRankThatCrashesFailsTheRowWithItsTracebacksLastLin
   EXPECT_NE(reason.find("size mismatch for fc.weight"), std::string::npos) << reason;
 }
 
+// A twin whose rank 1 hangs before a step's collectives (--inject-fault-kind hang): rank 0 times
+// out waiting in that step's allreduce. The row blamed rank 0 ("rank 0: exited with status 1:
+// ... timed out"); it names rank 1 by its progress record, behind, as ddpbench's own rows do.
+TEST(PyTorchReference, ATwinWhoseRankHangsNamesTheHungRankByItsProgress) {
+  TempDir dir;
+  const auto r = testing::run_process(row_args("torch-ddp", dir, "x",
+                                               {"--device", "cpu", "--no-sync-bn", "--nproc", "2", "--timeout-s", "10",
+                                                "--inject-fault-rank", "1", "--inject-fault-step", "3",
+                                                "--inject-fault-kind", "hang"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto run = nlohmann::json::parse(testing::read_text(dir / "x.json"))["runs"][0];
+  EXPECT_EQ(run["status"], "failed");
+  const std::string reason = run["reason"];
+  EXPECT_EQ(reason.rfind("rank 0: failed on rank 0: rank 1 is behind, alive: ", 0), 0u) << reason;
+  EXPECT_NE(reason.find("where rank 0 is in collective #4 (training step 3)"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("; rank 0's own error: "), std::string::npos) << reason;
+}
+
 TEST(PyTorchReference, TorchDpWithoutGpusIsSkippedWithTheReason) {
   TempDir dir;
   const auto r = testing::run_process(row_args("torch-dp", dir, "x", {"--devices", "cpu,cpu"}));

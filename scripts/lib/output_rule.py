@@ -1,0 +1,67 @@
+"""The output rule of every script, as ddpbench's commands keep it (harness/base/output_rule.hpp):
+an output never resolves to an input or to another output (by path, or as the same file through
+a link), and anything existing at an output path (a file, a folder) is replaced only where it is
+of the script's own kind, which the output's recogniser knows. Checked before any work.
+
+API:
+  check_outputs(inputs, outputs) -> None
+      inputs:  {name: path or None}            what the script reads ("RESULTS": "row.json")
+      outputs: {name: (path or None, kind, recognise)}   what it writes: its flag, its path, what
+               it is ("a figures file"), and recognise(path) -> bool, whether what exists there
+               is the script's own (an earlier output; for a folder output, say, an empty folder).
+               A None path is not given and is left out.
+      Raises OutputClash (a ValueError) whose message names both paths.
+  refuse_clashes(program, inputs, outputs) -> None
+      check_outputs, or the one-line error "PROGRAM: MESSAGE" on stderr and exit 2.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Callable, Mapping, Union
+
+PathLike = Union[str, "os.PathLike[str]"]
+Recognise = Callable[[Path], bool]
+Output = tuple["PathLike | None", str, Recognise]  # (path, kind, recognise)
+
+
+class OutputClash(ValueError):
+    """An output that would replace an input, another output, or a file of another kind."""
+
+
+def _same_file(a: PathLike, b: PathLike) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_outputs(inputs: Mapping[str, PathLike | None], outputs: Mapping[str, Output]) -> None:
+    given_inputs = [(name, path) for name, path in inputs.items() if path]
+    seen: list[tuple[str, PathLike]] = []
+    for name, (path, kind, recognise) in outputs.items():
+        if not path:
+            continue
+        for input_name, input_path in given_inputs:
+            if _same_file(path, input_path):
+                raise OutputClash(f"{name} '{path}' is the file {input_name} '{input_path}' reads: an output never "
+                                  "replaces an input (give another path)")
+        for other_name, other_path in seen:
+            if _same_file(path, other_path):
+                raise OutputClash(f"{name} '{path}' is the file {other_name} '{other_path}' writes too: each output "
+                                  "is a file of its own (give another path)")
+        seen.append((name, path))
+        if os.path.lexists(path) and not recognise(Path(path)):
+            raise OutputClash(f"{name} '{path}' exists and is not {kind} (what {name} writes): it replaces only what "
+                              "is of its own kind (give a new path, or remove what is there)")
+
+
+def refuse_clashes(program: str, inputs: Mapping[str, PathLike | None], outputs: Mapping[str, Output]) -> None:
+    try:
+        check_outputs(inputs, outputs)
+    except OutputClash as clash:
+        print(f"{program}: {clash}", file=sys.stderr)
+        sys.exit(2)

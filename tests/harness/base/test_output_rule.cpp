@@ -1,0 +1,82 @@
+// The one output rule (harness/base/output_rule.hpp): an output is never an input or another
+// output, however it is spelled or linked, and replaces only a file of its own kind.
+// tests/scripts/test_output_rule.py holds scripts/lib/output_rule.py to the same cases.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "harness/base/output_rule.hpp"
+#include "support/input_error_message.hpp"
+#include "support/temp_dir.hpp"
+
+namespace ddpbench {
+namespace {
+
+using testing::TempDir;
+
+// "ours" files start with "ours": the recogniser of the test's one kind of output.
+CommandOutput output(const std::string& name, const std::filesystem::path& path) {
+  return {name, path, "a file of ours",
+          own_kind_by_text([](std::string_view text) { return text.starts_with("ours"); })};
+}
+
+// The message of the refusal, or "" where the files pass.
+std::string refusal(const std::vector<CommandInput>& inputs, const std::vector<CommandOutput>& outputs) {
+  return testing::input_error_message([&] { check_command_files(inputs, outputs); });
+}
+
+TEST(OutputRule, AnOutputIsNeverAnInputHoweverItIsSpelledOrLinked) {
+  TempDir dir;
+  testing::write_text(dir / "in.json", "ours, and read");
+  std::filesystem::create_directories(dir / "sub");
+  std::filesystem::create_symlink(dir / "in.json", dir / "link.json");
+  std::filesystem::create_hard_link(dir / "in.json", dir / "hard.json");
+  for (const auto& same : {dir / "in.json", dir / "sub/../in.json", dir / "./in.json", dir / "link.json",
+                           dir / "hard.json"}) {
+    const std::string why = refusal({{"CURRENT", dir / "in.json"}}, {output("--out", same)});
+    EXPECT_NE(why.find("--out '" + same.string() + "' is the file CURRENT '" + (dir / "in.json").string() + "' reads"),
+              std::string::npos)
+        << same << ": " << why;
+  }
+  // Not yet there, an input's path spelled otherwise is still that input.
+  EXPECT_NE(refusal({{"--file", dir / "new.json"}}, {output("--out", dir / "sub/../new.json")}), "");
+  EXPECT_EQ(refusal({{"CURRENT", dir / "in.json"}}, {output("--out", dir / "out.json")}), "");
+}
+
+TEST(OutputRule, TwoOutputsAreNeverOneFile) {
+  TempDir dir;
+  const std::string why =
+      refusal({}, {output("--out", dir / "a.json"), output("--save-checkpoint", dir / "sub/../a.json")});
+  EXPECT_NE(why.find("--save-checkpoint '" + (dir / "sub/../a.json").string() + "' is the file --out '" +
+                     (dir / "a.json").string() + "' writes too"),
+            std::string::npos)
+      << why;
+}
+
+TEST(OutputRule, AnExistingFileIsReplacedOnlyWhereItIsOfItsOwnKind) {
+  TempDir dir;
+  testing::write_text(dir / "earlier.json", "ours from before");
+  testing::write_text(dir / "mine.svg", "<svg a user's own drawing");
+  std::filesystem::create_directories(dir / "folder");
+  EXPECT_EQ(refusal({}, {output("--out", dir / "earlier.json")}), "");
+  EXPECT_EQ(refusal({}, {output("--out", dir / "new.json")}), "");
+  for (const auto& taken : {dir / "mine.svg", dir / "folder"}) {
+    const std::string why = refusal({}, {output("--svg", taken)});
+    EXPECT_NE(why.find("--svg '" + taken.string() + "' exists and is not a file of ours (what --svg writes)"),
+              std::string::npos)
+        << why;
+  }
+  // A recogniser reads what it is given, never a file past its bound.
+  const CommandOutput small{"--out", dir / "earlier.json", "a file of ours",
+                            own_kind_by_text([](std::string_view) { return true; }, 4)};
+  EXPECT_NE(refusal({}, {small}), "");
+}
+
+TEST(OutputRule, APathNotGivenIsLeftOut) {
+  TempDir dir;
+  testing::write_text(dir / "x", "not ours");
+  EXPECT_EQ(refusal({{"--init-from", ""}}, {output("--out", ""), output("--json", "")}), "");
+}
+
+}  // namespace
+}  // namespace ddpbench

@@ -1,0 +1,82 @@
+"""scripts/lib/output_rule.py, the scripts' output rule, on the cases tests/harness/base/
+test_output_rule.cpp holds the C++ rule to: an output is never an input or another output,
+however it is spelled or linked, and replaces only what is of its own kind.
+
+Run: python3 -m unittest -v test_output_rule (from tests/scripts)
+"""
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr
+from pathlib import Path
+
+SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
+
+from output_rule import OutputClash, check_outputs, refuse_clashes  # noqa: E402
+
+
+def ours(path: Path) -> bool:
+    """The test's one kind of output: a file that starts with "ours"."""
+    return path.is_file() and path.read_text().startswith("ours")
+
+
+def refusal(inputs: dict, outputs: dict) -> str:
+    try:
+        check_outputs(inputs, {name: (path, "a file of ours", ours) for name, path in outputs.items()})
+    except OutputClash as clash:
+        return str(clash)
+    return ""
+
+
+class OutputRuleTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.scratch = tempfile.TemporaryDirectory()
+        self.dir = Path(self.scratch.name)
+        (self.dir / "in.json").write_text("ours, and read")
+        (self.dir / "sub").mkdir()
+
+    def tearDown(self) -> None:
+        self.scratch.cleanup()
+
+    def test_an_output_is_never_an_input_however_it_is_spelled_or_linked(self) -> None:
+        (self.dir / "link.json").symlink_to(self.dir / "in.json")
+        os.link(self.dir / "in.json", self.dir / "hard.json")
+        for same in ("in.json", "sub/../in.json", "./in.json", "link.json", "hard.json"):
+            why = refusal({"CURRENT": self.dir / "in.json"}, {"--out": f"{self.dir}/{same}"})
+            self.assertIn(f"--out '{self.dir}/{same}' is the file CURRENT '{self.dir / 'in.json'}' reads", why)
+        self.assertNotEqual(refusal({"--file": self.dir / "new.json"}, {"--out": self.dir / "sub/../new.json"}), "")
+        self.assertEqual(refusal({"CURRENT": self.dir / "in.json"}, {"--out": self.dir / "out.json"}), "")
+
+    def test_two_outputs_are_never_one_file(self) -> None:
+        why = refusal({}, {"--json": self.dir / "a", "--svg": self.dir / "sub/../a"})
+        self.assertIn(f"--svg '{self.dir / 'sub/../a'}' is the file --json '{self.dir / 'a'}' writes too", why)
+
+    def test_an_existing_file_is_replaced_only_where_it_is_of_its_own_kind(self) -> None:
+        (self.dir / "earlier.json").write_text("ours from before")
+        (self.dir / "mine.svg").write_text("<svg a user's own drawing")
+        self.assertEqual(refusal({}, {"--json": self.dir / "earlier.json"}), "")
+        self.assertEqual(refusal({}, {"--json": self.dir / "new.json"}), "")
+        for taken in (self.dir / "mine.svg", self.dir / "sub"):
+            self.assertIn(f"--svg '{taken}' exists and is not a file of ours (what --svg writes)",
+                          refusal({}, {"--svg": taken}))
+
+    def test_a_path_not_given_is_left_out(self) -> None:
+        self.assertEqual(refusal({"--init-from": None}, {"--out": None, "--json": ""}), "")
+
+    def test_a_clash_is_one_line_on_stderr_and_exit_two(self) -> None:
+        err = io.StringIO()
+        with redirect_stderr(err), self.assertRaises(SystemExit) as exit_:
+            refuse_clashes("a-script", {"RESULTS": self.dir / "in.json"},
+                           {"--json": (self.dir / "in.json", "a file of ours", ours)})
+        self.assertEqual(exit_.exception.code, 2)
+        self.assertEqual(len(err.getvalue().splitlines()), 1)
+        self.assertTrue(err.getvalue().startswith("a-script: --json '"), err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
