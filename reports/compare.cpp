@@ -493,16 +493,19 @@ bool ran_now(const RowJudgement& row, const std::vector<const RunResult*>& cur_r
 std::string absent_repetitions(const std::vector<const RunResult*>& runs, int64_t planned, const std::string& side) {
   std::set<int64_t> present;
   for (const RunResult* r : runs) present.insert(r->repetition);
-  std::string absent;  // as ranges: "1, 3-4"
-  int64_t count = 0;
-  for (int64_t k = 0; k < planned; ++k) {
-    if (present.count(k) != 0) continue;
-    int64_t last = k;
-    while (last + 1 < planned && present.count(last + 1) == 0) ++last;
-    absent += (absent.empty() ? "" : ", ") + std::to_string(k) + (last > k ? "-" + std::to_string(last) : "");
-    count += last - k + 1;
-    k = last;
+  std::string absent;  // as ranges: "1, 3-4"; found from the gaps between the present ones, so that
+  int64_t count = 0;   // a file planning 2^62 repetitions costs no more than one planning 5
+  const auto gap = [&](int64_t first, int64_t last) {
+    absent += (absent.empty() ? "" : ", ") + std::to_string(first) + (last > first ? "-" + std::to_string(last) : "");
+    count += last - first + 1;
+  };
+  int64_t next = 0;  // the first repetition not yet accounted for
+  for (const int64_t k : present) {
+    if (k < next || k >= planned) continue;
+    if (k > next) gap(next, k - 1);
+    next = k + 1;
   }
+  if (next < planned) gap(next, planned - 1);
   if (count == 0) return {};
   return std::to_string(count) + " of " + std::to_string(planned) + " planned repetitions (" + absent +
          ") are absent from " + side + " (a sweep cut short, or an edited file)";
@@ -761,17 +764,9 @@ void finding_lines(std::ostringstream& md, const Comparison& c) {
 
 }  // namespace
 
-bool is_comparison_text(std::string_view text) {
-  if (!text.ends_with("\n")) return false;
-  text.remove_suffix(1);
-  const std::string_view last = text.substr(text.rfind('\n') == std::string_view::npos ? 0 : text.rfind('\n') + 1);
-  // Both modes' verdicts, as this compare and other versions of it word them after these words.
-  for (const std::string_view verdict :
-       {"Regression", "**Regression**", "No regression", "Cannot judge", "Undecided below the cap"}) {
-    if (last.starts_with(verdict)) return true;
-  }
-  return false;
-}
+std::string comparison_file(std::string_view table) { return std::string(kComparisonFileMarker) + std::string(table); }
+
+bool is_comparison_text(std::string_view text) { return text.starts_with(kComparisonFileMarker); }
 
 std::string markdown_comparison(const Comparison& c, const CompareOptions& options) {
   std::ostringstream md;

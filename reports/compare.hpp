@@ -135,9 +135,16 @@ Comparison compare_results(const ProvenResults& baseline, const ProvenResults& c
 /// The comparison as a Markdown table with a verdict line.
 std::string markdown_comparison(const Comparison& comparison, const CompareOptions& options);
 
-/// Whether `text` is a comparison compare wrote (--out), stored or paired, by this version or
-/// another: its last line is a verdict ("No regression", "Regression", "Cannot judge", "Undecided
-/// below the cap"). An earlier one is replaced; any other file is not (the output rule,
+/// The first line of every file compare --out writes, stored or paired: what marks it as
+/// compare's own (a Markdown comment, not shown where the table is rendered).
+inline constexpr std::string_view kComparisonFileMarker =
+    "<!-- ddpbench compare --out: replaced by the next compare that writes here -->\n";
+
+/// `table` as compare --out writes it: the marker, then the table.
+std::string comparison_file(std::string_view table);
+
+/// Whether `text` is a comparison compare --out wrote: it starts with kComparisonFileMarker. An
+/// earlier one is replaced; any other file is not, whatever its last line says (the output rule,
 /// harness/base/output_rule.hpp).
 bool is_comparison_text(std::string_view text);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 
 #include "harness/base/input_error.hpp"
 
@@ -27,6 +28,50 @@ std::string dataset_of(const std::vector<const RunResult*>& runs) {
     if (r->status == RunStatus::ok && !r->dataset.empty()) return r->dataset;
   }
   return "";
+}
+
+// What the CPU says of itself beyond its brand string, which a virtual machine keeps the same
+// across CPUs ("Intel(R) Xeon(R) Processor"): vendor, family, model, its instruction sets, its
+// processors and cores; each compared where both files recorded it.
+void cpu_identity_differences(const CpuFacts& a, const CpuFacts& b, std::vector<EnvironmentDifference>& out) {
+  const auto differ_number = [&](const char* what, int64_t x, int64_t y, int64_t unknown) {
+    if (x != unknown && y != unknown && x != y) {
+      out.push_back({"cpu", std::string(what) + ": " + std::to_string(x) + " vs " + std::to_string(y)});
+    }
+  };
+  if (!a.vendor.empty() && !b.vendor.empty() && a.vendor != b.vendor) {
+    out.push_back({"cpu", "CPU vendor: " + a.vendor + " vs " + b.vendor});
+  }
+  differ_number("CPU family", a.family, b.family, -1);
+  differ_number("CPU model number", a.model, b.model, -1);
+  differ_number("logical processors", a.logical_processors, b.logical_processors, 0);
+  differ_number("physical cores", a.physical_cores, b.physical_cores, 0);
+  if (a.flags.empty() || b.flags.empty()) return;
+  // The instruction sets a step computes with; a kernel's or hypervisor's other flags (mitigations,
+  // "hypervisor") change between boots of one machine and say nothing of its speed.
+  const auto compute_flags = [](const std::vector<std::string>& flags) {
+    std::set<std::string> kept;
+    for (const auto& f : flags) {
+      for (const std::string_view isa : {"avx", "amx", "fma", "f16c", "sse", "ssse", "vnni", "bf16", "fp16", "asimd", "sve"}) {
+        if (std::string_view(f).starts_with(isa)) kept.insert(f);
+      }
+    }
+    return kept;
+  };
+  const std::set<std::string> first = compute_flags(a.flags);
+  const std::set<std::string> second = compute_flags(b.flags);
+  std::string only_first;
+  std::string only_second;
+  for (const auto& f : first) {
+    if (second.count(f) == 0) only_first += (only_first.empty() ? "" : " ") + f;
+  }
+  for (const auto& f : second) {
+    if (first.count(f) == 0) only_second += (only_second.empty() ? "" : " ") + f;
+  }
+  if (!only_first.empty() || !only_second.empty()) {
+    out.push_back({"cpu", "CPU instruction sets: only the baseline's has [" + only_first + "], only the current's [" +
+                              only_second + "]"});
+  }
 }
 
 }  // namespace
@@ -55,6 +100,7 @@ std::vector<EnvironmentDifference> environment_differences(const Environment& ba
     out.push_back(
         {"cpu", "CPU cores: " + std::to_string(baseline.cpu_cores) + " vs " + std::to_string(current.cpu_cores)});
   }
+  cpu_identity_differences(baseline.cpu, current.cpu, out);
   if (baseline.gpus.size() != current.gpus.size()) {
     out.push_back({"gpu", "GPU count: " + std::to_string(baseline.gpus.size()) + " vs " +
                               std::to_string(current.gpus.size())});

@@ -564,7 +564,15 @@ std::string markdown_paired(const PairedResult& r, const PairedOptions& o) {
   return md.str();
 }
 
+std::string undecided_rows_file(const std::vector<std::string>& rows) {
+  std::string text(kUndecidedRowsMarker);
+  for (const auto& row : rows) text += row + "\n";
+  return text;
+}
+
 bool is_undecided_rows_text(std::string_view text) {
+  if (!text.starts_with(kUndecidedRowsMarker)) return false;
+  text.remove_prefix(kUndecidedRowsMarker.size());
   if (!text.empty() && !text.ends_with('\n')) return false;
   std::size_t start = 0;
   while (start < text.size()) {

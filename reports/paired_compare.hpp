@@ -95,9 +95,17 @@ double alpha_at_look(int64_t rounds, const PairedOptions& options);
 PairedResult compare_paired(const ProvenResults& baseline, const ProvenResults& candidate,
                             const PairedOptions& options);
 
-/// Whether `text` is a list of rows --undecided-out wrote: empty, or one row name a line (the
-/// sweep file's names: letters, digits, '.', '_', '-'), so that an earlier list is replaced and
-/// any other file is not (the output rule, harness/base/output_rule.hpp).
+/// The first line of every file --undecided-out writes: what marks it as compare's own. Readers
+/// take the lines after it, one row name each (scripts/ci-bench skips lines starting with '#').
+inline constexpr std::string_view kUndecidedRowsMarker =
+    "# ddpbench compare --paired --undecided-out: the rows still undecided below the cap, one a line\n";
+
+/// The undecided rows as --undecided-out writes them: the marker, then one name a line.
+std::string undecided_rows_file(const std::vector<std::string>& rows);
+
+/// Whether `text` is a list of rows --undecided-out wrote: the marker, then one row name a line
+/// (the sweep file's names: letters, digits, '.', '_', '-'), so that an earlier list is replaced
+/// and any other file (an empty one too) is not (the output rule, harness/base/output_rule.hpp).
 bool is_undecided_rows_text(std::string_view text);
 
 /// The comparison as Markdown: one line per comparison ("ddp-2: 11.8 % slower, 95 % CI

@@ -276,7 +276,10 @@ std::string against_configured(int64_t did, int64_t configured, const std::strin
 std::string less_work(const RunResult& r, const json& writer_defaults) {
   const ConfiguredWork work = configured_work(r, writer_defaults);
   if (!work.unknown.empty()) return "its work cannot be proven: " + work.unknown;
-  if (r.dataset == "synthetic" && r.train_images > 0 && r.train_images != work.train_images) {
+  if (!work.dataset_asked.empty() && !r.dataset.empty() && r.dataset != work.dataset_asked) {
+    return "other: it trained on " + r.dataset + " where its configuration asks " + work.dataset_asked;
+  }
+  if (work.dataset == "synthetic" && r.train_images > 0 && r.train_images != work.train_images) {
     return "other: its loader found " + std::to_string(r.train_images) + " training images where its configuration "
            "asks for a synthetic set of " + std::to_string(work.train_images);
   }
@@ -311,23 +314,27 @@ std::string less_work(const RunResult& r, const json& writer_defaults) {
   return less_evaluation(r, writer_defaults);
 }
 
-// The images a row's training set holds: its loader's count where recorded; else, in a file from
-// before, the synthetic set's configured size, or CIFAR-10's training set. 0 where unknown.
+// The images a row's training set holds: the synthetic set's configured size (the row's own count
+// is held to it); for CIFAR-10, what its loader found in the files (its 50,000, or a test's small
+// files), else, in a file from before the count, 50,000. 0 where unknown.
 int64_t training_set_images(const RunResult& r, const json& writer_defaults, const std::string& dataset) {
   constexpr int64_t kCifar10TrainImages = 50000;
   if (dataset == "synthetic") return config_integer(r, writer_defaults, "synthetic-train-images").value_or(0);
-  if (r.train_images > 0) return r.train_images;
-  return dataset == "cifar10" ? kCifar10TrainImages : 0;
+  if (dataset != "cifar10") return 0;
+  return r.train_images > 0 ? r.train_images : kCifar10TrainImages;
 }
 
 }  // namespace
 
 ConfiguredWork configured_work(const RunResult& run, const json& writer_defaults) {
   ConfiguredWork work;
+  // The dataset its configuration asks; only where it asks "auto" (the data found decides) does the
+  // row's own record of what it found say which.
   const json* named = run.config.is_object() && run.config.contains("dataset") ? &run.config.at("dataset") : nullptr;
-  const std::string dataset = !run.dataset.empty()          ? run.dataset
-                              : named && named->is_string() ? named->get<std::string>()
-                                                            : "";
+  const std::string asked = named && named->is_string() ? named->get<std::string>() : "";
+  work.dataset_asked = asked == "synthetic" || asked == "cifar10" ? asked : "";
+  const std::string dataset = !work.dataset_asked.empty() ? work.dataset_asked : run.dataset;
+  work.dataset = dataset;
   const int64_t epochs = config_integer(run, writer_defaults, "epochs").value_or(run.epochs);
   const int64_t batch = config_integer(run, writer_defaults, "batch-size").value_or(0);
   work.train_images = training_set_images(run, writer_defaults, dataset);

@@ -70,6 +70,8 @@ ProvenResults read_proven_results(const std::filesystem::path& path, const std::
 /// (ceil(images / ranks)), a full epoch's steps (ceil(shard / batch-size)), cut by max-steps, times
 /// the epochs, and the images those steps train (each rank's whole shard in a full epoch).
 struct ConfiguredWork {
+  std::string dataset;        // what it trained on: its configuration's, or under "auto" what it found
+  std::string dataset_asked;  // "synthetic" or "cifar10" where its configuration names one, else empty
   int64_t train_images = 0;
   int64_t steps_per_epoch = 0;  // a full epoch
   int64_t steps = 0;            // every epoch, each cut by max-steps

@@ -243,7 +243,14 @@ void read_figures(const json& j, RunResult& r) {
   r.warmup_steps = j.value("warmup_steps", int64_t{0});
   r.global_batch = j.value("global_batch", int64_t{0});
   r.images_trained = j.value("images_trained", int64_t{0});
-  r.train_images = j.value("train_images", int64_t{0});
+  r.train_images = 0;  // not recorded (0, as a writer before the loader's count had it)
+  if (j.contains("train_images")) {
+    const json& n = j.at("train_images");
+    if (!n.is_number_integer() || n.get<int64_t>() < 0) {
+      throw std::invalid_argument("train_images must be the whole number of images the loader found, not " + n.dump());
+    }
+    r.train_images = n.get<int64_t>();
+  }
   r.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
   r.peak_memory_source = j.value("peak_memory_source", "");
 }

@@ -11,12 +11,30 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The path with every link and ".." resolved as far as it exists: two spellings of one place,
-// or a link to it, resolve alike.
+// Where a write to `path` lands, resolved part by part as the kernel does: an existing part with
+// its links followed, a missing one as the folder a writer would make, ".." the parent of what is
+// resolved so far. (weakly_canonical drops "x/.." by text once a part is missing, so that
+// "missing/../link/../input" resolved elsewhere than the write lands.)
 fs::path resolved(const fs::path& path) {
-  std::error_code error;
-  fs::path out = fs::weakly_canonical(fs::absolute(path), error);
-  return error ? fs::absolute(path).lexically_normal() : out;
+  const fs::path absolute = fs::absolute(path);
+  fs::path out = absolute.root_path();
+  for (const fs::path& part : absolute.relative_path()) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      out = out.parent_path();
+      continue;
+    }
+    std::error_code error;
+    const fs::path next = out / part;
+    if (fs::exists(fs::symlink_status(next, error))) {
+      if (fs::path real = fs::canonical(next, error); !error) {
+        out = real;
+        continue;
+      }
+    }
+    out = next;
+  }
+  return out;
 }
 
 // One file under two paths: the same place, or (hard links) the same inode.
@@ -47,9 +65,12 @@ void check_command_files(const std::vector<CommandInput>& inputs, const std::vec
                          " writes too: each output is a file of its own (give another path)");
       }
     }
+    // What is there where the write lands (through links and ".."), not only at the spelling.
+    const fs::path lands = resolved(out.path);
     std::error_code error;
     const fs::file_status status = fs::symlink_status(out.path, error);
-    if (!fs::exists(status) || (out.own_kind && out.own_kind(out.path))) continue;
+    if (!fs::exists(status) && !fs::exists(fs::symlink_status(lands, error))) continue;
+    if (out.own_kind && out.own_kind(fs::exists(status) ? out.path : lands)) continue;
     throw InputError(named + " exists and is not " + out.kind + " (what " + out.name +
                      " writes): it replaces only what is of its own kind (give a new path, or remove what is there)");
   }

@@ -40,12 +40,8 @@ int paired_compare_command(const CompareCommand& command) {
   const ProvenResults candidate = read_results_here(command.current, "the candidate's file");
   const PairedResult result = compare_paired(baseline, candidate, options);
   const std::string text = markdown_paired(result, options);
-  if (!command.out.empty()) write_file_atomically(command.out, text);
-  if (!command.undecided_out.empty()) {
-    std::string rows;
-    for (const auto& row : result.undecided_rows()) rows += row + "\n";
-    write_file_atomically(command.undecided_out, rows);
-  }
+  if (!command.out.empty()) write_file_atomically(command.out, comparison_file(text));
+  if (!command.undecided_out.empty()) write_file_atomically(command.undecided_out, undecided_rows_file(result.undecided_rows()));
   std::cout << text << std::flush;
   return result.exit_code();
 }
@@ -67,7 +63,7 @@ int compare_command(const CompareCommand& command) {
   const ProvenResults current = read_results_here(command.current, "the current file");
   const Comparison comparison = compare_results(baseline, current, options);
   const std::string table = markdown_comparison(comparison, options);
-  if (!command.out.empty()) write_file_atomically(command.out, table);
+  if (!command.out.empty()) write_file_atomically(command.out, comparison_file(table));
   std::cout << table << std::flush;
   return comparison.exit_code();
 }

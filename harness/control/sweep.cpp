@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <tuple>
 
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
@@ -114,6 +115,12 @@ std::string plan_difference(const RunConfig& planned, const RunResult& ran) {
 std::string measured_elsewhere(const Environment& before, const Environment& now) {
   std::string why;
   for (const auto& d : environment_differences(before, now)) why += (why.empty() ? "" : "; ") + d.text;
+  // compare judges what only one file recorded where both say it; a row kept must prove it is
+  // this machine's in everything this build records.
+  for (const auto& [what, then, here] : {std::tuple{"OMP_NUM_THREADS", before.omp_num_threads, now.omp_num_threads},
+                                         std::tuple{"CPUs the process could use", before.cpu_affinity, now.cpu_affinity}}) {
+    if (then.empty() && !here.empty()) why += (why.empty() ? "" : "; ") + std::string(what) + ": not recorded";
+  }
   if (before.git_revision != now.git_revision) {
     why += (why.empty() ? "" : "; ") + std::string("git revision: ") +
            (before.git_revision.empty() ? "not recorded" : before.git_revision) + " vs " + now.git_revision;

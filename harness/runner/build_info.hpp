@@ -4,7 +4,7 @@ namespace ddpbench {
 
 struct BuildInfo {
   const char* version;
-  const char* git_revision;  // short hash, "-dirty" with uncommitted changes, or "unknown"
+  const char* git_revision;  // short hash, "-dirty-" and a hash of the uncommitted changes where any, or "unknown"
   const char* build_type;
   const char* compiler;
 };

@@ -54,7 +54,10 @@ def check_outputs(inputs: Mapping[str, PathLike | None], outputs: Mapping[str, O
                 raise OutputClash(f"{name} '{path}' is the file {other_name} '{other_path}' writes too: each output "
                                   "is a file of its own (give another path)")
         seen.append((name, path))
-        if os.path.lexists(path) and not recognise(Path(path)):
+        # What is there where the write lands (realpath resolves "link/.." as the kernel does), not
+        # only at the spelling: "missing/../link/../notes.md" lands on notes.md once "missing" is made.
+        there = path if os.path.lexists(path) else os.path.realpath(path)
+        if os.path.lexists(there) and not recognise(Path(there)):
             raise OutputClash(f"{name} '{path}' exists and is not {kind} (what {name} writes): it replaces only what "
                               "is of its own kind (give a new path, or remove what is there)")
 

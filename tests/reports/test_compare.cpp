@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "harness/base/input_error.hpp"
@@ -145,6 +146,13 @@ TEST(Compare, NothingTimedIsCannotJudgeAndAbsentPlannedRepetitionsAreCounted) {
                                              "current file"));
   EXPECT_TRUE(mentions(compare_results(cut, base, {}).partial_rows, "(2-4) are absent from the baseline"));
   EXPECT_TRUE(compare_results(base, base, {}).partial_rows.empty());
+  // An edited file's repeat of 2^62 is counted from the gaps: one by one, it never finished (the
+  // test's time limit is the bound).
+  auto huge = cut;
+  huge.sweep->repeat = int64_t{1} << 62;
+  const Comparison vast = compare_results(base, huge, {});
+  EXPECT_TRUE(mentions(vast.partial_rows, "single (faithful): 4611686018427387902 of 4611686018427387904 planned "
+                                          "repetitions (2-4611686018427387903) are absent from the current file"));
 }
 
 // The rule's aspects beyond the machine: the build type, OMP_NUM_THREADS and each rank's threads,
@@ -897,6 +905,43 @@ TEST(Compare, EveryDifferenceOfTheEnvironmentIsNamed) {
   auto renamed = base;
   renamed.environment.gpus = {{"NVIDIA A100-SXM4-80GB", 80LL << 30, "8.0"}};
   EXPECT_EQ(compare_results(base, renamed, {}).exit_code(), 2);
+}
+
+// A virtual machine names every CPU "Intel(R) Xeon(R) Processor": two hosts, one of them with
+// AVX-512 and twice the cores, had one fingerprint. What the CPU says of itself is compared where
+// both files hold it; a kernel's other flags (a mitigation, "hypervisor") are not its speed.
+TEST(Compare, ACpuIsKnownByMoreThanItsBrandString) {
+  auto base = document_with(repetitions("single", {10.0}));
+  base.environment = testing::sample_sweep_document().environment;
+  base.environment.cpu_model = "Intel(R) Xeon(R) Processor";
+  base.environment.cpu.vendor = "GenuineIntel";
+  base.environment.cpu.family = 6;
+  base.environment.cpu.model = 106;
+  base.environment.cpu.logical_processors = 8;
+  base.environment.cpu.physical_cores = 4;
+  base.environment.cpu.flags = {"fpu", "sse4_2", "avx2", "fma", "hypervisor"};
+  const auto differences = [&](const std::function<void(CpuFacts&)>& edit) {
+    auto cur = base;
+    edit(cur.environment.cpu);
+    std::string said;
+    for (const auto& d : environment_differences(base.environment, cur.environment)) {
+      said += d.aspect + ": " + d.text + "\n";
+    }
+    return said;
+  };
+  EXPECT_EQ(differences([](CpuFacts& c) { c.model = 143; }), "cpu: CPU model number: 106 vs 143\n");
+  EXPECT_EQ(differences([](CpuFacts& c) { c.vendor = "AuthenticAMD"; }), "cpu: CPU vendor: GenuineIntel vs AuthenticAMD\n");
+  EXPECT_EQ(differences([](CpuFacts& c) { c.physical_cores = 8; }), "cpu: physical cores: 4 vs 8\n");
+  EXPECT_EQ(differences([](CpuFacts& c) { c.flags.push_back("avx512f"); }),
+            "cpu: CPU instruction sets: only the baseline's has [], only the current's [avx512f]\n");
+  EXPECT_EQ(differences([](CpuFacts& c) { c.flags = {"fpu", "sse4_2", "avx2", "fma", "md_clear"}; }), "");
+  EXPECT_EQ(differences([](CpuFacts& c) { c = CpuFacts{}; }), "") << "what one file did not record is not judged";
+  auto cur = base;
+  cur.environment.cpu.model = 143;
+  EXPECT_EQ(compare_results(base, cur, {}).exit_code(), 2);
+  CompareOptions allow;
+  allow.allow_env_mismatch = {"cpu"};
+  EXPECT_EQ(compare_results(base, cur, allow).exit_code(), 0);
 }
 
 }  // namespace

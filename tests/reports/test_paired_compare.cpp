@@ -575,21 +575,24 @@ TEST(AdversarialPairedGate, ALostRoundStillReachesTheCapAndOtherEdits) {
   EXPECT_THROW(compare_paired(base, slower, endless), InputError);
 }
 
-// compare's --out and --undecided-out replace only what compare wrote (the output rule): a table
-// ending in a verdict, of either mode and of this version or another; a list of row names.
+// compare's --out and --undecided-out replace only what compare wrote (the output rule): a file
+// that starts with compare's own marker, never one that merely ends like a verdict (a user's notes
+// ending "No regression seen last week", the attack) or holds name-like lines (requirements.txt,
+// VERSION, an empty __init__.py).
 TEST(PairedCompare, ItsOutputsAreRecognisedAndNothingElse) {
   const auto base = rounds({{"single", drifting(10, 1.0, 6, 0.01)}});
-  EXPECT_TRUE(is_comparison_text(markdown_paired(compare_paired(base, base, {}), {})));
-  EXPECT_TRUE(is_comparison_text(markdown_comparison(compare_results(base, base, {}), {})));
-  EXPECT_TRUE(is_comparison_text("| row |\n\nUndecided below the cap (run more rounds of ddp-2): no verdict yet.\n"));
-  EXPECT_TRUE(is_comparison_text("No regression.\n"));
-  EXPECT_FALSE(is_comparison_text("# My notes\n\nNo regression, I think\nTODO\n"));
+  EXPECT_TRUE(is_comparison_text(comparison_file(markdown_paired(compare_paired(base, base, {}), {}))));
+  EXPECT_TRUE(is_comparison_text(comparison_file(markdown_comparison(compare_results(base, base, {}), {}))));
+  EXPECT_FALSE(is_comparison_text(markdown_comparison(compare_results(base, base, {}), {})));
+  EXPECT_FALSE(is_comparison_text("# My notes\n\nNo regression seen last week\n"));
+  EXPECT_FALSE(is_comparison_text("No regression.\n"));
   EXPECT_FALSE(is_comparison_text(""));
-  EXPECT_TRUE(is_undecided_rows_text(""));
-  EXPECT_TRUE(is_undecided_rows_text("ddp-2\nsingle.torch\n"));
-  EXPECT_FALSE(is_undecided_rows_text("my notes here\n"));
-  EXPECT_FALSE(is_undecided_rows_text("ddp-2"));
-  EXPECT_FALSE(is_undecided_rows_text("{\"schema\": \"ddpbench/result/v1\"}\n"));
+  EXPECT_TRUE(is_undecided_rows_text(undecided_rows_file({})));
+  EXPECT_TRUE(is_undecided_rows_text(undecided_rows_file({"ddp-2", "single.torch"})));
+  for (const char* theirs : {"", "torch\nnumpy\nscipy\n", "1.2.3\n", "ddp-2\nsingle.torch\n", "my notes here\n"}) {
+    EXPECT_FALSE(is_undecided_rows_text(theirs)) << theirs;
+  }
+  EXPECT_FALSE(is_undecided_rows_text(std::string(kUndecidedRowsMarker) + "my notes here\n"));
 }
 }  // namespace
 }  // namespace ddpbench

@@ -164,6 +164,19 @@ TEST(ResultProof, AnEpochIsTheDataOverTheGlobalBatchNeverTheRowsOwnSteps) {
                 "did other work than configured: its loader found 2048 training images where its configuration asks "
                 "for a synthetic set of 4096"),
             std::string::npos);
+  // Nor may the row's own record of its dataset stand in for the configuration's: relabelled
+  // "cifar10", its 2048 images were the loader's count of a CIFAR-10 set and the row passed.
+  RunResult relabelled = fewer;
+  relabelled.dataset = "cifar10";
+  EXPECT_EQ(proven(swept({relabelled}, 1)).document().runs[0].reason,
+            "did other work than configured: it trained on cifar10 where its configuration asks synthetic");
+  // Under "auto" the data found decides, and its count stands where the configuration is silent.
+  RunResult found = honest;
+  found.config["dataset"] = "auto";
+  found.dataset = "cifar10";
+  found.train_images = 4096;
+  EXPECT_EQ(configured_work(found).dataset, "cifar10");
+  EXPECT_EQ(configured_work(found).train_images, 4096);
 }
 
 // configured_work's arithmetic: DistributedSampler's padded shard, whole batches but the last,

@@ -125,6 +125,18 @@ TEST(ResultDocument, SchemaIsCheckedOnRead) {
   j = doc;
   j["runs"][0]["repetition"] = 7;
   EXPECT_EQ(j.get<ResultDocument>().runs.at(0).repetition, 7);
+  // The loader's count of training images, which proves a row's work: -1 and 2.5 were read as a
+  // count, and 2^63 as a negative one.
+  for (const json& count : {json(-1), json(2.5), json(9223372036854775808ULL), json("50000")}) {
+    j = doc;
+    j["runs"][0]["train_images"] = count;
+    EXPECT_THROW(j.get<ResultDocument>(), std::exception) << count.dump();
+  }
+  j = doc;
+  j["runs"][0]["train_images"] = 300;
+  EXPECT_EQ(j.get<ResultDocument>().runs.at(0).train_images, 300);
+  j["runs"][0].erase("train_images");
+  EXPECT_EQ(j.get<ResultDocument>().runs.at(0).train_images, 0);
 }
 
 // A traced row's record round-trips; a hand-made one that no run writes is refused on read.

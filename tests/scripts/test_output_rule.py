@@ -52,6 +52,18 @@ class OutputRuleTest(unittest.TestCase):
         self.assertNotEqual(refusal({"--file": self.dir / "new.json"}, {"--out": self.dir / "sub/../new.json"}), "")
         self.assertEqual(refusal({"CURRENT": self.dir / "in.json"}, {"--out": self.dir / "out.json"}), "")
 
+    def test_a_link_followed_by_dot_dot_lands_where_the_kernel_says(self) -> None:
+        (self.dir / "sub" / "inner").mkdir()
+        (self.dir / "sub" / "in.json").write_text("ours, and read")
+        (self.dir / "sub" / "notes.md").write_text("a user's notes")
+        (self.dir / "l").symlink_to(self.dir / "sub" / "inner")
+        for spelled in ("l/../in.json", "missing/../l/../in.json"):
+            self.assertIn("is the file CURRENT",
+                          refusal({"CURRENT": self.dir / "sub" / "in.json"}, {"--out": f"{self.dir}/{spelled}"}))
+        for spelled in ("l/../notes.md", "missing/../l/../notes.md"):
+            self.assertIn("exists and is not a file of ours", refusal({}, {"--out": f"{self.dir}/{spelled}"}))
+        self.assertEqual(refusal({"CURRENT": self.dir / "sub" / "in.json"}, {"--out": f"{self.dir}/l/../new.json"}), "")
+
     def test_two_outputs_are_never_one_file(self) -> None:
         why = refusal({}, {"--json": self.dir / "a", "--svg": self.dir / "sub/../a"})
         self.assertIn(f"--svg '{self.dir / 'sub/../a'}' is the file --json '{self.dir / 'a'}' writes too", why)

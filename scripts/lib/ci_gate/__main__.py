@@ -1,13 +1,22 @@
 """python3 -I scripts/lib/ci_gate ARGS (what scripts/ci-bench runs)."""
 import sys
+import traceback
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a folder: its parent, scripts/lib, is where the package and lockstep live
     here = Path(__file__).resolve().parent
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
     sys.path.insert(0, str(here.parent))
+try:
     from ci_gate.main import main
-else:
-    from .main import main
+except Exception:  # the gate cannot even start (a file of it missing or broken): its own failure, never 1
+    traceback.print_exc()
+    print("scripts/ci-bench: the gate itself failed to start (above): never the candidate's fault", file=sys.stderr)
+    try:
+        from ci_gate.outcomes import wants_bisect
+        bisect = wants_bisect(sys.argv[1:])
+    except Exception:
+        bisect = any(arg.startswith("--bis") for arg in sys.argv[1:])
+    sys.exit(128 if bisect else 2)
 
 sys.exit(main(sys.argv[1:]))

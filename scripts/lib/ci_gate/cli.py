@@ -61,9 +61,6 @@ class Parser(argparse.ArgumentParser):
         raise HelpShown()
 
 
-def wants_bisect(argv: list[str]) -> bool:
-    """--bisect anywhere on the line, in any form a user may have meant it (--bisect=1, --bis)."""
-    return any(arg.partition("=")[0] == "--bisect" or (len(arg) > 4 and "--bisect".startswith(arg)) for arg in argv)
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,8 @@ def run_compare(side: Side, command: list[str], deadline_s: float, undecided: Pa
     rows: tuple[str, ...] = ()
     if undecided is not None:
         try:
-            rows = tuple(line.strip() for line in read_text(undecided).splitlines() if line.strip())
+            rows = tuple(line.strip() for line in read_text(undecided).splitlines()
+                         if line.strip() and not line.startswith("#"))  # a newer compare's first line names the file
         except Unreadable:
             pass
     return Compared(None if done.timed_out else done.returncode, done.stdout, done.stderr, rows)
@@ -162,14 +163,14 @@ class PairedCompare:
         the judge's exit code). The look is final at the cap or where the judge has no row
         undecided. The candidate's compare writes beside the judge's (candidate-*), never over."""
         accused_undecided = undecided.with_name("candidate-" + undecided.name)
-        undecided.unlink(missing_ok=True)
-        accused_undecided.unlink(missing_ok=True)
+        accused_out = out.with_name("candidate-" + out.name)
+        for path in (undecided, accused_undecided, out, accused_out):  # the gate's own names: each look writes afresh
+            path.unlink(missing_ok=True)
         judge = run_compare(Side.BASELINE, self.command(self.judge, baseline, candidate, undecided, out),
                             self.deadline_s, undecided)
         # The same binary on both sides (scripts/gate-power's trials) would only say it twice.
         accused = judge if self.accused == self.judge else run_compare(Side.CANDIDATE, self.command(
-            self.accused, baseline, candidate, accused_undecided, out.with_name("candidate-" + out.name)),
-            self.deadline_s, accused_undecided)
+            self.accused, baseline, candidate, accused_undecided, accused_out), self.deadline_s, accused_undecided)
         ruling = rule("compare --paired", judge, accused, final=at_cap or not judge.undecided)
         if not undecided.is_file() or undecided.is_symlink():
             raise Stop(Side.BASELINE, What.GARBAGE, f"the baseline build's `compare --paired` wrote no undecided rows "

@@ -17,7 +17,7 @@ from typing import TextIO
 from . import children, cli
 from .builds import candidate_binary
 from .out_dir import OutDir
-from .outcomes import Outcome, Side, Signalled, Stop, What
+from .outcomes import Outcome, Side, Signalled, Stop, What, wants_bisect
 from .paired_mode import paired_gate
 from .stored_mode import stored_gate
 from .worktree import RevFolder, resolve_rev
@@ -136,7 +136,7 @@ class GateRun:
 
 
 def main(argv: list[str]) -> int:
-    bisect = cli.wants_bisect(argv)  # anywhere on the line: git bisect run must never read a usage error as "bad"
+    bisect = wants_bisect(argv)  # anywhere on the line: git bisect run must never read a usage error as "bad"
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # no child writes bytecode into a build's tree
     previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
     gate = GateRun(ROOT)

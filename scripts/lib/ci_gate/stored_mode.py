@@ -6,8 +6,9 @@ one the gate could not time or that lacks a row it gates.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from output_rule import OutputClash, check_outputs
 
 from . import children
 from .cli import Settings
@@ -127,11 +128,12 @@ def update_baseline(s: Settings, current: Path, ddpbench: str) -> tuple[Outcome,
     of it with itself fails, where it lacks a row the sweep file gates, or where a row or planned
     repetition did not run (but --expected-not-ok's); the file at --baseline is replaced only where
     it is a result file, and whole."""
-    if os.path.exists(s.baseline) and os.path.samefile(s.baseline, current):
-        raise Stop(Side.INPUT, What.REFUSED, f"--update-baseline: --baseline {s.baseline} is the file to copy")
-    if s.baseline.exists() and (s.baseline.is_symlink() or result_problem(s.baseline, s.rows)):
-        raise Stop(Side.INPUT, What.REFUSED, f"--update-baseline: {s.baseline} exists and is not a result file of the "
-                   f"gate's rows (or is a link): the gate replaces only a baseline it can recognise")
+    def a_baseline(path: Path) -> bool:
+        return not path.is_symlink() and not result_problem(path, s.rows)
+    try:  # the project's one output rule (scripts/lib/output_rule.py), as every command keeps it
+        check_outputs({"--current": current}, {"--baseline": (s.baseline, "a result file of the gate's rows", a_baseline)})
+    except OutputClash as clash:
+        raise Stop(Side.INPUT, What.REFUSED, f"--update-baseline: {clash}") from None
     command = [ddpbench, "compare", str(current), str(current), "--normalize-by", s.normalize_by, "--alpha",
                str(s.alpha), "--metric", s.metrics, "--threshold", str(s.threshold)]
     if s.floor is not None:

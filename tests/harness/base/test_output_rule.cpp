@@ -43,6 +43,28 @@ TEST(OutputRule, AnOutputIsNeverAnInputHoweverItIsSpelledOrLinked) {
   EXPECT_EQ(refusal({{"CURRENT", dir / "in.json"}}, {output("--out", dir / "out.json")}), "");
 }
 
+// "link/.." is the parent of where the link points, as the kernel resolves it, not the folder that
+// holds the link: by text, "l/../in.json" is DIR/in.json, a new file, where the write lands on
+// DIR/sub/in.json, the input; and on a user's notes there, which are not of the output's kind.
+TEST(OutputRule, ALinkFollowedByDotDotLandsWhereTheKernelSays) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "sub/inner");
+  testing::write_text(dir / "sub/in.json", "ours, and read");
+  testing::write_text(dir / "sub/notes.md", "a user's notes");
+  std::filesystem::create_directory_symlink(dir / "sub/inner", dir / "l");
+  for (const auto& spelled : {dir / "l/../in.json", dir / "missing/../l/../in.json"}) {
+    EXPECT_NE(refusal({{"CURRENT", dir / "sub/in.json"}}, {output("--out", spelled)}).find("is the file CURRENT"),
+              std::string::npos)
+        << spelled;
+  }
+  for (const auto& spelled : {dir / "l/../notes.md", dir / "missing/../l/../notes.md"}) {
+    EXPECT_NE(refusal({}, {output("--out", spelled)}).find("exists and is not a file of ours"), std::string::npos)
+        << spelled;
+  }
+  EXPECT_NE(refusal({}, {output("--out", dir / "l/../in.json"), output("--json", dir / "sub/in.json")}), "");
+  EXPECT_EQ(refusal({{"CURRENT", dir / "sub/in.json"}}, {output("--out", dir / "l/../new.json")}), "");
+}
+
 TEST(OutputRule, TwoOutputsAreNeverOneFile) {
   TempDir dir;
   const std::string why =

@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <map>
 
+#include "reports/compare.hpp"
+#include "reports/paired_compare.hpp"
 #include "reports/result_file.hpp"
 #include "support/process.hpp"
 #include "support/sample_results.hpp"
@@ -43,7 +46,7 @@ TEST(CompareCommand, ExitCodesForEachOutcome) {
                                    (dir / "table.md").string()});
   EXPECT_EQ(regression.exit_code, 1) << regression.err;
   EXPECT_NE(regression.out.find("REGRESSION"), std::string::npos) << regression.out;
-  EXPECT_EQ(testing::read_text(dir / "table.md"), regression.out);
+  EXPECT_EQ(testing::read_text(dir / "table.md"), comparison_file(regression.out));
 
   const auto loose = compare({(dir / "base.json").string(), (dir / "slower.json").string(), "--threshold", "0.25"});
   EXPECT_EQ(loose.exit_code, 0) << loose.out;
@@ -174,8 +177,8 @@ TEST(CompareCommand, PairedRoundsOfTwoBuilds) {
   EXPECT_EQ(paired.exit_code, 1) << paired.out << paired.err;
   EXPECT_NE(paired.out.find("- ddp-2gpu (faithful) train_time_s: 20.0 % slower, 95 % CI +"), std::string::npos)
       << paired.out;
-  EXPECT_EQ(testing::read_text(dir / "paired.md"), paired.out);
-  EXPECT_EQ(testing::read_text(dir / "undecided.txt"), "");
+  EXPECT_EQ(testing::read_text(dir / "paired.md"), comparison_file(paired.out));
+  EXPECT_EQ(testing::read_text(dir / "undecided.txt"), kUndecidedRowsMarker);
 
   const auto early = compare({(dir / "base.json").string(), (dir / "cand.json").string(), "--paired", "--min-rounds",
                               "8", "--max-rounds", "10", "--undecided-out", (dir / "undecided.txt").string()});
@@ -265,13 +268,24 @@ TEST(CompareCommand, ItsOutputsNeverReplaceAnInputOrAFileItDidNotWrite) {
   write_result_file(dir / "base.json", base);
   write_result_file(dir / "cur.json", base);
   testing::write_text(dir / "notes.md", "a user's notes");
+  // Files that end as a table does or hold one name a line: not compare's without its first line.
+  const std::map<std::string, std::string> users = {
+      {"verdict.md", "My notes on the run.\n\nNo regression (threshold 5 %).\n"},
+      {"requirements.txt", "torch\nnumpy\n"},
+      {"VERSION", "1.2.3\n"},
+      {"empty", ""}};
+  for (const auto& [name, text] : users) testing::write_text(dir / name, text);
   const std::string before = testing::read_text(dir / "base.json");
-  const std::vector<std::vector<std::string>> refused = {
+  std::vector<std::vector<std::string>> refused = {
       {"--out", (dir / "cur.json").string()},
       {"--out", (dir / "." / "base.json").string()},
       {"--paired", "--undecided-out", (dir / "base.json").string()},
       {"--out", (dir / "notes.md").string()},
       {"--paired", "--out", (dir / "t.md").string(), "--undecided-out", (dir / "t.md").string()}};
+  for (const auto& [name, text] : users) {
+    refused.push_back({"--out", (dir / name).string()});
+    refused.push_back({"--paired", "--undecided-out", (dir / name).string()});
+  }
   for (const auto& outputs : refused) {
     std::vector<std::string> args = {(dir / "base.json").string(), (dir / "cur.json").string()};
     args.insert(args.end(), outputs.begin(), outputs.end());
@@ -287,6 +301,7 @@ TEST(CompareCommand, ItsOutputsNeverReplaceAnInputOrAFileItDidNotWrite) {
   EXPECT_EQ(testing::read_text(dir / "base.json"), before);
   EXPECT_EQ(testing::read_text(dir / "cur.json"), before);
   EXPECT_EQ(testing::read_text(dir / "notes.md"), "a user's notes");
+  for (const auto& [name, text] : users) EXPECT_EQ(testing::read_text(dir / name), text) << name;
   EXPECT_FALSE(std::filesystem::exists(dir / "t.md"));
   // Its own earlier table and list it replaces, stored and paired alike.
   for (int twice = 0; twice < 2; ++twice) {
@@ -296,7 +311,7 @@ TEST(CompareCommand, ItsOutputsNeverReplaceAnInputOrAFileItDidNotWrite) {
     const auto paired = compare({(dir / "base.json").string(), (dir / "cur.json").string(), "--paired", "--min-rounds",
                                  "2", "--out", (dir / "t.md").string(), "--undecided-out", (dir / "u.txt").string()});
     EXPECT_TRUE(paired.err.empty()) << "a verdict, not a refusal: " << paired.err;
-    EXPECT_EQ(testing::read_text(dir / "t.md"), paired.out);
+    EXPECT_EQ(testing::read_text(dir / "t.md"), comparison_file(paired.out));
   }
 }
 

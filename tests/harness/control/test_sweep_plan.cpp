@@ -269,6 +269,10 @@ TEST(Sweep, ARowMeasuredOnAnotherMachineBuildOrRevisionIsNotKept) {
   EXPECT_EQ(edited([](Environment& e) { e.omp_num_threads = "1"; }), "OMP_NUM_THREADS: 1 vs unset");
   EXPECT_EQ(edited([](Environment& e) { e.build_type = "Debug"; }), "build type: Debug vs Release");
   EXPECT_EQ(edited([](Environment& e) { e.libtorch_version = "2.10.0"; }), "LibTorch: 2.10.0 vs not recorded");
+  // A row file edited to leave out what this build records (compare judges an aspect only where
+  // both files hold it) proves nothing of it: such a row was kept from a run of one thread.
+  EXPECT_EQ(edited([](Environment& e) { e.omp_num_threads.clear(); }), "OMP_NUM_THREADS: not recorded");
+  EXPECT_EQ(edited([](Environment& e) { e.cpu_affinity.clear(); }), "CPUs the process could use: not recorded");
 }
 
 TEST(Sweep, CommandLineOverridesWinAndRowsCanBePicked) {

@@ -14,7 +14,8 @@ STAND_IN_FAULTS (JSON), what each build plays: {BUILD: {"sweep": FAULT, "after":
   hang (sleeps until stopped), refuse (exit 2, as for an option it does not have), no-turns (in
   lockstep, runs without taking turns, as a build older than lockstep), slow-steps (each of its 16
   steps takes 1.5 s: every turn in time, the row far too long), orphan (starts a child that
-  ignores SIGTERM, its pid in STAND_IN_STATE/orphans, then hangs), sweep-list (its "sweep" a
+  ignores SIGTERM, its pid in STAND_IN_STATE/orphans, then hangs), deaf (the sweep itself ignores
+  SIGTERM, its pid in STAND_IN_STATE/orphans, and hangs), sweep-list (its "sweep" a
   list), deep-json (JSON nested past any parser's depth), fifo-results (results.json a FIFO),
   other-env (another LibTorch in its environment); from the
   build's Nth sweep on ("after", default 0). "slowdown" makes every time of its rows 1 + X longer.
@@ -147,6 +148,11 @@ def played(fault: str | None, row: str) -> None:
         with open(Path(os.environ["STAND_IN_STATE"]) / "orphans", "a") as orphans:
             orphans.write(f"{child.pid}\n")
         time.sleep(3600)
+    if fault == "deaf":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with open(Path(os.environ["STAND_IN_STATE"]) / "orphans", "a") as orphans:
+            orphans.write(f"{os.getpid()}\n")
+        time.sleep(3600)
     if fault == "hang":
         time.sleep(3600)
 
@@ -252,7 +258,8 @@ def undecided_as(how: str, args: list[str], out: str | None) -> int:
     the cap ..."), whichever the real binary is."""
     real = subprocess.run([os.environ["STAND_IN_REAL"], "compare", *args], capture_output=True, text=True, check=False)
     undecided_out = value_of(args, "--undecided-out")
-    rows = Path(undecided_out).read_text().split() if undecided_out and Path(undecided_out).exists() else []
+    rows = [line for line in Path(undecided_out).read_text().splitlines() if line and not line.startswith("#")] \
+        if undecided_out and Path(undecided_out).exists() else []
     rc, lines = real.returncode, real.stdout.rstrip("\n").splitlines()
     if rows and rc in (0, 2) and (rc == 0 or any(line.startswith(UNDECIDED) for line in lines)):
         lines = [line for line in lines if not line.startswith(("No regression", UNDECIDED))]

@@ -7,6 +7,7 @@ Run: python3 -m unittest -v test_cli (from tests/scripts/ci_gate).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -134,6 +135,18 @@ class ThroughTheScriptTest(unittest.TestCase):
         done = subprocess.run([str(CI_BENCH), "--bisect", "--repat"], capture_output=True, text=True, check=False,
                               timeout=60, env=env)
         self.assertEqual(done.returncode, 128, done.stderr)
+
+    def test_a_gate_that_cannot_start_is_its_own_failure(self) -> None:
+        # A file of the gate's broken or missing: Python's own exit 1 would be "bad" at every commit.
+        lib = self.dir / "scripts" / "lib"
+        shutil.copytree(SOURCE / "scripts" / "lib" / "ci_gate", lib / "ci_gate", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copy2(CI_BENCH, self.dir / "scripts" / "ci-bench")
+        (lib / "ci_gate" / "stored_mode.py").write_text("this is not Python\n")
+        for flags, code in (([], 2), (["--bisect"], 128), (["--bisect=1"], 128)):
+            done = subprocess.run([str(self.dir / "scripts" / "ci-bench"), *flags], capture_output=True, text=True,
+                                  check=False, timeout=60)
+            self.assertEqual(done.returncode, code, done.stderr)
+            self.assertIn("the gate itself failed to start", done.stderr)
 
     def test_help_exits_zero_and_lists_every_flag(self) -> None:
         done = subprocess.run([str(CI_BENCH), "--help"], capture_output=True, text=True, check=False, timeout=60)

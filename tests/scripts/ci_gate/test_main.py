@@ -144,14 +144,18 @@ class GateTest(unittest.TestCase):
         self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
 
     def test_no_child_outlives_the_gate(self) -> None:
-        # A sweep whose child ignores SIGTERM: at the row's deadline, and after a signal to the gate
-        # followed by another while it stops its children, in both modes.
+        # A sweep whose child ignores SIGTERM: at the row's deadline, and after a signal to the gate;
+        # a sweep that ignores SIGTERM itself, signalled again while the gate waits for it to stop.
         state = self.stand_in.state
         state.mkdir(exist_ok=True)
-        for mode in ([], ["--round-level"]):
-            for signals in ((), (signal.SIGTERM, signal.SIGINT)):
+        for mode, fault, signals in (([], "orphan", ()), (["--round-level"], "orphan", ()),
+                                     ([], "orphan", (signal.SIGTERM, signal.SIGINT)),
+                                     (["--round-level"], "orphan", (signal.SIGTERM, signal.SIGINT)),
+                                     ([], "deaf", (signal.SIGTERM, signal.SIGINT)),
+                                     (["--round-level"], "deaf", (signal.SIGTERM, signal.SIGINT))):
+            with self.subTest(mode=mode, fault=fault, signals=signals):
                 (state / "orphans").unlink(missing_ok=True)
-                env = self.stand_in.env({"candidate": {"sweep": "orphan"}})
+                env = self.stand_in.env({"candidate": {"sweep": fault}})
                 gate = subprocess.Popen(["scripts/ci-bench", "--against", "HEAD", *QUICK, *mode], cwd=self.stand_in.repo,
                                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 for _ in range(300):

@@ -163,11 +163,11 @@ class OwnOutputsTest(GateCase):
         mine = self.write("notes.json", '{"mine": true}')
         refused = self.gate("--update-baseline", "--current", str(self.base), "--baseline", str(mine))
         self.assertEqual(refused.returncode, 2, refused.stderr)
-        self.assertIn("is not a result file", refused.stderr)
+        self.assertIn("exists and is not a result file of the gate's rows", refused.stderr)
         self.assertEqual(mine.read_text(), '{"mine": true}')
         same = self.gate("--update-baseline", "--current", str(self.base), "--baseline", str(self.base))
         self.assertEqual(same.returncode, 2, same.stderr)
-        self.assertIn("is the file to copy", same.stderr)
+        self.assertIn("is the file --current", same.stderr)
         target = self.write("old-baseline.json", BASELINE)
         (self.dir / "old-baseline.json.ci-bench-tmp").symlink_to(mine)  # a link at a temporary name leads nowhere
         done = self.gate("--update-baseline", "--current", str(self.base), "--baseline", str(target))
