@@ -45,30 +45,20 @@ void save_checkpoint(const torch::nn::Module& module, const std::filesystem::pat
     return n;
   });
   torch::jit::writeArchiveAndTensors("data", pickled.data(), pickled.size(), pickler.tensorData(), writer);
+  writer.writeRecord(kCheckpointMarkerRecord, kCheckpointMarkerText.data(), kCheckpointMarkerText.size());
   writer.writeEndOfFile();
   write_file_atomically(path, archive);
 }
 
 bool is_checkpoint_file(const std::filesystem::path& path) {
-  // A zip's local file header: its signature, then at byte 26 the name's length, the name at 30.
-  constexpr std::size_t kNameLengthAt = 26;
-  constexpr std::size_t kNameAt = 30;
-  std::ifstream in(path, std::ios::binary);
-  std::string head(512, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  head.resize(static_cast<std::size_t>(in.gcount()));
-  if (head.size() < kNameAt || !head.starts_with("PK\x03\x04")) return false;
-  const std::size_t name_length = static_cast<unsigned char>(head[kNameLengthAt]) |
-                                  (static_cast<std::size_t>(static_cast<unsigned char>(head[kNameLengthAt + 1])) << 8);
-  if (head.size() < kNameAt + name_length) return false;
-  // PyTorch's first record: the pickle (torch.save) or the first tensor (ours), under the archive's folder.
-  const std::string_view name = std::string_view(head).substr(kNameAt, name_length);
-  const std::size_t slash = name.find('/');
-  if (slash == std::string_view::npos || slash == 0) return false;
-  const std::string_view record = name.substr(slash + 1);
-  return record == "data.pkl" ||
-         (record.starts_with("data/") && record.size() > 5 &&
-          record.find_first_not_of("0123456789", 5) == std::string_view::npos);
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return false;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path.string());
+    return reader.hasRecord(kCheckpointMarkerRecord);
+  } catch (const std::exception&) {
+    return false;  // no zip, or not PyTorch's
+  }
 }
 
 void load_checkpoint(torch::nn::Module& module, const std::filesystem::path& path) {

@@ -5,6 +5,7 @@
 // plain dict: LibTorch cannot unpickle the OrderedDict that state_dict() returns).
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,10 +19,15 @@ std::vector<std::pair<std::string, at::Tensor>> state_dict(const torch::nn::Modu
 /// Writes host copies of the state dict atomically.
 void save_checkpoint(const torch::nn::Module& module, const std::filesystem::path& path);
 
-/// Whether `path` holds a PyTorch archive (a zip whose first entry is, in the archive's folder,
-/// its pickle "data.pkl" or a tensor "data/N"), as torch.save and save_checkpoint write: an
-/// earlier checkpoint, which --save-checkpoint may replace (the output rule,
-/// harness/base/output_rule.hpp); any other file it may not.
+/// The record that marks a checkpoint as --save-checkpoint's, in the archive's folder beside its
+/// tensors (torch.load reads past it). The PyTorch twin adds it to its torch.save archive too.
+inline constexpr const char* kCheckpointMarkerRecord = "ddpbench_checkpoint";
+inline constexpr std::string_view kCheckpointMarkerText = "written by ddpbench --save-checkpoint\n";
+
+/// Whether `path` holds a checkpoint --save-checkpoint wrote (a PyTorch archive holding
+/// kCheckpointMarkerRecord): an earlier one, which --save-checkpoint may replace (the output
+/// rule, harness/base/output_rule.hpp); any other file, a user's own torch.save archive
+/// included, it may not.
 bool is_checkpoint_file(const std::filesystem::path& path);
 
 /// Copies a saved state dict into `module`. Throws InputError naming the file when it cannot

@@ -289,6 +289,13 @@ MetricComparison compare_metric(const RowKey& key, const MetricInfo& info, std::
       c.verdict = change > 0 ? Verdict::regression : Verdict::improved;
       c.detail = "the median beyond every baseline repetition and " + format_fixed(kFarBeyondThresholds, 0) +
                  "x the threshold";
+    } else if (change > 0) {
+      // Slower past the threshold, and the noise cannot tell: the data do not exclude a
+      // regression, so "no regression" would be a pass that could not have seen one.
+      c.verdict = Verdict::cannot_judge;
+      c.detail = "too noisy: the median is " + format_fixed(change * 100, 1) + " % worse, past the " +
+                 format_percent(options.threshold) + " threshold, and " +
+                 (testable ? "the U test cannot tell it from the noise (p >= alpha)" : "the repetitions overlap");
     } else {
       c.verdict = Verdict::within_noise;
       c.detail = testable ? "U test p >= alpha" : "the repetitions overlap";
@@ -487,9 +494,10 @@ bool ran_now(const RowJudgement& row, const std::vector<const RunResult*>& cur_r
   return false;
 }
 
-// The repetitions of `runs` that its file's sweep planned (`planned`: its repeat) and that the
-// file lacks, named and counted ("2 of 5 planned repetitions (1, 3) are absent from the current
-// file"); empty where none is: a sweep cut short between rows leaves them out altogether.
+}  // namespace
+
+// Found from the gaps between the present repetitions: a sweep cut short between rows leaves
+// them out altogether.
 std::string absent_repetitions(const std::vector<const RunResult*>& runs, int64_t planned, const std::string& side) {
   std::set<int64_t> present;
   for (const RunResult* r : runs) present.insert(r->repetition);
@@ -510,6 +518,8 @@ std::string absent_repetitions(const std::vector<const RunResult*>& runs, int64_
   return std::to_string(count) + " of " + std::to_string(planned) + " planned repetitions (" + absent +
          ") are absent from " + side + " (a sweep cut short, or an edited file)";
 }
+
+namespace {
 
 // A repetition that fails now, where none did in the baseline, is a regression however well
 // the others ran; repetitions that did not run, or that the sweep planned and the file lacks,
@@ -572,6 +582,8 @@ void judge_metrics(const RowJudgement& row, const std::vector<const RunResult*>&
       }
     } else {
       row.result.metrics.push_back(compare_metric(row.key, *info, std::move(base), std::move(cur), options));
+      const MetricComparison& c = row.result.metrics.back();
+      if (c.verdict == Verdict::cannot_judge) row.result.cannot_judge.push_back(row.label + ": " + info->name + ": " + c.detail);
     }
   }
 }

@@ -135,6 +135,10 @@ Comparison compare_results(const ProvenResults& baseline, const ProvenResults& c
 /// The comparison as a Markdown table with a verdict line.
 std::string markdown_comparison(const Comparison& comparison, const CompareOptions& options);
 
+/// The repetitions (rounds) a file's sweep planned (`planned`, its repeat) that `runs` lack, named
+/// and counted ("2 of 6 planned repetitions (2, 4) are absent from SIDE ..."); empty where none is.
+std::string absent_repetitions(const std::vector<const RunResult*>& runs, int64_t planned, const std::string& side);
+
 /// The first line of every file compare --out writes, stored or paired: what marks it as
 /// compare's own (a Markdown comment, not shown where the table is rendered).
 inline constexpr std::string_view kComparisonFileMarker =

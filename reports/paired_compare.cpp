@@ -94,20 +94,35 @@ bool decide_without_figures(PairedComparison& c, const PairedOptions& o, const L
   return true;
 }
 
+// The last look of a comparison the test did not decide: no regression only where its data
+// exclude one (the one-sided upper bound below the threshold, an equivalence test); a bound
+// that reaches past the threshold could hide one, so the row cannot be judged: too noisy.
+void decide_at_last_look(PairedComparison& c, const PairedOptions& o, const std::string& where) {
+  const std::string bound = format_fixed((1 - o.alpha) * 100, 0) + " % upper bound " + signed_percent(c.upper_bound);
+  if (std::isfinite(c.upper_bound) && c.upper_bound < o.threshold) {
+    c.verdict = Verdict::within_noise;
+    c.why = "still undecided after " + where + ": within the noise, its " + bound + " below the " +
+            format_percent(o.threshold) + " threshold";
+  } else {
+    c.verdict = Verdict::cannot_judge;
+    c.why = "too noisy: still undecided after " + where + ", its " + bound + " reaches past the " +
+            format_percent(o.threshold) + " threshold, so a regression that large could hide in the noise";
+  }
+}
+
 // What a comparison that is neither beyond the threshold nor inside it is at this look.
 void decide_undecided(PairedComparison& c, const PairedOptions& o, const Look& l, bool beyond, bool row_stops) {
   c.verdict = Verdict::within_noise;
   if (!l.at_cap && coarse(c, o)) {
     c.why = "undecided after " + l.pairs_text + "; a coarse metric (--coarse-metric) asks for no rounds of its own";
   } else if (row_stops) {
-    c.why = "still undecided after " + l.pairs_text + ", its row's last (a coarse metric, judged at the cap's alpha): "
-            "within the noise";
+    decide_at_last_look(c, o, l.pairs_text + ", its row's last (a coarse metric, judged at the cap's alpha)");
   } else if (!l.at_cap) {
     c.needs_more_rounds = true;
     c.why = "undecided after " + l.pairs_text + ": the CI reaches past ±" + format_percent(o.threshold) +
             (beyond ? " and the test has not rejected" : "");
   } else {
-    c.why = "still undecided after " + l.pairs_text + " (" + l.cap_text + "): within the noise";
+    decide_at_last_look(c, o, l.pairs_text + " (" + l.cap_text + ")");
   }
 }
 
@@ -386,6 +401,8 @@ void time_metric(const PairedRow& row, const RoundSplit& split, const Rounds& ba
   c.change = std::expm1(t.mean);
   c.ci_low = std::expm1(t.ci_low);
   c.ci_high = std::expm1(t.ci_high);
+  // One-sided at 1 - alpha: the upper end of the two-sided 1 - 2 alpha interval.
+  c.upper_bound = std::expm1(trimmed_paired_t_test(c.log_ratios, 2 * options.alpha).ci_high);
   // One-sided, from the two-sided p of a symmetric t: "slower" and "faster" are two tests.
   c.p_slower = !std::isfinite(t.p_value) ? t.p_value : t.mean > 0 ? t.p_value / 2 : 1 - t.p_value / 2;
   c.p_faster = !std::isfinite(t.p_value) ? t.p_value : t.mean < 0 ? t.p_value / 2 : 1 - t.p_value / 2;
@@ -415,6 +432,13 @@ void judge_paired_row(const PairedRow& row, const Rounds& base, const Rounds* ca
                                          (side == &split.baseline_only ? "baseline build's" : "candidate's") +
                                          " file; dropped");
   }
+  // Rounds both files' sweeps planned and neither holds are said as the stored mode says them.
+  const auto& b = baseline_file.document().sweep;
+  const auto& c = candidate_file.document().sweep;
+  std::vector<const RunResult*> either = runs_of(base);
+  for (const RunResult* r : runs_of(*cand)) either.push_back(r);
+  const std::string absent = absent_repetitions(either, std::min(b ? b->repeat : 1, c ? c->repeat : 1), "both builds' files");
+  if (!absent.empty()) row.result.unpaired_rounds.push_back(row.label + ": " + absent + "; judged on the others");
   for (const MetricInfo* info : metrics) time_metric(row, split, base, *cand, *info, options);
 }
 

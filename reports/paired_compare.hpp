@@ -22,7 +22,8 @@ struct PairedOptions {
   double alpha = 0.05;      // the chance of any false alarm in one gate run, all rows together
   std::vector<std::string> metrics = {"train_time_s"};
   int64_t min_rounds = 4;   // no row is decided on fewer pairs
-  int64_t max_rounds = 12;  // a row still undecided here is within the noise
+  int64_t max_rounds = 12;  // a row still undecided here is within the noise where its upper bound
+                            // is below the threshold, else cannot judge (too noisy)
   std::vector<std::string> allow_env_mismatch;  // aspects that may differ (as compare's), or "all"
   std::vector<std::string> allow_missing;  // rows (by name) that may fail or be absent on the candidate
   // Metrics (of `metrics`) judged on the rounds the others ask for: undecided, one asks for no
@@ -41,6 +42,7 @@ struct PairedComparison {
   double change = kNotMeasured;     // exp(trimmed mean log ratio) - 1: above 0 worse
   double ci_low = kNotMeasured;     // the change's (1 - alpha) confidence interval
   double ci_high = kNotMeasured;
+  double upper_bound = kNotMeasured;  // the change's one-sided (1 - alpha) upper confidence bound
   double p_slower = kNotMeasured;   // trimmed paired t test, one-sided: "not slower"
   double p_faster = kNotMeasured;   // and "not faster"
   double p_value = kNotMeasured;    // the one in the direction of the change

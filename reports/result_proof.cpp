@@ -279,9 +279,11 @@ std::string less_work(const RunResult& r, const json& writer_defaults) {
   if (!work.dataset_asked.empty() && !r.dataset.empty() && r.dataset != work.dataset_asked) {
     return "other: it trained on " + r.dataset + " where its configuration asks " + work.dataset_asked;
   }
-  if (work.dataset == "synthetic" && r.train_images > 0 && r.train_images != work.train_images) {
-    return "other: its loader found " + std::to_string(r.train_images) + " training images where its configuration "
-           "asks for a synthetic set of " + std::to_string(work.train_images);
+  if (r.train_images > 0 && r.train_images != work.train_images) {
+    return "other: its loader found " + std::to_string(r.train_images) + " training images where " +
+           (work.dataset == "synthetic" ? "its configuration asks for a synthetic set of "
+                                        : std::string("CIFAR-10's training set has ")) +
+           std::to_string(work.train_images);
   }
   if (auto why = against_configured(r.steps_per_epoch, work.steps_per_epoch,
                                     "its file says an epoch has " + std::to_string(r.steps_per_epoch) +
@@ -314,14 +316,15 @@ std::string less_work(const RunResult& r, const json& writer_defaults) {
   return less_evaluation(r, writer_defaults);
 }
 
-// The images a row's training set holds: the synthetic set's configured size (the row's own count
-// is held to it); for CIFAR-10, what its loader found in the files (its 50,000, or a test's small
-// files), else, in a file from before the count, 50,000. 0 where unknown.
+// CIFAR-10's training set: five files of 10,000 records (data/cifar10.cpp reads no other).
+constexpr int64_t kCifar10TrainImagesInAnEpoch = 50000;
+
+// The images a row's training set holds: the synthetic set's configured size, or CIFAR-10's 50,000
+// (ddpbench's loader reads its five files of 10,000 records and refuses any other); the row's own
+// count is held to it, never taken from it. 0 where unknown.
 int64_t training_set_images(const RunResult& r, const json& writer_defaults, const std::string& dataset) {
-  constexpr int64_t kCifar10TrainImages = 50000;
   if (dataset == "synthetic") return config_integer(r, writer_defaults, "synthetic-train-images").value_or(0);
-  if (dataset != "cifar10") return 0;
-  return r.train_images > 0 ? r.train_images : kCifar10TrainImages;
+  return dataset == "cifar10" ? kCifar10TrainImagesInAnEpoch : 0;
 }
 
 }  // namespace

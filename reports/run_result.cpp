@@ -163,7 +163,6 @@ void to_json(json& j, const RunResult& r) {
            {"strategy", r.strategy},
            {"world_size", r.world_size},
            {"device", r.device},
-           {"threads_per_rank", r.threads_per_rank},
            {"dataset", r.dataset},
            {"dataset_origin", r.dataset_origin},
            {"status", status_name(r.status)},
@@ -207,6 +206,7 @@ void to_json(json& j, const RunResult& r) {
   // Only a lockstep run has it: files of free runs stay as they were.
   if (std::isfinite(r.lockstep_wait_s)) j["lockstep_wait_s"] = r.lockstep_wait_s;
   if (r.trace.traced()) j["trace"] = trace_json(r.trace);
+  if (r.threads_per_rank > 0) j["threads_per_rank"] = r.threads_per_rank;  // left out where none was counted
 }
 
 namespace {
@@ -308,6 +308,12 @@ void from_json(const json& j, RunResult& r) {
   r.dataset = j.at("dataset").get<std::string>();
   r.dataset_origin = j.value("dataset_origin", "");
   r.status = parse_status(j.at("status").get<std::string>());
+  // A row that finished computed with a thread at least: 0 is written by no writer (it leaves the
+  // count out where it has none), so an ok row saying 0 is an edited file hiding its threads.
+  if (j.contains("threads_per_rank") && r.status == RunStatus::ok && r.threads_per_rank < 1) {
+    throw std::invalid_argument("run '" + r.name + "': threads_per_rank " + std::to_string(r.threads_per_rank) +
+                                " in a row that finished: no writer's (an edited file)");
+  }
   r.reason = j.value("reason", "");
   read_figures(j, r);
   r.nodes = j.value("nodes", std::vector<std::string>{});
@@ -368,9 +374,10 @@ void to_json(json& j, const Environment& e) {
            {"libtorch_version", e.libtorch_version},
            {"compiler", e.compiler},
            {"build_type", e.build_type},
-           {"git_revision", e.git_revision},
-           {"omp_num_threads", e.omp_num_threads},
-           {"cpu_affinity", e.cpu_affinity}};
+           {"git_revision", e.git_revision}};
+  // Left out where not known, never written blank: a blank value is an edited file's (the reader's rule).
+  if (!e.omp_num_threads.empty()) j["omp_num_threads"] = e.omp_num_threads;
+  if (!e.cpu_affinity.empty()) j["cpu_affinity"] = e.cpu_affinity;
 }
 
 void from_json(const json& j, Environment& e) {
@@ -392,8 +399,16 @@ void from_json(const json& j, Environment& e) {
   e.compiler = j.value("compiler", "");
   e.build_type = j.value("build_type", "");
   e.git_revision = j.value("git_revision", "");
-  e.omp_num_threads = j.value("omp_num_threads", "");
-  e.cpu_affinity = j.value("cpu_affinity", "");
+  // Absent: a writer from before they were recorded, compared where both files say them. Present
+  // but blank: no writer's (ddpbench writes "unset", "empty" or the value, and the CPUs' list or
+  // "unknown"), so a file that would pass every environment check by blanking them is refused.
+  for (auto [key, value] : {std::pair{"omp_num_threads", &e.omp_num_threads}, std::pair{"cpu_affinity", &e.cpu_affinity}}) {
+    *value = j.value(key, "");
+    if (j.contains(key) && value->empty()) {
+      throw std::invalid_argument(std::string("environment.") + key + " is blank, which ddpbench never writes (an "
+                                  "edited file: leave out what was not recorded)");
+    }
+  }
 }
 
 void to_json(json& j, const SweepInfo& s) {

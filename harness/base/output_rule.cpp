@@ -39,9 +39,14 @@ fs::path resolved(const fs::path& path) {
 
 // One file under two paths: the same place, or (hard links) the same inode.
 bool same_file(const fs::path& a, const fs::path& b) {
-  if (resolved(a) == resolved(b)) return true;
+  const fs::path ra = resolved(a), rb = resolved(b);
+  if (ra == rb) return true;
   std::error_code error;
-  return fs::equivalent(a, b, error) && !error;
+  if (fs::equivalent(ra, rb, error) && !error) return true;
+  // Neither written yet: one folder under two paths (a bind mount, a second mount of it) with the
+  // same name in it is one file once either is written.
+  error.clear();
+  return ra.filename() == rb.filename() && fs::equivalent(ra.parent_path(), rb.parent_path(), error) && !error;
 }
 
 std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }

@@ -322,10 +322,12 @@ void add_compare_gate_options(CLI::App& compare, CompareCommand& c, FlagLines& l
              "`--normalize-by ROW\\|twin`", "none",
              "divide each row's metric by this row's median, per file and mode; `twin`: each repetition by "
              "its PyTorch twin's in the same repetition (gate on ratios)");
-  documented(lines, compare.add_option("--alpha", c.alpha, "significance level of the rank test (default 0.05)"),
-             "`--alpha X`", "`0.05`", "the U test's significance level");
+  documented(lines, compare.add_option("--alpha", c.alpha, "significance level of the rank test and, with --paired, of the t test and its "
+                                "one-sided bound: below 0.5 (default 0.05)"),
+             "`--alpha X`", "`0.05`", "the U test's significance level, and `--paired`'s (below 0.5)");
   documented(lines, compare.add_option("--out", c.out, "also write the Markdown table to this file"), "`--out FILE`",
-             "none", "also write the Markdown table there");
+             "none", "also write the Markdown table there, after a first line (an HTML comment, hidden where it is "
+             "rendered) that marks the file compare's: only such a file is replaced");
   documented(lines,
              compare.add_option("--min-vs-pytorch", c.min_vs_pytorch,
                                 "fail where a row of the current file is below this many times its PyTorch twin "
@@ -361,28 +363,33 @@ void add_compare_paired_options(CLI::App& compare, CompareCommand& c, FlagLines&
              "`--min-rounds N`", "`4`", "`--paired`: no row is decided on fewer pairs");
   documented(lines,
              compare.add_option("--max-rounds", c.max_rounds,
-                                "--paired: a row still undecided after this many pairs is within the noise; one with "
+                                "--paired: a row still undecided after this many pairs is within the noise where its "
+                                "one-sided 1 - alpha upper bound is below the threshold, else too noisy; one with "
                                 "fewer pairs than --min-rounds here cannot be judged (default 12)"),
              "`--max-rounds N`", "`12`",
-             "`--paired`: a row still undecided after this many pairs is within the noise; each round from "
+             "`--paired`: a row still undecided after this many pairs is within the noise where its one-sided "
+             "`1 - alpha` upper bound is below the threshold, else cannot judge (too noisy, exit 2); each round from "
              "`--min-rounds` on is a look at `alpha / (max - min + 1)`");
   documented(lines,
              compare
                  .add_option("--coarse-metric", c.coarse_metrics,
                              "--paired: metrics (of --metric) judged on the rounds the others ask for: one still "
-                             "undecided asks for no more rounds and is within the noise (scripts/ci-bench's "
+                             "undecided asks for no more rounds and is judged at its row's last look (scripts/ci-bench's "
                              "lockstep gate: train_time_s)")
                  ->delimiter(','),
              "`--coarse-metric LIST`", "none",
              "`--paired`: metrics of `--metric` judged on the rounds the others ask for: one still undecided "
-             "below the cap asks for no more rounds and is within the noise (a clear change is still a "
-             "regression); `scripts/ci-bench`'s lockstep gate makes `train_time_s` coarse");
+             "below the cap asks for no more rounds; at its row's last look it is judged as at the cap (a clear "
+             "change is a regression; undecided, within the noise only where its upper bound is below the "
+             "threshold, else cannot judge); `scripts/ci-bench`'s lockstep gate makes `train_time_s` coarse");
   documented(lines,
              compare.add_option("--undecided-out", c.undecided_out,
                                 "--paired: write the rows still undecided below --max-rounds to this file, one a line "
                                 "(the rounds to run next)"),
              "`--undecided-out FILE`", "none",
-             "`--paired`: the rows still undecided below `--max-rounds`, one a line (the rounds to run next)");
+             "`--paired`: the rows still undecided below `--max-rounds`, one a line (the rounds to run next), after "
+             "a first line starting with `#` that marks the file compare's (readers skip it; only such a file is "
+             "replaced)");
 }
 
 // What `compare`'s flags mean only together: the paired gate's own flags, and the ranges.
@@ -404,8 +411,9 @@ void validate_compare(const CLI::App& compare, CompareCommand& c) {
   if (!(c.min_vs_pytorch >= 0 && c.min_vs_pytorch < 100)) {
     throw InputError("--min-vs-pytorch must be in [0, 100) (got " + std::to_string(c.min_vs_pytorch) + ")");
   }
-  if (!(c.alpha > 0 && c.alpha < 1)) {
-    throw InputError("--alpha must be in (0, 1) (got " + std::to_string(c.alpha) + ")");
+  // --paired's bound is one-sided at 1 - alpha, the two-sided 1 - 2 alpha interval's upper end.
+  if (!(c.alpha > 0 && c.alpha < 0.5)) {
+    throw InputError("--alpha must be in (0, 0.5) (got " + std::to_string(c.alpha) + ")");
   }
   check_allowed_aspects(c.allow_env_mismatch);
 }

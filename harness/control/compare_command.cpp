@@ -22,8 +22,14 @@ void check_compare_files(const CompareCommand& command) {
                       {{"--out", command.out, "a comparison compare wrote", own_kind_by_text(is_comparison_text)},
                        {"--undecided-out", command.undecided_out, "a list of undecided rows compare wrote",
                         own_kind_by_text(is_undecided_rows_text)}});
-  if (!command.out.empty()) require_writable(command.out, "--out");
-  if (!command.undecided_out.empty()) require_writable(command.undecided_out, "--undecided-out");
+}
+
+// Once the files are read and compared: a comparison is cheap, so the folders an output needs are
+// made only where there is something to write (bad input leaves none behind).
+void write_output(const std::string& path, const char* flag, const std::string& text) {
+  if (path.empty()) return;
+  require_writable(path, flag);
+  write_file_atomically(path, text);
 }
 
 int paired_compare_command(const CompareCommand& command) {
@@ -40,8 +46,8 @@ int paired_compare_command(const CompareCommand& command) {
   const ProvenResults candidate = read_results_here(command.current, "the candidate's file");
   const PairedResult result = compare_paired(baseline, candidate, options);
   const std::string text = markdown_paired(result, options);
-  if (!command.out.empty()) write_file_atomically(command.out, comparison_file(text));
-  if (!command.undecided_out.empty()) write_file_atomically(command.undecided_out, undecided_rows_file(result.undecided_rows()));
+  write_output(command.out, "--out", comparison_file(text));
+  write_output(command.undecided_out, "--undecided-out", undecided_rows_file(result.undecided_rows()));
   std::cout << text << std::flush;
   return result.exit_code();
 }
@@ -63,7 +69,7 @@ int compare_command(const CompareCommand& command) {
   const ProvenResults current = read_results_here(command.current, "the current file");
   const Comparison comparison = compare_results(baseline, current, options);
   const std::string table = markdown_comparison(comparison, options);
-  if (!command.out.empty()) write_file_atomically(command.out, comparison_file(table));
+  write_output(command.out, "--out", comparison_file(table));
   std::cout << table << std::flush;
   return comparison.exit_code();
 }

@@ -44,8 +44,8 @@ void check_projection_files(const ProjectCommand& command, const ProjectionFiles
     return j.is_object() && j.contains("source") && j.contains("options") && j.contains("calibration") &&
            j.contains(key);
   };
-  const auto markdown_of_kind = [heading = std::string(files.heading)](std::string_view text) {
-    return text.starts_with(heading);
+  const auto markdown_of_kind = [marker = std::string(files.marker)](std::string_view text) {
+    return text.starts_with(marker);
   };
   check_command_files({{"RESULTS", command.results}, {"--calibrate", command.calibrate}},
                       {{"--out-dir's " + stem + ".json", dir / (stem + ".json"), "the " + stem + " JSON it wrote",
@@ -68,7 +68,7 @@ void write_projection_outputs(const ProjectCommand& command, const ProjectionOpt
                                                                   : nlohmann::json(nullptr)},
                               {files.key, std::move(body)}};
   write_file_atomically(dir / (std::string(files.stem) + ".json"), out.dump(2) + "\n");
-  write_file_atomically(dir / (std::string(files.stem) + ".md"), markdown);
+  write_file_atomically(dir / (std::string(files.stem) + ".md"), files.marker + markdown);
 }
 
 int project_command(const ProjectCommand& command) {

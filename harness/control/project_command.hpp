@@ -10,14 +10,21 @@ namespace ddpbench {
 ProjectionOptions projection_options(const ProjectCommand& command);
 
 /// What `project` or `advise` writes into --out-dir: `stem`.json ({source, options, calibration,
-/// `key`: the body}) and `stem`.md, which opens with `heading` and the result file's name.
+/// `key`: the body}) and `stem`.md, whose first line is `marker` (an HTML comment, hidden where
+/// the page is rendered: what marks the file as the command's own, where a heading a person could
+/// write would not), then `heading` and the result file's name.
 struct ProjectionFiles {
   const char* stem;
   const char* key;
   const char* heading;
+  const char* marker;
 };
-inline constexpr ProjectionFiles kProjectionFiles{"projection", "projections", "# ddpbench projection of "};
-inline constexpr ProjectionFiles kAdviceFiles{"advice", "advice", "# ddpbench advice for "};
+inline constexpr ProjectionFiles kProjectionFiles{
+    "projection", "projections", "# ddpbench projection of ",
+    "<!-- ddpbench project --out-dir: replaced by the next project that writes here -->\n"};
+inline constexpr ProjectionFiles kAdviceFiles{"advice", "advice", "# ddpbench advice for ",
+                                              "<!-- ddpbench advise --out-dir: replaced by the next advise that writes "
+                                              "here -->\n"};
 
 /// The output rule (harness/base/output_rule.hpp) for those files, before any work: RESULTS and
 /// --calibrate are read; each file replaces only an earlier one of its kind. Throws InputError.

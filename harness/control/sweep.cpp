@@ -117,10 +117,16 @@ std::string measured_elsewhere(const Environment& before, const Environment& now
   for (const auto& d : environment_differences(before, now)) why += (why.empty() ? "" : "; ") + d.text;
   // compare judges what only one file recorded where both say it; a row kept must prove it is
   // this machine's in everything this build records.
-  for (const auto& [what, then, here] : {std::tuple{"OMP_NUM_THREADS", before.omp_num_threads, now.omp_num_threads},
-                                         std::tuple{"CPUs the process could use", before.cpu_affinity, now.cpu_affinity}}) {
-    if (then.empty() && !here.empty()) why += (why.empty() ? "" : "; ") + std::string(what) + ": not recorded";
-  }
+  const auto unrecorded = [&](const char* what, bool then_known, bool known_here) {
+    if (!then_known && known_here) why += (why.empty() ? "" : "; ") + std::string(what) + ": not recorded";
+  };
+  unrecorded("OMP_NUM_THREADS", !before.omp_num_threads.empty(), !now.omp_num_threads.empty());
+  unrecorded("CPUs the process could use", !before.cpu_affinity.empty(), !now.cpu_affinity.empty());
+  unrecorded("CPU vendor", !before.cpu.vendor.empty(), !now.cpu.vendor.empty());
+  unrecorded("CPU family", before.cpu.family >= 0, now.cpu.family >= 0);
+  unrecorded("CPU model number", before.cpu.model >= 0, now.cpu.model >= 0);
+  unrecorded("CPU instruction sets", !before.cpu.flags.empty(), !now.cpu.flags.empty());
+  unrecorded("physical cores", before.cpu.physical_cores > 0, now.cpu.physical_cores > 0);
   if (before.git_revision != now.git_revision) {
     why += (why.empty() ? "" : "; ") + std::string("git revision: ") +
            (before.git_revision.empty() ? "not recorded" : before.git_revision) + " vs " + now.git_revision;

@@ -80,7 +80,7 @@ std::string nvml_driver_version() {
 std::string cpu_affinity_list() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return "";
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return "unknown";
   std::string list;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &set)) continue;

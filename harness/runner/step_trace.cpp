@@ -13,6 +13,7 @@
 #include "harness/base/clock.hpp"
 #include "harness/base/gzip.hpp"
 #include "harness/base/input_error.hpp"
+#include "harness/base/scratch_dir.hpp"
 #include "harness/base/statistics.hpp"
 #include "harness/base/text_file.hpp"
 #include "harness/distributed/communicator.hpp"
@@ -183,11 +184,13 @@ TraceRecord StepTrace::save() {
       throw std::runtime_error("the profiler never stopped (the row ended before step " +
                                std::to_string(range_->second) + ")");
     }
-    const std::filesystem::path scratch = result_file.parent_path() / ("." + name + ".partial");
+    // The profiler writes to a name it is given: a folder made afresh, never a name beside the
+    // row's file where a user's file (an input) may lie.
+    const ScratchDir scratch_dir("ddpbench-trace");
+    const std::filesystem::path scratch = scratch_dir / name;
     trace_->save(scratch.string());
     trace_.reset();
     std::string bytes = read_text_file(scratch, "the trace just saved");
-    std::filesystem::remove(scratch);
     if (bytes.size() > kGzipAboveBytes) {
       name += ".gz";
       bytes = gzip_bytes(bytes);

@@ -13,11 +13,15 @@ API:
       Raises OutputClash (a ValueError) whose message names both paths.
   refuse_clashes(program, inputs, outputs) -> None
       check_outputs, or the one-line error "PROGRAM: MESSAGE" on stderr and exit 2.
+  write_whole(path, data) -> None
+      `path` whole or not at all, through a temporary name made afresh beside it (never a name
+      that exists, so never a file or link someone left at a known name), then renamed over it.
 """
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, Mapping, Union
 
@@ -30,13 +34,28 @@ class OutputClash(ValueError):
     """An output that would replace an input, another output, or a file of another kind."""
 
 
+def _identity(path: PathLike) -> tuple[int, int, str] | None:
+    """The file a path lands on, as (device, inode, "") where it exists, else its folder's
+    (device, inode) and its name: two spellings through a bind mount or a link of the folder are
+    one file before either is written. None where not even the folder exists yet."""
+    real = os.path.realpath(path)
+    try:
+        st = os.stat(real)
+        return st.st_dev, st.st_ino, ""
+    except OSError:
+        pass
+    try:
+        st = os.stat(os.path.dirname(real) or ".")
+        return st.st_dev, st.st_ino, os.path.basename(real)
+    except OSError:
+        return None
+
+
 def _same_file(a: PathLike, b: PathLike) -> bool:
     if os.path.realpath(a) == os.path.realpath(b):
         return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
+    ia, ib = _identity(a), _identity(b)
+    return ia is not None and ia == ib
 
 
 def check_outputs(inputs: Mapping[str, PathLike | None], outputs: Mapping[str, Output]) -> None:
@@ -68,3 +87,16 @@ def refuse_clashes(program: str, inputs: Mapping[str, PathLike | None], outputs:
     except OutputClash as clash:
         print(f"{program}: {clash}", file=sys.stderr)
         sys.exit(2)
+
+
+def write_whole(path: PathLike, data: str | bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.",
+                               suffix=".partial")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

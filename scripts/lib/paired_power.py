@@ -39,6 +39,7 @@ from ci_gate.cli import Usage, sweep_rows  # noqa: E402
 from ci_gate.judge import PairedCompare, regressions as compared_regressions  # noqa: E402
 from ci_gate.outcomes import Side, Stop  # noqa: E402
 from ci_gate.rounds import Arm, Refusal, checked_result, lockstep_row, merge_rounds, round_order, run_row  # noqa: E402
+from output_rule import write_whole  # noqa: E402
 
 
 def arm_label(level: float) -> str:
@@ -191,9 +192,7 @@ def export_lockstep_runs(work: Path, out: Path) -> int:
                for key in ("train_time_s", "lockstep_wait_s")},
             "base_step_s": [round(step["time_s"], 6) for step in base["step_records"]],
             "cand_step_s": [round(step["time_s"], 6) for step in cand["step_records"]]}))
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines))
-    tmp.replace(out)
+    write_whole(out, "".join(line + "\n" for line in lines))
     return len(lines)
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from output_rule import OutputClash, check_outputs  # beside this file
+from output_rule import OutputClash, check_outputs, write_whole  # beside this file
 
 PHASES = ("data", "forward", "backward", "comm", "optimizer")
 STEP_PREFIX = "ProfilerStep#"
@@ -412,13 +412,6 @@ def output_problem(json_out: str | None, svg_out: str | None, inputs: list[Path]
         if not folder.is_dir() or not os.access(folder, os.W_OK):
             return f"'{out}' cannot be written (its folder is missing or read-only)"
     return None
-
-
-def write_whole(path: str, text: str) -> None:
-    """Written beside and renamed: the file is whole or not there."""
-    scratch = Path(path).with_name(f".{Path(path).name}.partial")
-    scratch.write_text(text)
-    os.replace(scratch, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,9 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import time
+import zipfile
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -117,12 +119,24 @@ def interrupted_records(measured: Any, device: torch.device, details: dict[str, 
             "ranks": [], "interrupted": True, "interrupted_by": measured.interrupted_by}
 
 
+def save_checkpoint(model: torch.nn.Module, path: str) -> None:
+    """The weights as ddpbench's checkpoints are (models/checkpoint.hpp): torch.save of a plain
+    dict, marked by the record ddpbench_checkpoint in the archive's folder, so that the next
+    --save-checkpoint knows the file for its own (and a user's own archive for not)."""
+    torch.save(dict(model.state_dict()), path)
+    with zipfile.ZipFile(path, "a") as archive:
+        folder = archive.namelist()[0].split("/")[0]
+        archive.writestr(f"{folder}/ddpbench_checkpoint", "written by ddpbench --save-checkpoint\n")
+
+
 def write_records(path: str, records: dict[str, Any]) -> None:
     """Whole or not at all: the C++ rank reads the file once this process has exited."""
     out = Path(path)
-    scratch = out.with_suffix(".partial")
-    scratch.write_text(json.dumps(records))
-    scratch.replace(out)
+    # A name made afresh beside it: never a file or link that was already there.
+    fd, scratch = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".partial")
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(records))
+    os.replace(scratch, out)
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +195,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     if isinstance(trainer.train_step, GraphedStep):
         details["cuda_graphs"] = trainer.train_step.details()
     if rank == 0 and row["save-checkpoint"]:
-        torch.save(dict(model.state_dict()), row["save-checkpoint"])
+        save_checkpoint(model, row["save-checkpoint"])
 
     warmup = row["warmup-steps"]
     memory, source = peak_memory(device, dp_devices(row) if strategy == "torch-dp" else [])

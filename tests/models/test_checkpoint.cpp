@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <caffe2/serialize/inline_container.h>
+
 #include <cstdlib>
 
 #include <ATen/ATen.h>
@@ -54,9 +56,10 @@ TEST(Checkpoint, MismatchesAndJunkAreInputErrors) {
   EXPECT_NE(load_error(*tiny10.ptr(), dir / "absent.pt").find("cannot open"), std::string::npos);
 }
 
-// What --save-checkpoint may replace (the output rule): a PyTorch archive, ours (its tensors
-// first) or torch.save's (its pickle first), never another zip or any other file.
-TEST(Checkpoint, APyTorchArchiveIsRecognisedAndNothingElse) {
+// What --save-checkpoint may replace (the output rule): a checkpoint it wrote, known by its
+// marker record, never another zip, a user's own PyTorch archive (it was replaced: any zip whose
+// first entry was "X/data.pkl", what torch.save writes) or any other file.
+TEST(Checkpoint, OnlyACheckpointItWroteIsRecognised) {
   TempDir dir;
   save_checkpoint(*find_model("tiny").make(10).ptr(), dir / "w.pt");
   EXPECT_TRUE(is_checkpoint_file(dir / "w.pt"));
@@ -68,14 +71,18 @@ TEST(Checkpoint, APyTorchArchiveIsRecognisedAndNothingElse) {
     testing::write_text(dir / "z.zip", header + name + "rest of the archive");
     return is_checkpoint_file(dir / "z.zip");
   };
-  EXPECT_TRUE(zip_with("archive/data.pkl"));
-  EXPECT_TRUE(zip_with("weights/data/12"));
+  EXPECT_FALSE(zip_with("archive/data.pkl")) << "a torch.save archive's first entry is no marker";
+  EXPECT_FALSE(zip_with("weights/data/12"));
   EXPECT_FALSE(zip_with("photos/cat.jpg"));
-  EXPECT_FALSE(zip_with("data.pkl"));
-  EXPECT_FALSE(zip_with("archive/data/"));
+  // A real PyTorch archive without the marker: a user's own weights.
+  caffe2::serialize::PyTorchStreamWriter writer((dir / "mine.pt").string());
+  writer.writeRecord("data.pkl", "x", 1);
+  writer.writeEndOfFile();
+  EXPECT_FALSE(is_checkpoint_file(dir / "mine.pt"));
   testing::write_text(dir / "notes.txt", "a user's notes");
   EXPECT_FALSE(is_checkpoint_file(dir / "notes.txt"));
   EXPECT_FALSE(is_checkpoint_file(dir / "absent.pt"));
+  EXPECT_FALSE(is_checkpoint_file(dir.path()));
 }
 
 // With a Python that has torch (DDPBENCH_TEST_PYTHON), check both directions for real:
@@ -97,10 +104,18 @@ TEST(Checkpoint, PythonTorchReadsAndWritesTheFormat) {
       "assert sd['fc.weight'].shape == (10, 16) and sd['bn2.num_batches_tracked'].dtype == torch.int64\n"
       "out = {k: torch.full_like(v, 3) if v.is_floating_point() else v for k, v in sd.items()}\n"
       "torch.save(out, '" + (dir / "theirs.pt").string() + "')\n"
-      "torch.save(collections.OrderedDict(out), '" + (dir / "ordered.pt").string() + "')\n";
+      "torch.save(collections.OrderedDict(out), '" + (dir / "ordered.pt").string() + "')\n"
+      // The PyTorch twin's checkpoint (strategies/pytorch/reference_rank.py: save_checkpoint).
+      "import sys; sys.path.insert(0, '" + (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "strategies" / "pytorch").string() + "')\n"
+      "from reference_rank import save_checkpoint\n"
+      "m = torch.nn.Linear(2, 2)\n"
+      "save_checkpoint(m, '" + (dir / "twin.pt").string() + "')\n"
+      "assert sorted(torch.load('" + (dir / "twin.pt").string() + "')) == ['bias', 'weight']\n";
   testing::write_text(dir / "check.py", script);
   ASSERT_EQ(std::system((std::string(python) + " " + (dir / "check.py").string() + " 2>&1").c_str()), 0);
   ASSERT_EQ(load_error(*model.ptr(), dir / "theirs.pt"), "");
+  EXPECT_FALSE(is_checkpoint_file(dir / "theirs.pt")) << "a user's torch.save archive is not --save-checkpoint's";
+  EXPECT_TRUE(is_checkpoint_file(dir / "twin.pt")) << "the twin's checkpoint carries the marker";
   for (const auto& p : model.ptr()->parameters()) EXPECT_TRUE(at::all(p == 3).item<bool>());
   EXPECT_NE(load_error(*model.ptr(), dir / "ordered.pt").find("save a plain dict: torch.save(dict(model.state_dict())"),
             std::string::npos);

@@ -69,13 +69,26 @@ TEST(Compare, TwentyPercentSlowerIsARegression) {
   EXPECT_EQ(metric(faster, "train_time_s").verdict, Verdict::improved);
 }
 
-TEST(Compare, AChangeWithinTheNoiseIsNotARegression) {
+// "No regression" means the data exclude one: slower past the threshold but within the noise
+// is cannot judge, too noisy (exit 2), never a pass; faster within the noise is no regression.
+TEST(Compare, SlowerPastTheThresholdWithinTheNoiseCannotBeJudged) {
   // Medians 11.5 and 12.75 (+11 %), but the repetitions overlap.
   const auto c = compare_results(document_with(repetitions("single", {10.0, 12.0, 11.0, 13.0})),
                                  document_with(repetitions("single", {13.0, 11.0, 14.5, 12.5})), {});
   EXPECT_FALSE(c.regression());
-  EXPECT_EQ(metric(c, "train_time_s").verdict, Verdict::within_noise);
+  EXPECT_EQ(metric(c, "train_time_s").verdict, Verdict::cannot_judge);
   EXPECT_GT(metric(c, "train_time_s").p_value, 0.05);
+  EXPECT_EQ(c.exit_code(), 2);
+  ASSERT_FALSE(c.cannot_judge.empty());
+  EXPECT_NE(c.cannot_judge.front().find("single (faithful): train_time_s: too noisy: the median is 10.9 % worse, past "
+                                        "the 10.0 % threshold"),
+            std::string::npos)
+      << c.cannot_judge.front();
+  EXPECT_NE(markdown_comparison(c, {}).find("Cannot judge"), std::string::npos);
+  const auto faster = compare_results(document_with(repetitions("single", {13.0, 11.0, 14.5, 12.5})),
+                                      document_with(repetitions("single", {10.0, 12.0, 10.5, 13.0})), {});
+  EXPECT_EQ(metric(faster, "train_time_s").verdict, Verdict::within_noise) << metric(faster, "train_time_s").detail;
+  EXPECT_EQ(faster.exit_code(), 0);
 }
 
 TEST(Compare, SeparatedRepetitionsBeyondTheThresholdAreARegression) {

@@ -112,10 +112,45 @@ TEST(PairedCompare, AnUndecidedRowAsksForMoreRoundsUntilTheCap) {
   const PairedResult six = compare_paired(base, cand, o);
   const auto& capped = comparison(six, "ddp-2");
   EXPECT_FALSE(capped.needs_more_rounds);
-  EXPECT_EQ(capped.verdict, Verdict::within_noise);
+  EXPECT_EQ(capped.verdict, Verdict::cannot_judge) << "its bound reaches past 5 %: a 5 % slowdown could hide there";
   EXPECT_NE(capped.why.find("still undecided after 6 pairs (the cap is 6 rounds)"), std::string::npos) << capped.why;
   EXPECT_TRUE(six.undecided_rows().empty());
   EXPECT_FALSE(six.regression());
+  EXPECT_EQ(six.exit_code(), 2);
+}
+
+// At the cap, "no regression" means the rounds exclude one: an undecided comparison whose
+// one-sided upper bound is below the threshold is within the noise; one whose bound reaches past
+// it is cannot judge, too noisy, naming the bound (a busy machine's +1.8 %, CI -8.6 to +13.4 %,
+// passed as "within the noise").
+TEST(PairedCompare, AtTheCapNoRegressionMeansTheBoundExcludesOne) {
+  PairedOptions o;
+  o.min_rounds = 4;
+  o.max_rounds = 8;
+  const std::vector<double> base(8, 10.0);
+  const std::vector<double> busy = {9.2, 11.2, 9.5, 11.0, 9.7, 10.8, 9.3, 10.6};
+  const PairedResult noisy = compare_paired(rounds({{"ddp-2", base}}), rounds({{"ddp-2", busy}}), o);
+  const auto& c = comparison(noisy, "ddp-2");
+  ASSERT_LT(std::fabs(c.change), o.threshold) << "neither beyond the threshold";
+  ASSERT_GT(c.ci_high, o.threshold) << "nor inside it";
+  EXPECT_EQ(c.verdict, Verdict::cannot_judge) << c.why;
+  EXPECT_GT(c.upper_bound, o.threshold);
+  EXPECT_LT(c.upper_bound, c.ci_high) << "one-sided at 95 %, tighter than the two-sided interval's end";
+  EXPECT_NE(c.why.find("too noisy"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("95 % upper bound +"), std::string::npos) << c.why;
+  EXPECT_NE(c.why.find("reaches past the 5.0 % threshold"), std::string::npos) << c.why;
+  EXPECT_EQ(noisy.exit_code(), 2);
+  EXPECT_NE(markdown_paired(noisy, o).find("Cannot judge"), std::string::npos) << markdown_paired(noisy, o);
+  // Faster and noisy: not inside ±5 %, but no slowdown of 5 % fits the rounds.
+  const std::vector<double> faster = {9.0, 9.9, 9.3, 10.0, 9.1, 9.8, 9.4, 9.7};
+  const PairedResult quick = compare_paired(rounds({{"ddp-2", base}}), rounds({{"ddp-2", faster}}), o);
+  const auto& f = comparison(quick, "ddp-2");
+  ASSERT_LT(f.ci_low, -o.threshold) << "undecided: its interval reaches past -5 %";
+  ASSERT_NE(f.verdict, Verdict::improved) << f.why;
+  EXPECT_EQ(f.verdict, Verdict::within_noise) << f.why;
+  EXPECT_LT(f.upper_bound, o.threshold);
+  EXPECT_NE(f.why.find("below the 5.0 % threshold"), std::string::npos) << f.why;
+  EXPECT_EQ(quick.exit_code(), 0);
 }
 
 // A coarse metric (the lockstep gate's train_time_s) asks for no rounds of its own: while its
@@ -352,6 +387,18 @@ TEST(PairedCompare, FailedRowsUnpairedRoundsAndOtherSettings) {
   ASSERT_EQ(dropped.unpaired_rounds.size(), 1u);
   EXPECT_EQ(dropped.unpaired_rounds[0], "single (faithful): round(s) 2 only in the baseline build's file; dropped");
   EXPECT_EQ(comparison(dropped, "single").rounds, (std::vector<int64_t>{0, 1, 3, 4}));
+  // Rounds both files' sweeps planned and neither holds are said, as the stored mode says them
+  // (they passed in silence, "No regression.").
+  auto gapped = rounds({{"single", drifting(10, 1.0, 6, 0.01)}});
+  gapped.sweep = SweepInfo{};
+  gapped.sweep->repeat = 6;
+  std::erase_if(gapped.runs, [](const RunResult& run) { return run.repetition == 2 || run.repetition == 4; });
+  const PairedResult gaps = compare_paired(gapped, gapped, {});
+  ASSERT_EQ(gaps.unpaired_rounds.size(), 1u) << markdown_paired(gaps, {});
+  EXPECT_EQ(gaps.unpaired_rounds[0].rfind("single (faithful): 2 of 6 planned repetitions (2, 4) are absent from both "
+                                          "builds' files", 0),
+            0u)
+      << gaps.unpaired_rounds[0];
 
   auto other = rounds({{"single", drifting(10, 1.0, 5, 0.01)}});
   for (auto& run : other.runs) run.config["amp"] = "bf16";

@@ -170,18 +170,26 @@ TEST(ResultProof, AnEpochIsTheDataOverTheGlobalBatchNeverTheRowsOwnSteps) {
   relabelled.dataset = "cifar10";
   EXPECT_EQ(proven(swept({relabelled}, 1)).document().runs[0].reason,
             "did other work than configured: it trained on cifar10 where its configuration asks synthetic");
-  // Under "auto" the data found decides, and its count stands where the configuration is silent.
+  // Under "auto" the data found decides which set, but never its size: CIFAR-10 has 50,000
+  // training images, so a CIFAR-10 row whose file says 25,000 (and half the steps, consistently)
+  // read as a 2x speed-up in the stored mode.
   RunResult found = honest;
   found.config["dataset"] = "auto";
   found.dataset = "cifar10";
   found.train_images = 4096;
   EXPECT_EQ(configured_work(found).dataset, "cifar10");
-  EXPECT_EQ(configured_work(found).train_images, 4096);
+  EXPECT_EQ(configured_work(found).train_images, 50000);
+  RunResult half_cifar = honest;
+  half_cifar.config["dataset"] = "cifar10";
+  half_cifar.dataset = "cifar10";
+  half_cifar.train_images = 25000;
+  EXPECT_EQ(proven(swept({half_cifar}, 1)).document().runs[0].reason,
+            "did other work than configured: its loader found 25000 training images where CIFAR-10's training set "
+            "has 50000");
 }
 
 // configured_work's arithmetic: DistributedSampler's padded shard, whole batches but the last,
-// max-steps per epoch, the loader's count for CIFAR-10 (a test's small files) or 50,000 before it
-// was recorded.
+// max-steps per epoch, CIFAR-10's 50,000 whatever the row says.
 TEST(ResultProof, ConfiguredWorkIsTheSamplersShardInBatchesCutByMaxSteps) {
   RunResult r;
   r.world_size = 3;
@@ -199,7 +207,7 @@ TEST(ResultProof, ConfiguredWorkIsTheSamplersShardInBatchesCutByMaxSteps) {
   EXPECT_EQ(w.images, 12);  // a cut epoch's batches are whole: 1 x 2 x 3 ranks, twice
   r.dataset = "cifar10";
   r.train_images = 300;
-  EXPECT_EQ(configured_work(r).train_images, 300);
+  EXPECT_EQ(configured_work(r).train_images, 50000) << "CIFAR-10's size is the loader's, never the row's own";
   r.train_images = 0;
   EXPECT_EQ(configured_work(r).train_images, 50000);
   r.dataset.clear();

@@ -137,6 +137,30 @@ TEST(ResultDocument, SchemaIsCheckedOnRead) {
   EXPECT_EQ(j.get<ResultDocument>().runs.at(0).train_images, 300);
   j["runs"][0].erase("train_images");
   EXPECT_EQ(j.get<ResultDocument>().runs.at(0).train_images, 0);
+  // What a writer did not record is left out, never blank: a blank OMP_NUM_THREADS, CPU list or
+  // thread count of a finished row is an edited file's, which passed every environment check.
+  doc.environment.omp_num_threads = "unset";
+  doc.environment.cpu_affinity = "0-1";
+  doc.runs[0].threads_per_rank = 2;
+  j = doc;
+  EXPECT_EQ(j.get<ResultDocument>().environment.omp_num_threads, "unset");
+  EXPECT_EQ(j.get<ResultDocument>().runs.at(0).threads_per_rank, 2);
+  for (const char* key : {"omp_num_threads", "cpu_affinity"}) {
+    json blank = j;
+    blank["environment"][key] = "";
+    EXPECT_THROW(blank.get<ResultDocument>(), std::invalid_argument) << key;
+    blank["environment"].erase(key);
+    EXPECT_NO_THROW(blank.get<ResultDocument>()) << key << ": a file from before it was recorded";
+  }
+  json no_threads = j;
+  no_threads["runs"][0]["threads_per_rank"] = 0;
+  EXPECT_THROW(no_threads.get<ResultDocument>(), std::invalid_argument);
+  no_threads["runs"][0]["status"] = "failed";
+  EXPECT_NO_THROW(no_threads.get<ResultDocument>()) << "a row that failed before it counted its threads";
+  doc.runs[0].threads_per_rank = 0;
+  doc.environment.omp_num_threads.clear();
+  EXPECT_FALSE(json(doc)["runs"][0].contains("threads_per_rank"));
+  EXPECT_FALSE(json(doc)["environment"].contains("omp_num_threads"));
 }
 
 // A traced row's record round-trips; a hand-made one that no run writes is refused on read.

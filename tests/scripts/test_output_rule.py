@@ -17,7 +17,8 @@ from pathlib import Path
 SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
 
-from output_rule import OutputClash, check_outputs, refuse_clashes  # noqa: E402
+from output_rule import OutputClash, check_outputs, refuse_clashes, write_whole  # noqa: E402
+import subprocess  # noqa: E402
 
 
 def ours(path: Path) -> bool:
@@ -51,6 +52,37 @@ class OutputRuleTest(unittest.TestCase):
             self.assertIn(f"--out '{self.dir}/{same}' is the file CURRENT '{self.dir / 'in.json'}' reads", why)
         self.assertNotEqual(refusal({"--file": self.dir / "new.json"}, {"--out": self.dir / "sub/../new.json"}), "")
         self.assertEqual(refusal({"CURRENT": self.dir / "in.json"}, {"--out": self.dir / "out.json"}), "")
+
+    def test_two_outputs_in_one_folder_under_two_mounts_are_one_file(self) -> None:
+        (self.dir / "real").mkdir()
+        (self.dir / "alias").mkdir()
+        mounted = subprocess.run(["mount", "--bind", str(self.dir / "real"), str(self.dir / "alias")],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            self.skipTest(f"cannot bind-mount a folder here (needs root): {mounted.stderr.strip()}")
+        try:
+            clash = refusal({}, {"--svg": self.dir / "real/x", "--json": self.dir / "alias/x"})
+            apart = refusal({}, {"--svg": self.dir / "real/x", "--json": self.dir / "alias/y"})
+        finally:
+            subprocess.run(["umount", "-l", str(self.dir / "alias")], check=True)
+        self.assertIn("writes too", clash)
+        self.assertEqual(apart, "")
+
+    def test_a_whole_write_never_goes_through_a_name_left_beside_it(self) -> None:
+        """The temporary name is made afresh: a file or link a user left at any name beside the
+        output (".fig.json.partial", the name the scripts once used) is neither written nor moved."""
+        (self.dir / "row.json").write_text("the input")
+        (self.dir / ".fig.json.partial").symlink_to(self.dir / "row.json")
+        (self.dir / ".tl.svg.partial").write_text("a user's file")
+        before = {p.name for p in self.dir.iterdir()}
+        write_whole(self.dir / "fig.json", "{}")
+        write_whole(self.dir / "tl.svg", "<svg/>")
+        self.assertEqual((self.dir / "row.json").read_text(), "the input")
+        self.assertTrue((self.dir / ".fig.json.partial").is_symlink())
+        self.assertEqual((self.dir / ".tl.svg.partial").read_text(), "a user's file")
+        self.assertEqual((self.dir / "fig.json").read_text(), "{}")
+        self.assertFalse((self.dir / "fig.json").is_symlink())
+        self.assertEqual({p.name for p in self.dir.iterdir()}, before | {"fig.json", "tl.svg"}, "a temporary file left")
 
     def test_a_link_followed_by_dot_dot_lands_where_the_kernel_says(self) -> None:
         (self.dir / "sub" / "inner").mkdir()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-from . import children
+from . import children, machine_load
 from .judge import Floor, PairedCompare, Ruling, read_by_its_proof, regressions, run_compare
 from .out_dir import OutDir, open_new
 from .outcomes import Outcome, Side, Stop, What
@@ -43,8 +43,10 @@ class Rounds:
     out: OutDir
     folders: dict[str, Path]  # label -> the build's round folder (out/baseline, out/candidate)
     files: dict[str, list[tuple[int, Path]]] = field(default_factory=dict)
+    ran: dict[str, set[str]] = field(default_factory=dict)  # build -> the rows it has run in a round before
     accepted: dict[str, int] = field(default_factory=dict)  # row -> the round the baseline build first ran it
     culprits: list[str] = field(default_factory=list)  # what the lockstep coordinator saw go wrong, by round
+    loads: list[machine_load.RoundLoad] = field(default_factory=list)  # what else ran, round by round
 
     def prove(self, arm: Arm, results: Path, baseline: Path) -> None:
         """The judge's reader (the baseline build's compare) must read each build's rounds file: the
@@ -61,15 +63,18 @@ class Rounds:
                        f"the baseline build's compare of {results} {said.verdict} (exit {said.rc})")
 
     def take(self, arm: Arm, row: str, round_index: int, result: Callable[[bool], Path]) -> None:
-        """One build's result file of `row` in a round, as `result(ran_before)` gives it (checked);
-        a build's refusal is decided by whether the other build accepts the row."""
+        """One build's result file of `row` in a round, as `result(ran_before)` gives it (checked:
+        `ran_before`, this build ran this row in an earlier round); a build's refusal is decided by
+        whether the other build accepts the row."""
+        ran = self.ran.setdefault(arm.label, set())
         try:
-            path = result(bool(self.files.setdefault(arm.label, [])))
+            path = result(row in ran)
         except Refusal as refusal:
             raise self.refused(arm, row, refusal) from None
         if arm is self.baseline:
             self.accepted.setdefault(row, round_index)
-        self.files[arm.label].append((round_index, path))
+        ran.add(row)
+        self.files.setdefault(arm.label, []).append((round_index, path))
 
     def refused(self, arm: Arm, row: str, refusal: Refusal) -> Stop:
         """The candidate's refusal is its failure where the baseline build accepts the row (it ran
@@ -241,14 +246,19 @@ def rounds_until_decided(rounds: Rounds, gate: PairedCompare, settings: RoundsSe
         for round_index in range(gate.max_rounds):
             order = [(row, arm) for row, arm in round_order(rows, [baseline, candidate], settings.seed, round_index)
                      if row in to_run]
+            before = machine_load.sample()
             if settings.lockstep:
                 rounds.run_lockstep(list(dict.fromkeys(row for row, _ in order)), round_index, plan)
             else:
                 rounds.run(order, round_index, plan)
+            load = machine_load.between(round_index + 1, before, machine_load.sample())
+            if load is not None:
+                rounds.loads.append(load)
             for row in to_run:
                 rounds_of[row] += 1
             print(f"ci-bench: round {round_index + 1} done ({', '.join(dict.fromkeys(r for r, _ in order))}), "
-                  f"{time.monotonic() - started:.0f} s", file=log, flush=True)
+                  f"{time.monotonic() - started:.0f} s" + (f"; other processes used {load.others_cores:.2f} cores"
+                                                          if load is not None else ""), file=log, flush=True)
             if round_index + 1 < gate.min_rounds:
                 continue
             ruling, undecided = look(rounds, gate, settings, out, at_cap=round_index + 1 >= gate.max_rounds)
@@ -292,6 +302,8 @@ def verdict(rounds: Rounds, ruling: Ruling, undecided: list[str], regressed: dic
                                             f"pairs it left are too few to judge (see {out / 'baseline'}).\n")
     if rounds.culprits:
         text += "\nWhat the lockstep coordinator saw:\n" + "".join(f"- {line}\n" for line in rounds.culprits)
+    text = machine_load.summary(rounds.loads) + "\n" + text + machine_load.likely_cause(rounds.loads, text)
+    out.write("machine-load.json", json.dumps([load.record() for load in rounds.loads], indent=1) + "\n")
     text, taken_back = stood(text, regressed)
     if taken_back:
         rc, what = 1, What.REGRESSION

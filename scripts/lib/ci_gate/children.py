@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from .out_dir import open_new
 from .outcomes import Side, Signalled, Stop, What
@@ -23,6 +25,9 @@ class Starting:
     now = False
     signal: int | None = None
 STOP_GRACE_S = 10.0
+# What the gate keeps of a captured stream: its first and its last this many bytes (a compare's
+# table is kilobytes). A child that floods its output past it costs the gate no more memory.
+KEPT_BYTES = 4 << 20
 # ddpbench's own exit statuses for a SIGINT or SIGTERM it caught; 128 + N from a shell it ran.
 INTERRUPTED_STATUSES = {130: signal.SIGINT, 143: signal.SIGTERM, -signal.SIGINT: signal.SIGINT,
                         -signal.SIGTERM: signal.SIGTERM}
@@ -110,6 +115,40 @@ def stop_all() -> None:
         _live.discard(process)
 
 
+@dataclass
+class Kept:
+    """A captured stream, read to its end by a thread of its own: its head and its tail, and the
+    bytes dropped between them."""
+    head: bytearray = field(default_factory=bytearray)
+    tail: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+    thread: threading.Thread | None = None
+
+    def read(self, stream: IO[bytes]) -> None:
+        with stream:
+            while chunk := stream.read1(1 << 16):
+                room = KEPT_BYTES - len(self.head)
+                self.head += chunk[:max(room, 0)]
+                self.tail += chunk[max(room, 0):]
+                if len(self.tail) > KEPT_BYTES:
+                    self.dropped += len(self.tail) - KEPT_BYTES
+                    del self.tail[:len(self.tail) - KEPT_BYTES]
+
+    def text(self) -> str:
+        """Any bytes a child prints are read (as U+FFFD where they are no UTF-8): its output is
+        never the gate's own failure."""
+        cut = f"\n[... {self.dropped} bytes left out ...]\n" if self.dropped else ""
+        return (bytes(self.head).decode("utf-8", "replace") + cut + bytes(self.tail).decode("utf-8", "replace"))
+
+
+def keep(stream: IO[bytes] | None) -> Kept:
+    kept = Kept()
+    if stream is not None:
+        kept.thread = threading.Thread(target=kept.read, args=(stream,), daemon=True)
+        kept.thread.start()
+    return kept
+
+
 def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Path | None = None,
         capture: bool = False, env: dict[str, str] | None = None, cwd: Path | None = None) -> Finished:
     """`command` on `side`, ended by `deadline_s`; its output in `log` (or captured). Raises
@@ -121,10 +160,7 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
     # mask would be the child's too: it could not be stopped by SIGTERM).
     Starting.now = True
     try:
-        # Any bytes a child prints are read (as U+FFFD where they are no UTF-8): its output is never
-        # the gate's own failure.
-        process = subprocess.Popen(command, stdout=stdout_to, stderr=stderr_to, env=env, cwd=cwd, text=capture,
-                                   encoding="utf-8" if capture else None, errors="replace" if capture else None,
+        process = subprocess.Popen(command, stdout=stdout_to, stderr=stderr_to, env=env, cwd=cwd,
                                    start_new_session=True)
         _live.add(process)
     except OSError as error:
@@ -136,18 +172,13 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
     if Starting.signal is not None:
         stop(process)
         raise Signalled(Starting.signal)
-    stdout = stderr = ""
+    out, err = keep(process.stdout), keep(process.stderr)
     timed_out = False
     try:
-        if capture:
-            stdout, stderr = process.communicate(timeout=deadline_s)
-        else:
-            process.wait(timeout=deadline_s)
+        process.wait(timeout=deadline_s)
     except subprocess.TimeoutExpired:
         timed_out = True
         stop(process)
-        if capture:
-            stdout, stderr = (text or "" for text in process.communicate())
     except BaseException:
         stop(process)
         raise
@@ -156,4 +187,7 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
             _live.discard(process)
         if log_file:
             log_file.close()
-    return Finished(side, what, process.returncode, timed_out, deadline_s, log, stdout or "", stderr or "")
+    for kept in (out, err):  # a grandchild outside the group may hold the pipe open: what was read stands
+        if kept.thread is not None:
+            kept.thread.join(timeout=5.0)
+    return Finished(side, what, process.returncode, timed_out, deadline_s, log, out.text(), err.text())

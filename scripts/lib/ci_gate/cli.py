@@ -237,6 +237,8 @@ def check_mode(args: argparse.Namespace, sweep_args: tuple[str, ...]) -> None:
                     f"{'not with --against' if paired else 'it needs --against REV'}")
     if args.update_baseline and (args.no_compare or args.bisect):
         raise Usage("--update-baseline does not take --no-compare or --bisect")
+    if args.no_compare and args.bisect:  # it judges nothing, so it can call no commit good
+        raise Usage("--no-compare judges nothing: it cannot --bisect")
 
 
 def expected_rows(args: argparse.Namespace, env: dict[str, str], rows: tuple[str, ...]) -> frozenset[str]:

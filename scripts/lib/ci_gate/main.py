@@ -135,24 +135,35 @@ class GateRun:
         self.out.write("verdict.txt", outcome.verdict + "\n")  # last: the whole gate's answer
 
 
+def ended(gate: GateRun, argv: list[str]) -> tuple[Outcome, str]:
+    """How the gate's run ended, each end its outcome. A signal may come while one is handled
+    (the traceback of the gate's own failure blocked on a slow reader): it leaves as Signalled,
+    for main to read as the signal it is, never as an uncaught error (exit 1)."""
+    try:
+        return gate.run(argv)
+    except cli.HelpShown:  # it judged nothing: under --bisect, stop rather than mark the commit good
+        return HELP, ""
+    except Stop as stop:
+        return stop.outcome, ""
+    except Signalled:
+        raise
+    except Exception as error:  # the gate's own failure: never the candidate's
+        traceback.print_exc()
+        return Outcome(Side.GATE, What.FAILED, f"the gate itself failed ({type(error).__name__}: {error}): a fault of "
+                                               f"scripts/ci-bench or of the machine, never the candidate's"), ""
+
+
 def main(argv: list[str]) -> int:
     bisect = wants_bisect(argv)  # anywhere on the line: git bisect run must never read a usage error as "bad"
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # no child writes bytecode into a build's tree
+    for name in [name for name in os.environ if name.startswith("GIT_")]:
+        del os.environ[name]  # a hook's GIT_DIR or GIT_INDEX_FILE: no child reaches the caller's repository
     previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
     gate = GateRun(ROOT)
     try:
-        outcome, text = gate.run(argv)
-    except cli.HelpShown:  # it judged nothing: under --bisect, stop rather than mark the commit good
-        outcome, text = HELP, ""
-    except Stop as stop:
-        outcome, text = stop.outcome, ""
+        outcome, text = ended(gate, argv)
     except Signalled as signalled:
         outcome, text = Outcome(Side.SIGNAL, What.INTERRUPTED, f"interrupted: {signalled}", signalled.signum), ""
-    except Exception as error:  # the gate's own failure: never the candidate's
-        traceback.print_exc()
-        outcome, text = Outcome(Side.GATE, What.FAILED, f"the gate itself failed ({type(error).__name__}: {error}): a "
-                                                        f"fault of scripts/ci-bench or of the machine, never the "
-                                                        f"candidate's"), ""
     finally:
         signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # the verdict is written whole
         children.stop_all()

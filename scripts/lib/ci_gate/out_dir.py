@@ -24,7 +24,8 @@ FOLDER_MARKER = ".ddpbench-ci-bench-rounds"
 # round folders; both: the two builds' set-up logs and the verdict.
 OUTPUTS = ("verdict.txt", "verdict.json", "compare.md", "candidate-build.log", "baseline-build.log",
            "baseline-rounds.json", "candidate-rounds.json", "order.jsonl", "paired.md", "undecided.txt",
-           "candidate-paired.md", "candidate-undecided.txt", "floor.md", "candidate-floor.md")
+           "candidate-paired.md", "candidate-undecided.txt", "floor.md", "candidate-floor.md",
+           "machine-load.json")
 FOLDERS = ("current", "baseline", "candidate")
 
 

@@ -37,6 +37,7 @@ class What(enum.Enum):
     INTERRUPTED = "interrupted"  # SIGINT or SIGTERM, sent by someone else than the gate
     UPDATED = "baseline updated"
     MEASURED = "measured"  # --no-compare: the sweep ran, nothing was judged
+    ROW_FAILED = "a row failed"  # --no-compare: the sweep ran, and a row of it failed
     FAILED = "failed"  # the gate's own error: a bug, a full disk
 
 
@@ -69,7 +70,8 @@ TABLE: dict[tuple[Side, What], Code] = {
     (Side.CANDIDATE, What.INTERRUPTED): Code(2, 125, _CANNOT, "its process was stopped by SIGINT or SIGTERM that "
                                              "the gate did not send"),
     (Side.CANDIDATE, What.UPDATED): Code(0, 0, None, "--update-baseline: the measured file is the new baseline"),
-    (Side.CANDIDATE, What.MEASURED): Code(0, 0, None, "--no-compare: the sweep ran (a failed row is its own exit 1)"),
+    (Side.CANDIDATE, What.MEASURED): Code(0, 0, None, "--no-compare: the sweep ran, every row ok (not under --bisect)"),
+    (Side.CANDIDATE, What.ROW_FAILED): Code(1, 1, None, "--no-compare: the sweep ran, and a row failed"),
     (Side.BASELINE, What.CANNOT_JUDGE): Code(2, 125, _CANNOT, "the baseline build never ran a row: it can judge "
                                              "no candidate's"),
     (Side.BASELINE, What.CRASH): Code(2, 125, _CANNOT, "the baseline build's sweep or compare died"),

@@ -6,11 +6,12 @@ one the gate could not time or that lacks a row it gates.
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from output_rule import OutputClash, check_outputs
 
-from . import children
+from . import children, machine_load
 from .cli import Settings
 from .judge import read_by_its_proof, run_compare
 from .out_dir import OutDir, write_whole
@@ -65,6 +66,8 @@ def measure(s: Settings, out: OutDir, ddpbench: str) -> Path:
     problem = result_problem(current, s.rows)
     if problem:
         raise Stop(Side.CANDIDATE, What.GARBAGE, f"{done.where()} wrote {current}, which {problem}")
+    if done.returncode == 1 and not s.compare:  # judged, a failed row is the comparison's to fail
+        raise Stop(Side.CANDIDATE, What.ROW_FAILED, f"{done.where()} exited 1: a row failed (see {current})")
     return current
 
 
@@ -95,13 +98,20 @@ def stored_gate(s: Settings, out: OutDir, ddpbench: str) -> tuple[Outcome, str]:
             raise Stop(Side.CANDIDATE, What.CANNOT_JUDGE, f"--current {s.current} {problem}")
         current, side = s.current, Side.INPUT
     else:
+        before = machine_load.sample()
         current, side = measure(s, out, ddpbench), Side.CANDIDATE
+        load = machine_load.between(1, before, machine_load.sample())
+        loads = [load] if load is not None else []
+        out.write("machine-load.json", json.dumps([load.record() for load in loads], indent=1) + "\n")
     if s.update_baseline:
         return update_baseline(s, current, ddpbench)
     if not s.compare:
         return Outcome(Side.CANDIDATE, What.MEASURED, f"measured: {current}"), ""
     prove(side, "--current" if side is Side.INPUT else "the candidate's result file", ddpbench, current, s)
-    return judge(s, current, ddpbench, out)
+    outcome, text = judge(s, current, ddpbench, out)
+    if side is Side.CANDIDATE:  # measured now: what else ran beside the sweep (the sweep is the one round)
+        text = machine_load.summary(loads) + "\n" + text + machine_load.likely_cause(loads, text)
+    return outcome, text
 
 
 def judge(s: Settings, current: Path, ddpbench: str, out: OutDir) -> tuple[Outcome, str]:

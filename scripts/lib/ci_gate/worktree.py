@@ -19,6 +19,7 @@ reach nothing past its own worktree:
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 from dataclasses import dataclass
@@ -67,6 +68,42 @@ def resolve_rev(root: Path, rev: str) -> str:
     if done.returncode != 0 or not done.stdout.strip():
         raise Stop(Side.INPUT, What.REFUSED, f"--against: '{rev}' is not a commit of the repository at {root}")
     return done.stdout.strip()
+
+
+def blobs_of(src: Path, commits: list[str]) -> dict[str, set[str]]:
+    """Each path of the commits' trees, with the object ids it has in them."""
+    blobs: dict[str, set[str]] = {}
+    for commit in commits:
+        for entry in git_out(src, "ls-tree", "-r", "-z", commit).split("\0"):
+            if entry:
+                meta, path = entry.split("\t", 1)
+                blobs.setdefault(path, set()).add(meta.split()[2])
+    return blobs
+
+
+def object_ids(src: Path, paths: list[str]) -> dict[str, str]:
+    """What git would store for each file now (its clean filters applied); a link, its target's."""
+    ids: dict[str, str] = {}
+    files = [p for p in paths if not (src / p).is_symlink()]
+    for start in range(0, len(files), 200):
+        chunk = files[start:start + 200]
+        ids.update(zip(chunk, git_out(src, "hash-object", "--", *chunk).split()))
+    for p in paths:
+        if (src / p).is_symlink():
+            target = os.readlink(src / p).encode()
+            ids[p] = hashlib.sha1(b"blob %d\0" % len(target) + target).hexdigest()
+    return ids
+
+
+def not_the_checkouts(src: Path, moving: list[str], found: list[str]) -> list[str]:
+    """Of the paths that differ, those a checkout of one commit to the other cut short cannot have
+    left: a path of either tree is the checkout's only where it is gone or holds what one of the
+    two commits holds, so a user's edit made after the cut is still theirs, and refused."""
+    blobs = blobs_of(src, moving)
+    present = [p for p in found if p in blobs and ((src / p).is_file() or (src / p).is_symlink())]
+    ids = object_ids(src, present)
+    return [p for p in found if p not in blobs or (p in ids and ids[p] not in blobs[p])
+            or (p not in ids and (src / p).exists())]
 
 
 @dataclass
@@ -210,11 +247,10 @@ class RevFolder:
                    line[:1] == "S"]
         changed = [line[3:] for line in git_out(src, "status", "--porcelain=v1", "--untracked-files=no",
                                                  "--ignore-submodules=none").splitlines()]
-        found = flagged + changed + untracked(src)
+        found = changed + untracked(src)
         if moving:  # what the cut-short checkout of FROM to TO was writing is the gate's own
-            ours = {path for commit in moving for path in git_out(src, "ls-tree", "-r", "-z", "--name-only", commit)
-                    .split("\0") if path}
-            found = [path for path in found if path not in ours]
+            found = not_the_checkouts(src, moving, found)
+        found += flagged
         if found:
             return (f"{src} holds changes scripts/ci-bench did not make ({', '.join(sorted(set(found))[:3])}"
                     f"{', ...' if len(set(found)) > 3 else ''}), which its checkout or clean would lose: it is not "

@@ -2,7 +2,10 @@
 // output, however it is spelled or linked, and replaces only a file of its own kind.
 // tests/scripts/test_output_rule.py holds scripts/lib/output_rule.py to the same cases.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "harness/base/output_rule.hpp"
@@ -41,6 +44,24 @@ TEST(OutputRule, AnOutputIsNeverAnInputHoweverItIsSpelledOrLinked) {
   // Not yet there, an input's path spelled otherwise is still that input.
   EXPECT_NE(refusal({{"--file", dir / "new.json"}}, {output("--out", dir / "sub/../new.json")}), "");
   EXPECT_EQ(refusal({{"CURRENT", dir / "in.json"}}, {output("--out", dir / "out.json")}), "");
+}
+
+// One folder under two mounts (a bind mount): two outputs of one name in it are one file before
+// either is written, though their paths resolve apart (each write would replace the other's).
+TEST(OutputRule, TwoOutputsInOneFolderUnderTwoMountsAreOneFile) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "real");
+  std::filesystem::create_directories(dir / "alias");
+  if (::mount((dir / "real").c_str(), (dir / "alias").c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    GTEST_SKIP() << "cannot bind-mount a folder here (needs root): " << std::strerror(errno);
+  }
+  const std::string clash = refusal({}, {output("--out", dir / "real/c.md"), output("--undecided-out", dir / "alias/c.md")});
+  const std::string input = refusal({{"CURRENT", dir / "alias/new.json"}}, {output("--out", dir / "real/new.json")});
+  const std::string apart = refusal({}, {output("--out", dir / "real/c.md"), output("--undecided-out", dir / "alias/d.md")});
+  ::umount2((dir / "alias").c_str(), MNT_DETACH);
+  EXPECT_NE(clash.find("writes too"), std::string::npos) << clash;
+  EXPECT_NE(input.find("is the file CURRENT"), std::string::npos) << input;
+  EXPECT_EQ(apart, "");
 }
 
 // "link/.." is the parent of where the link points, as the kernel resolves it, not the folder that

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/control/project_command.hpp"
 #include "reports/result_file.hpp"
 #include "support/process.hpp"
 #include "support/sample_results.hpp"
@@ -64,7 +65,7 @@ TEST(AdviseCommand, PrintsTheAdviceAndEverySettingAndWritesItsFiles) {
   ASSERT_FALSE(j["advice"].empty());
   EXPECT_EQ(j["advice"][0]["ranks"].size(), 2u);
   EXPECT_EQ(j["advice"][0]["ranks"][0]["settings"].size(), 36u);
-  EXPECT_EQ(testing::read_text(dir / "out" / "advice.md"), r.out);
+  EXPECT_EQ(testing::read_text(dir / "out" / "advice.md"), std::string(kAdviceFiles.marker) + r.out);
 }
 
 // --bucket-mb, --comm-hook and --overlap narrow the grid; PyTorch's defaults stay in it, the

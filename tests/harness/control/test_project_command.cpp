@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/control/project_command.hpp"
 #include "reports/result_file.hpp"
 #include "support/process.hpp"
 #include "support/sample_results.hpp"
@@ -50,7 +51,7 @@ TEST(ProjectCommand, PrintsTheProjectionAndWritesItsFiles) {
   EXPECT_EQ(j["projections"][0]["points"].size(), 2u);
   // 80 MB across 8 nodes at 100 Gbit/s outlasts the 5 ms of backward left after the bucket is ready.
   EXPECT_GT(j["projections"][0]["points"][1]["step_s"].get<double>(), j["projections"][0]["points"][0]["step_s"].get<double>());
-  EXPECT_EQ(testing::read_text(dir / "out" / "projection.md"), r.out);
+  EXPECT_EQ(testing::read_text(dir / "out" / "projection.md"), std::string(kProjectionFiles.marker) + r.out);
 }
 
 // A model that misses the step its own row measured projects nothing worth acting on: said at
@@ -95,6 +96,10 @@ TEST(ProjectCommand, ItsFilesNeverReplaceItsInputOrAFileItDidNotWrite) {
       << over_notes.err;
   EXPECT_EQ(testing::read_text(dir / "e" / "projection.md"), "a user's notes");
   EXPECT_FALSE(std::filesystem::exists(dir / "e" / "projection.json"));
+  // Nor one that opens with the heading a person may write too (it was replaced, exit 0).
+  testing::write_text(dir / "e" / "projection.md", "# ddpbench projection of our 512-GPU purchase\n");
+  EXPECT_EQ(project({(dir / "r.json").string(), "--ranks", "2", "--out-dir", (dir / "e").string()}).exit_code, 2);
+  EXPECT_EQ(testing::read_text(dir / "e" / "projection.md"), "# ddpbench projection of our 512-GPU purchase\n");
   for (int twice = 0; twice < 2; ++twice) {
     EXPECT_EQ(project({(dir / "r.json").string(), "--ranks", "2", "--out-dir", (dir / "f").string()}).exit_code, 0);
   }

@@ -273,6 +273,17 @@ TEST(Sweep, ARowMeasuredOnAnotherMachineBuildOrRevisionIsNotKept) {
   // both files hold it) proves nothing of it: such a row was kept from a run of one thread.
   EXPECT_EQ(edited([](Environment& e) { e.omp_num_threads.clear(); }), "OMP_NUM_THREADS: not recorded");
   EXPECT_EQ(edited([](Environment& e) { e.cpu_affinity.clear(); }), "CPUs the process could use: not recorded");
+  // Nor one whose CPU's identity was left out (a row from a machine of another CPU, its vendor,
+  // family, model, cores and instruction sets blanked, was kept).
+  here.cpu.vendor = "GenuineIntel";
+  here.cpu.family = 6;
+  here.cpu.model = 143;
+  here.cpu.physical_cores = 2;
+  here.cpu.flags = {"avx2", "fma"};
+  EXPECT_EQ(measured_elsewhere(here, here), "");
+  EXPECT_EQ(edited([](Environment& e) { e.cpu = CpuFacts{}; }),
+            "CPU vendor: not recorded; CPU family: not recorded; CPU model number: not recorded; CPU instruction sets: "
+            "not recorded; physical cores: not recorded");
 }
 
 TEST(Sweep, CommandLineOverridesWinAndRowsCanBePicked) {

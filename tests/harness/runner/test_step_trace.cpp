@@ -59,8 +59,12 @@ TEST(StepTrace, ATracedRowRecordsItsFileAndLeavesItsTracedStepsOutOfTheSteadyFig
   testing::TempDir dir;
   const RunConfig config = traced_config(dir.path() / "row.json");
   const DatasetSplits data = make_synthetic({0, 500, 50});
+  // A user's file at the name the profiler's scratch once had beside the row: never touched.
+  testing::write_text(dir.path() / ".row.rank0.trace.json.partial", "a user's file");
   const RunResult r = run_row(config, DistContext{}, data, std::chrono::steady_clock::now());
   ASSERT_EQ(r.status, RunStatus::ok) << r.reason;
+  EXPECT_EQ(testing::read_text(dir.path() / ".row.rank0.trace.json.partial"), "a user's file");
+  std::filesystem::remove(dir.path() / ".row.rank0.trace.json.partial");
   ASSERT_TRUE(r.trace.traced());
   EXPECT_EQ(r.trace.first_step, 3);
   EXPECT_EQ(r.trace.last_step, 5);

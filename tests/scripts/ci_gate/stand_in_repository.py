@@ -22,6 +22,7 @@ DDPBENCH_BUILD_DIR=${DDPBENCH_BUILD_DIR:-$DDPBENCH_ROOT/build}
 ddpbench_setup() {
   [ ! -e "$DDPBENCH_ROOT/broken" ] || { echo "this commit does not compile" >&2; return 1; }
   mkdir -p "$DDPBENCH_BUILD_DIR"
+  env | grep '^GIT_' >"$DDPBENCH_BUILD_DIR/git-variables" || true  # what of the caller's git reached the build
   printf '#!/bin/sh\\nSTAND_IN_BUILD=baseline exec %s %s "$@"\\n' "$STAND_IN_PYTHON" "$STAND_IN_SCRIPT" \\
     >"$DDPBENCH_BUILD_DIR/ddpbench"
   chmod +x "$DDPBENCH_BUILD_DIR/ddpbench"

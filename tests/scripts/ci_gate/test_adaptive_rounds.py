@@ -39,12 +39,20 @@ class PairedRoundsTest(StandInBuilds):
         self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "no regression\n")
 
     def test_only_the_undecided_row_runs_again_up_to_the_cap(self) -> None:
+        """...where, still undecided, it cannot be judged: its bound reaches past the threshold, so
+        "no regression" would be a pass that could not have seen one. Each round's load is kept."""
         baseline, candidate, log = self.builds({
             "single": {"baseline": [4.0, 0.005], "candidate": [4.0, 0.005]},
             "ddp-2": {"baseline": [8.0, 0.3], "candidate": [8.0, 0.3]},  # too noisy to decide
             "dp-2": {"baseline": [6.0, 0.005], "candidate": [6.0, 0.005]}})
         done = self.run_rounds(baseline, candidate, "--max-rounds", "7")
-        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "cannot judge\n")
+        self.assertRegex(done.stdout, r"ddp-2 \(faithful\) train_time_s: .*too noisy: .*95 % upper bound \+\d")
+        self.assertIn("Machine load: processes not the gate's used", done.stdout)
+        loads = json.loads((self.dir / "out" / "machine-load.json").read_text())
+        self.assertEqual([load["round"] for load in loads], [1, 2, 3, 4, 5, 6, 7])
+        self.assertTrue(all(load["others_cores"] >= 0 and load["wall_s"] > 0 for load in loads), loads)
         runs = self.runs(log)
         self.assertEqual(Counter(row for _, row in runs), {"single": 8, "ddp-2": 14, "dp-2": 8})
         self.assertEqual({row for _, row in runs[4 * 2 * len(ROWS):]}, {"ddp-2"})
@@ -125,8 +133,9 @@ class PairedRoundsTest(StandInBuilds):
         for seed in range(1, 7):
             baseline, candidate, _ = self.builds(spec, first_penalty=0.08)
             done = self.run_rounds(baseline, candidate, "--max-rounds", "8", seed=seed)
-            self.assertIn(done.returncode, (0, 1), done.stderr)
-            alarms += done.returncode
+            # Undecided at the cap is cannot judge (2), never a regression.
+            self.assertIn(done.returncode, (0, 1, 2), done.stderr)
+            alarms += done.returncode == 1
         self.assertEqual(alarms, 0, "the first run of each pair 8 % slower was read as a change")
 
     def test_a_candidate_whose_sweep_dies_or_writes_garbage_fails_the_gate(self) -> None:
@@ -221,6 +230,20 @@ class CandidateRefusalTest(StandInBuilds):
             self.assertEqual(self.count("baseline"), 1, f"{first} first: the baseline build ran the row once, to tell")
             self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n")
 
+    def test_a_row_both_builds_refuse_is_never_the_candidates_whatever_ran_before_it(self) -> None:
+        """"Ran before" is this row's, not any row's: a candidate that ran `single` and then refused
+        `ddp-2`, which the baseline build refuses too, was failed (1) for "the input it ran in an
+        earlier round", on some seeds only."""
+        self.sweep.write_text(json.dumps({"name": "ci-bench", "rows": [{"name": "single"}, {"name": "ddp-2"}]}))
+        rows = {"single": {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]},
+                "ddp-2": {"baseline": "refuse", "candidate": "refuse"}}
+        for seed in range(1, 7):
+            baseline, candidate, _ = self.builds(rows)
+            done = self.run_rounds(baseline, candidate, seed=seed)
+            self.assertEqual(done.returncode, 2, f"seed {seed}: {done.stdout + done.stderr}")
+            self.assertIn(done.outcome.side, (Side.INPUT, Side.BASELINE), f"seed {seed}")
+            self.assertNotIn("ran in an earlier round", done.stderr, f"seed {seed}")
+
     def test_an_input_both_builds_refuse_or_only_the_baseline_build_refuses_cannot_be_judged(self) -> None:
         for rows in ({"single": {"baseline": "refuse", "candidate": "refuse"}},
                      {"single": {"baseline": "refuse", "candidate": [5.0, 0.005]}}):
@@ -247,11 +270,13 @@ class UndecidedTest(StandInBuilds):
             baseline, candidate, log = self.builds(self.NOISY, compare={"baseline": {"paired": judge},
                                                                         "candidate": {"paired": accused}})
             done = self.run_rounds(baseline, candidate, "--max-rounds", "7")
-            self.assertEqual(done.returncode, 0, f"judge {judge}, candidate {accused}: {done.stdout + done.stderr}")
+            # At the cap the row is still too noisy for its bound to exclude a 5 % slowdown.
+            self.assertEqual(done.returncode, 2, f"judge {judge}, candidate {accused}: {done.stdout + done.stderr}")
+            self.assertIn("too noisy", done.stdout)
             self.assertNotIn("disagreed", done.stdout)
             self.assertEqual(Counter(row for _, row in self.runs(log)), {"single": 8, "ddp-2": 14, "dp-2": 8},
                              f"judge {judge}, candidate {accused}: the undecided row did not run to the cap")
-            self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "no regression\n")
+            self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "cannot judge\n")
 
     def test_a_candidate_that_cannot_judge_at_the_last_look_leaves_the_gate_unable_to(self) -> None:
         same = {row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]} for row in ROWS}

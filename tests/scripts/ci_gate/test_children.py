@@ -65,6 +65,22 @@ class ProblemTest(unittest.TestCase):
         self.assertIs(raised.exception.outcome.side, Side.CANDIDATE)
         self.assertIn("ran past its deadline of 1 s", str(raised.exception))
 
+    def test_a_child_that_floods_its_output_costs_the_gate_a_bounded_memory(self) -> None:
+        """A compare that prints without end (until its deadline) was kept whole in memory: the
+        gate died of MemoryError, "the gate's own failure", where the child was at fault."""
+        done = children.run(Side.CANDIDATE, "the candidate's compare",
+                            [sys.executable, "-c", "import sys\nsys.stdout.write('first line\\n')\n"
+                             "for _ in range(48): sys.stdout.write('y' * (1 << 20))\nsys.stdout.write('\\nlast line\\n')\n"
+                             "sys.stderr.write('x' * (20 << 20))"], 60, capture=True)
+        self.assertEqual(done.returncode, 0)
+        self.assertTrue(done.stdout.startswith("first line\n"))
+        self.assertTrue(done.stdout.endswith("last line\n"))
+        self.assertIn("bytes left out ...]", done.stdout)
+        self.assertLessEqual(len(done.stdout), 2 * children.KEPT_BYTES + 100)
+        self.assertLessEqual(len(done.stderr), 2 * children.KEPT_BYTES + 100)
+        small = children.run(Side.CANDIDATE, "a child", ["printf", "a\\377b"], 10, capture=True)
+        self.assertEqual(small.stdout, "a\ufffdb", "bytes no UTF-8 reads are read, never the gate's failure")
+
     def test_a_child_that_cannot_start_is_its_sides_crash(self) -> None:
         with self.assertRaises(Stop) as raised:
             children.run(Side.BASELINE, "the baseline build's sweep", ["/no/such/binary"], 10)

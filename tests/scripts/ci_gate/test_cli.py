@@ -60,6 +60,7 @@ class ParseTest(unittest.TestCase):
                            (["--against", "x", "--turn-timeout-s", "0"], "--turn-timeout-s must be a number"),
                            (["--against", "x", "--turn-timeout-s", "0.001"], "--turn-timeout-s must be a number in [1,"),
                            (["--update-baseline", "--no-compare"], "--update-baseline does not take"),
+                           (["--no-compare", "--bisect"], "--no-compare judges nothing: it cannot --bisect"),
                            (["--update-baseline", "--bisect"], "--update-baseline does not take")):
             with self.subTest(args=args), self.assertRaises(cli.Usage) as raised:
                 parse(*args)

@@ -53,6 +53,20 @@ class OwnFailureTest(unittest.TestCase):
             self.assertFalse((folder / "out" / "verdict.txt").exists(), "a gate that failed left a verdict")
 
 
+    def test_a_signal_while_the_gate_reports_its_own_failure_is_the_signals(self) -> None:
+        """A SIGTERM while the traceback of the gate's own failure is written (a slow reader of its
+        stderr) left main as an uncaught error: exit 1, under --bisect too ("bad")."""
+        folder = Path(tempfile.mkdtemp(prefix="ddpbench-main-"))
+        self.addCleanup(shutil.rmtree, folder)
+        base = SOURCE / "scripts" / "ci-bench.baseline.json"
+        argv = ["--out-dir", str(folder / "out"), "--current", str(base), "--baseline", str(base)]
+        for flags in ([], ["--bisect"]):
+            with mock.patch.object(main, "stored_gate", side_effect=KeyError("a bug")), \
+                    mock.patch.object(main.traceback, "print_exc", side_effect=main.Signalled(signal.SIGTERM)), \
+                    mock.patch.dict(os.environ, {"DDPBENCH_BINARY": os.environ.get("DDPBENCH_BINARY", "/bin/true")}), \
+                    contextlib.redirect_stderr(io.StringIO()):
+                self.assertEqual(main.main([*argv, *flags]), 143, flags)
+
 class FinishTest(unittest.TestCase):
     """The answer and the verdict survive the machine: a reader gone from a pipe changes nothing, a
     full disk is the gate's failure (never a side's), and so is a verdict that cannot be written."""
@@ -122,6 +136,9 @@ class GateTest(unittest.TestCase):
         # the user's arguments are bad input (128: stopped); the candidate's alone: it fails.
         both = {"candidate": {"sweep": "refuse"}, "baseline": {"sweep": "refuse"}}
         for faults, args, code, says in ((both, [], 125, "this commit's own sweep file"),
+                                         # Its own file however it is spelled (this was 128, the bisection stopped).
+                                         (both, ["--sweep-file", "./scripts/ci-bench.sweep.json"], 125,
+                                          "this commit's own sweep file"),
                                          (both, ["--", "--threads", "1"], 128, "neither build accepts it"),
                                          ({"candidate": {"sweep": "refuse"}}, [], 1, "which the baseline build's accepts")):
             done = self.stand_in.gate("--bisect", "--against", "HEAD", *QUICK, *args, faults=faults)

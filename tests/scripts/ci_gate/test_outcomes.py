@@ -37,6 +37,7 @@ class TableTest(unittest.TestCase):
             (Side.CANDIDATE, What.INTERRUPTED): (2, 125, "cannot judge"),
             (Side.CANDIDATE, What.UPDATED): (0, 0, None),
             (Side.CANDIDATE, What.MEASURED): (0, 0, None),
+            (Side.CANDIDATE, What.ROW_FAILED): (1, 1, None),
             (Side.BASELINE, What.CANNOT_JUDGE): (2, 125, "cannot judge"),
             (Side.BASELINE, What.CRASH): (2, 125, "cannot judge"),
             (Side.BASELINE, What.GARBAGE): (2, 125, "cannot judge"),

@@ -198,6 +198,11 @@ class InputsTest(GateCase):
         done = stand_in.gate("--no-compare", "--repeat", "2", "--baseline", str(self.dir / "none.json"))
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         self.assertTrue((stand_in.repo / "results" / "ci-bench" / "current" / "results.json").is_file())
+        # A row that failed is the measurement's exit 1, never 0 (it was 0, under --bisect too).
+        failed = stand_in.gate("--no-compare", "--repeat", "2", faults={"candidate": {"sweep": "failed"}})
+        self.assertEqual(failed.returncode, 1, failed.stdout + failed.stderr)
+        self.assertIn("a row failed", failed.stderr)
+        self.assertFalse((stand_in.repo / "results" / "ci-bench" / "verdict.txt").exists(), "nothing was judged")
 
     def test_rows_whose_names_hold_a_dot_are_the_sweep_files(self) -> None:
         stand_in = StandInRepository(self.dir / "repo-folder")

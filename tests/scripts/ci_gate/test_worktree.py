@@ -164,6 +164,12 @@ class WorktreeTest(unittest.TestCase):
         (src / "mine.txt").write_text("the user's\n")
         self.refused("holds changes scripts/ci-bench did not make (mine.txt)", folder=src)
         (src / "mine.txt").unlink()
+        # A user's edit since, of a file the checkout was writing, holds neither commit's content:
+        # still theirs (a next gate's forced checkout threw it away).
+        (src / "scripts" / "ci-bench.sweep.json").write_text('{"rows": [{"name": "single"}], "mine": 1}\n')
+        self.refused("holds changes scripts/ci-bench did not make (scripts/ci-bench.sweep.json)", folder=src)
+        self.assertIn('"mine": 1', (src / "scripts" / "ci-bench.sweep.json").read_text())
+        (src / "scripts" / "ci-bench.sweep.json").write_text('{"rows": [{"name": "single"}]}\n')
         done = self.stand_in.gate("--against", new, *QUICK)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         self.assertEqual(self.git("-C", str(src), "rev-parse", "HEAD").strip(), new)
@@ -173,10 +179,14 @@ class WorktreeTest(unittest.TestCase):
         other = self.dir / "other"
         subprocess.run(["git", "init", "-q", str(other)], check=True)
         before = files_of(other / ".git")
-        env = self.stand_in.env(GIT_DIR=str(other / ".git"), GIT_WORK_TREE=str(other))
+        env = self.stand_in.env(GIT_DIR=str(other / ".git"), GIT_WORK_TREE=str(other),
+                                GIT_INDEX_FILE=str(other / ".git" / "index"))
         done = self.stand_in.gate("--against", "HEAD", *QUICK, env=env)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         self.assertEqual(files_of(other / ".git"), before, "the gate wrote into the repository of GIT_DIR")
+        # Nor do they reach REV's set-up, whose build stamp reads git (a hook's GIT_DIR made it the caller's).
+        reached = (self.stand_in.repo / "build-against" / "build" / "git-variables").read_text()
+        self.assertEqual(reached, "", "the caller's git variables reached REV's build")
 
     def test_the_candidates_checkout_and_build_and_out_dir_are_kept_apart(self) -> None:
         repo = self.stand_in.repo
