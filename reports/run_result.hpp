@@ -104,7 +104,8 @@ struct RunResult {
   std::string straggler_cause;                // where the slowest rank's excess lies: "compute" or "data"
   double rank_compute_spread = kNotMeasured;  // the same over compute alone
   // The slowest rank was the slowest in `straggler_steps` of `straggler_of_steps` steady steps;
-  // how often chance would have it so (one-sided binomial, 1 / ranks a step).
+  // how often chance would have some rank so (slowest_of_ranks_p: the binomial at 1 / ranks a
+  // step, times the ranks it was picked from).
   int64_t straggler_steps = 0;
   int64_t straggler_of_steps = 0;
   double straggler_p = kNotMeasured;

@@ -144,7 +144,7 @@ TEST(Reporters, MarkdownAndHtmlSayAStragglerOnTooFewStepsWasNotJudged) {
                       "judged: 3 steady steps of 2 ranks"),
             std::string::npos)
       << html;
-  for (auto& r : doc.runs) r.straggler_of_steps = r.straggler_of_steps > 0 ? 5 : 0;
+  for (auto& r : doc.runs) r.straggler_of_steps = r.straggler_of_steps > 0 ? 6 : 0;
   EXPECT_EQ(make_markdown_reporter()->render(doc).find("not judged"), std::string::npos);
   EXPECT_EQ(make_html_reporter()->render(doc).find("Stragglers not judged"), std::string::npos);
 }
