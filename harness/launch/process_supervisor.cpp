@@ -205,9 +205,9 @@ std::vector<ProcessExit> final_exits(std::vector<Child>& children, const Supervi
   return exits;
 }
 
-// SIGTERM to every child still running, SIGKILL at once to one that is stopped (is_stopped).
-void stop_all(std::vector<Child>& children) {
-  signal_all(children, SIGTERM);
+// `signal` to every child still running, SIGKILL at once to one that is stopped (is_stopped).
+void stop_all(std::vector<Child>& children, int signal) {
+  signal_all(children, signal);
   for (auto& c : children) {
     if (c.running && is_stopped(c.pid)) ::kill(c.pid, SIGKILL);
   }
@@ -279,7 +279,9 @@ SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const Superv
     if (run.first_failure && !stopping_since && o.on_first_failure) o.on_first_failure();
     if ((run.first_failure || run.interrupted) && !stopping_since) {
       stopping_since = Clock::now();
-      stop_all(children);
+      // The children are stopped by the signal that stopped us (a SIGINT stays one in their reasons,
+      // never "Terminated"), else, after a child's failure, by SIGTERM.
+      stop_all(children, run.interrupted ? interruption_signal() : SIGTERM);
     }
     if (stopping_since && Clock::now() - *stopping_since > o.grace) signal_all(children, SIGKILL);
   }
