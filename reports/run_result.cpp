@@ -397,6 +397,7 @@ void to_json(json& j, const SweepInfo& s) {
     if (!r.reference_of.empty()) row["reference_of"] = r.reference_of;
     if (!r.compared_with.empty()) row["compared_with"] = r.compared_with;
     if (!r.compared_without.empty()) row["compared_without"] = r.compared_without;
+    if (!r.preset_changes.empty()) row["preset_changes"] = r.preset_changes;
     rows.push_back(std::move(row));
   }
   j = json{{"preset", s.preset}, {"note", s.note}, {"baseline_row", s.baseline_row}, {"repeat", s.repeat},
@@ -431,6 +432,12 @@ void from_json(const json& j, SweepInfo& s) {
     s.rows.push_back({r.at("name").get<std::string>(), r.value("mode", ""), read_number(r, "tutorial_seconds"),
                       r.value("devices", int64_t{1}), r.value("reference_of", ""), r.value("compared_with", ""),
                       r.value("compared_without", "")});
+    const json changes = r.value("preset_changes", json::array());
+    if (!changes.is_array() || !std::all_of(changes.begin(), changes.end(), [](const json& c) { return c.is_string(); })) {
+      throw std::invalid_argument("sweep row " + r.value("name", json("?")).dump() +
+                                  ": 'preset_changes' must be a list of strings (got " + changes.dump() + ")");
+    }
+    s.rows.back().preset_changes = changes.get<std::vector<std::string>>();
     const SweepRowInfo& row = s.rows.back();
     // The run a twin is compared with is ddpbench's run of the twin's own row without
     // SyncBatchNorm, by its one name: any other would gate another pair, or none.

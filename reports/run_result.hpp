@@ -168,6 +168,9 @@ struct SweepRowInfo {
   // and what both sides left out. Empty: the twin is compared with the row itself.
   std::string compared_with = {};
   std::string compared_without = {};
+  // What the sweep's preset (the CPU table) changed in the row's configuration, one "option
+  // before → after" each, as the plan applied it: a report lists them row by row.
+  std::vector<std::string> preset_changes = {};
 };
 
 

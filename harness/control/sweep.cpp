@@ -205,6 +205,12 @@ class SweepReports {
 
   void add(RunResult result) {
     document_.runs.push_back(std::move(result));
+    write();
+  }
+
+  // Every report of the document as it stands: before the first row, each row not run, so that no
+  // report of an earlier sweep into the same folder outlives this one's start.
+  void write() const {
     for (const auto& reporter : reporters_) reporter->write(document_, reports_dir_ / reporter->file_name());
     if (!command_.gbench_json.empty()) make_gbench_reporter()->write(document_, command_.gbench_json);
   }
@@ -249,6 +255,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     return 0;
   }
   SweepReports reports(command, argv, env, plan);
+  reports.write();
   // SIGINT or SIGTERM: the row in flight stops at its next step and keeps what it finished,
   // every finished row stays, the reports are written, and the sweep exits 130 or 143.
   catch_interruptions();

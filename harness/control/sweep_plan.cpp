@@ -55,28 +55,66 @@ std::vector<const json*> option_layers(const PlanContext& context, const SweepRo
   return layers;
 }
 
-// The batch before the row's mode options: the same global batch for every controlled row
-// (split over the processes of a distributed row); the tutorial's batch, scaled to the CPU
-// preset, for a faithful one.
-void scale_batch(const PlanContext& context, RunConfig& c, const std::string& mode) {
-  if (mode == "controlled") {
-    const int64_t global = context.definition.controlled_global_batch / (context.cpu ? kCpuBatchDivisor : 1);
-    c.batch_size = std::max<int64_t>(1, global / ranks_of(c));
-  } else if (context.cpu) {
-    c.batch_size = std::max<int64_t>(1, c.batch_size / kCpuBatchDivisor);
-  }
-}
-
-void apply_cpu_preset(const SweepRowSpec& spec, RunConfig& c, const std::string& mode, const std::string& where) {
-  if (mode == "faithful" && spec.mode_options.contains(mode) && spec.mode_options.at(mode).contains("batch-size")) {
-    c.batch_size = std::max<int64_t>(1, c.batch_size / kCpuBatchDivisor);
-  }
-  apply_run_config_json(c, kCpuSettings, where);
+// The CPU preset's cuts: each setting of kCpuSettings at most the preset's (the smaller of the
+// row's and the preset's, an unset cut taking the preset's), never larger than the row asked for;
+// its device the CPU (the table has no GPU); DataParallel's devices as many CPU replicas; and a
+// faithful row's batch divided by kCpuBatchDivisor (a controlled row's global batch is, below).
+void apply_cpu_preset(const SweepRowSpec& spec, RunConfig& c, const std::string& mode) {
+  c.device = kCpuSettings["device"].get<std::string>();
+  const auto cut = [](auto& value, const char* key) { value = std::min<int64_t>(value, kCpuSettings[key].get<int64_t>()); };
+  const auto cut_optional = [](std::optional<int64_t>& value, const char* key) {
+    value = std::min<int64_t>(value.value_or(INT64_MAX), kCpuSettings[key].get<int64_t>());
+  };
+  cut_optional(c.max_steps, "max-steps");
+  cut_optional(c.max_eval_batches, "max-eval-batches");
+  cut(c.warmup_steps, "warmup-steps");
+  cut(c.synthetic_train_images, "synthetic-train-images");
+  cut(c.synthetic_test_images, "synthetic-test-images");
+  cut(c.workers, "workers");
+  if (mode == "faithful") c.batch_size = std::max<int64_t>(1, c.batch_size / kCpuBatchDivisor);
   if (c.strategy == "dp") {
     std::string devices;
     for (int64_t i = 0; i < spec.devices; ++i) devices += (i ? ",cpu" : "cpu");
     c.devices = devices;
   }
+}
+
+// A controlled row's batch: the sweep's one global batch (scaled to the CPU preset) split over the
+// processes the row runs as, after every layer and override (--nproc 3 splits it three ways),
+// unless its controlled options or the command line give a batch of its own.
+void split_controlled_batch(const PlanContext& context, const SweepRowSpec& spec, RunConfig& c, bool cpu) {
+  const auto given = [](const json& options) { return options.contains("batch-size"); };
+  const bool overridden = std::any_of(context.command.overrides.begin(), context.command.overrides.end(),
+                                      [](const auto& o) { return o.first == "batch-size"; });
+  if (overridden || (spec.mode_options.contains("controlled") && given(spec.mode_options.at("controlled")))) return;
+  const int64_t global = context.definition.controlled_global_batch / (cpu ? kCpuBatchDivisor : 1);
+  c.batch_size = std::max<int64_t>(1, global / ranks_of(c));
+}
+
+// Every layer of a row's configuration in its order (defaults, mode, row, the row's mode, the CPU
+// preset's cuts where `cpu`, the command line), the controlled batch, and a preset's fill-ins.
+RunConfig layered_config(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
+                         const std::string& where, bool cpu) {
+  RunConfig c;
+  for (const json* layer : option_layers(context, spec, mode)) apply_run_config_json(c, *layer, where);
+  if (cpu) apply_cpu_preset(spec, c, mode);
+  for (const auto& [key, value] : context.command.overrides) {
+    try {
+      find_run_option(key)->set(c, value);
+    } catch (const InputError& e) {
+      throw InputError(where + ": " + e.what());
+    }
+  }
+  if (mode == "controlled") split_controlled_batch(context, spec, c, cpu);
+  // A preset fills in whatever no layer above set, as it does on the command line.
+  std::set<std::string> given;
+  for (const json* layer : option_layers(context, spec, mode)) {
+    for (const auto& item : layer->items()) given.insert(item.key());
+  }
+  for (const auto& [key, value] : context.command.overrides) given.insert(key);
+  apply_preset(c, given);
+  c.name = spec.name;
+  return c;
 }
 
 void judge_row(const PlanContext& context, const RunConfig& c, const std::string& where) {
@@ -183,40 +221,32 @@ SweepInfo plan_info(const PlanContext& context) {
     info.projection = projection_options_json(projection);
   }
   if (context.cpu) {
-    info.note = "No GPU on this machine: the CPU preset. The tutorial's rows run as Gloo ranks and CPU replicas "
-                "sharing " + std::to_string(context.environment.machine.cpu_cores) + " cores, batches divided by " +
-                std::to_string(kCpuBatchDivisor) + ", epochs cut to " + kCpuSettings["max-steps"].dump() +
-                " steps: times compare rows with each other, not with the tutorial's GPUs.";
+    info.note = "No GPU on this machine: the CPU preset. The rows run as Gloo ranks and CPU replicas sharing " +
+                std::to_string(context.environment.machine.cpu_cores) +
+                " cores, cut short (what the preset changed in each row is listed under \"the CPU preset's "
+                "changes\"): times compare rows with each other, not with the tutorial's GPUs.";
   }
   return info;
 }
 
 RunConfig configure_row(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
                         const std::string& where) {
-  RunConfig c;
-  apply_run_config_json(c, context.definition.defaults, where);
-  apply_run_config_json(c, kModeSettings.at(mode), where);
-  apply_run_config_json(c, spec.options, where);
-  scale_batch(context, c, mode);
-  if (spec.mode_options.contains(mode)) apply_run_config_json(c, spec.mode_options.at(mode), where);
-  if (context.cpu) apply_cpu_preset(spec, c, mode, where);
-  for (const auto& [key, value] : context.command.overrides) {
-    try {
-      find_run_option(key)->set(c, value);
-    } catch (const InputError& e) {
-      throw InputError(where + ": " + e.what());
-    }
-  }
-  // A preset fills in whatever no layer above set, as it does on the command line.
-  std::set<std::string> given;
-  for (const json* layer : option_layers(context, spec, mode)) {
-    for (const auto& item : layer->items()) given.insert(item.key());
-  }
-  for (const auto& [key, value] : context.command.overrides) given.insert(key);
-  apply_preset(c, given);
-  c.name = spec.name;
+  RunConfig c = layered_config(context, spec, mode, where, context.cpu);
   judge_row(context, c, where);
   return c;
+}
+
+std::vector<std::string> preset_changes(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
+                                        const std::string& where) {
+  if (!context.cpu) return {};
+  const json before = run_config_to_json(layered_config(context, spec, mode, where, false));
+  const json after = run_config_to_json(layered_config(context, spec, mode, where, true));
+  std::vector<std::string> changes;
+  const auto text = [](const json& v) { return v.is_null() ? std::string("unset") : v.is_string() ? v.get<std::string>() : v.dump(); };
+  for (const auto& [key, value] : after.items()) {
+    if (before.value(key, json()) != value) changes.push_back(key + " " + text(before.value(key, json())) + " → " + text(value));
+  }
+  return changes;
 }
 
 std::vector<std::string> cpu_mixed_precision(const PlanContext& context, RunConfig& c) {
@@ -277,7 +307,13 @@ PlannedRowGroup plan_row(const PlanContext& context, const SweepRowSpec& spec, c
   PlannedRow& row = group.row;
   row.info = {spec.name, mode, spec.tutorial_seconds, spec.devices, ""};
   row.config = configure_row(context, spec, mode, where);
+  row.info.preset_changes = preset_changes(context, spec, mode, where);
+  const AmpMode planned_amp = row.config.amp;
   row.notes = cpu_mixed_precision(context, row.config);
+  if (row.config.amp != planned_amp) {
+    row.info.preset_changes.push_back("amp " + std::string(enum_name(kAmpModeNames, planned_amp)) + " → " +
+                                      std::string(enum_name(kAmpModeNames, row.config.amp)));
+  }
   row.skip_reason = skip_reason(context, spec, row.config);
   check_node_spread(spec, row.config, where);
   row.launch = srun_launch(context.command, context.environment, spec, row.config);

@@ -94,10 +94,17 @@ void check_named_rows(const SweepCommand& command, const SweepDefinition& defini
 /// The sweep's heading: preset, baseline, repetitions, projection, the CPU preset's note.
 SweepInfo plan_info(const PlanContext& context);
 
-/// The row's configuration in one mode: every layer applied, the CPU preset's scale, the
-/// overrides, the preset's fill-ins, validated. Throws InputError prefixed with `where`.
+/// The row's configuration in one mode: every layer applied, the CPU preset's cuts (each setting
+/// at most the preset's), the overrides, the controlled mode's global batch split over the
+/// row's final processes, the preset's fill-ins, validated. Throws InputError prefixed with `where`.
 RunConfig configure_row(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
                         const std::string& where);
+
+/// What the CPU preset changed in the row's configuration in one mode (where the plan applies it):
+/// "option before → after", option by option, the configuration without the preset against the
+/// one with it; empty without the preset.
+std::vector<std::string> preset_changes(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
+                                        const std::string& where);
 
 /// The CPU preset's mixed precision: fp16 becomes bf16 where the CPU computes bf16 (not with
 /// --amp given). Returns the notes that say so.

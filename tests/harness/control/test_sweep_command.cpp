@@ -171,6 +171,12 @@ TEST(SweepCommand, ASignalKeepsEveryFinishedRowAndTheStepsOfTheRowInFlight) {
     const std::string md = testing::read_text(dir / "out/results.md");
     EXPECT_NE(md.find("| interrupted [1] |"), std::string::npos) << md;
     EXPECT_NE(md.find("- [1] interrupted by "), std::string::npos) << md;
+    // The row in flight is stopped by the signal the sweep was sent, and its reason names it: a
+    // SIGINT said "Terminated" (issue 55).
+    const std::string reason = doc["runs"][1]["reason"].get<std::string>();
+    EXPECT_NE(reason.find(signal == SIGINT ? "interrupted by Interrupt" : "interrupted by Terminated"),
+              std::string::npos)
+        << reason;
   }
 }
 
@@ -202,6 +208,33 @@ TEST(SweepCommand, ReportsDirHoldsTheReportsOfEachFinishedRow) {
   const auto empty = testing::run_process(sweep_args(dir, {"--rows", "quick", "--reports-dir", ""}));
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_NE(empty.err.find("--reports-dir must not be empty"), std::string::npos) << empty.err;
+}
+
+// A sweep into a folder that holds an earlier sweep's reports replaces them before its first row
+// runs, each row not run yet: killed outright during that row, it leaves its own reports, never
+// the earlier sweep's, unmarked, as if they were this one's (issue 55).
+TEST(SweepCommand, ASweepKilledInItsFirstRowLeavesItsOwnReportsNotAnEarlierSweeps) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  ASSERT_EQ(testing::run_process(sweep_args(dir, {"--rows", "quick"})).exit_code, 0);
+  ASSERT_NE(testing::read_text(dir / "out/results.md").find("| quick |"), std::string::npos);
+  {
+    testing::SpawnedProcess sweep(sweep_args(dir, {"--rows", "endless"}));
+    ASSERT_TRUE(sweep.when_said("] step 3/").has_value()) << sweep.err_so_far();
+    ::kill(sweep.pid(), SIGKILL);
+    sweep.wait();
+  }
+  const std::string md = testing::read_text(dir / "out/results.md");
+  EXPECT_EQ(md.find("| quick |"), std::string::npos) << "the earlier sweep's:\n" << md;
+  EXPECT_NE(md.find("| endless | 1 | - | - |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| not run |"), std::string::npos) << md;
+  const std::string html = testing::read_text(dir / "out/results.html");
+  EXPECT_EQ(html.find("<td>quick</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>endless</td>"), std::string::npos) << html;
+  const auto summary = results(dir)["summary"];
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(summary[0]["name"], "endless");
+  EXPECT_EQ(summary[0]["repetition_outcomes"][0]["status"], "not run");
 }
 
 // A second SIGINT does not wait for anything. After the first, the sweep waits for the row in

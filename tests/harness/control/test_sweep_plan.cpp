@@ -721,6 +721,57 @@ TEST(PlanRules, LayersApplyInOrderAndTheCommandLineWins) {
   }
 }
 
+// Controlled mode promises one global batch for every row: it is split over the processes a row
+// runs as after the command line (sweep --nproc 3 gave ddp-2gpu a global batch of 192 and
+// ddp-4gpu 96, where 1024 / 8 = 128 was promised), unless a batch is given for the row.
+TEST(PlanRules, TheControlledBatchIsSplitOverTheRanksTheRowRunsAs) {
+  SweepCommand command;
+  command.mode = "controlled";
+  command.overrides = {{"nproc", "3"}};
+  const SweepPlan plan = plan_sweep(command, machine(0));
+  for (const char* name : {"ddp-2gpu", "ddp-4gpu"}) {
+    EXPECT_EQ(row(plan, name, "controlled").config.nproc, 3) << name;
+    EXPECT_EQ(row(plan, name, "controlled").config.batch_size, 42) << name << ": 128 over 3 ranks";
+  }
+  EXPECT_EQ(row(plan, "single", "controlled").config.batch_size, 128);
+  command.overrides.emplace_back("batch-size", "20");
+  EXPECT_EQ(row(plan_sweep(command, machine(0)), "ddp-2gpu", "controlled").config.batch_size, 20)
+      << "a batch given on the command line is the row's own";
+}
+
+// The CPU preset cuts: each of its settings at most the preset's, so a sweep file's smaller value
+// stays (a synthetic set of 512 images was made 8,192, x16), a larger or unset one is cut; and
+// what it changed is recorded row by row, the command line's options its own.
+TEST(PlanRules, TheCpuPresetOnlyCutsAndSaysWhatItChangedInEachRow) {
+  SweepDefinition definition;
+  definition.name = "cuts";
+  definition.defaults = {{"model", "tiny"},          {"dataset", "synthetic"}, {"synthetic-train-images", 512},
+                         {"warmup-steps", 10},        {"workers", 1},           {"max-steps", 100},
+                         {"device", "cuda"},          {"max-eval-batches", 1}};
+  const SweepRowSpec spec = spec_of("r", {{"strategy", "single"}});
+  definition.rows = {spec};
+  SweepCommand command;
+  command.table = "cpu";
+  command.overrides = {{"warmup-steps", "3"}};
+  const PlanContext context = plan_context(command, machine(0), definition);
+  const RunConfig c = configure_row(context, spec, "faithful", "here");
+  EXPECT_EQ(c.synthetic_train_images, 512) << "smaller than the preset's 8,192: kept";
+  EXPECT_EQ(c.synthetic_test_images, 1024);
+  EXPECT_EQ(c.workers, 1);
+  EXPECT_EQ(c.max_eval_batches, 1);
+  EXPECT_EQ(c.max_steps, 4);
+  EXPECT_EQ(c.warmup_steps, 3) << "the command line's";
+  EXPECT_EQ(c.device, "cpu");
+  EXPECT_EQ(c.batch_size, 32);
+  const std::vector<std::string> changes = preset_changes(context, spec, "faithful", "here");
+  const std::vector<std::string> expected = {"batch-size 256 → 32", "device cuda → cpu", "max-steps 100 → 4",
+                                             "synthetic-test-images 10000 → 1024"};
+  EXPECT_EQ(changes, expected);
+  EXPECT_EQ(row(plan_sweep(command, machine(0)), "single", "faithful").info.preset_changes.empty(), false);
+  command.table = "tutorial";
+  EXPECT_TRUE(preset_changes(plan_context(command, machine(2), definition), spec, "faithful", "here").empty());
+}
+
 TEST(PlanRules, TheFirstReasonASkipHasIsTheOneGiven) {
   SweepDefinition definition;
   definition.name = "skips";
