@@ -12,28 +12,9 @@
 namespace ddpbench {
 namespace {
 
-constexpr int kTrainFiles = 5;
+constexpr int kTrainFiles = static_cast<int>(kCifar10TrainFiles);
 
 }  // namespace
-
-std::vector<std::filesystem::path> cifar10_files(const std::filesystem::path& batches_dir) {
-  std::vector<std::filesystem::path> files;
-  for (int i = 1; i <= kTrainFiles; ++i) {
-    files.push_back(batches_dir / ("data_batch_" + std::to_string(i) + ".bin"));
-  }
-  files.push_back(batches_dir / "test_batch.bin");
-  return files;
-}
-
-std::filesystem::path find_cifar10(const std::filesystem::path& data_dir) {
-  for (const auto& candidate : {data_dir / kCifar10Folder, data_dir}) {
-    for (const auto& file : cifar10_files(candidate)) {
-      std::error_code ec;
-      if (std::filesystem::exists(file, ec)) return candidate;
-    }
-  }
-  return {};
-}
 
 ImageSet read_cifar10_file(const std::filesystem::path& file, int64_t records) {
   std::error_code ec;

@@ -225,7 +225,10 @@ void add_sweep_row_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
              "`--gbench-json FILE`", "none", "also write Google Benchmark's JSON ([reports](reports.md))");
   documented(lines,
              sweep.add_flag("--dry-run", c.dry_run, "print each planned row's ddpbench run command; run nothing"),
-             "`--dry-run`", "off", "print each row's `ddpbench run` command; run nothing");
+             "`--dry-run`", "off",
+             "print each row's `ddpbench run` command; run nothing. Every row that would run is checked first as "
+             "`run` checks it ([below](#exit-codes-and-signals)), so a row every repetition would refuse is bad "
+             "input here");
 }
 
 void add_sweep_run_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
@@ -444,7 +447,7 @@ void validate_advise(const CLI::App& advise, AdviseCommand& c) {
   c.ranks = once;
   for (double mb : c.bucket_mb) {
     // DDP's caps in bytes are whole numbers: a cap below a kilobyte or above a terabyte is no cap.
-    if (!(std::isfinite(mb) && mb >= 0.001 && mb <= 1e6)) {
+    if (!(std::isfinite(mb) && mb >= kLeastBucketMb && mb <= kMostBucketMb)) {
       throw InputError("--bucket-mb: " + std::to_string(mb) + " is not a bucket cap (0.001 to 1000000 MiB)");
     }
   }

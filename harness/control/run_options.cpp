@@ -204,10 +204,10 @@ void add_distributed_options(std::vector<RunOption>& o) {
   o.push_back(documented(enum_option("backend", &RunConfig::backend, kCommBackendNames,
                                      "c10d backend: auto is NCCL on CUDA devices, Gloo on CPUs"),
                          "c10d backend: NCCL on CUDA devices, Gloo on CPUs"));
-  o.push_back(
-      documented(option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"),
-                 "ddp: DDP's `bucket_cap_mb`; as in PyTorch the first bucket is capped at 1 MiB at the "
-                 "default cap, at the cap itself when one is given"));
+  o.push_back(documented(
+      option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"),
+      "ddp: DDP's `bucket_cap_mb` (0.001 to 1000000); as in PyTorch the first bucket is capped at 1 MiB at the "
+      "default cap, at the cap itself when one is given"));
   o.push_back(documented(
       switch_option("overlap", &RunConfig::overlap,
                     "ddp: allreduce each gradient bucket as soon as backward fills it (--no-overlap: all of them "
@@ -240,7 +240,7 @@ void add_distributed_options(std::vector<RunOption>& o) {
   o.push_back(documented(option("timeout-s", &RunConfig::timeout_s, "N",
                                 "seconds a collective or the rendezvous may wait before the row fails"),
                          "a rendezvous or collective waiting longer fails the row: a dead peer is an error, never a "
-                         "hang"));
+                         "hang (1 to 604800, a week)"));
 }
 
 // Test only: faults and slowdowns a row plays, for the gates and diagnoses to catch.

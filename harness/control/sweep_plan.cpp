@@ -5,6 +5,7 @@
 
 #include "harness/base/input_error.hpp"
 #include "harness/base/whole_integer.hpp"
+#include "harness/control/row_check.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/launch/process_supervisor.hpp"
 #include "harness/launch/slurm_hostlist.hpp"
@@ -156,6 +157,13 @@ std::vector<std::string> srun_launch(const SweepCommand& command, const SweepEnv
           "--ntasks=" + std::to_string(tasks),
           "--ntasks-per-node=" + std::to_string(tasks / spec.nodes),
           "--job-name=ddpbench-" + spec.name};
+}
+
+// A repetition's own file under --out-dir/rows/MODE/ (NAME.json, or NAME.rN.json with --repeat).
+std::filesystem::path row_result_file(const SweepCommand& command, const std::string& mode, const std::string& name,
+                                      int64_t repetition) {
+  const std::string suffix = command.repeat > 1 ? ".r" + std::to_string(repetition) : "";
+  return std::filesystem::path(command.out_dir) / "rows" / mode / (name + suffix + ".json");
 }
 
 std::string row_where(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode) {
@@ -319,7 +327,33 @@ PlannedRowGroup plan_row(const PlanContext& context, const SweepRowSpec& spec, c
   row.launch = srun_launch(context.command, context.environment, spec, row.config);
   row.world_size = ranks_of(row.config);
   if (context.command.reference) add_reference_rows(context, spec, group);
+  for (const PlannedRow* member : group.members()) {
+    check_planned_row(context, spec, *member,
+                      sweep_row_where(context.definition.name, member->info.name) + " (" + mode + ")");
+  }
   return group;
+}
+
+void check_planned_row(const PlanContext& context, const SweepRowSpec& spec, const PlannedRow& row,
+                       const std::string& where) {
+  if (row.skip_reason) return;
+  RunConfig c = row.config;
+  c.out = row_result_file(context.command, row.info.mode, c.name, 0).string();  // as each repetition is given
+  RowStart start;
+  start.distributed = is_distributed(c);
+  start.world_size = ranks_of(c);
+  const bool here = row.launch.empty();
+  start.local_ranks = here ? start.world_size : std::max<int64_t>(1, start.world_size / spec.nodes);
+  start.world_source = here ? "--nproc " + std::to_string(c.nproc)
+                            : "srun's " + std::to_string(start.world_size) + " tasks";
+  // srun's ranks run on the allocation's nodes: their memory and data are theirs to check.
+  start.memory_bytes = here ? context.environment.memory_bytes : 0;
+  start.check_data = here;
+  try {
+    check_row(c, start);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
 }
 
 // With --reference each repetition of a row is followed by its PyTorch twin: the same
@@ -364,12 +398,10 @@ void add_reference_rows(const PlanContext& context, const SweepRowSpec& spec, Pl
 void append_repetitions(const SweepCommand& command, const SweepRowSpec& spec, const PlannedRowGroup& group,
                         std::vector<PlannedRow>& rows) {
   for (int64_t rep = 0; rep < command.repeat; ++rep) {
-    const std::string suffix = command.repeat > 1 ? ".r" + std::to_string(rep) : "";
     for (const PlannedRow* member : group.members()) {
       PlannedRow row = *member;
       row.repetition = rep;
-      row.result_file =
-          std::filesystem::path(command.out_dir) / "rows" / row.info.mode / (row.config.name + suffix + ".json");
+      row.result_file = row_result_file(command, row.info.mode, row.config.name, rep);
       row.config.out = row.result_file.string();
       row.config.nodes = spec.nodes;  // the placement is part of what the row is
       rows.push_back(std::move(row));

@@ -33,6 +33,8 @@ struct SweepEnvironment {
   // (emulated half precision is ~40x slower than fp32).
   bool cpu_native_bf16 = false;
   bool cpu_native_fp16 = false;
+  // This machine's memory (0: unknown, not checked): the rows that run here must fit in it.
+  int64_t memory_bytes = 0;
   std::vector<std::string> strategies;  // the strategies this build has
   std::map<std::string, std::string> pytorch_twins;  // strategy -> PyTorch's own (ddp -> torch-ddp)
   Environment machine;
@@ -126,6 +128,12 @@ PlannedRowGroup plan_row(const PlanContext& context, const SweepRowSpec& spec, c
 /// --reference: the twin (and the comparison run) of `group.row`. Throws InputError when its
 /// strategy has no PyTorch twin.
 void add_reference_rows(const PlanContext& context, const SweepRowSpec& spec, PlannedRowGroup& group);
+
+/// The one check of a row's configuration (harness/control/row_check.hpp) for a planned row that
+/// will run: the world it runs as (srun's tasks or its --nproc), this machine's memory and data
+/// where it runs here. A skipped row is not checked. Throws InputError prefixed with `where`.
+void check_planned_row(const PlanContext& context, const SweepRowSpec& spec, const PlannedRow& row,
+                       const std::string& where);
 
 /// Each repetition of each member, with its result file under --out-dir/rows/MODE/.
 void append_repetitions(const SweepCommand& command, const SweepRowSpec& spec, const PlannedRowGroup& group,

@@ -36,7 +36,7 @@ struct Child {
 };
 
 void relay_line(Child& child, const std::string& line, const SuperviseOptions& o) {
-  if (o.relay) {
+  if (o.relay && !(o.withhold && o.withhold(line))) {
     const std::string out = o.prefix_relayed_lines ? "[" + child.label + "] " + line + "\n" : line + "\n";
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, out.data(), out.size());
   }
@@ -228,6 +228,15 @@ std::string ProcessExit::tail(std::size_t lines) const {
     text += (text.empty() ? "" : "\n") + stderr_tail[i];
   }
   return text;
+}
+
+std::optional<std::string> ProcessExit::bad_input() const {
+  if (signal != 0 || exit_code != 2) return std::nullopt;
+  for (auto line = stderr_tail.rbegin(); line != stderr_tail.rend(); ++line) {
+    if (const auto at = line->find(kBadInputPrefix); at != std::string::npos)
+      return line->substr(at + kBadInputPrefix.size());
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> environment_with(const std::vector<std::string>& overrides,

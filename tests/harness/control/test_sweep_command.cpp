@@ -317,6 +317,32 @@ TEST(SweepCommand, ItsOutputsNeverReplaceItsSweepFileOrAFileItDidNotWrite) {
   EXPECT_FALSE(std::filesystem::exists(dir / "out/rows")) << "no row ran";
 }
 
+// --dry-run checks each row as `run` will: a fault at step 5 of a row the CPU preset cut to 4 steps,
+// and --nproc 2 on a one-process row, passed it and failed every repetition after the other rows.
+TEST(SweepCommand, DryRunRefusesWhatEveryRepetitionWouldRefuse) {
+  TempDir dir;
+  testing::write_text(dir / "s.json", R"({"name": "cut", "defaults": {"model": "tiny", "dataset": "synthetic",
+      "synthetic-train-images": 512, "synthetic-test-images": 128, "batch-size": 64, "workers": 0},
+      "rows": [{"name": "one", "options": {"strategy": "single"}}]})");
+  const auto args = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {testing::ddpbench_binary(), "sweep", "--file", (dir / "s.json").string(), "--mode",
+                                  "faithful", "--table", "cpu", "--dry-run", "--out-dir", (dir / "out").string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  ASSERT_EQ(testing::run_process(args({})).exit_code, 0);
+  for (const auto& [extra, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--inject-fault-rank", "0", "--inject-fault-step", "5"},
+            "row 'one' (faithful): --inject-fault-step 5: the row runs 4 steps (0-3) after --max-steps 4"},
+           {{"--nproc", "2"}, "row 'one' (faithful): --nproc 2: strategy 'single' runs in one process"}}) {
+    const auto r = testing::run_process(args(extra));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "out")) << "nothing written";
+  }
+}
+
 TEST(SweepCommand, BadInputExitsTwo) {
   TempDir dir;
   write_sweep_file(dir / "s.json");

@@ -727,13 +727,14 @@ TEST(PlanRules, LayersApplyInOrderAndTheCommandLineWins) {
 TEST(PlanRules, TheControlledBatchIsSplitOverTheRanksTheRowRunsAs) {
   SweepCommand command;
   command.mode = "controlled";
+  EXPECT_EQ(row(plan_sweep(command, machine(0)), "single", "controlled").config.batch_size, 128);
+  command.rows = {"ddp-2gpu", "ddp-4gpu"};  // --nproc 3 is bad input for a one-process row
   command.overrides = {{"nproc", "3"}};
   const SweepPlan plan = plan_sweep(command, machine(0));
   for (const char* name : {"ddp-2gpu", "ddp-4gpu"}) {
     EXPECT_EQ(row(plan, name, "controlled").config.nproc, 3) << name;
     EXPECT_EQ(row(plan, name, "controlled").config.batch_size, 42) << name << ": 128 over 3 ranks";
   }
-  EXPECT_EQ(row(plan, "single", "controlled").config.batch_size, 128);
   command.overrides.emplace_back("batch-size", "20");
   EXPECT_EQ(row(plan_sweep(command, machine(0)), "ddp-2gpu", "controlled").config.batch_size, 20)
       << "a batch given on the command line is the row's own";
@@ -742,6 +743,52 @@ TEST(PlanRules, TheControlledBatchIsSplitOverTheRanksTheRowRunsAs) {
 // The CPU preset cuts: each of its settings at most the preset's, so a sweep file's smaller value
 // stays (a synthetic set of 512 images was made 8,192, x16), a larger or unset one is cut; and
 // what it changed is recorded row by row, the command line's options its own.
+// Every row that will run is checked as `run` checks it, before the first row (and on --dry-run):
+// a fault at step 5 of a row the preset cut to 4 steps, and --nproc 2 on a one-process row, passed
+// the plan and failed every repetition after the other rows had run.
+TEST(PlanRules, EveryRowThatWillRunIsCheckedAsRunChecksIt) {
+  SweepDefinition definition;
+  definition.name = "checked";
+  definition.defaults = {{"model", "tiny"}, {"dataset", "synthetic"}, {"synthetic-train-images", 512}};
+  const SweepRowSpec single = spec_of("one", {{"strategy", "single"}});
+  definition.rows = {single};
+  SweepCommand command;
+  command.table = "cpu";
+  command.overrides = {{"inject-fault-rank", "0"}, {"inject-fault-step", "5"}};
+  const auto refusal = [&](const SweepRowSpec& spec, const SweepEnvironment& env) -> std::string {
+    try {
+      plan_row(plan_context(command, env, definition), spec, "faithful");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(refusal(single, machine(0))
+                .find("checked, row 'one' (faithful): --inject-fault-step 5: the row runs 4 steps (0-3) after "
+                      "--max-steps 4"),
+            std::string::npos)
+      << refusal(single, machine(0));
+  command.overrides = {{"nproc", "2"}};
+  EXPECT_NE(refusal(single, machine(0)).find("row 'one' (faithful): --nproc 2: strategy 'single' runs in one process"),
+            std::string::npos);
+  // The ranks that run here must fit in this machine's memory; srun's run on the allocation's nodes.
+  command.overrides = {{"nproc", "1000"}};
+  const SweepRowSpec ranks = spec_of("ranks", {{"strategy", "ddp"}});
+  SweepEnvironment small = machine(0);
+  small.memory_bytes = int64_t{24} << 30;
+  EXPECT_NE(refusal(ranks, small).find("row 'ranks' (faithful): 1000 ranks on this machine (--nproc 1000) need"),
+            std::string::npos);
+  command.launcher = "srun";
+  small.allocation_nodes = {"node1"};
+  small.srun = "/usr/bin/srun";
+  EXPECT_EQ(refusal(ranks, small), "");
+  // A row that will not run is not judged: it is reported skipped.
+  command.launcher = "local";
+  command.overrides = {{"nproc", "2"}};
+  small.strategies = {"ddp"};
+  EXPECT_EQ(refusal(single, small), "") << "strategy 'single' is not in this build: skipped";
+}
+
 TEST(PlanRules, TheCpuPresetOnlyCutsAndSaysWhatItChangedInEachRow) {
   SweepDefinition definition;
   definition.name = "cuts";
