@@ -132,6 +132,19 @@ std::string placement_text(const RunResult& r) {
   return nodes + ": " + split + " ranks";
 }
 
+std::string reason_text(std::string_view what) {
+  std::string text;
+  bool in_backtrace = false;
+  for (std::size_t start = 0; start <= what.size();) {
+    const std::size_t end = std::min(what.find('\n', start), what.size());
+    const std::string_view line = what.substr(start, end - start);
+    in_backtrace = in_backtrace || line.starts_with("Exception raised from ");
+    if (!in_backtrace && !line.starts_with("frame #") && !line.empty()) text += (text.empty() ? "" : "\n") + std::string(line);
+    start = end + 1;
+  }
+  return text.empty() ? std::string(what.substr(0, what.find('\n'))) : text;
+}
+
 std::string_view status_name(RunStatus status) {
   switch (status) {
     case RunStatus::ok: return "ok";

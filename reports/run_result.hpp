@@ -214,6 +214,9 @@ double json_number_or(const nlohmann::json& object, const char* key, double fall
 nlohmann::json phases_json(const PhaseSeconds& phases);
 
 std::string_view status_name(RunStatus status);
+/// A failure's words as a row's reason: a c10 error's message without its backtrace (the
+/// "Exception raised from ..." line and every "frame #N: ..." line), which buried it.
+std::string reason_text(std::string_view what);
 /// A row as people read it across modes: "name (mode)", or the name where it has no mode.
 std::string row_label(const std::string& name, const std::string& mode);
 RunStatus parse_status(std::string_view name);  // throws std::invalid_argument

@@ -156,8 +156,8 @@ void validate(const RunConfig& c) {
               ": ddpbench starts ranks on this machine only; start them across nodes with srun (sweep --launcher "
               "srun) or torchrun");
   require(std::isfinite(c.bucket_mb) && c.bucket_mb >= kLeastBucketMb && c.bucket_mb <= kMostBucketMb,
-          "--bucket-mb " + number_text(c.bucket_mb) + " is not a bucket cap (" + number_text(kLeastBucketMb) +
-              " to " + number_text(kMostBucketMb) + " MiB)");
+          "--bucket-mb " + number_text(c.bucket_mb) + " is not a bucket cap (a byte to " +
+              number_text(kMostBucketMb) + " MiB)");
   require_count(c.timeout_s, 1, kMostTimeoutS, "--timeout-s", "a week; a longer wait is no timeout");
   require(c.inject_fault_rank.has_value() == c.inject_fault_step.has_value(),
           "--inject-fault-rank and --inject-fault-step go together");

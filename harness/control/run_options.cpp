@@ -206,7 +206,7 @@ void add_distributed_options(std::vector<RunOption>& o) {
                          "c10d backend: NCCL on CUDA devices, Gloo on CPUs"));
   o.push_back(documented(
       option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"),
-      "ddp: DDP's `bucket_cap_mb` (0.001 to 1000000); as in PyTorch the first bucket is capped at 1 MiB at the "
+      "ddp: DDP's `bucket_cap_mb` (a byte to 1000000); as in PyTorch the first bucket is capped at 1 MiB at the "
       "default cap, at the cap itself when one is given"));
   o.push_back(documented(
       switch_option("overlap", &RunConfig::overlap,

@@ -57,7 +57,7 @@ RunResult result_without_run(const PlannedRow& row, RunStatus status, std::strin
   r.strategy = row.config.strategy;
   r.world_size = row.world_size;
   r.status = status;
-  r.reason = std::move(reason);
+  r.reason = reason_text(reason);
   r.config = run_config_to_json(row.config);
   return r;
 }
@@ -98,7 +98,7 @@ RunResult run_planned_row(const PlannedRow& row, bool& interrupted) {
       result.status = RunStatus::failed;
       result.reason = "ran another configuration than planned (planned vs ran: " + difference + ")";
     }
-    return result;
+    return stopped_by_srun(row, std::move(result), exit, interrupted);
   }
   if (interrupted) return result_without_run(row, RunStatus::interrupted, "interrupted before the row wrote a result");
   return result_without_run(row, RunStatus::failed,
@@ -247,6 +247,16 @@ std::optional<RunResult> finished_before(const PlannedRow& row, const Environmen
 }
 
 }  // namespace
+
+RunResult stopped_by_srun(const PlannedRow& row, RunResult result, const ProcessExit& srun_exit, bool sweep_interrupted) {
+  if (row.launch.empty() || result.status != RunStatus::interrupted || sweep_interrupted || !srun_exit.failed()) {
+    return result;
+  }
+  result.status = RunStatus::failed;
+  result.reason = "a task failed and srun stopped the others (--kill-on-bad-exit); " + srun_exit.describe() +
+                  (srun_exit.stderr_tail.empty() ? "" : ": " + reason_text(srun_exit.tail(3)));
+  return result;
+}
 
 int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv, const SweepEnvironment& env) {
   const SweepPlan plan = plan_sweep(command, env);

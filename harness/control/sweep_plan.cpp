@@ -149,13 +149,14 @@ std::vector<std::string> srun_launch(const SweepCommand& command, const SweepEnv
                                      const RunConfig& c) {
   if (command.launcher != "srun") return {};
   const int64_t tasks = ranks_of(c);
-  // A rank that fails is found by the others (its collectives fail at once, or within
-  // --timeout-s), which then fail the row: srun's --kill-on-bad-exit would stop them with
-  // SIGTERM first, and a rank stopped by a signal reports the row interrupted.
+  // A rank stuck after its peer failed (alive, in no collective that could time out) would keep
+  // the step, and the sweep, waiting: srun stops the others once a task fails, and the sweep says
+  // which failed (run_planned_row).
   return {env.srun,
           "--nodes=" + std::to_string(spec.nodes),
           "--ntasks=" + std::to_string(tasks),
           "--ntasks-per-node=" + std::to_string(tasks / spec.nodes),
+          "--kill-on-bad-exit=1",
           "--job-name=ddpbench-" + spec.name};
 }
 

@@ -219,7 +219,7 @@ RunResult unfinished_result(const RunConfig& config, RunStatus status, std::stri
   result.world_size = world_size;
   result.device = config.device;
   result.status = status;
-  result.reason = std::move(reason);
+  result.reason = reason_text(reason);
   result.epochs = config.epochs;
   result.warmup_steps = config.warmup_steps;
   result.config = run_config_to_json(config);

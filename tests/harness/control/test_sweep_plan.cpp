@@ -248,6 +248,31 @@ TEST(Sweep, ARowThatRanAnotherConfigurationIsNamedOptionByOption) {
 
 // --resume's rule (measured_elsewhere): a row of another machine or build, by every aspect of
 // compare's environment rule, or of another revision, is not this sweep's.
+// Under srun's --kill-on-bad-exit a failed task stops the others: rank 0, stopped by srun's SIGTERM,
+// says "interrupted", where its peer failed; the row failed, with srun's words, unless the sweep
+// itself was signalled.
+TEST(Sweep, ARowSrunStoppedAfterATaskFailedIsFailedWithSrunsWords) {
+  PlannedRow row;
+  row.launch = {"/usr/bin/srun", "--kill-on-bad-exit=1"};
+  RunResult result;
+  result.status = RunStatus::interrupted;
+  result.reason = "interrupted by Terminated";
+  ProcessExit srun;
+  srun.label = "row ddp-2";
+  srun.exit_code = 1;
+  srun.stderr_tail = {"ddpbench: rank 1: --inject-fault-step 3: exiting", "srun: error: node2: task 1: Exited with "
+                                                                           "exit code 1"};
+  const RunResult failed = stopped_by_srun(row, result, srun, false);
+  EXPECT_EQ(failed.status, RunStatus::failed);
+  EXPECT_NE(failed.reason.find("a task failed and srun stopped the others (--kill-on-bad-exit); row ddp-2 exited with "
+                               "status 1: ddpbench: rank 1: --inject-fault-step 3"),
+            std::string::npos)
+      << failed.reason;
+  EXPECT_EQ(stopped_by_srun(row, result, srun, true).status, RunStatus::interrupted) << "the sweep was signalled";
+  row.launch.clear();
+  EXPECT_EQ(stopped_by_srun(row, result, srun, false).status, RunStatus::interrupted) << "not srun's";
+}
+
 TEST(Sweep, ARowMeasuredOnAnotherMachineBuildOrRevisionIsNotKept) {
   Environment here;
   for (const auto& [field, value] : {std::pair{&Environment::cpu_model, "Xeon"}, {&Environment::build_type, "Release"},
@@ -491,10 +516,10 @@ TEST(Sweep, RowsRunAsJobStepsOfTheAllocationUnderSrun) {
   env.srun = "/usr/bin/srun";
   const SweepPlan plan = plan_sweep(cmd, env);
   const auto& spread = row(plan, "ddp-2node", "controlled");
-  // No --kill-on-bad-exit: srun's SIGTERM would make the surviving ranks report the row
-  // interrupted; they find the failed rank themselves and fail the row.
+  // --kill-on-bad-exit: a rank stuck after its peer failed kept the step open and the sweep never
+  // went on.
   EXPECT_EQ(spread.launch, (std::vector<std::string>{"/usr/bin/srun", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2",
-                                                     "--job-name=ddpbench-ddp-2node"}));
+                                                     "--kill-on-bad-exit=1", "--job-name=ddpbench-ddp-2node"}));
   // The placement is part of the row: 4 processes over 2 nodes (each task is given --nproc 1).
   EXPECT_EQ(spread.config.nproc, 4);
   EXPECT_EQ(spread.config.nodes, 2);

@@ -483,6 +483,7 @@ TEST(Launcher, BadInputIsExitTwoOneLineAndNoFileUnderNprocTwoAsUnderOne) {
       EXPECT_NE(r.err.find("ddpbench: error: "), std::string::npos) << r.err;
       EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+      EXPECT_EQ(r.err.find("(torchrun, 1 node)"), std::string::npos) << "ranks ddpbench started: " << r.err;
       EXPECT_FALSE(std::filesystem::exists(dir / "r.json")) << "--nproc " << nproc << ", " << says;
     }
   }
