@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "harness/base/atomic_file.hpp"
+#include "harness/base/gzip.hpp"
 #include "harness/base/input_error.hpp"
 
 namespace ddpbench {
@@ -59,7 +60,7 @@ DatasetSplits load_cifar10(const std::filesystem::path& data_dir, Cifar10Layout 
   return splits;
 }
 
-void write_records(const std::filesystem::path& file, const ImageSet& set, int64_t first, int64_t count) {
+uint32_t write_records(const std::filesystem::path& file, const ImageSet& set, int64_t first, int64_t count) {
   TORCH_CHECK(first >= 0 && count >= 0 && first + count <= set.size(), "write_records: records ", first, "..",
               first + count, " outside a set of ", set.size());
   const auto images = set.images.contiguous();
@@ -72,6 +73,7 @@ void write_records(const std::filesystem::path& file, const ImageSet& set, int64
     std::copy(src, src + kImageBytes, reinterpret_cast<uint8_t*>(record + 1));
   }
   write_file_atomically(file, bytes);
+  return crc32_of(bytes);
 }
 
 void write_cifar10(const std::filesystem::path& data_dir, const DatasetSplits& splits,

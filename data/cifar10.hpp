@@ -22,7 +22,8 @@ DatasetSplits load_cifar10(const std::filesystem::path& data_dir, Cifar10Layout 
 ImageSet read_cifar10_file(const std::filesystem::path& file, int64_t records);
 
 /// Writes records [first, first + count) of `set` to `file` in the binary record format, atomically.
-void write_records(const std::filesystem::path& file, const ImageSet& set, int64_t first, int64_t count);
+/// Returns the CRC-32 of what it wrote (a cache's proof of its file).
+uint32_t write_records(const std::filesystem::path& file, const ImageSet& set, int64_t first, int64_t count);
 
 /// Writes `splits` as CIFAR-10 binary files into `data_dir/cifar-10-batches-bin`: the
 /// train split must hold 5 files' worth of records and the test split one.

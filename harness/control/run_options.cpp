@@ -141,7 +141,9 @@ void add_row_and_data_options(std::vector<RunOption>& o) {
                         "(auto: ~/.cache/ddpbench; none: generated in memory)"),
                  "where the synthetic set is kept as files of CIFAR-10's binary records, read by every row "
                  "and by PyTorch's (`auto`: `~/.cache/ddpbench/synthetic/`, keyed by generator version, seed "
-                 "and sizes; `none`: generated in memory)"));
+                 "and sizes; `none`: generated in memory). Each file is proven by its size and the CRC-32 the "
+                 "cache wrote beside it (`crc32.txt`): one truncated, damaged or without a checksum is "
+                 "regenerated, never trained on, and the row says so on stderr"));
   o.push_back(documented(enum_option("loader", &RunConfig::loader, kLoaderKindNames,
                                      "host: worker threads + pinned memory; device: dataset resident on the device"),
                          "`host`: worker threads build batches in pinned memory, like a DataLoader; `device`: the "
