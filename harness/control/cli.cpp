@@ -264,7 +264,9 @@ void add_sweep_run_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
              "`--project FABRIC`", "none",
              "project the DDP rows in the reports to `measured` (the link they ran on), `hdr-ib`, `ndr-ib` or "
              "`ethernet-100g`: 1 to 512 ranks, 8 to a node "
-             "([projection](projection-and-advice.md#projecting-past-this-machine-ddpbench-project))");
+             "([projection](projection-and-advice.md#projecting-past-this-machine-ddpbench-project)); a row that "
+             "ran SyncBatchNorm across its ranks (the tutorial's DDP rows) is not projected, saying why: run it "
+             "with `--no-sync-bn`");
 }
 
 // What `sweep`'s flags mean only together, and the ranges a flag cannot check alone.
