@@ -27,28 +27,6 @@ std::string steps_text(const std::pair<int64_t, int64_t>& range) {
   return std::to_string(range.first) + ":" + std::to_string(range.second);
 }
 
-// --trace-steps within the row's steps, and not every steady step (traced steps leave the steady
-// figures, which would then be empty).
-void check_trace_steps(const RunConfig& config, int64_t row_steps) {
-  const auto range = trace_step_range(config);
-  if (!range) return;
-  if (config.out.empty()) {
-    throw InputError("--trace-steps: the traces are written beside the row's JSON; give --out FILE.json");
-  }
-  const std::string flag = "--trace-steps " + steps_text(*range);
-  if (range->second >= row_steps) {
-    throw InputError(flag + ": the row runs " + std::to_string(row_steps) + " steps (0-" +
-                     std::to_string(row_steps - 1) + ")");
-  }
-  const int64_t steady = std::max<int64_t>(0, row_steps - config.warmup_steps);
-  const int64_t traced_steady = std::max<int64_t>(0, range->second - std::max(range->first, config.warmup_steps) + 1);
-  if (steady > 0 && traced_steady == steady) {
-    throw InputError(flag + ": it traces every step after warm-up (steps " + std::to_string(config.warmup_steps) + "-" +
-                     std::to_string(row_steps - 1) + "), and traced steps are left out of the steady figures: trace "
-                     "fewer steps, or run more (--max-steps)");
-  }
-}
-
 }  // namespace
 
 int64_t machine_memory_bytes() {
@@ -71,6 +49,23 @@ int64_t row_steps(const RunConfig& c, int64_t world) {
   int64_t per_epoch = (shard + c.batch_size - 1) / c.batch_size;
   if (c.max_steps) per_epoch = std::min(per_epoch, *c.max_steps);
   return per_epoch * c.epochs;
+}
+
+void check_trace_steps(const RunConfig& config, int64_t row_steps) {
+  const auto range = trace_step_range(config);
+  if (!range) return;
+  const std::string flag = "--trace-steps " + steps_text(*range);
+  if (range->second >= row_steps) {
+    throw InputError(flag + ": the row runs " + std::to_string(row_steps) + " steps (0-" +
+                     std::to_string(row_steps - 1) + ")");
+  }
+  const int64_t steady = std::max<int64_t>(0, row_steps - config.warmup_steps);
+  const int64_t traced_steady = std::max<int64_t>(0, range->second - std::max(range->first, config.warmup_steps) + 1);
+  if (steady > 0 && traced_steady == steady) {
+    throw InputError(flag + ": it traces every step after warm-up (steps " + std::to_string(config.warmup_steps) + "-" +
+                     std::to_string(row_steps - 1) + "), and traced steps are left out of the steady figures: trace "
+                     "fewer steps, or run more (--max-steps)");
+  }
 }
 
 void check_world(const RunConfig& c, const RowStart& start) {
@@ -103,6 +98,9 @@ void check_steps_and_ranks(const RunConfig& c, const RowStart& start) {
   if (c.inject_slowdown_rank && *c.inject_slowdown_rank >= world)
     outside("--inject-slowdown-rank", *c.inject_slowdown_rank);
   const int64_t steps = row_steps(c, world);
+  if (trace_step_range(c) && c.out.empty()) {
+    throw InputError("--trace-steps: the traces are written beside the row's JSON; give --out FILE.json");
+  }
   check_trace_steps(c, steps);
   if (c.inject_fault_step && *c.inject_fault_step >= steps) {
     throw InputError("--inject-fault-step " + std::to_string(*c.inject_fault_step) + ": the row runs " +

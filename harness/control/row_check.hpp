@@ -42,6 +42,10 @@ void check_backend(const RunConfig& config);
 /// set's, over the ranks in batches): a fault, slowdown or trace aimed at a rank or step the row
 /// does not have tests nothing; and --trace-steps needs --out to write beside.
 void check_steps_and_ranks(const RunConfig& config, const RowStart& start);
+/// --trace-steps within the row's `row_steps` steps, leaving a steady step untraced (traced steps
+/// leave the steady figures), or the row has none past warm-up to leave. Also the runner's, once
+/// the row's data are read.
+void check_trace_steps(const RunConfig& config, int64_t row_steps);
 /// The data present and whole: CIFAR-10's files where --dataset cifar10 (or auto finds any),
 /// --init-from a file.
 void check_inputs_present(const RunConfig& config, const RowStart& start);

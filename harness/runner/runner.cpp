@@ -22,6 +22,7 @@
 #include "harness/base/input_error.hpp"
 #include "harness/base/statistics.hpp"
 #include "harness/control/progress.hpp"
+#include "harness/control/row_check.hpp"
 #include "harness/launch/interruption.hpp"
 #include "harness/launch/lockstep_turns.hpp"
 #include "harness/control/run_options.hpp"

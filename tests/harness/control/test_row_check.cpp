@@ -111,6 +111,28 @@ TEST(RowCheck, StepsAndRanksAreTheRowsAfterEveryCut) {
             std::string::npos);
 }
 
+// --trace-steps past the row's steps, or over every steady step (traced steps leave the steady
+// figures, which would then be empty), is bad input; the runner checks the same once it has read
+// the row's data.
+TEST(RowCheck, TraceStepsOutsideTheRowOrOverEveryMeasuredStepAreBadInput) {
+  RunConfig c = small_row();
+  c.warmup_steps = 2;
+  c.out = "row.json";
+  c.trace_steps = "3:12";
+  EXPECT_THROW(check_trace_steps(c, 12), InputError);  // steps 0-11
+  c.trace_steps = "2:11";
+  EXPECT_THROW(check_trace_steps(c, 12), InputError);  // every step after the 2 of warm-up
+  c.trace_steps = "0:11";
+  EXPECT_THROW(check_trace_steps(c, 12), InputError);  // the same, warm-up included
+  c.trace_steps = "0:1";
+  EXPECT_NO_THROW(check_trace_steps(c, 12));  // warm-up alone: the first step explained
+  c.trace_steps = "3:10";
+  EXPECT_NO_THROW(check_trace_steps(c, 12));  // step 2 stays untraced and steady
+  c.warmup_steps = 20;
+  c.trace_steps = "0:11";
+  EXPECT_NO_THROW(check_trace_steps(c, 12));  // no steady step to keep
+}
+
 // CIFAR-10's files missing or cut short, and --init-from missing, are found where the row starts:
 // under --nproc 2 only the ranks found them, and the row failed with a result file.
 TEST(RowCheck, TheDataAndTheInitialWeightsArePresentAndWhole) {
