@@ -442,6 +442,20 @@ int run_in_this_process(const RunConfig& config, const StrategyInfo& strategy, c
   return report(config, argv, result, true);
 }
 
+// The world a launcher made this process a rank of, as a one-process strategy sees it: only to
+// refuse a world of more than one, so variables it would not use are not its errors, and SLURM's
+// batch step (SLURM_NTASKS the allocation's, no step of tasks: SLURM_STEP_NUM_TASKS unset) is no
+// world; a step srun started is.
+std::optional<RankEnvironment> world_of_one_process_row() {
+  try {
+    auto env = rank_environment_from_process();
+    if (env && env->source == "slurm" && std::getenv("SLURM_STEP_NUM_TASKS") == nullptr) return std::nullopt;
+    return env;
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
 // How this process starts the row, for the one check: the ranks it starts (--nproc), or the world a
 // launcher made it a rank of (any strategy's: a one-process strategy in a world of 2 is refused).
 RowStart row_start_of(const RunConfig& config, const StrategyInfo& strategy, bool starts_ranks,
@@ -476,7 +490,9 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   const bool own_rank = launched_by_ddpbench();
   const bool starts_ranks = strategy.distributed && config.nproc > 1 && !own_rank;
   check_launch_context(config, strategy, starts_ranks);
-  auto launched = starts_ranks ? std::nullopt : rank_environment_from_process();
+  auto launched = starts_ranks            ? std::nullopt
+                  : strategy.distributed ? rank_environment_from_process()
+                                         : world_of_one_process_row();
   // Its launcher sets torchrun's variables; the world is still ddpbench's.
   if (launched && own_rank) launched->source = "ddpbench --nproc";
   check_row(config, row_start_of(config, strategy, starts_ranks, launched));

@@ -501,6 +501,19 @@ TEST(Launcher, AOneProcessStrategyInALaunchersWorldIsRefused) {
             std::string::npos)
       << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir / "r.json"));
+  // A step srun started with two tasks is such a world; SLURM's batch step (the allocation's
+  // SLURM_NTASKS, no step of tasks) is not, nor are variables a one-process row would not use.
+  const auto srun_step = testing::run_process(args, {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0",
+                                                     "SLURM_STEP_NUM_TASKS=2", "MASTER_ADDR=127.0.0.1",
+                                                     "MASTER_PORT=29999"});
+  EXPECT_EQ(srun_step.exit_code, 2) << srun_step.err;
+  EXPECT_NE(srun_step.err.find("one of a world of 2 (slurm"), std::string::npos) << srun_step.err;
+  for (const auto& batch : std::vector<std::vector<std::string>>{{"SLURM_PROCID=0", "SLURM_NTASKS=4"}, {"RANK=0"}}) {
+    auto quick = args;
+    quick.insert(quick.end(), {"--max-steps", "2", "--max-eval-batches", "1"});
+    const auto r_batch = testing::run_process(quick, batch);
+    EXPECT_EQ(r_batch.exit_code, 0) << batch.front() << ": " << r_batch.err;
+  }
 }
 
 // --nproc 1000 was killed by the OOM killer without a word from ddpbench.
