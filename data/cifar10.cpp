@@ -7,33 +7,15 @@
 #include <ATen/ATen.h>
 
 #include "harness/base/atomic_file.hpp"
+#include "harness/base/gzip.hpp"
 #include "harness/base/input_error.hpp"
 
 namespace ddpbench {
 namespace {
 
-constexpr int kTrainFiles = 5;
+constexpr int kTrainFiles = static_cast<int>(kCifar10TrainFiles);
 
 }  // namespace
-
-std::vector<std::filesystem::path> cifar10_files(const std::filesystem::path& batches_dir) {
-  std::vector<std::filesystem::path> files;
-  for (int i = 1; i <= kTrainFiles; ++i) {
-    files.push_back(batches_dir / ("data_batch_" + std::to_string(i) + ".bin"));
-  }
-  files.push_back(batches_dir / "test_batch.bin");
-  return files;
-}
-
-std::filesystem::path find_cifar10(const std::filesystem::path& data_dir) {
-  for (const auto& candidate : {data_dir / kCifar10Folder, data_dir}) {
-    for (const auto& file : cifar10_files(candidate)) {
-      std::error_code ec;
-      if (std::filesystem::exists(file, ec)) return candidate;
-    }
-  }
-  return {};
-}
 
 ImageSet read_cifar10_file(const std::filesystem::path& file, int64_t records) {
   std::error_code ec;
@@ -78,7 +60,7 @@ DatasetSplits load_cifar10(const std::filesystem::path& data_dir, Cifar10Layout 
   return splits;
 }
 
-void write_records(const std::filesystem::path& file, const ImageSet& set, int64_t first, int64_t count) {
+uint32_t write_records(const std::filesystem::path& file, const ImageSet& set, int64_t first, int64_t count) {
   TORCH_CHECK(first >= 0 && count >= 0 && first + count <= set.size(), "write_records: records ", first, "..",
               first + count, " outside a set of ", set.size());
   const auto images = set.images.contiguous();
@@ -91,6 +73,7 @@ void write_records(const std::filesystem::path& file, const ImageSet& set, int64
     std::copy(src, src + kImageBytes, reinterpret_cast<uint8_t*>(record + 1));
   }
   write_file_atomically(file, bytes);
+  return crc32_of(bytes);
 }
 
 void write_cifar10(const std::filesystem::path& data_dir, const DatasetSplits& splits,

@@ -4,23 +4,15 @@
 #include <filesystem>
 #include <vector>
 
+#include "data/cifar10_files.hpp"
 #include "data/cifar10_records.hpp"
 #include "data/image_set.hpp"
 
 namespace ddpbench {
 
-inline constexpr const char* kCifar10Folder = "cifar-10-batches-bin";
-
 struct Cifar10Layout {
-  int64_t records_per_file = 10000;  // the official files; tests write smaller ones
+  int64_t records_per_file = kCifar10RecordsPerFile;  // the official files; tests write smaller ones
 };
-
-/// The files of the binary version, train files first.
-std::vector<std::filesystem::path> cifar10_files(const std::filesystem::path& batches_dir);
-
-/// The folder holding the batch files: `data_dir/cifar-10-batches-bin`, or `data_dir`
-/// itself when the files lie there; empty when neither holds any of them.
-std::filesystem::path find_cifar10(const std::filesystem::path& data_dir);
 
 /// Reads and checks both splits. Throws InputError naming the file and, for bad content,
 /// the record: a missing file, a size that is not the layout's, a label outside 0..9.
@@ -30,7 +22,8 @@ DatasetSplits load_cifar10(const std::filesystem::path& data_dir, Cifar10Layout 
 ImageSet read_cifar10_file(const std::filesystem::path& file, int64_t records);
 
 /// Writes records [first, first + count) of `set` to `file` in the binary record format, atomically.
-void write_records(const std::filesystem::path& file, const ImageSet& set, int64_t first, int64_t count);
+/// Returns the CRC-32 of what it wrote (a cache's proof of its file).
+uint32_t write_records(const std::filesystem::path& file, const ImageSet& set, int64_t first, int64_t count);
 
 /// Writes `splits` as CIFAR-10 binary files into `data_dir/cifar-10-batches-bin`: the
 /// train split must hold 5 files' worth of records and the test split one.

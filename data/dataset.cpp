@@ -1,11 +1,16 @@
 #include "data/dataset.hpp"
 
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <map>
 
 #include <ATen/ATen.h>
 
 #include "data/cifar10.hpp"
 #include "data/synthetic.hpp"
+#include "harness/base/atomic_file.hpp"
+#include "harness/base/gzip.hpp"
 #include "harness/base/input_error.hpp"
 
 namespace ddpbench {
@@ -34,6 +39,63 @@ ImageSet read_whole(const std::filesystem::path& file) {
   return read_cifar10_file(file, static_cast<int64_t>(std::filesystem::file_size(file)) / kCifar10RecordBytes);
 }
 
+// The synthetic cache proves its files: the CRC-32 of each as it was written, in this file beside
+// them ("train.bin 1234\n"), written after them. A file the cache cannot prove is regenerated.
+constexpr const char* kCacheSums = "crc32.txt";
+
+std::map<std::string, uint32_t> read_cache_sums(const std::filesystem::path& file) {
+  std::map<std::string, uint32_t> sums;
+  std::ifstream in(file);
+  std::string name;
+  uint32_t crc = 0;
+  while (in >> name >> crc) sums[name] = crc;
+  return sums;
+}
+
+std::string read_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Why a cached file of `records` records is not the one the cache wrote: "absent", cut short or
+// too long, without a checksum, or of another content (zeroed, edited); "" where it is.
+std::string cached_file_problem(const std::filesystem::path& file, int64_t records,
+                                const std::map<std::string, uint32_t>& sums) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) return "absent";
+  const auto size = static_cast<int64_t>(std::filesystem::file_size(file, ec));
+  const int64_t whole = records * kCifar10RecordBytes;
+  const std::string named = "'" + file.string() + "'";
+  if (ec || size != whole) {
+    return named + " is " + (size < whole ? "truncated" : "too long") + ": " + std::to_string(size) + " bytes, expected " +
+           std::to_string(whole) + " (" + std::to_string(records) + " records of " +
+           std::to_string(kCifar10RecordBytes) + " bytes)";
+  }
+  const auto sum = sums.find(file.filename().string());
+  if (sum == sums.end()) return named + " carries no checksum (" + kCacheSums + ")";
+  if (crc32_of(read_bytes(file)) != sum->second) return named + " does not match its checksum: damaged";
+  return "";
+}
+
+// The cache's files as the generator makes them: regenerated (and said where `announce`) unless
+// every one is proven; each rank may do it at once, writing the same bytes atomically.
+void prove_synthetic_cache(const std::filesystem::path& dir, const SyntheticOptions& synthetic, bool announce) {
+  const auto sums = read_cache_sums(dir / kCacheSums);
+  std::string problem;
+  for (const auto& [name, records] : {std::pair<std::string, int64_t>{"train.bin", synthetic.train_images},
+                                      std::pair<std::string, int64_t>{"test.bin", synthetic.test_images}}) {
+    if (problem.empty()) problem = cached_file_problem(dir / name, records, sums);
+  }
+  if (problem.empty()) return;
+  if (announce && problem != "absent") {
+    std::cerr << "ddpbench: the synthetic cache's " << problem << ": regenerated, not trained on\n";
+  }
+  const DatasetSplits splits = make_synthetic(synthetic);
+  const uint32_t train = write_records(dir / "train.bin", splits.train, 0, splits.train.size());
+  const uint32_t test = write_records(dir / "test.bin", splits.test, 0, splits.test.size());
+  write_file_atomically(dir / kCacheSums, "train.bin " + std::to_string(train) + "\ntest.bin " + std::to_string(test) + "\n");
+}
+
 }  // namespace
 
 DatasetFiles dataset_files(const DatasetOptions& options, bool announce) {
@@ -44,18 +106,17 @@ DatasetFiles dataset_files(const DatasetOptions& options, bool announce) {
     DatasetFiles out{{files.begin(), files.end() - 1}, {files.back()}, "cifar10", dir.string()};
     return out;
   }
+  return synthetic_files(options, announce);
+}
+
+DatasetFiles synthetic_files(const DatasetOptions& options, bool announce) {
   if (options.cache_dir.empty()) throw InputError("synthetic data as files needs a cache folder (--cache-dir)");
   const SyntheticOptions synthetic = synthetic_options(options);
   const auto dir = std::filesystem::path(options.cache_dir) / "synthetic" /
                    (std::string(kSyntheticVersion) + "-seed" + std::to_string(synthetic.seed) + "-train" +
                     std::to_string(synthetic.train_images) + "-test" + std::to_string(synthetic.test_images));
   DatasetFiles out{{dir / "train.bin"}, {dir / "test.bin"}, "synthetic", ""};
-  std::error_code ec;
-  if (!std::filesystem::exists(out.train.front(), ec) || !std::filesystem::exists(out.test.front(), ec)) {
-    const DatasetSplits splits = make_synthetic(synthetic);
-    write_records(out.train.front(), splits.train, 0, splits.train.size());
-    write_records(out.test.front(), splits.test, 0, splits.test.size());
-  }
+  prove_synthetic_cache(dir, synthetic, announce);
   out.origin = make_synthetic_origin(synthetic) + " (" + dir.string() + ")";
   return out;
 }
@@ -63,7 +124,7 @@ DatasetFiles dataset_files(const DatasetOptions& options, bool announce) {
 DatasetSplits load_dataset(const DatasetOptions& options, bool announce) {
   if (uses_cifar(options, announce)) return load_cifar10(options.data_dir);
   if (options.cache_dir.empty()) return make_synthetic(synthetic_options(options));
-  const DatasetFiles files = dataset_files(options, false);
+  const DatasetFiles files = synthetic_files(options, announce);
   return DatasetSplits{read_whole(files.train.front()), read_whole(files.test.front()), files.kind, files.origin};
 }
 

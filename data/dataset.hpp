@@ -24,9 +24,15 @@ struct DatasetFiles {
   std::string origin;
 };
 
-/// The files `options` names: CIFAR-10's batches, or the synthetic set written once into
-/// `cache_dir` (atomically, so ranks may race), keyed by generator version, seed and sizes.
+/// The files `options` names: CIFAR-10's batches, or the synthetic set written into `cache_dir`
+/// (atomically, so ranks may race), keyed by generator version, seed and sizes (synthetic_files).
 /// Throws InputError as load_dataset does, and when synthetic data has no cache_dir.
 DatasetFiles dataset_files(const DatasetOptions& options, bool announce = true);
+
+/// The synthetic set's files in `cache_dir`, proven: each file's size and CRC-32 as the cache
+/// wrote them (crc32.txt beside them). A file cut short, damaged (zeroed, edited) or without a
+/// checksum is regenerated, never read, and said on stderr where `announce`: "'train.bin' is
+/// truncated: ...; regenerated". Throws InputError without a cache_dir.
+DatasetFiles synthetic_files(const DatasetOptions& options, bool announce = true);
 
 }  // namespace ddpbench

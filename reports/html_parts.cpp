@@ -215,7 +215,7 @@ std::vector<PhasePart> phase_parts(const PhaseSeconds& p) {
 std::string phase_chart(const std::vector<RowSummary>& rows) {
   std::vector<const RowSummary*> shown;
   for (const auto& r : rows) {
-    if (r.status == RunStatus::ok && r.phase_s.total_s() > 0) shown.push_back(&r);
+    if (r.has_figures() && r.phase_s.total_s() > 0) shown.push_back(&r);
   }
   std::vector<double> totals;
   for (const auto* r : shown) totals.push_back(r->phase_s.total_s());
@@ -407,7 +407,7 @@ std::string step_chart(const std::vector<RowSummary>& rows) {
   std::vector<const RowSummary*> shown;
   std::vector<double> values;
   for (const auto& r : rows) {
-    if (r.status != RunStatus::ok || !std::isfinite(r.step_time_p50_s)) continue;
+    if (!r.has_figures() || !std::isfinite(r.step_time_p50_s)) continue;
     shown.push_back(&r);
     values.insert(values.end(), {r.step_time_p50_s, r.step_time_p90_s, r.step_time_max_s});
     values.insert(values.end(), r.warmup_step_s.begin(), r.warmup_step_s.end());

@@ -75,10 +75,7 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
       notes << "- " << markdown_table_cell(r.name) << ": epoch cut to " << r.steps << " of "
             << r.steps_per_epoch * r.epochs << " steps (--max-steps)\n";
     }
-    if (r.eval_cut) {
-      notes << "- " << markdown_table_cell(r.name) << ": accuracy over the first " << r.eval_images
-            << " test images only (--max-eval-batches)\n";
-    }
+    if (r.eval_cut) notes << "- " << markdown_table_cell(r.name) << ": " << eval_cut_note(r) << "\n";
     if (r.steps > 0 && r.steps <= r.warmup_steps) {
       notes << "- " << markdown_table_cell(r.name) << ": " << no_steady_steps(r) << "\n";
     }

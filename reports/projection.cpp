@@ -367,6 +367,15 @@ std::string step_model_problem(const RunResult& r) {
   if (r.global_batch <= 0) return "global_batch " + std::to_string(r.global_batch) + ": no step to model";
   if (std::string why = phases_problem(r.mean_phase_s); !why.empty()) return why;
   const json& d = r.strategy_details;
+  // SyncBatchNorm's collectives wait inside forward and backward: the model would carry those
+  // waits, measured at this row's ranks, to every world size as compute (a SyncBN row measured
+  // slower than the one without projected to 85 % at 8 ranks where it ran at 36 %).
+  if (const double layers = json_number_or(d, "sync_bn_layers", 0); layers > 0 && r.world_size > 1) {
+    return "SyncBatchNorm across " + std::to_string(r.world_size) + " ranks (" +
+           std::to_string(static_cast<int64_t>(layers)) +
+           " layers): its collectives wait inside forward and backward, in what the model would take for compute; "
+           "the row cannot be projected from (run it with --no-sync-bn)";
+  }
   if (!d.is_object() || !d.contains("backward_compute_s")) return "";  // no timeline: the model says so itself
   const double backward_s = json_number_or(d, "backward_compute_s", kNotMeasured);
   if (!(backward_s > 0) || !std::isfinite(backward_s)) {

@@ -14,17 +14,60 @@
 namespace ddpbench {
 namespace {
 
-const char* mode_description(const std::string& mode) {
+using nlohmann::json;
+
+// What a mode's rows ran, each as the row's first repetition that ran ok recorded it: `value` of
+// each, in words, "1000" where all agree, else each value with its rows ("10 (single), 1000
+// (ddp-2gpu)"); empty where no row of the mode ran.
+template <typename Value>
+std::string across_rows(const ResultDocument& doc, const std::vector<RowSummary>& rows, const std::string& mode,
+                        Value value) {
+  std::vector<std::pair<std::string, std::string>> groups;  // value, its rows
+  for (const auto& row : rows) {
+    if (row.mode != mode) continue;
+    const auto ran = std::find_if(doc.runs.begin(), doc.runs.end(), [&](const RunResult& r) {
+      return r.name == row.name && r.mode == mode && r.status == RunStatus::ok;
+    });
+    if (ran == doc.runs.end()) continue;
+    const std::string text = value(*ran);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == text; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {text, ""});
+    it->second += (it->second.empty() ? "" : ", ") + row.name;
+  }
+  if (groups.size() == 1) return groups.front().first;
+  std::string out;
+  for (const auto& [text, names] : groups) out += (out.empty() ? "" : ", ") + text + " (" + names + ")";
+  return out;
+}
+
+std::string config_text(const RunResult& run, const char* key) {
+  if (!run.config.is_object() || !run.config.contains(key)) return "unknown";
+  const nlohmann::json& value = run.config.at(key);
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+// A mode in words: what it promises, then what its rows ran, from their records (never the plan):
+// the head, the loader and the global batch. Controlled mode promises one global batch; rows that
+// ran others are named.
+std::string mode_description(const ResultDocument& doc, const std::vector<RowSummary>& rows, const std::string& mode) {
+  const std::string heads = across_rows(doc, rows, mode, [](const RunResult& r) { return config_text(r, "num-classes"); });
+  const std::string loaders = across_rows(doc, rows, mode, [](const RunResult& r) { return config_text(r, "loader"); });
+  const std::string batches =
+      across_rows(doc, rows, mode, [](const RunResult& r) { return format_rate(static_cast<double>(r.global_batch)); });
+  const std::string ran = heads.empty() ? std::string()
+                                        : " Its rows ran: a head of " + heads + " classes; the " + loaders +
+                                              " loader; global batch " + batches + ".";
   if (mode == "faithful") {
-    return "the tutorial's quirks kept: its 1000-class head, its batch per process (so more processes mean a "
-           "larger global batch and fewer steps), the host loader, and its timing (wall time around the epoch, "
-           "loader start-up included)";
+    return "The tutorial's quirks kept: its batch per process (so more processes mean a larger global batch and fewer "
+           "steps), its loader, and its timing (wall time around the epoch, loader start-up included)." + ran;
   }
   if (mode == "controlled") {
-    return "every row does the same work: one global batch split over its processes, a 10-class head, the "
-           "device-resident loader, and steady-state throughput after warm-up";
+    const bool one_batch = batches.find('(') == std::string::npos;
+    return std::string("Every row does the same work: one global batch split over its processes, timed as "
+                       "steady-state throughput after warm-up.") + ran +
+           (one_batch || heads.empty() ? "" : " These rows did not all train one global batch: their times are not the same work.");
   }
-  return "rows as given";
+  return "Rows as given." + ran;
 }
 
 // Columns from their headers: the first `left` of them left-aligned (names), the rest right
@@ -45,8 +88,12 @@ bool any_row(const std::vector<RowSummary>& rows, Predicate predicate) {
 }
 
 std::vector<Cell> main_table_row(const RowSummary& r, TableNotes& reasons) {
-  Cell this_run = value_cell(CellFormat::seconds, r.train_time_s);
-  // The Markdown gives the repetitions' range beside their median; the page never has.
+  // Figures over fewer repetitions than planned say how many; the Markdown gives the repetitions'
+  // range beside their median, the page never has.
+  Cell this_run = value_cell(CellFormat::seconds, r.train_time_s,
+                             r.has_figures() && r.repetitions < r.planned_repetitions
+                                 ? " (" + std::to_string(r.repetitions) + " of " + std::to_string(r.planned_repetitions) + ")"
+                                 : "");
   if (r.repetitions > 1) {
     this_run.markdown_suffix = " (" + format_fixed(r.train_time_min_s, 2) + "–" + format_fixed(r.train_time_max_s, 2) + ")";
   }
@@ -60,16 +107,15 @@ std::vector<Cell> main_table_row(const RowSummary& r, TableNotes& reasons) {
           value_cell(CellFormat::rate, r.steady_images_per_s),
           value_cell(CellFormat::percent, r.test_accuracy),
           value_cell(CellFormat::bytes, static_cast<double>(r.peak_memory_bytes)),
-          text_cell(status_cell(r.status, r.reason, reasons), r.unstable ? " (unstable)" : "")};
+          text_cell(repetitions_status_cell(r.status, r.reason, r.outcomes, reasons), r.unstable ? " (unstable)" : "")};
 }
 
-Section main_table_section(const std::vector<RowSummary>& rows, const std::string& mode) {
+Section main_table_section(const ResultDocument& doc, const std::vector<RowSummary>& rows, const std::string& mode) {
   Section s;
   s.title = mode.empty() ? "rows" : mode + " mode";
-  s.intro = std::string(mode_description(mode)) + ".";
-  s.html_intro = "";
+  s.intro = mode_description(doc, rows, mode);
   s.html_place = 0;
-  s.columns = columns({"row", "GPUs", "tutorial", "this run", "speed-up", "scaling efficiency", "images/s",
+  s.columns = columns({"row", "devices", "tutorial", "this run", "speed-up", "scaling efficiency", "images/s",
                        "steady images/s", "test accuracy", "peak memory", "status"},
                       1, {"status"});
   for (const auto& r : rows) {
@@ -151,6 +197,7 @@ std::vector<std::string> shared_run_notes(const ResultDocument& doc) {
     if (run.repetition != 0 || run.status != RunStatus::ok) continue;
     ++first_runs;
     if (run.epoch_cut) add("epoch cut to " + std::to_string(run.steps) + " steps (--max-steps)", run);
+    if (run.eval_cut) add(eval_cut_note(run), run);
     if (run.steps > 0 && run.steps <= run.warmup_steps) add(no_steady_steps(run), run);
     for (const auto& note : strategy_notes(run)) add(note, run);
   }
@@ -238,6 +285,20 @@ std::string trace_note(const RunResult& r) {
          "); traces beside the row's JSON: " + files + " (merge them with `ddpbench trace`)";
 }
 
+std::string eval_cut_note(const RunResult& r) {
+  // The whole test set: CIFAR-10's 10,000, or the synthetic set's size as configured.
+  int64_t test_images = 0;
+  if (r.dataset == "cifar10") test_images = 10000;
+  if (r.dataset == "synthetic" && r.config.is_object() && r.config.value("synthetic-test-images", json()).is_number_integer()) {
+    test_images = r.config.at("synthetic-test-images").get<int64_t>();
+  }
+  const nlohmann::json batches = r.config.is_object() ? r.config.value("max-eval-batches", json()) : json();
+  return "test accuracy over the first " + format_rate(static_cast<double>(r.eval_images)) +
+         (test_images > 0 ? " of " + format_rate(static_cast<double>(test_images)) : std::string()) +
+         " test images only (--max-eval-batches" + (batches.is_number_integer() ? " " + batches.dump() : std::string()) +
+         ")";
+}
+
 std::string no_steady_steps(const RunResult& r) {
   return "no step after the warm-up (--warmup-steps " + std::to_string(r.warmup_steps) + " of its " +
          std::to_string(r.steps) + " steps): its steady figures and stragglers were not measured";
@@ -261,10 +322,34 @@ std::vector<std::string> strategy_notes(const RunResult& r) {
   return notes;
 }
 
-std::vector<Section> main_table_sections(const std::vector<RowSummary>& rows) {
+std::vector<Section> main_table_sections(const ResultDocument& doc, const std::vector<RowSummary>& rows) {
   std::vector<Section> sections;
-  for (const auto& mode : sweep_modes(rows)) sections.push_back(main_table_section(rows, mode));
+  for (const auto& mode : sweep_modes(rows)) sections.push_back(main_table_section(doc, rows, mode));
   return sections;
+}
+
+Section preset_changes_section(const ResultDocument& doc) {
+  Section s;
+  s.title = "the CPU preset's changes";
+  s.html_title = "The CPU preset's changes";
+  s.intro = "What the CPU preset changed in each row's configuration, as planned (each setting at most the preset's: "
+            "it cuts, never raises what a row asked for); the command line's options are the row's own.";
+  s.html_place = 0;
+  // Rows with the same changes in one item, in the order first met.
+  std::vector<std::pair<std::vector<std::string>, std::string>> groups;
+  for (const SweepRowInfo& row : doc.sweep ? doc.sweep->rows : std::vector<SweepRowInfo>{}) {
+    if (row.preset_changes.empty() || !row.reference_of.empty() || is_comparison_run(doc, row.name, row.mode)) continue;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == row.preset_changes; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {row.preset_changes, ""});
+    it->second += (it->second.empty() ? "" : ", ") + row_label(row.name, row.mode);
+  }
+  for (const auto& [changes, rows] : groups) {
+    std::string item = rows + ": ";
+    for (std::size_t i = 0; i < changes.size(); ++i) item += (i ? "; " : "") + changes[i];
+    s.items.push_back(item);
+  }
+  s.in_markdown = s.in_html = !s.items.empty();
+  return s;
 }
 
 Section side_by_side_section(const std::vector<RowSummary>& rows) {
@@ -426,7 +511,7 @@ Section notes_section(const ResultDocument& doc, const std::vector<RowSummary>& 
   Section s;
   s.title = "notes";
   for (const auto& r : rows) {
-    if (r.status != RunStatus::ok || !r.unstable) continue;
+    if (!r.has_figures() || !r.unstable) continue;
     s.items.push_back(r.name + " (" + r.mode + "): unstable: " + std::to_string(r.repetitions) + " repetitions from " +
                       format_seconds(r.train_time_min_s) + " to " + format_seconds(r.train_time_max_s) +
                       ", wider than " + format_percent(kUnstableRelativeSpread) + " of the median");
@@ -437,8 +522,8 @@ Section notes_section(const ResultDocument& doc, const std::vector<RowSummary>& 
     s.items.push_back(row_label(run.name, run.mode) + " repetition " + std::to_string(run.repetition) + ": " +
                       trace_note(run));
   }
-  s.in_markdown = !s.items.empty();
-  s.in_html = false;
+  s.in_markdown = s.in_html = !s.items.empty();
+  s.html_title = "Notes";
   return s;
 }
 
@@ -500,8 +585,8 @@ Section advice_section(const ResultDocument& doc, const std::vector<RowSummary>&
 }
 
 std::vector<Section> report_sections(const ResultDocument& doc, const std::vector<RowSummary>& rows) {
-  std::vector<Section> all = main_table_sections(rows);
-  std::vector<Section> more{side_by_side_section(rows), against_pytorch_section(rows), phases_section(rows),
+  std::vector<Section> all = main_table_sections(doc, rows);
+  std::vector<Section> more{preset_changes_section(doc), side_by_side_section(rows), against_pytorch_section(rows), phases_section(rows),
                      stragglers_section(rows), stragglers_not_judged_section(doc), traces_section(doc),
                      projection_section(doc, rows), advice_section(doc, rows), compute_section(rows),
                      differences_section(doc, rows), notes_section(doc, rows), epoch_time_section(rows),

@@ -64,8 +64,11 @@ struct Section {
   int html_place = kLastInHtml;
 };
 
-/// One table section per mode of `rows`: the tutorial's time beside this run's.
-std::vector<Section> main_table_sections(const std::vector<RowSummary>& rows);
+/// One table section per mode of `rows`: the tutorial's time beside this run's, under what the
+/// mode promises and what its rows ran (their heads, loaders and global batches, from their records).
+std::vector<Section> main_table_sections(const ResultDocument& doc, const std::vector<RowSummary>& rows);
+/// What the CPU preset changed in each row (the sweep's rows' preset_changes), rows alike as one item.
+Section preset_changes_section(const ResultDocument& doc);
 Section side_by_side_section(const std::vector<RowSummary>& rows);
 Section against_pytorch_section(const std::vector<RowSummary>& rows);
 Section phases_section(const std::vector<RowSummary>& rows);
@@ -96,6 +99,8 @@ std::string html_section(const Section& section);
 std::vector<std::string> strategy_notes(const RunResult& run);
 /// A traced row: which steps, where their traces are, and what the profiler cost them.
 std::string trace_note(const RunResult& run);
+/// A row evaluated on the first --max-eval-batches test batches only: how many of the test set's images.
+std::string eval_cut_note(const RunResult& run);
 /// A row whose every step was warm-up measured no steady figure, and so judged no straggler.
 std::string no_steady_steps(const RunResult& run);
 

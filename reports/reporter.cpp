@@ -1,5 +1,6 @@
 #include "reports/reporter.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "harness/base/atomic_file.hpp"
@@ -33,6 +34,21 @@ void Reporter::write(const ResultDocument& document, const std::filesystem::path
   write_file_atomically(path, render(document));
 }
 
+namespace {
+
+// Each planned repetition's status ("not run" where it has no result) and reason.
+nlohmann::json outcomes_json(const std::vector<RepetitionOutcome>& outcomes) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& o : outcomes) {
+    list.push_back({{"repetition", o.repetition},
+                    {"status", o.status ? std::string(status_name(*o.status)) : std::string("not run")},
+                    {"reason", o.reason}});
+  }
+  return list;
+}
+
+}  // namespace
+
 nlohmann::json summary_json(const RowSummary& r) {
   nlohmann::json mean_phases = phases_json(r.phase_s);
   mean_phases["hidden_comm_s"] = json_number(r.phase_s.hidden_comm_s());
@@ -44,6 +60,8 @@ nlohmann::json summary_json(const RowSummary& r) {
           {"world_size", r.world_size},
           {"placement", r.placement},
           {"repetitions", r.repetitions},
+          {"planned_repetitions", r.planned_repetitions},
+          {"repetition_outcomes", outcomes_json(r.outcomes)},
           {"tutorial_seconds", json_number(r.tutorial_seconds)},
           {"train_time_s", json_number(r.train_time_s)},
           {"train_time_min_s", json_number(r.train_time_min_s)},
@@ -77,12 +95,15 @@ nlohmann::json summary_json(const RowSummary& r) {
           {"pytorch", r.pytorch ? nlohmann::json{{"name", r.pytorch->name},
                                                  {"status", status_name(r.pytorch->status)},
                                                  {"reason", r.pytorch->reason},
+                                                 {"repetition_outcomes", outcomes_json(r.pytorch->outcomes)},
                                                  {"train_time_s", json_number(r.pytorch->train_time_s)},
                                                  {"steady_images_per_s", json_number(r.pytorch->steady_images_per_s)},
                                                  {"ddpbench", {{"name", r.pytorch->ddpbench_name},
                                                                {"compared_without", r.pytorch->compared_without},
                                                                {"status", status_name(r.pytorch->ddpbench_status)},
                                                                {"reason", r.pytorch->ddpbench_reason},
+                                                               {"repetition_outcomes",
+                                                                outcomes_json(r.pytorch->ddpbench_outcomes)},
                                                                {"train_time_s", json_number(r.pytorch->ddpbench_train_time_s)},
                                                                {"steady_images_per_s",
                                                                 json_number(r.pytorch->ddpbench_steady_images_per_s)}}},
@@ -108,14 +129,65 @@ std::string status_cell(RunStatus status, const std::string& reason, TableNotes&
   return status == RunStatus::ok ? word : word + " " + notes.mark(reason.empty() ? "no reason given" : reason);
 }
 
+namespace {
+
+// The repetitions in words: "repetition 2", "repetitions 0 and 2", "repetitions 0, 1 and 2".
+std::string repetitions_text(const std::vector<int64_t>& repetitions) {
+  std::string text = repetitions.size() == 1 ? "repetition " : "repetitions ";
+  for (std::size_t i = 0; i < repetitions.size(); ++i) {
+    text += (i == 0 ? "" : i + 1 == repetitions.size() ? " and " : ", ") + std::to_string(repetitions[i]);
+  }
+  return text;
+}
+
+std::string outcome_word(const std::optional<RunStatus>& status) {
+  return status ? std::string(status_name(*status)) : std::string("not run");
+}
+
+}  // namespace
+
+std::string repetitions_status_cell(RunStatus status, const std::string& reason,
+                                    const std::vector<RepetitionOutcome>& outcomes, TableNotes& notes) {
+  if (outcomes.empty()) return status_cell(status, reason, notes);
+  const RepetitionOutcome& first = outcomes.front();
+  const bool alike = std::all_of(outcomes.begin(), outcomes.end(), [&](const RepetitionOutcome& o) {
+    return o.status == first.status && o.reason == first.reason;
+  });
+  if (alike) return first.status ? status_cell(*first.status, first.reason, notes) : "not run";
+  const std::string of = " of " + std::to_string(outcomes.size());
+  std::string cell;
+  for (const std::optional<RunStatus> word : {std::optional(RunStatus::failed), std::optional(RunStatus::interrupted),
+                                              std::optional(RunStatus::skipped), std::optional<RunStatus>()}) {
+    // This status's repetitions, grouped by reason in the order met.
+    std::vector<std::pair<std::string, std::vector<int64_t>>> reasons;
+    int64_t count = 0;
+    for (const auto& o : outcomes) {
+      if (o.status != word) continue;
+      ++count;
+      auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& r) { return r.first == o.reason; });
+      if (it == reasons.end()) it = reasons.insert(reasons.end(), {o.reason, {}});
+      it->second.push_back(o.repetition);
+    }
+    if (count == 0) continue;
+    cell += (cell.empty() ? "" : ", ") + outcome_word(word) + " in " + std::to_string(count) + of;
+    if (!word) continue;
+    for (const auto& [why, repetitions] : reasons) {
+      cell += " " + notes.mark(repetitions_text(repetitions) + ": " + (why.empty() ? "no reason given" : why));
+    }
+  }
+  return cell;
+}
+
 std::string twin_status(const RowSummary::PyTorchTwin& twin, TableNotes& notes) {
   std::string out;
-  const auto side = [&](const char* who, RunStatus status, const std::string& reason) {
-    if (status == RunStatus::ok) return;
-    out += (out.empty() ? "" : ", ") + std::string(who) + " " + status_cell(status, reason, notes);
+  const auto side = [&](const char* who, RunStatus status, const std::string& reason,
+                        const std::vector<RepetitionOutcome>& outcomes) {
+    const std::string cell = repetitions_status_cell(status, reason, outcomes, notes);
+    if (cell == "ok") return;
+    out += (out.empty() ? "" : ", ") + std::string(who) + " " + cell;
   };
-  side("ddpbench", twin.ddpbench_status, twin.ddpbench_reason);
-  side("PyTorch", twin.status, twin.reason);
+  side("ddpbench", twin.ddpbench_status, twin.ddpbench_reason, twin.ddpbench_outcomes);
+  side("PyTorch", twin.status, twin.reason, twin.outcomes);
   return out.empty() ? "ok" : out;
 }
 

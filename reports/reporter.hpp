@@ -59,6 +59,13 @@ std::string compared_without_note(const RowSummary& row);
 /// A status as a table shows it: the word, and where the row did not run, the mark of its
 /// reason in `notes` ("skipped [1]").
 std::string status_cell(RunStatus status, const std::string& reason, TableNotes& notes);
+/// A row's status over its planned repetitions (`outcomes`) as its tables show it: "ok"; where
+/// every repetition ended alike, as one run's ("skipped [1]"); else each status but ok with how
+/// many of the planned repetitions it holds and the mark of each reason ("failed in 1 of 3 [1]",
+/// the note naming the repetition: "repetition 2: killed by signal 9"), a repetition with no
+/// result "not run". Without outcomes (a row built by hand), `status` and `reason` as one run's.
+std::string repetitions_status_cell(RunStatus status, const std::string& reason,
+                                    const std::vector<RepetitionOutcome>& outcomes, TableNotes& notes);
 /// The comparison's status as its table shows it: "ok", or which side did not run and the
 /// mark of its reason in `notes` ("PyTorch skipped [1]").
 std::string twin_status(const RowSummary::PyTorchTwin& twin, TableNotes& notes);

@@ -132,6 +132,19 @@ std::string placement_text(const RunResult& r) {
   return nodes + ": " + split + " ranks";
 }
 
+std::string reason_text(std::string_view what) {
+  std::string text;
+  bool in_backtrace = false;
+  for (std::size_t start = 0; start <= what.size();) {
+    const std::size_t end = std::min(what.find('\n', start), what.size());
+    const std::string_view line = what.substr(start, end - start);
+    in_backtrace = in_backtrace || line.starts_with("Exception raised from ");
+    if (!in_backtrace && !line.starts_with("frame #") && !line.empty()) text += (text.empty() ? "" : "\n") + std::string(line);
+    start = end + 1;
+  }
+  return text.empty() ? std::string(what.substr(0, what.find('\n'))) : text;
+}
+
 std::string_view status_name(RunStatus status) {
   switch (status) {
     case RunStatus::ok: return "ok";
@@ -419,6 +432,7 @@ void to_json(json& j, const SweepInfo& s) {
     if (!r.reference_of.empty()) row["reference_of"] = r.reference_of;
     if (!r.compared_with.empty()) row["compared_with"] = r.compared_with;
     if (!r.compared_without.empty()) row["compared_without"] = r.compared_without;
+    if (!r.preset_changes.empty()) row["preset_changes"] = r.preset_changes;
     rows.push_back(std::move(row));
   }
   j = json{{"preset", s.preset}, {"note", s.note}, {"baseline_row", s.baseline_row}, {"repeat", s.repeat},
@@ -453,6 +467,12 @@ void from_json(const json& j, SweepInfo& s) {
     s.rows.push_back({r.at("name").get<std::string>(), r.value("mode", ""), read_number(r, "tutorial_seconds"),
                       r.value("devices", int64_t{1}), r.value("reference_of", ""), r.value("compared_with", ""),
                       r.value("compared_without", "")});
+    const json changes = r.value("preset_changes", json::array());
+    if (!changes.is_array() || !std::all_of(changes.begin(), changes.end(), [](const json& c) { return c.is_string(); })) {
+      throw std::invalid_argument("sweep row " + r.value("name", json("?")).dump() +
+                                  ": 'preset_changes' must be a list of strings (got " + changes.dump() + ")");
+    }
+    s.rows.back().preset_changes = changes.get<std::vector<std::string>>();
     const SweepRowInfo& row = s.rows.back();
     // The run a twin is compared with is ddpbench's run of the twin's own row without
     // SyncBatchNorm, by its one name: any other would gate another pair, or none.

@@ -104,7 +104,8 @@ struct RunResult {
   std::string straggler_cause;                // where the slowest rank's excess lies: "compute" or "data"
   double rank_compute_spread = kNotMeasured;  // the same over compute alone
   // The slowest rank was the slowest in `straggler_steps` of `straggler_of_steps` steady steps;
-  // how often chance would have it so (one-sided binomial, 1 / ranks a step).
+  // how often chance would have some rank so (slowest_of_ranks_p: the binomial at 1 / ranks a
+  // step, times the ranks it was picked from).
   int64_t straggler_steps = 0;
   int64_t straggler_of_steps = 0;
   double straggler_p = kNotMeasured;
@@ -167,6 +168,9 @@ struct SweepRowInfo {
   // and what both sides left out. Empty: the twin is compared with the row itself.
   std::string compared_with = {};
   std::string compared_without = {};
+  // What the sweep's preset (the CPU table) changed in the row's configuration, one "option
+  // before → after" each, as the plan applied it: a report lists them row by row.
+  std::vector<std::string> preset_changes = {};
 };
 
 
@@ -210,6 +214,9 @@ double json_number_or(const nlohmann::json& object, const char* key, double fall
 nlohmann::json phases_json(const PhaseSeconds& phases);
 
 std::string_view status_name(RunStatus status);
+/// A failure's words as a row's reason: a c10 error's message without its backtrace (the
+/// "Exception raised from ..." line and every "frame #N: ..." line), which buried it.
+std::string reason_text(std::string_view what);
 /// A row as people read it across modes: "name (mode)", or the name where it has no mode.
 std::string row_label(const std::string& name, const std::string& mode);
 RunStatus parse_status(std::string_view name);  // throws std::invalid_argument

@@ -1,25 +1,23 @@
 #pragma once
-// Whether a row's straggler test could have flagged a straggler at all. The test (the same rank
-// slowest step after step beyond chance, one-sided binomial, p below kStragglerAlpha) can never
-// reach alpha over too few steady steps: 3 steps of 2 ranks give at best p = 0.5^3 = 0.125, so
-// such a row's "no straggler" says nothing. Derived from what every result records
-// (straggler_of_steps, world_size); no LibTorch.
+// Whether a row's straggler test could have flagged a straggler at all. The test (the rank picked
+// as the slowest, the slowest step after step beyond chance for a rank so picked: p below
+// kStragglerAlpha by slowest_of_ranks_p) can never reach alpha over too few steady steps: 5 steps
+// of 2 ranks give at best p = 2 x 0.5^5 = 0.0625, so such a row's "no straggler" says nothing.
+// Derived from what every result records (straggler_of_steps, world_size); no LibTorch.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "harness/base/statistics.hpp"
 #include "harness/base/units.hpp"
 #include "reports/run_result.hpp"
 
 namespace ddpbench {
 
-/// The smallest p the test can give: the same one of `ranks` ranks slowest in all `steps` steps.
-inline double best_straggler_p(int64_t steps, int64_t ranks) {
-  return std::pow(1.0 / static_cast<double>(ranks), static_cast<double>(steps));
-}
+/// The smallest p the test can give, by the same bound: one of `ranks` ranks slowest in all `steps` steps.
+inline double best_straggler_p(int64_t steps, int64_t ranks) { return slowest_of_ranks_p(steps, steps, ranks); }
 
 /// The fewest steady steps over which the test can reach kStragglerAlpha at `ranks` ranks (2 or more).
 inline int64_t steps_to_judge_straggler(int64_t ranks) {
@@ -36,7 +34,7 @@ inline std::string straggler_not_judged(const RunResult& r) {
   const double best_p = best_straggler_p(steps, ranks);
   if (best_p < kStragglerAlpha) return "";
   return "could not be judged: " + std::to_string(steps) + " steady steps of " + std::to_string(ranks) +
-         " ranks (the same rank slowest in every one is p = " + format_fixed(best_p, 3) + " by chance, not below " +
+         " ranks (some rank the slowest in every one is p = " + format_fixed(best_p, 3) + " by chance, not below " +
          format_fixed(kStragglerAlpha, 2) + "; the test needs " + std::to_string(steps_to_judge_straggler(ranks)) +
          " steady steps or more): a straggler there would not have been flagged";
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "reports/cpu_peak.hpp"
 #include "reports/device_peaks.hpp"
@@ -29,6 +30,14 @@ std::vector<const RunResult*> runs_of(const ResultDocument& doc, const std::stri
     if (r.name == name && r.mode == mode) runs.push_back(&r);
   }
   return runs;
+}
+
+// The first repetition of a row that ran ok: what the row ran as.
+const RunResult* first_ok_run(const ResultDocument& doc, const std::string& name, const std::string& mode) {
+  for (const RunResult* r : runs_of(doc, name, mode)) {
+    if (r->status == RunStatus::ok) return r;
+  }
+  return nullptr;
 }
 
 // The CPU cores a row's threads could use: on each node its ranks' intra-op threads, at most
@@ -114,13 +123,40 @@ void set_ranks(RowSummary& s, const std::vector<const RunResult*>& runs) {
   s.straggler = middle.straggler;
 }
 
-RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunResult*>& runs,
-                         const Environment& environment) {
-  RowSummary s;
-  s.name = info.name;
-  s.mode = info.mode;
-  s.tutorial_seconds = info.tutorial_seconds;
-  s.devices = info.devices;
+// Each planned repetition (0 to planned - 1, and any past it in a file without a sweep) as its
+// run ended, or without a status where the document has none.
+std::vector<RepetitionOutcome> repetition_outcomes(const std::vector<const RunResult*>& runs, int64_t planned) {
+  int64_t count = planned;
+  for (const RunResult* r : runs) count = std::max(count, r->repetition + 1);
+  std::vector<RepetitionOutcome> outcomes;
+  for (int64_t repetition = 0; repetition < count; ++repetition) {
+    RepetitionOutcome outcome;
+    outcome.repetition = repetition;
+    for (const RunResult* r : runs) {
+      if (r->repetition != repetition) continue;
+      outcome = {repetition, r->status, r->reason, r->steps, r->train_time_s, r->images_per_s};
+      break;
+    }
+    outcomes.push_back(std::move(outcome));
+  }
+  return outcomes;
+}
+
+// The row's status over its repetitions, and the first reason for it.
+void set_status(RowSummary& s) {
+  s.status = status_over_repetitions(s.outcomes);
+  if (s.status == RunStatus::ok) return;
+  for (const auto& outcome : s.outcomes) {
+    if (outcome.status == s.status) {
+      s.reason = outcome.reason;
+      return;
+    }
+  }
+  s.reason = "not run";
+}
+
+// The medians, spreads and peaks of the repetitions that ran ok.
+void set_figures(RowSummary& s, const std::vector<const RunResult*>& runs, const Environment& environment) {
   std::vector<double> train, images, steady, step, step_p90, step_max, accuracy, achieved;
   const RunResult* first_ok = nullptr;
   for (const RunResult* r : runs) {
@@ -138,44 +174,75 @@ RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunRe
     s.peak_memory_bytes = std::max(s.peak_memory_bytes, r->peak_memory_bytes);
   }
   s.repetitions = static_cast<int64_t>(train.size());
-  if (!runs.empty()) {
-    s.world_size = runs.front()->world_size;
-    s.placement = placement_text(*runs.front());
-    s.device = runs.front()->device;
-    s.dataset = runs.front()->dataset;
+  if (first_ok == nullptr) return;
+  s.train_time_s = median(train);
+  s.images_per_s = median(images);
+  s.steady_images_per_s = median(steady);
+  s.step_time_p50_s = median(step);
+  s.step_time_p90_s = median(step_p90);
+  s.step_time_max_s = median(step_max);
+  s.phase_s = s.phase_s / static_cast<double>(s.repetitions);
+  s.train_flops_per_image = first_ok->train_flops_per_image;  // the model's, the same every repetition
+  s.achieved_flops_per_s = median(achieved);
+  set_utilisation(s, *first_ok, environment);
+  for (const auto& record : first_ok->step_records) {
+    if (static_cast<int64_t>(s.warmup_step_s.size()) >= first_ok->warmup_steps) break;
+    s.warmup_step_s.push_back(record.time_s);
   }
-  if (s.repetitions > 0) {
-    s.status = RunStatus::ok;
-    s.train_time_s = median(train);
-    s.images_per_s = median(images);
-    s.steady_images_per_s = median(steady);
-    s.step_time_p50_s = median(step);
-    s.step_time_p90_s = median(step_p90);
-    s.step_time_max_s = median(step_max);
-    s.phase_s = s.phase_s / static_cast<double>(s.repetitions);
-    s.train_flops_per_image = first_ok->train_flops_per_image;  // the model's, the same every repetition
-    s.achieved_flops_per_s = median(achieved);
-    set_utilisation(s, *first_ok, environment);
-    for (const auto& record : first_ok->step_records) {
-      if (static_cast<int64_t>(s.warmup_step_s.size()) >= first_ok->warmup_steps) break;
-      s.warmup_step_s.push_back(record.time_s);
-    }
-    s.test_accuracy = median(accuracy);
-    set_ranks(s, runs);
-    s.train_time_min_s = *std::min_element(train.begin(), train.end());
-    s.train_time_max_s = *std::max_element(train.begin(), train.end());
-    s.unstable = s.repetitions > 1 && (s.train_time_max_s - s.train_time_min_s) > kUnstableRelativeSpread * s.train_time_s;
-  } else if (!runs.empty()) {
-    s.status = runs.front()->status;
-    s.reason = runs.front()->reason;
-  } else {
-    s.status = RunStatus::skipped;
-    s.reason = "not run";
+  s.test_accuracy = median(accuracy);
+  set_ranks(s, runs);
+  s.train_time_min_s = *std::min_element(train.begin(), train.end());
+  s.train_time_max_s = *std::max_element(train.begin(), train.end());
+  s.unstable = s.repetitions > 1 && (s.train_time_max_s - s.train_time_min_s) > kUnstableRelativeSpread * s.train_time_s;
+}
+
+RowSummary summarize_row(const SweepRowInfo& info, const std::vector<const RunResult*>& runs,
+                         const Environment& environment, int64_t planned_repetitions) {
+  RowSummary s;
+  s.name = info.name;
+  s.mode = info.mode;
+  s.tutorial_seconds = info.tutorial_seconds;
+  s.outcomes = repetition_outcomes(runs, planned_repetitions);
+  s.planned_repetitions = static_cast<int64_t>(s.outcomes.size());
+  set_status(s);
+  // What the row ran as: its first repetition that ran ok, else its first record (a skipped or
+  // failed row's, which says what was planned).
+  const auto ran = std::find_if(runs.begin(), runs.end(), [](const RunResult* r) { return r->status == RunStatus::ok; });
+  if (const RunResult* record = ran != runs.end() ? *ran : runs.empty() ? nullptr : runs.front(); record != nullptr) {
+    s.devices = devices_ran_on(*record);
+    s.world_size = record->world_size;
+    s.placement = placement_text(*record);
+    s.device = record->device;
+    s.dataset = record->dataset;
   }
+  set_figures(s, runs, environment);
   return s;
 }
 
 }  // namespace
+
+RunStatus status_over_repetitions(const std::vector<RepetitionOutcome>& outcomes) {
+  const auto any = [&](RunStatus status) {
+    return std::any_of(outcomes.begin(), outcomes.end(), [&](const RepetitionOutcome& o) { return o.status == status; });
+  };
+  for (const RunStatus worst : {RunStatus::failed, RunStatus::interrupted, RunStatus::skipped}) {
+    if (any(worst)) return worst;
+  }
+  const bool all_ok = !outcomes.empty() &&
+                      std::all_of(outcomes.begin(), outcomes.end(), [](const RepetitionOutcome& o) { return o.ran_ok(); });
+  return all_ok ? RunStatus::ok : RunStatus::skipped;
+}
+
+int64_t devices_ran_on(const RunResult& run) {
+  const json listed = run.strategy_details.is_object() ? run.strategy_details.value("devices", json()) : json();
+  if (listed.is_array() && !listed.empty()) return static_cast<int64_t>(listed.size());
+  const json devices = config_value(run, "devices");
+  if ((run.strategy == "dp" || run.strategy == "torch-dp") && devices.is_string() && devices != "all") {
+    const std::string list = devices.get<std::string>();
+    return 1 + static_cast<int64_t>(std::count(list.begin(), list.end(), ','));
+  }
+  return std::max<int64_t>(1, run.world_size);
+}
 
 std::vector<std::string> sweep_modes(const std::vector<RowSummary>& rows) {
   std::vector<std::string> modes;
@@ -187,7 +254,28 @@ std::vector<std::string> sweep_modes(const std::vector<RowSummary>& rows) {
 
 double RowSummary::headline_images_per_s() const { return mode == "controlled" ? steady_images_per_s : images_per_s; }
 
-std::vector<std::string> differences_from_baseline(const RunResult& row, const RunResult& baseline) {
+namespace {
+
+// Options that change neither the work a row does nor its clock (where the output goes, the
+// row's name, where the data lies), and those the phrases before them say already.
+bool said_otherwise(const std::string& key) {
+  static const std::set<std::string> kKeys = {"out",      "save-checkpoint", "log-interval-steps", "data-dir",
+                                              "cache-dir", "name",           "strategy",           "nproc",
+                                              "nodes",    "devices",         "batch-size",         "sync-bn",
+                                              "dataset"};
+  return kKeys.contains(key);
+}
+
+// An option's value in a row's configuration, or the writer's default where the row does not set it.
+json option_value(const RunResult& row, const std::string& key, const json& option_defaults) {
+  if (row.config.is_object() && row.config.contains(key)) return row.config.at(key);
+  return option_defaults.is_object() && option_defaults.contains(key) ? option_defaults.at(key) : json(nullptr);
+}
+
+}  // namespace
+
+std::vector<std::string> differences_from_baseline(const RunResult& row, const RunResult& baseline,
+                                                   const json& option_defaults) {
   std::vector<std::string> out;
   if (row.strategy != baseline.strategy) out.push_back("strategy " + row.strategy);
   if (row.world_size != baseline.world_size) out.push_back(std::to_string(row.world_size) + " processes");
@@ -207,19 +295,27 @@ std::vector<std::string> differences_from_baseline(const RunResult& row, const R
   if (row.strategy == "ddp" && row.world_size > 1 && config_value(row, "sync-bn") == json(true)) {
     out.push_back("SyncBatchNorm");
   }
-  // Settings compared by option name: label, key.
-  static const std::pair<const char*, const char*> kSettings[] = {
-      {"precision", "amp"},        {"TF32", "tf32"},         {"channels-last", "channels-last"},
-      {"loader", "loader"},        {"workers", "workers"},   {"head size", "num-classes"},
-      {"model", "model"},          {"test transform", "test-transform"}, {"crop padding", "crop-padding"},
-      {"cuDNN benchmark", "cudnn-benchmark"}, {"dp implementation", "dp-impl"},
+  // Every other option that changes the work or the clock, by option name: the ones people know
+  // by another name first, labelled so, then the rest by their flags' names.
+  static const std::vector<std::pair<std::string, std::string>> kLabelled = {
+      {"amp", "precision"},        {"tf32", "TF32"},        {"channels-last", "channels-last"},
+      {"loader", "loader"},        {"workers", "workers"},  {"num-classes", "head size"},
+      {"model", "model"},          {"test-transform", "test transform"}, {"crop-padding", "crop padding"},
+      {"cudnn-benchmark", "cuDNN benchmark"}, {"dp-impl", "dp implementation"},
   };
-  for (const auto& [label, key] : kSettings) {
-    const json a = config_value(row, key);
-    const json b = config_value(baseline, key);
-    if (a != b && !(a.is_null() && b.is_null())) {
-      out.push_back(std::string(label) + " " + text_of(a) + " (baseline " + text_of(b) + ")");
+  std::vector<std::pair<std::string, std::string>> keys = kLabelled;
+  std::set<std::string> listed;
+  for (const auto& [key, label] : kLabelled) listed.insert(key);
+  for (const json* config : {&row.config, &baseline.config, &option_defaults}) {
+    if (!config->is_object()) continue;
+    for (const auto& item : config->items()) {
+      if (!said_otherwise(item.key()) && listed.insert(item.key()).second) keys.emplace_back(item.key(), item.key());
     }
+  }
+  for (const auto& [key, label] : keys) {
+    const json a = option_value(row, key, option_defaults);
+    const json b = option_value(baseline, key, option_defaults);
+    if (a != b) out.push_back(label + " " + text_of(a) + " (baseline " + text_of(b) + ")");
   }
   if (row.dataset != baseline.dataset) out.push_back("dataset " + row.dataset + " (baseline " + baseline.dataset + ")");
   return out;
@@ -257,40 +353,48 @@ void set_paired_ratios(RowSummary& row, const ResultDocument& doc, const std::st
   row.vs_pytorch_steady = median(steady_ratios);
 }
 
+// The repetitions a document's sweep planned of each row; 0 without a sweep (each row's runs say).
+int64_t planned_repetitions(const ResultDocument& doc) { return doc.sweep ? doc.sweep->repeat : 0; }
+
 // `info`, a PyTorch twin, as the `pytorch` of the row it is the reference for: against the row
 // itself, or against ddpbench's run of it as the twin runs it (info.compared_with).
 void attach_twin(RowSummary& row, const ResultDocument& doc, const SweepRowInfo& info) {
-  const RowSummary twin = summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment);
+  const int64_t planned = planned_repetitions(doc);
+  const RowSummary twin = summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment, planned);
   const std::string ours_name = info.compared_with.empty() ? info.reference_of : info.compared_with;
   const RowSummary ours_summary =
-      info.compared_with.empty() ? row
-                                 : summarize_row({ours_name, info.mode, kNotMeasured, info.devices},
-                                                 runs_of(doc, ours_name, info.mode), doc.environment);
-  RowSummary::PyTorchTwin t{twin.name, twin.status, twin.reason, twin.train_time_s, twin.steady_images_per_s};
+      info.compared_with.empty()
+          ? row
+          : summarize_row({ours_name, info.mode, kNotMeasured, info.devices}, runs_of(doc, ours_name, info.mode),
+                          doc.environment, planned);
+  RowSummary::PyTorchTwin t{twin.name, twin.status, twin.reason, twin.outcomes, twin.train_time_s,
+                            twin.steady_images_per_s};
   t.ddpbench_name = ours_name;
   t.compared_without = info.compared_without;
   t.ddpbench_status = ours_summary.status;
   t.ddpbench_reason = ours_summary.reason;
+  t.ddpbench_outcomes = ours_summary.outcomes;
   t.ddpbench_train_time_s = ours_summary.train_time_s;
   t.ddpbench_steady_images_per_s = ours_summary.steady_images_per_s;
   row.pytorch = std::move(t);
   set_paired_ratios(row, doc, ours_name, info);
 }
 
-// Speed-up, scaling efficiency and differences against the baseline row of the same mode.
+// Speed-up, scaling efficiency (over the devices the row ran on) and differences against the
+// baseline row of the same mode, from the repetitions that ran ok on both.
 void set_against_baseline(std::vector<RowSummary>& summaries, const ResultDocument& doc,
                           const std::string& baseline_name) {
   for (auto& s : summaries) {
     const auto base = std::find_if(summaries.begin(), summaries.end(), [&](const RowSummary& b) {
       return b.name == baseline_name && b.mode == s.mode;
     });
-    if (base == summaries.end() || base->status != RunStatus::ok || s.status != RunStatus::ok) continue;
+    if (base == summaries.end() || !base->has_figures() || !s.has_figures()) continue;
     s.speedup = s.headline_images_per_s() / base->headline_images_per_s();
     s.scaling_efficiency = s.speedup / static_cast<double>(std::max<int64_t>(1, s.devices));
-    const auto row_runs = runs_of(doc, s.name, s.mode);
-    const auto base_runs = runs_of(doc, base->name, base->mode);
-    if (&*base != &s && !row_runs.empty() && !base_runs.empty()) {
-      s.differences = differences_from_baseline(*row_runs.front(), *base_runs.front());
+    const RunResult* row_run = first_ok_run(doc, s.name, s.mode);
+    const RunResult* base_run = first_ok_run(doc, base->name, base->mode);
+    if (&*base != &s && row_run != nullptr && base_run != nullptr) {
+      s.differences = differences_from_baseline(*row_run, *base_run, doc.option_defaults);
     }
   }
 }
@@ -305,7 +409,8 @@ std::vector<RowSummary> summarize_sweep(const ResultDocument& doc) {
   std::vector<RowSummary> summaries;
   for (const auto& info : rows) {
     if (info.reference_of.empty() && !is_comparison_run(doc, info.name, info.mode)) {
-      summaries.push_back(summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment));
+      summaries.push_back(
+          summarize_row(info, runs_of(doc, info.name, info.mode), doc.environment, planned_repetitions(doc)));
     }
   }
   for (const auto& info : rows) {

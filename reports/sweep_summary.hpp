@@ -15,16 +15,43 @@ namespace ddpbench {
 /// A row whose repetitions spread wider than this fraction of their median is flagged.
 inline constexpr double kUnstableRelativeSpread = 0.10;
 
+/// One planned repetition of a row as it ended: its status and reason, and what a report of each
+/// repetition shows of it; no status where the document has no result for it (the sweep was
+/// stopped before it ran, or is still running).
+struct RepetitionOutcome {
+  int64_t repetition = 0;
+  std::optional<RunStatus> status;
+  std::string reason;
+  int64_t steps = 0;
+  double train_time_s = kNotMeasured;
+  double images_per_s = kNotMeasured;
+  [[nodiscard]] bool ran_ok() const { return status == RunStatus::ok; }
+};
+
+/// The row's status over every planned repetition: ok only where every one ran ok; else the
+/// worst of the others (failed, then interrupted, then skipped; a repetition with no result
+/// counts as skipped, "not run").
+RunStatus status_over_repetitions(const std::vector<RepetitionOutcome>& outcomes);
+
+/// The devices a row's record says it ran on (or, for a row that did not run, was planned on):
+/// DataParallel's devices (strategy_details, else its --devices list), one per rank of a
+/// distributed row, else one. Never a sweep file's "devices", which only says what a row needs.
+int64_t devices_ran_on(const RunResult& run);
+
 struct RowSummary {
   std::string name;
   std::string mode;
   double tutorial_seconds = kNotMeasured;
-  int64_t devices = 1;
+  int64_t devices = 1;  // that the row ran on (devices_ran_on), for its GPUs and its scaling
   int64_t world_size = 1;
   std::string placement;  // the ranks over nodes, "2 nodes x 2 ranks"; empty on one node
-  RunStatus status = RunStatus::skipped;  // ok when any repetition ran
-  std::string reason;                     // why it did not
-  int64_t repetitions = 0;                // that ran
+  RunStatus status = RunStatus::skipped;  // over every planned repetition (status_over_repetitions)
+  std::string reason;                     // the first reason for that status
+  // Every planned repetition as it ended, in order; the figures below are over those that ran ok.
+  std::vector<RepetitionOutcome> outcomes;
+  int64_t planned_repetitions = 1;
+  int64_t repetitions = 0;  // that ran ok: what the figures are over
+  [[nodiscard]] bool has_figures() const { return repetitions > 0; }
   std::string device;
   std::string dataset;
 
@@ -86,12 +113,14 @@ struct RowSummary {
     std::string name;
     RunStatus status = RunStatus::skipped;
     std::string reason;
+    std::vector<RepetitionOutcome> outcomes = {};
     double train_time_s = kNotMeasured;
     double steady_images_per_s = kNotMeasured;
     std::string ddpbench_name = {};
     std::string compared_without = {};  // empty: compared with the row as it is
     RunStatus ddpbench_status = RunStatus::skipped;
     std::string ddpbench_reason = {};
+    std::vector<RepetitionOutcome> ddpbench_outcomes = {};
     double ddpbench_train_time_s = kNotMeasured;
     double ddpbench_steady_images_per_s = kNotMeasured;
   };
@@ -115,7 +144,10 @@ std::vector<RowSummary> summarize_sweep(const ResultDocument& document);
 std::vector<std::string> sweep_modes(const std::vector<RowSummary>& rows);
 
 /// How `row` is set up differently from `baseline`, one phrase per difference, e.g.
-/// "4 processes", "global batch 1024 (baseline 256)", "SyncBatchNorm".
-std::vector<std::string> differences_from_baseline(const RunResult& row, const RunResult& baseline);
+/// "4 processes", "global batch 1024 (baseline 256)", "SyncBatchNorm", "max-steps 4 (baseline
+/// unset)": every option that changes the work or the clock (an option a row does not set is the
+/// writer's default, `option_defaults`); never where the output or the data lies.
+std::vector<std::string> differences_from_baseline(const RunResult& row, const RunResult& baseline,
+                                                   const nlohmann::json& option_defaults = nlohmann::json::object());
 
 }  // namespace ddpbench

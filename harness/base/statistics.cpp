@@ -190,6 +190,13 @@ double binomial_upper_tail(int64_t k, int64_t n, double p) {
   return std::min(1.0, tail);
 }
 
+double slowest_of_ranks_p(int64_t k, int64_t n, int64_t ranks) {
+  if (ranks <= 1) return k <= n ? 1.0 : 0.0;
+  // The union over the ranks of "this one was the slowest k times": exact for two ranks where
+  // k > n / 2 (the events are disjoint), and within a hair of the exact maximum's tail near alpha.
+  return std::min(1.0, static_cast<double>(ranks) * binomial_upper_tail(k, n, 1.0 / static_cast<double>(ranks)));
+}
+
 double student_t_cdf(double t, double df) {
   if (std::isnan(t) || !(df > 0)) return kNaN;
   if (std::isinf(t)) return t > 0 ? 1.0 : 0.0;

@@ -31,6 +31,12 @@ double mann_whitney_p(const std::vector<double>& a, const std::vector<double>& b
 /// P(X >= k) for X ~ Binomial(n, p): how often chance alone would do as well (1 for k <= 0).
 double binomial_upper_tail(int64_t k, int64_t n, double p);
 
+/// How often chance alone makes some one of `ranks` equally likely ranks the slowest in `k` or
+/// more of `n` steps, for a rank picked after the fact (the slowest): the Bonferroni bound
+/// ranks x P(Binomial(n, 1 / ranks) >= k), at most 1. Testing the picked rank as if it had been
+/// named in advance (the binomial alone) flags even rows far more often than alpha.
+double slowest_of_ranks_p(int64_t k, int64_t n, int64_t ranks);
+
 /// P(T <= t) for Student's t with `df` > 0 degrees of freedom (scipy.stats.t.cdf).
 double student_t_cdf(double t, double df);
 

@@ -225,7 +225,10 @@ void add_sweep_row_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
              "`--gbench-json FILE`", "none", "also write Google Benchmark's JSON ([reports](reports.md))");
   documented(lines,
              sweep.add_flag("--dry-run", c.dry_run, "print each planned row's ddpbench run command; run nothing"),
-             "`--dry-run`", "off", "print each row's `ddpbench run` command; run nothing");
+             "`--dry-run`", "off",
+             "print each row's `ddpbench run` command; run nothing. Every row that would run is checked first as "
+             "`run` checks it ([below](#exit-codes-and-signals)), so a row every repetition would refuse is bad "
+             "input here");
 }
 
 void add_sweep_run_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
@@ -261,7 +264,9 @@ void add_sweep_run_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
              "`--project FABRIC`", "none",
              "project the DDP rows in the reports to `measured` (the link they ran on), `hdr-ib`, `ndr-ib` or "
              "`ethernet-100g`: 1 to 512 ranks, 8 to a node "
-             "([projection](projection-and-advice.md#projecting-past-this-machine-ddpbench-project))");
+             "([projection](projection-and-advice.md#projecting-past-this-machine-ddpbench-project)); a row that "
+             "ran SyncBatchNorm across its ranks (the tutorial's DDP rows) is not projected, saying why: run it "
+             "with `--no-sync-bn`");
 }
 
 // What `sweep`'s flags mean only together, and the ranges a flag cannot check alone.
@@ -452,7 +457,7 @@ void validate_advise(const CLI::App& advise, AdviseCommand& c) {
   c.ranks = once;
   for (double mb : c.bucket_mb) {
     // DDP's caps in bytes are whole numbers: a cap below a kilobyte or above a terabyte is no cap.
-    if (!(std::isfinite(mb) && mb >= 0.001 && mb <= 1e6)) {
+    if (!(std::isfinite(mb) && mb >= 0.001 && mb <= kMostBucketMb)) {
       throw InputError("--bucket-mb: " + std::to_string(mb) + " is not a bucket cap (0.001 to 1000000 MiB)");
     }
   }
@@ -496,7 +501,8 @@ Subcommand declare_trace(CLI::App& app) {
              trace->add_option("results", c->results, "the row's result JSON (its traces lie beside it)")->required(),
              "`RESULTS`", "",
              "the traced row's result file, a row's or a sweep's: its ranks' traces lie beside it (or, for a "
-             "sweep's `results.json`, beside the row's own file under `rows/MODE/`)");
+             "sweep's `results.json`, beside the row's own file under `rows/MODE/` of the sweep's rows folder, "
+             "which `--reports-dir` puts elsewhere: the file's `rows_href`)");
   documented(lines, trace->add_option("--row", c->row, "the traced row to merge, where the file holds several"),
              "`--row NAME`", "the file's only traced row",
              "the traced row to merge, where the file holds several; several runs of one name (modes, "
@@ -505,7 +511,9 @@ Subcommand declare_trace(CLI::App& app) {
              trace->add_option("--out", c->out,
                                "the merged trace (default: beside the results, NAME.merged.trace.json for NAME.json)"),
              "`--out FILE`", "`NAME.merged.trace.json` beside `NAME.json`",
-             "the merged Chrome trace; never one of its inputs or another row's rank trace");
+             "the merged Chrome trace; never one of its inputs or another row's rank trace. From a file of "
+             "several rows (a sweep's `results.json`), `ROW.merged.trace.json` beside the row's traces, one for "
+             "each row");
   return {trace, [c]() -> Command { return *c; }, std::move(lines)};
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include "harness/base/whole_integer.hpp"
@@ -13,14 +14,21 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw InputError(message);
 }
 
-template <class Number>
-void require_positive(Number value, const char* flag) {
-  require(value > 0, std::string(flag) + " must be positive (got " + std::to_string(value) + ")");
+// A count in [least, most]: `why` says what the top bound is.
+void require_count(int64_t value, int64_t least, int64_t most, const char* flag, const std::string& why) {
+  require(value >= least, std::string(flag) + (least > 0 ? " must be positive" : " must not be negative") +
+                              " (got " + std::to_string(value) + ")");
+  require(value <= most,
+          std::string(flag) + " " + std::to_string(value) + " is more than " + std::to_string(most) + ": " + why);
 }
 
-template <class Number>
-void require_non_negative(Number value, const char* flag) {
-  require(value >= 0, std::string(flag) + " must not be negative (got " + std::to_string(value) + ")");
+constexpr const char* kNoRunHasMore = "no run has more, and the row's work would overflow";
+
+// A number as people write it: 1e+300, 0.001, 25.
+std::string number_text(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
 }
 
 }  // namespace
@@ -123,38 +131,39 @@ void validate_cuda_graphs(const RunConfig& c, bool with_device_and_warm_up) {
 void validate(const RunConfig& c) {
   require(!c.strategy.empty(), "--strategy must not be empty");
   require(!c.model.empty(), "--model must not be empty");
-  require_positive(c.num_classes, "--num-classes");
-  require_positive(c.synthetic_train_images, "--synthetic-train-images");
-  require_positive(c.synthetic_test_images, "--synthetic-test-images");
-  require_non_negative(c.workers, "--workers");
-  require_non_negative(c.crop_padding, "--crop-padding");
-  require_positive(c.epochs, "--epochs");
-  require_positive(c.batch_size, "--batch-size");
+  require_count(c.num_classes, 1, kMostOfACount, "--num-classes", kNoRunHasMore);
+  require_count(c.synthetic_train_images, 1, kMostOfACount, "--synthetic-train-images", kNoRunHasMore);
+  require_count(c.synthetic_test_images, 1, kMostOfACount, "--synthetic-test-images", kNoRunHasMore);
+  require_count(c.workers, 0, kMostThreads, "--workers", "no machine has the cores for more threads");
+  require_count(c.crop_padding, 0, 32, "--crop-padding", "a 32x32 image padded more is mostly padding");
+  require_count(c.epochs, 1, kMostOfACount, "--epochs", kNoRunHasMore);
+  require_count(c.batch_size, 1, kMostOfACount, "--batch-size", kNoRunHasMore);
   require(std::isfinite(c.lr) && c.lr > 0, "--lr must be a positive number (got " + std::to_string(c.lr) + ")");
   require(std::isfinite(c.momentum) && c.momentum >= 0 && c.momentum < 1,
           "--momentum must be in [0, 1) (got " + std::to_string(c.momentum) + ")");
-  if (c.max_steps) require_positive(*c.max_steps, "--max-steps");
-  require_non_negative(c.warmup_steps, "--warmup-steps");
-  if (c.max_eval_batches) require_positive(*c.max_eval_batches, "--max-eval-batches");
-  require_non_negative(c.threads, "--threads");
-  require_positive(c.log_interval_steps, "--log-interval-steps");
+  if (c.max_steps) require_count(*c.max_steps, 1, kMostOfACount, "--max-steps", kNoRunHasMore);
+  require_count(c.warmup_steps, 0, kMostOfACount, "--warmup-steps", kNoRunHasMore);
+  if (c.max_eval_batches) require_count(*c.max_eval_batches, 1, kMostOfACount, "--max-eval-batches", kNoRunHasMore);
+  require_count(c.threads, 0, kMostThreads, "--threads", "no machine has the cores for more threads");
+  require_count(c.log_interval_steps, 1, kMostOfACount, "--log-interval-steps", kNoRunHasMore);
   require(c.data_dir.empty() == false || c.dataset == DatasetKind::synthetic,
           "--data-dir must not be empty");
   require(!c.cache_dir.empty(), "--cache-dir must not be empty (auto, none or a folder)");
-  require_positive(c.nproc, "--nproc");
-  require_positive(c.nodes, "--nodes");
+  require_count(c.nproc, 1, kMostOfACount, "--nproc", kNoRunHasMore);
+  require_count(c.nodes, 1, kMostOfACount, "--nodes", kNoRunHasMore);
   require(c.nodes == 1 || c.nproc == 1,
           "--nodes " + std::to_string(c.nodes) + " with --nproc " + std::to_string(c.nproc) +
               ": ddpbench starts ranks on this machine only; start them across nodes with srun (sweep --launcher "
               "srun) or torchrun");
-  require(std::isfinite(c.bucket_mb) && c.bucket_mb > 0,
-          "--bucket-mb must be a positive number (got " + std::to_string(c.bucket_mb) + ")");
-  require_positive(c.timeout_s, "--timeout-s");
+  require(std::isfinite(c.bucket_mb) && c.bucket_mb >= kLeastBucketMb && c.bucket_mb <= kMostBucketMb,
+          "--bucket-mb " + number_text(c.bucket_mb) + " is not a bucket cap (a byte to " +
+              number_text(kMostBucketMb) + " MiB)");
+  require_count(c.timeout_s, 1, kMostTimeoutS, "--timeout-s", "a week; a longer wait is no timeout");
   require(c.inject_fault_rank.has_value() == c.inject_fault_step.has_value(),
           "--inject-fault-rank and --inject-fault-step go together");
   if (c.inject_fault_rank) {
-    require_non_negative(*c.inject_fault_rank, "--inject-fault-rank");
-    require_non_negative(*c.inject_fault_step, "--inject-fault-step");
+    require_count(*c.inject_fault_rank, 0, kMostOfACount, "--inject-fault-rank", kNoRunHasMore);
+    require_count(*c.inject_fault_step, 0, kMostOfACount, "--inject-fault-step", kNoRunHasMore);
   }
   require(c.inject_fault_kind != InjectedFault::kill_in_collective || c.strategy == "ddp",
           "--inject-fault-kind kill-in-collective needs the ranks' collectives of --strategy ddp (got --strategy " +
@@ -162,7 +171,7 @@ void validate(const RunConfig& c) {
   require(std::isfinite(c.inject_slowdown) && c.inject_slowdown >= 0 && c.inject_slowdown <= 10,
           "--inject-slowdown must be a fraction in [0, 10] (got " + std::to_string(c.inject_slowdown) + ")");
   if (c.inject_slowdown_rank) {
-    require_non_negative(*c.inject_slowdown_rank, "--inject-slowdown-rank");
+    require_count(*c.inject_slowdown_rank, 0, kMostOfACount, "--inject-slowdown-rank", kNoRunHasMore);
     require(c.inject_slowdown > 0, "--inject-slowdown-rank needs --inject-slowdown");
   }
   require(c.inject_slowdown_phase == SlowedPhase::optimizer || c.inject_slowdown > 0,

@@ -121,6 +121,18 @@ struct RunConfig {
   [[nodiscard]] std::string row_name() const { return name.empty() ? strategy : name; }
 };
 
+/// The most of any count a row is configured with (images, batch, steps, epochs, classes, ranks):
+/// no run has more, and every product of them that a row's work is reckoned from fits in 64 bits.
+inline constexpr int64_t kMostOfACount = int64_t{1} << 30;
+/// DDP's bucket caps in MiB: a byte at the least (a cap in whole bytes), a terabyte at the most
+/// (above it a cap is no cap, and its bytes would soon not be a 64-bit number).
+inline constexpr double kLeastBucketMb = 1.0 / (1 << 20);
+inline constexpr double kMostBucketMb = 1e6;
+/// A week: longer is no timeout anyone means, and a steady clock's deadline past it can wrap.
+inline constexpr int64_t kMostTimeoutS = 7 * 24 * 3600;
+/// Threads a row may ask for (its loader's workers, its intra-op threads): no machine has more cores.
+inline constexpr int64_t kMostThreads = 4096;
+
 /// Checks ranges and combinations; throws InputError naming the flag at fault.
 void validate(const RunConfig& config);
 

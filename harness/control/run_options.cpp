@@ -141,7 +141,9 @@ void add_row_and_data_options(std::vector<RunOption>& o) {
                         "(auto: ~/.cache/ddpbench; none: generated in memory)"),
                  "where the synthetic set is kept as files of CIFAR-10's binary records, read by every row "
                  "and by PyTorch's (`auto`: `~/.cache/ddpbench/synthetic/`, keyed by generator version, seed "
-                 "and sizes; `none`: generated in memory)"));
+                 "and sizes; `none`: generated in memory). Each file is proven by its size and the CRC-32 the "
+                 "cache wrote beside it (`crc32.txt`): one truncated, damaged or without a checksum is "
+                 "regenerated, never trained on, and the row says so on stderr"));
   o.push_back(documented(enum_option("loader", &RunConfig::loader, kLoaderKindNames,
                                      "host: worker threads + pinned memory; device: dataset resident on the device"),
                          "`host`: worker threads build batches in pinned memory, like a DataLoader; `device`: the "
@@ -204,10 +206,10 @@ void add_distributed_options(std::vector<RunOption>& o) {
   o.push_back(documented(enum_option("backend", &RunConfig::backend, kCommBackendNames,
                                      "c10d backend: auto is NCCL on CUDA devices, Gloo on CPUs"),
                          "c10d backend: NCCL on CUDA devices, Gloo on CPUs"));
-  o.push_back(
-      documented(option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"),
-                 "ddp: DDP's `bucket_cap_mb`; as in PyTorch the first bucket is capped at 1 MiB at the "
-                 "default cap, at the cap itself when one is given"));
+  o.push_back(documented(
+      option("bucket-mb", &RunConfig::bucket_mb, "X", "DDP gradient bucket cap in MiB (bucket_cap_mb)"),
+      "ddp: DDP's `bucket_cap_mb` (a byte to 1000000); as in PyTorch the first bucket is capped at 1 MiB at the "
+      "default cap, at the cap itself when one is given"));
   o.push_back(documented(
       switch_option("overlap", &RunConfig::overlap,
                     "ddp: allreduce each gradient bucket as soon as backward fills it (--no-overlap: all of them "
@@ -240,7 +242,7 @@ void add_distributed_options(std::vector<RunOption>& o) {
   o.push_back(documented(option("timeout-s", &RunConfig::timeout_s, "N",
                                 "seconds a collective or the rendezvous may wait before the row fails"),
                          "a rendezvous or collective waiting longer fails the row: a dead peer is an error, never a "
-                         "hang"));
+                         "hang (1 to 604800, a week)"));
 }
 
 // Test only: faults and slowdowns a row plays, for the gates and diagnoses to catch.

@@ -58,7 +58,7 @@ RunResult result_without_run(const PlannedRow& row, RunStatus status, std::strin
   r.strategy = row.config.strategy;
   r.world_size = row.world_size;
   r.status = status;
-  r.reason = std::move(reason);
+  r.reason = reason_text(reason);
   r.config = run_config_to_json(row.config);
   return r;
 }
@@ -99,7 +99,7 @@ RunResult run_planned_row(const PlannedRow& row, bool& interrupted) {
       result.status = RunStatus::failed;
       result.reason = "ran another configuration than planned (planned vs ran: " + difference + ")";
     }
-    return result;
+    return stopped_by_srun(row, std::move(result), exit, interrupted);
   }
   if (interrupted) return result_without_run(row, RunStatus::interrupted, "interrupted before the row wrote a result");
   return result_without_run(row, RunStatus::failed,
@@ -218,6 +218,12 @@ class SweepReports {
 
   void add(RunResult result) {
     document_.runs.push_back(std::move(result));
+    write();
+  }
+
+  // Every report of the document as it stands: before the first row, each row not run, so that no
+  // report of an earlier sweep into the same folder outlives this one's start.
+  void write() const {
     for (const auto& reporter : reporters_) reporter->write(document_, reports_dir_ / reporter->file_name());
     if (!command_.gbench_json.empty()) make_gbench_reporter()->write(document_, command_.gbench_json);
   }
@@ -255,6 +261,16 @@ std::optional<RunResult> finished_before(const PlannedRow& row, const Environmen
 
 }  // namespace
 
+RunResult stopped_by_srun(const PlannedRow& row, RunResult result, const ProcessExit& srun_exit, bool sweep_interrupted) {
+  if (row.launch.empty() || result.status != RunStatus::interrupted || sweep_interrupted || !srun_exit.failed()) {
+    return result;
+  }
+  result.status = RunStatus::failed;
+  result.reason = "a task failed and srun stopped the others (--kill-on-bad-exit); " + srun_exit.describe() +
+                  (srun_exit.stderr_tail.empty() ? "" : ": " + reason_text(srun_exit.tail(3)));
+  return result;
+}
+
 int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv, const SweepEnvironment& env) {
   const SweepPlan plan = plan_sweep(command, env);
   if (command.dry_run) {
@@ -262,6 +278,7 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     return 0;
   }
   SweepReports reports(command, argv, env, plan);
+  reports.write();
   // SIGINT or SIGTERM: the row in flight stops at its next step and keeps what it finished,
   // every finished row stays, the reports are written, and the sweep exits 130 or 143.
   catch_interruptions();

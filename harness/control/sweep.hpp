@@ -8,6 +8,7 @@
 
 #include "harness/control/cli.hpp"
 #include "harness/control/sweep_plan.hpp"
+#include "harness/launch/process_supervisor.hpp"
 #include "reports/run_result.hpp"
 
 namespace ddpbench {
@@ -20,6 +21,11 @@ std::string plan_difference(const RunConfig& planned, const RunResult& ran);
 /// machine or build (every aspect of compare's one environment rule,
 /// reports/environment_fingerprint.hpp) or another git revision, in words; empty where it can.
 std::string measured_elsewhere(const Environment& before, const Environment& now);
+
+/// A row srun ran whose result says it was interrupted, though the sweep was sent no signal,
+/// where srun failed (`srun_exit`): srun stopped its tasks once one failed (--kill-on-bad-exit),
+/// and the row failed, with srun's last words (the failed task's); else the result as it is.
+RunResult stopped_by_srun(const PlannedRow& row, RunResult result, const ProcessExit& srun_exit, bool sweep_interrupted);
 
 /// Runs the plan and writes results.json, results.md and results.html into --out-dir (and
 /// --gbench-json). Returns 0 when every row ran or was skipped, 1 when one failed or the

@@ -87,6 +87,11 @@ std::string row_name(const json& r, const std::string& row_where) {
     throw InputError(row_where + ": name '" + name +
                      "' must be letters, digits, '.', '_' or '-', not starting with '.' (it names a result file)");
   }
+  // Every trace file beside the rows ends in .trace.json: a row named so would be written over one.
+  if (name.ends_with(".trace")) {
+    throw InputError(row_where + ": name '" + name + "' ends in '.trace': its result file '" + name +
+                     ".json' would be another row's trace (ROW.rankN.trace.json, ROW.merged.trace.json)");
+  }
   return name;
 }
 

@@ -5,6 +5,7 @@
 
 #include "harness/base/input_error.hpp"
 #include "harness/base/whole_integer.hpp"
+#include "harness/control/row_check.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/launch/process_supervisor.hpp"
 #include "harness/launch/slurm_hostlist.hpp"
@@ -55,28 +56,66 @@ std::vector<const json*> option_layers(const PlanContext& context, const SweepRo
   return layers;
 }
 
-// The batch before the row's mode options: the same global batch for every controlled row
-// (split over the processes of a distributed row); the tutorial's batch, scaled to the CPU
-// preset, for a faithful one.
-void scale_batch(const PlanContext& context, RunConfig& c, const std::string& mode) {
-  if (mode == "controlled") {
-    const int64_t global = context.definition.controlled_global_batch / (context.cpu ? kCpuBatchDivisor : 1);
-    c.batch_size = std::max<int64_t>(1, global / ranks_of(c));
-  } else if (context.cpu) {
-    c.batch_size = std::max<int64_t>(1, c.batch_size / kCpuBatchDivisor);
-  }
-}
-
-void apply_cpu_preset(const SweepRowSpec& spec, RunConfig& c, const std::string& mode, const std::string& where) {
-  if (mode == "faithful" && spec.mode_options.contains(mode) && spec.mode_options.at(mode).contains("batch-size")) {
-    c.batch_size = std::max<int64_t>(1, c.batch_size / kCpuBatchDivisor);
-  }
-  apply_run_config_json(c, kCpuSettings, where);
+// The CPU preset's cuts: each setting of kCpuSettings at most the preset's (the smaller of the
+// row's and the preset's, an unset cut taking the preset's), never larger than the row asked for;
+// its device the CPU (the table has no GPU); DataParallel's devices as many CPU replicas; and a
+// faithful row's batch divided by kCpuBatchDivisor (a controlled row's global batch is, below).
+void apply_cpu_preset(const SweepRowSpec& spec, RunConfig& c, const std::string& mode) {
+  c.device = kCpuSettings["device"].get<std::string>();
+  const auto cut = [](auto& value, const char* key) { value = std::min<int64_t>(value, kCpuSettings[key].get<int64_t>()); };
+  const auto cut_optional = [](std::optional<int64_t>& value, const char* key) {
+    value = std::min<int64_t>(value.value_or(INT64_MAX), kCpuSettings[key].get<int64_t>());
+  };
+  cut_optional(c.max_steps, "max-steps");
+  cut_optional(c.max_eval_batches, "max-eval-batches");
+  cut(c.warmup_steps, "warmup-steps");
+  cut(c.synthetic_train_images, "synthetic-train-images");
+  cut(c.synthetic_test_images, "synthetic-test-images");
+  cut(c.workers, "workers");
+  if (mode == "faithful") c.batch_size = std::max<int64_t>(1, c.batch_size / kCpuBatchDivisor);
   if (c.strategy == "dp") {
     std::string devices;
     for (int64_t i = 0; i < spec.devices; ++i) devices += (i ? ",cpu" : "cpu");
     c.devices = devices;
   }
+}
+
+// A controlled row's batch: the sweep's one global batch (scaled to the CPU preset) split over the
+// processes the row runs as, after every layer and override (--nproc 3 splits it three ways),
+// unless its controlled options or the command line give a batch of its own.
+void split_controlled_batch(const PlanContext& context, const SweepRowSpec& spec, RunConfig& c, bool cpu) {
+  const auto given = [](const json& options) { return options.contains("batch-size"); };
+  const bool overridden = std::any_of(context.command.overrides.begin(), context.command.overrides.end(),
+                                      [](const auto& o) { return o.first == "batch-size"; });
+  if (overridden || (spec.mode_options.contains("controlled") && given(spec.mode_options.at("controlled")))) return;
+  const int64_t global = context.definition.controlled_global_batch / (cpu ? kCpuBatchDivisor : 1);
+  c.batch_size = std::max<int64_t>(1, global / ranks_of(c));
+}
+
+// Every layer of a row's configuration in its order (defaults, mode, row, the row's mode, the CPU
+// preset's cuts where `cpu`, the command line), the controlled batch, and a preset's fill-ins.
+RunConfig layered_config(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
+                         const std::string& where, bool cpu) {
+  RunConfig c;
+  for (const json* layer : option_layers(context, spec, mode)) apply_run_config_json(c, *layer, where);
+  if (cpu) apply_cpu_preset(spec, c, mode);
+  for (const auto& [key, value] : context.command.overrides) {
+    try {
+      find_run_option(key)->set(c, value);
+    } catch (const InputError& e) {
+      throw InputError(where + ": " + e.what());
+    }
+  }
+  if (mode == "controlled") split_controlled_batch(context, spec, c, cpu);
+  // A preset fills in whatever no layer above set, as it does on the command line.
+  std::set<std::string> given;
+  for (const json* layer : option_layers(context, spec, mode)) {
+    for (const auto& item : layer->items()) given.insert(item.key());
+  }
+  for (const auto& [key, value] : context.command.overrides) given.insert(key);
+  apply_preset(c, given);
+  c.name = spec.name;
+  return c;
 }
 
 void judge_row(const PlanContext& context, const RunConfig& c, const std::string& where) {
@@ -110,14 +149,22 @@ std::vector<std::string> srun_launch(const SweepCommand& command, const SweepEnv
                                      const RunConfig& c) {
   if (command.launcher != "srun") return {};
   const int64_t tasks = ranks_of(c);
-  // A rank that fails is found by the others (its collectives fail at once, or within
-  // --timeout-s), which then fail the row: srun's --kill-on-bad-exit would stop them with
-  // SIGTERM first, and a rank stopped by a signal reports the row interrupted.
+  // A rank stuck after its peer failed (alive, in no collective that could time out) would keep
+  // the step, and the sweep, waiting: srun stops the others once a task fails, and the sweep says
+  // which failed (run_planned_row).
   return {env.srun,
           "--nodes=" + std::to_string(spec.nodes),
           "--ntasks=" + std::to_string(tasks),
           "--ntasks-per-node=" + std::to_string(tasks / spec.nodes),
+          "--kill-on-bad-exit=1",
           "--job-name=ddpbench-" + spec.name};
+}
+
+// A repetition's own file under --out-dir/rows/MODE/ (NAME.json, or NAME.rN.json with --repeat).
+std::filesystem::path row_result_file(const SweepCommand& command, const std::string& mode, const std::string& name,
+                                      int64_t repetition) {
+  const std::string suffix = command.repeat > 1 ? ".r" + std::to_string(repetition) : "";
+  return std::filesystem::path(command.out_dir) / "rows" / mode / (name + suffix + ".json");
 }
 
 std::string row_where(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode) {
@@ -183,40 +230,32 @@ SweepInfo plan_info(const PlanContext& context) {
     info.projection = projection_options_json(projection);
   }
   if (context.cpu) {
-    info.note = "No GPU on this machine: the CPU preset. The tutorial's rows run as Gloo ranks and CPU replicas "
-                "sharing " + std::to_string(context.environment.machine.cpu_cores) + " cores, batches divided by " +
-                std::to_string(kCpuBatchDivisor) + ", epochs cut to " + kCpuSettings["max-steps"].dump() +
-                " steps: times compare rows with each other, not with the tutorial's GPUs.";
+    info.note = "No GPU on this machine: the CPU preset. The rows run as Gloo ranks and CPU replicas sharing " +
+                std::to_string(context.environment.machine.cpu_cores) +
+                " cores, cut short (what the preset changed in each row is listed under \"the CPU preset's "
+                "changes\"): times compare rows with each other, not with the tutorial's GPUs.";
   }
   return info;
 }
 
 RunConfig configure_row(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
                         const std::string& where) {
-  RunConfig c;
-  apply_run_config_json(c, context.definition.defaults, where);
-  apply_run_config_json(c, kModeSettings.at(mode), where);
-  apply_run_config_json(c, spec.options, where);
-  scale_batch(context, c, mode);
-  if (spec.mode_options.contains(mode)) apply_run_config_json(c, spec.mode_options.at(mode), where);
-  if (context.cpu) apply_cpu_preset(spec, c, mode, where);
-  for (const auto& [key, value] : context.command.overrides) {
-    try {
-      find_run_option(key)->set(c, value);
-    } catch (const InputError& e) {
-      throw InputError(where + ": " + e.what());
-    }
-  }
-  // A preset fills in whatever no layer above set, as it does on the command line.
-  std::set<std::string> given;
-  for (const json* layer : option_layers(context, spec, mode)) {
-    for (const auto& item : layer->items()) given.insert(item.key());
-  }
-  for (const auto& [key, value] : context.command.overrides) given.insert(key);
-  apply_preset(c, given);
-  c.name = spec.name;
+  RunConfig c = layered_config(context, spec, mode, where, context.cpu);
   judge_row(context, c, where);
   return c;
+}
+
+std::vector<std::string> preset_changes(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
+                                        const std::string& where) {
+  if (!context.cpu) return {};
+  const json before = run_config_to_json(layered_config(context, spec, mode, where, false));
+  const json after = run_config_to_json(layered_config(context, spec, mode, where, true));
+  std::vector<std::string> changes;
+  const auto text = [](const json& v) { return v.is_null() ? std::string("unset") : v.is_string() ? v.get<std::string>() : v.dump(); };
+  for (const auto& [key, value] : after.items()) {
+    if (before.value(key, json()) != value) changes.push_back(key + " " + text(before.value(key, json())) + " → " + text(value));
+  }
+  return changes;
 }
 
 std::vector<std::string> cpu_mixed_precision(const PlanContext& context, RunConfig& c) {
@@ -277,13 +316,45 @@ PlannedRowGroup plan_row(const PlanContext& context, const SweepRowSpec& spec, c
   PlannedRow& row = group.row;
   row.info = {spec.name, mode, spec.tutorial_seconds, spec.devices, ""};
   row.config = configure_row(context, spec, mode, where);
+  row.info.preset_changes = preset_changes(context, spec, mode, where);
+  const AmpMode planned_amp = row.config.amp;
   row.notes = cpu_mixed_precision(context, row.config);
+  if (row.config.amp != planned_amp) {
+    row.info.preset_changes.push_back("amp " + std::string(enum_name(kAmpModeNames, planned_amp)) + " → " +
+                                      std::string(enum_name(kAmpModeNames, row.config.amp)));
+  }
   row.skip_reason = skip_reason(context, spec, row.config);
   check_node_spread(spec, row.config, where);
   row.launch = srun_launch(context.command, context.environment, spec, row.config);
   row.world_size = ranks_of(row.config);
   if (context.command.reference) add_reference_rows(context, spec, group);
+  for (const PlannedRow* member : group.members()) {
+    check_planned_row(context, spec, *member,
+                      sweep_row_where(context.definition.name, member->info.name) + " (" + mode + ")");
+  }
   return group;
+}
+
+void check_planned_row(const PlanContext& context, const SweepRowSpec& spec, const PlannedRow& row,
+                       const std::string& where) {
+  if (row.skip_reason) return;
+  RunConfig c = row.config;
+  c.out = row_result_file(context.command, row.info.mode, c.name, 0).string();  // as each repetition is given
+  RowStart start;
+  start.distributed = is_distributed(c);
+  start.world_size = ranks_of(c);
+  const bool here = row.launch.empty();
+  start.local_ranks = here ? start.world_size : std::max<int64_t>(1, start.world_size / spec.nodes);
+  start.world_source = here ? "--nproc " + std::to_string(c.nproc)
+                            : "srun's " + std::to_string(start.world_size) + " tasks";
+  // srun's ranks run on the allocation's nodes: their memory and data are theirs to check.
+  start.memory_bytes = here ? context.environment.memory_bytes : 0;
+  start.check_data = here;
+  try {
+    check_row(c, start);
+  } catch (const InputError& e) {
+    throw InputError(where + ": " + e.what());
+  }
 }
 
 // With --reference each repetition of a row is followed by its PyTorch twin: the same
@@ -328,12 +399,10 @@ void add_reference_rows(const PlanContext& context, const SweepRowSpec& spec, Pl
 void append_repetitions(const SweepCommand& command, const SweepRowSpec& spec, const PlannedRowGroup& group,
                         std::vector<PlannedRow>& rows) {
   for (int64_t rep = 0; rep < command.repeat; ++rep) {
-    const std::string suffix = command.repeat > 1 ? ".r" + std::to_string(rep) : "";
     for (const PlannedRow* member : group.members()) {
       PlannedRow row = *member;
       row.repetition = rep;
-      row.result_file =
-          std::filesystem::path(command.out_dir) / "rows" / row.info.mode / (row.config.name + suffix + ".json");
+      row.result_file = row_result_file(command, row.info.mode, row.config.name, rep);
       row.config.out = row.result_file.string();
       row.config.nodes = spec.nodes;  // the placement is part of what the row is
       rows.push_back(std::move(row));

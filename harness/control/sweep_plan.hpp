@@ -33,6 +33,8 @@ struct SweepEnvironment {
   // (emulated half precision is ~40x slower than fp32).
   bool cpu_native_bf16 = false;
   bool cpu_native_fp16 = false;
+  // This machine's memory (0: unknown, not checked): the rows that run here must fit in it.
+  int64_t memory_bytes = 0;
   std::vector<std::string> strategies;  // the strategies this build has
   std::map<std::string, std::string> pytorch_twins;  // strategy -> PyTorch's own (ddp -> torch-ddp)
   Environment machine;
@@ -94,10 +96,17 @@ void check_named_rows(const SweepCommand& command, const SweepDefinition& defini
 /// The sweep's heading: preset, baseline, repetitions, projection, the CPU preset's note.
 SweepInfo plan_info(const PlanContext& context);
 
-/// The row's configuration in one mode: every layer applied, the CPU preset's scale, the
-/// overrides, the preset's fill-ins, validated. Throws InputError prefixed with `where`.
+/// The row's configuration in one mode: every layer applied, the CPU preset's cuts (each setting
+/// at most the preset's), the overrides, the controlled mode's global batch split over the
+/// row's final processes, the preset's fill-ins, validated. Throws InputError prefixed with `where`.
 RunConfig configure_row(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
                         const std::string& where);
+
+/// What the CPU preset changed in the row's configuration in one mode (where the plan applies it):
+/// "option before → after", option by option, the configuration without the preset against the
+/// one with it; empty without the preset.
+std::vector<std::string> preset_changes(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
+                                        const std::string& where);
 
 /// The CPU preset's mixed precision: fp16 becomes bf16 where the CPU computes bf16 (not with
 /// --amp given). Returns the notes that say so.
@@ -119,6 +128,12 @@ PlannedRowGroup plan_row(const PlanContext& context, const SweepRowSpec& spec, c
 /// --reference: the twin (and the comparison run) of `group.row`. Throws InputError when its
 /// strategy has no PyTorch twin.
 void add_reference_rows(const PlanContext& context, const SweepRowSpec& spec, PlannedRowGroup& group);
+
+/// The one check of a row's configuration (harness/control/row_check.hpp) for a planned row that
+/// will run: the world it runs as (srun's tasks or its --nproc), this machine's memory and data
+/// where it runs here. A skipped row is not checked. Throws InputError prefixed with `where`.
+void check_planned_row(const PlanContext& context, const SweepRowSpec& spec, const PlannedRow& row,
+                       const std::string& where);
 
 /// Each repetition of each member, with its result file under --out-dir/rows/MODE/.
 void append_repetitions(const SweepCommand& command, const SweepRowSpec& spec, const PlannedRowGroup& group,

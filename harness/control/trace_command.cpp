@@ -73,16 +73,25 @@ const RunResult& traced_row(const ResultDocument& document, const TraceCommand& 
 }
 
 // Where the row's traces lie: beside the results, or, for a sweep's combined file, beside the
-// row's own JSON under rows/MODE/ (the sweep's layout).
-std::filesystem::path trace_folder(const std::filesystem::path& results_folder, const RunResult& row) {
+// row's own JSON under the sweep's rows folder (its rows_href: rows/ beside the reports, or
+// --out-dir's rows/ seen from --reports-dir), in MODE/.
+std::filesystem::path trace_folder(const std::filesystem::path& results_folder, const ResultDocument& document,
+                                   const RunResult& row) {
   const auto beside = [&](const std::filesystem::path& folder) {
     return std::all_of(row.trace.files.begin(), row.trace.files.end(),
                        [&](const std::string& file) { return std::filesystem::is_regular_file(folder / file); });
   };
-  if (!row.mode.empty() && !beside(results_folder) && beside(results_folder / "rows" / row.mode)) {
-    return results_folder / "rows" / row.mode;
-  }
+  const std::string rows_href = document.sweep ? document.sweep->rows_href : "rows";
+  const std::filesystem::path rows = (results_folder / rows_href / row.mode).lexically_normal();
+  if (!row.mode.empty() && !beside(results_folder) && beside(rows)) return rows;
   return results_folder;
+}
+
+// The merged trace's own name beside the row's traces: the results file's, or the row's for a
+// file of several rows (a sweep's), so that each row merged from it keeps its own.
+std::string merged_name(const std::filesystem::path& results, const ResultDocument& document, const RunResult& row) {
+  const std::string stem = document.runs.size() > 1 ? row.name : results.stem().string();
+  return stem + ".merged.trace.json";
 }
 
 }  // namespace
@@ -91,10 +100,9 @@ int trace_command(const TraceCommand& command) {
   const std::filesystem::path results = std::filesystem::absolute(command.results);
   const ProvenResults proven = read_results_here(results, "the results");
   const RunResult& row = traced_row(proven.document(), command);
-  const std::filesystem::path folder = trace_folder(results.parent_path(), row);
-  const std::filesystem::path out =
-      std::filesystem::absolute(command.out.empty() ? folder / (results.stem().string() + ".merged.trace.json")
-                                                   : std::filesystem::path(command.out));
+  const std::filesystem::path folder = trace_folder(results.parent_path(), proven.document(), row);
+  const std::filesystem::path out = std::filesystem::absolute(
+      command.out.empty() ? folder / merged_name(results, proven.document(), row) : std::filesystem::path(command.out));
   // The merged trace never replaces what it was made from, nor another file (an earlier merge
   // of its own is replaced); nor is it named as a rank's trace, which a traced run would replace.
   std::vector<CommandInput> inputs{{"RESULTS", results}};

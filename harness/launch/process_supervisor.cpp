@@ -36,7 +36,7 @@ struct Child {
 };
 
 void relay_line(Child& child, const std::string& line, const SuperviseOptions& o) {
-  if (o.relay) {
+  if (o.relay && !(o.withhold && o.withhold(line))) {
     const std::string out = o.prefix_relayed_lines ? "[" + child.label + "] " + line + "\n" : line + "\n";
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, out.data(), out.size());
   }
@@ -205,9 +205,9 @@ std::vector<ProcessExit> final_exits(std::vector<Child>& children, const Supervi
   return exits;
 }
 
-// SIGTERM to every child still running, SIGKILL at once to one that is stopped (is_stopped).
-void stop_all(std::vector<Child>& children) {
-  signal_all(children, SIGTERM);
+// `signal` to every child still running, SIGKILL at once to one that is stopped (is_stopped).
+void stop_all(std::vector<Child>& children, int signal) {
+  signal_all(children, signal);
   for (auto& c : children) {
     if (c.running && is_stopped(c.pid)) ::kill(c.pid, SIGKILL);
   }
@@ -228,6 +228,15 @@ std::string ProcessExit::tail(std::size_t lines) const {
     text += (text.empty() ? "" : "\n") + stderr_tail[i];
   }
   return text;
+}
+
+std::optional<std::string> ProcessExit::bad_input() const {
+  if (signal != 0 || exit_code != 2) return std::nullopt;
+  for (auto line = stderr_tail.rbegin(); line != stderr_tail.rend(); ++line) {
+    if (const auto at = line->find(kBadInputPrefix); at != std::string::npos)
+      return line->substr(at + kBadInputPrefix.size());
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> environment_with(const std::vector<std::string>& overrides,
@@ -279,7 +288,9 @@ SupervisedRun run_supervised(const std::vector<ProcessSpec>& specs, const Superv
     if (run.first_failure && !stopping_since && o.on_first_failure) o.on_first_failure();
     if ((run.first_failure || run.interrupted) && !stopping_since) {
       stopping_since = Clock::now();
-      stop_all(children);
+      // The children are stopped by the signal that stopped us (a SIGINT stays one in their reasons,
+      // never "Terminated"), else, after a child's failure, by SIGTERM.
+      stop_all(children, run.interrupted ? interruption_signal() : SIGTERM);
     }
     if (stopping_since && Clock::now() - *stopping_since > o.grace) signal_all(children, SIGKILL);
   }

@@ -22,6 +22,9 @@ struct ProcessSpec {
   bool discard_stdout = false;
 };
 
+/// How this binary says bad input (main, then exit 2): a child's line starting so is its own.
+inline constexpr std::string_view kBadInputPrefix = "ddpbench: error: ";
+
 struct ProcessExit {
   std::string label;
   int exit_code = 0;  // when it exited
@@ -32,6 +35,9 @@ struct ProcessExit {
   [[nodiscard]] std::string describe() const;
   /// The last `lines` lines of stderr, newline-separated.
   [[nodiscard]] std::string tail(std::size_t lines) const;
+  /// What a child of this binary found bad in its input (exit 2 and its last "ddpbench: error:
+  /// why" line): the why; nullopt for any other end.
+  [[nodiscard]] std::optional<std::string> bad_input() const;
 };
 
 struct SuperviseOptions {
@@ -39,6 +45,8 @@ struct SuperviseOptions {
   std::size_t stderr_tail_lines = 20;
   bool prefix_relayed_lines = true;       // "[label] line"; off relays lines unchanged
   bool relay = true;                      // off: stderr is kept (the tail) but not shown
+  // Lines kept in the tail but not shown (a rank's bad input, which its launcher says once).
+  std::function<bool(std::string_view line)> withhold;
   // Called every round of supervision (about every 50 ms) while children run, and once when
   // the first child fails, before the others are stopped: what the caller watches of them
   // (the ranks' progress) is then still as it was when the failure came.

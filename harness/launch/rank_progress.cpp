@@ -169,7 +169,12 @@ bool died_waiting_for_another(const ProgressVerdict& verdict, int64_t rank, doub
 std::string sentence_for_killed(const ProgressVerdict& verdict, int64_t rank) {
   const bool only_it = !verdict.blamed.empty() && std::all_of(verdict.blamed.begin(), verdict.blamed.end(),
                                                               [&](int64_t blamed) { return blamed == rank; });
-  return only_it ? verdict.text : "";
+  if (!only_it) return "";
+  // The records were read as the rank died: it is no longer "alive", only behind when it died.
+  std::string text = verdict.text;
+  const std::string alive = "rank " + std::to_string(rank) + " is behind, alive: ";
+  if (text.starts_with(alive)) text.replace(0, alive.size(), "rank " + std::to_string(rank) + " was behind: ");
+  return text;
 }
 
 }  // namespace ddpbench

@@ -18,6 +18,7 @@
 #include "harness/base/clock.hpp"
 #include "harness/base/output_rule.hpp"
 #include "harness/base/scratch_dir.hpp"
+#include "harness/control/row_check.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "harness/distributed/run_store.hpp"
@@ -42,47 +43,8 @@
 namespace ddpbench {
 namespace {
 
-// Everything a user can get wrong is checked before any work starts, so bad input costs
-// nothing and leaves no file behind.
-void check_inputs(const RunConfig& config, const StrategyInfo& strategy) {
-  find_model(config.model);
-  if (trace_step_range(config) && config.out.empty()) {
-    throw InputError("--trace-steps: the traces are written beside the row's JSON; give --out FILE.json");
-  }
-  if (!config.init_from.empty() && !std::filesystem::is_regular_file(config.init_from)) {
-    throw InputError("--init-from: no file '" + config.init_from + "'");
-  }
-  if (!strategy.distributed && config.nproc != 1) {
-    throw InputError("--nproc " + std::to_string(config.nproc) + ": strategy '" + strategy.name +
-                     "' runs in one process (--strategy ddp runs one per device)");
-  }
-}
-
-// A fault or slowdown aimed at a rank the row does not have, or a step it never reaches,
-// tests nothing: the row would pass as if the diagnosis had worked. A trace of steps the row
-// never reaches would be missing after the whole row's work.
-void check_step_and_rank_targets(const RunConfig& config, int64_t world) {
-  const auto outside = [&](const char* flag, int64_t rank) {
-    throw InputError(std::string(flag) + " " + std::to_string(rank) + ": the row has " + std::to_string(world) +
-                     (world == 1 ? " rank (0)" : " ranks (0-" + std::to_string(world - 1) + ")"));
-  };
-  if (config.inject_fault_rank && *config.inject_fault_rank >= world) outside("--inject-fault-rank", *config.inject_fault_rank);
-  if (config.inject_slowdown_rank && *config.inject_slowdown_rank >= world) {
-    outside("--inject-slowdown-rank", *config.inject_slowdown_rank);
-  }
-  // The synthetic set's size is the config's; CIFAR-10's is known once read (run_row checks).
-  if (config.dataset != DatasetKind::synthetic) return;
-  const int64_t shard = (config.synthetic_train_images + world - 1) / world;
-  LoaderOptions options;
-  options.batch_size = config.batch_size;
-  options.max_batches = config.max_steps;
-  const int64_t steps = batches_in_epoch(shard, options) * config.epochs;
-  check_trace_steps(config, steps);
-  if (config.inject_fault_step && *config.inject_fault_step >= steps) {
-    throw InputError("--inject-fault-step " + std::to_string(*config.inject_fault_step) + ": the row runs " +
-                     std::to_string(steps) + " steps (0-" + std::to_string(steps - 1) + ")");
-  }
-}
+// What only LibTorch's side knows of a row's input (the one check of the rest is check_row).
+void check_inputs(const RunConfig& config) { find_model(config.model); }
 
 // The output rule (harness/base/output_rule.hpp), before any work: the result file, the
 // checkpoint and, where `traces`, each of the `world` ranks' traces beside the result file (ranks
@@ -210,8 +172,9 @@ int run_rank(const RunConfig& config, const RankEnvironment& env, const std::vec
     threads = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()) / env.local_world_size);
     at::set_num_threads(static_cast<int>(threads));
   }
-  if (env.rank == 0 && env.world_size > 1 && env.source != "self") {
-    // Where the ranks meet, and who said so: the first thing to check when one never joins.
+  if (env.rank == 0 && env.world_size > 1 && env.source != "self" && !launched_by_ddpbench()) {
+    // Where the ranks meet, and who said so: the first thing to check when one never joins (not
+    // under ddpbench's own launcher, which serves the store here and says what went wrong).
     std::cerr << "ddpbench: rank 0 of " << env.world_size << " (" << env.source << ", " << env.node_count
               << (env.node_count == 1 ? " node" : " nodes") << ") on " << this_host_name() << ": the ranks meet at "
               << describe_master(env) << "\n";
@@ -364,6 +327,10 @@ RunResult collect_result(const RunConfig& config, const LaunchOutcome& outcome,
                              "interrupted: the launcher was signalled and stopped every rank", config.nproc);
   }
   if (outcome.failure) {
+    // A rank's bad input is the row's: exit 2, one line, no result file, as with --nproc 1.
+    if (const auto bad = outcome.failure->bad_input()) {
+      throw InputError("rank " + std::to_string(outcome.failed_rank) + ": " + *bad);
+    }
     return failed_launch(config, failure_reason(*outcome.failure, outcome.failed_rank, rank0_result, watch.verdict(),
                                                 static_cast<double>(config.timeout_s)) +
                                      flight_recorder_dumps(flight_recorder_prefix(config, row_folder(config))));
@@ -393,6 +360,10 @@ RunResult supervise_ranks(const RunConfig& config, LaunchOptions& options, const
   options.env.insert(options.env.end(), store_variables.begin(), store_variables.end());
   ProgressWatch watch(*store);
   options.supervise.on_poll = [&] { watch.poll(); };
+  // A rank's bad input is said once, by this launcher, when the row ends (exit 2, no result file).
+  options.supervise.withhold = [](std::string_view line) {
+    return line.find(kBadInputPrefix) != std::string_view::npos;
+  };
   options.supervise.on_first_failure = [&] { watch.judge_now(); };
   LaunchOutcome outcome;
   try {
@@ -471,6 +442,38 @@ int run_in_this_process(const RunConfig& config, const StrategyInfo& strategy, c
   return report(config, argv, result, true);
 }
 
+// The world a launcher made this process a rank of, as a one-process strategy sees it: only to
+// refuse a world of more than one, so variables it would not use are not its errors, and SLURM's
+// batch step (SLURM_NTASKS the allocation's, no step of tasks: SLURM_STEP_NUM_TASKS unset) is no
+// world; a step srun started is.
+std::optional<RankEnvironment> world_of_one_process_row() {
+  try {
+    auto env = rank_environment_from_process();
+    if (env && env->source == "slurm" && std::getenv("SLURM_STEP_NUM_TASKS") == nullptr) return std::nullopt;
+    return env;
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
+// How this process starts the row, for the one check: the ranks it starts (--nproc), or the world a
+// launcher made it a rank of (any strategy's: a one-process strategy in a world of 2 is refused).
+RowStart row_start_of(const RunConfig& config, const StrategyInfo& strategy, bool starts_ranks,
+                      const std::optional<RankEnvironment>& env) {
+  RowStart start;
+  start.distributed = strategy.distributed;
+  start.memory_bytes = machine_memory_bytes();
+  if (starts_ranks) {
+    start.world_size = start.local_ranks = config.nproc;
+    start.world_source = "--nproc " + std::to_string(config.nproc);
+  } else if (env) {
+    start.world_size = env->world_size;
+    start.local_ranks = env->local_world_size;
+    start.world_source = env->source + ", WORLD_SIZE " + std::to_string(env->world_size);
+  }
+  return start;
+}
+
 }  // namespace
 
 int run_command(const RunCommand& command, const std::vector<std::string>& argv) {
@@ -478,7 +481,7 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   catch_interruptions();
   const RunConfig& config = command.config;
   const StrategyInfo& strategy = find_strategy(config.strategy);
-  check_inputs(config, strategy);
+  check_inputs(config);
   if (strategy.pytorch) check_pytorch_inputs(config);
 
   // Launch contexts are explicit: an explicit --nproc starts ranks here, whatever SLURM or
@@ -487,9 +490,14 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   const bool own_rank = launched_by_ddpbench();
   const bool starts_ranks = strategy.distributed && config.nproc > 1 && !own_rank;
   check_launch_context(config, strategy, starts_ranks);
-  const auto env = strategy.distributed && !starts_ranks ? rank_environment_from_process() : std::nullopt;
+  auto launched = starts_ranks            ? std::nullopt
+                  : strategy.distributed ? rank_environment_from_process()
+                                         : world_of_one_process_row();
+  // Its launcher sets torchrun's variables; the world is still ddpbench's.
+  if (launched && own_rank) launched->source = "ddpbench --nproc";
+  check_row(config, row_start_of(config, strategy, starts_ranks, launched));
+  const auto env = strategy.distributed ? launched : std::nullopt;
   const int64_t world = env ? env->world_size : (starts_ranks ? config.nproc : 1);
-  check_step_and_rank_targets(config, world);
   check_run_files(config, world, /*traces=*/!env);
   if (const auto skipped = preflight_skip(config, strategy, env, argv)) return *skipped;
   if (strategy.distributed) {

@@ -22,6 +22,7 @@
 #include "harness/base/input_error.hpp"
 #include "harness/base/statistics.hpp"
 #include "harness/control/progress.hpp"
+#include "harness/control/row_check.hpp"
 #include "harness/launch/interruption.hpp"
 #include "harness/launch/lockstep_turns.hpp"
 #include "harness/control/run_options.hpp"
@@ -219,7 +220,7 @@ RunResult unfinished_result(const RunConfig& config, RunStatus status, std::stri
   result.world_size = world_size;
   result.device = config.device;
   result.status = status;
-  result.reason = std::move(reason);
+  result.reason = reason_text(reason);
   result.epochs = config.epochs;
   result.warmup_steps = config.warmup_steps;
   result.config = run_config_to_json(config);
@@ -318,7 +319,8 @@ void record_rank_timings(RunResult& result, const std::vector<RankSteps>& ranks)
 }
 
 // In how many steady steps the slowest rank (record_rank_timings) was the slowest, and how
-// likely that many is by chance; left unmeasured unless every rank timed every steady step.
+// likely that many is by chance for a rank picked as the slowest of them all (never as if it had
+// been named before the row ran); left unmeasured unless every rank timed every steady step.
 void record_straggler_steps(RunResult& result, const std::vector<RankSteps>& ranks) {
   const std::size_t steps = ranks.empty() ? 0 : ranks.front().steady_own_times_s.size();
   const bool per_step = steps > 0 && std::all_of(ranks.begin(), ranks.end(), [&](const RankSteps& r) {
@@ -335,7 +337,8 @@ void record_straggler_steps(RunResult& result, const std::vector<RankSteps>& ran
   }
   result.straggler_steps = slowest_in;
   result.straggler_of_steps = static_cast<int64_t>(steps);
-  result.straggler_p = binomial_upper_tail(slowest_in, static_cast<int64_t>(steps), 1.0 / static_cast<double>(ranks.size()));
+  result.straggler_p =
+      slowest_of_ranks_p(slowest_in, static_cast<int64_t>(steps), static_cast<int64_t>(ranks.size()));
 }
 
 }  // namespace

@@ -43,10 +43,6 @@ std::set<ActivityType> activities(const c10::Device& device) {
   return kinds;
 }
 
-std::string steps_text(const std::pair<int64_t, int64_t>& range) {
-  return std::to_string(range.first) + ":" + std::to_string(range.second);
-}
-
 }  // namespace
 
 std::filesystem::path row_file(const RunConfig& config) {
@@ -72,24 +68,6 @@ void require_trace_writable(const std::filesystem::path& result_file, int64_t ra
   const std::string name = trace_file_name(result_file, rank);
   for (const std::string& file : {name, name + ".gz"}) {
     require_writable(result_file.parent_path() / file, "--trace-steps (rank " + std::to_string(rank) + "'s trace)");
-  }
-}
-
-void check_trace_steps(const RunConfig& config, int64_t row_steps) {
-  const auto range = trace_step_range(config);
-  if (!range) return;
-  const std::string flag = "--trace-steps " + steps_text(*range);
-  if (range->second >= row_steps) {
-    throw InputError(flag + ": the row runs " + std::to_string(row_steps) + " steps (0-" +
-                     std::to_string(row_steps - 1) + ")");
-  }
-  const int64_t steady = std::max<int64_t>(0, row_steps - config.warmup_steps);
-  const int64_t traced_steady =
-      std::max<int64_t>(0, range->second - std::max(range->first, config.warmup_steps) + 1);
-  if (steady > 0 && traced_steady == steady) {
-    throw InputError(flag + ": it traces every step after warm-up (steps " + std::to_string(config.warmup_steps) +
-                     "-" + std::to_string(row_steps - 1) + "), and traced steps are left out of the steady "
-                     "figures: trace fewer steps, or run more (--max-steps)");
   }
 }
 

@@ -43,10 +43,6 @@ std::string trace_file_name(const std::filesystem::path& result_file, int64_t ra
 /// fail the row after all its training.
 void require_trace_writable(const std::filesystem::path& result_file, int64_t rank);
 
-/// Throws InputError unless --trace-steps lies within the row's `row_steps` steps and leaves a
-/// steady step untraced (or the row has none past warm-up to leave).
-void check_trace_steps(const RunConfig& config, int64_t row_steps);
-
 class StepTrace {
  public:
   /// Prepares the profiler (its one-time start-up falls before training); inert without

@@ -2,6 +2,7 @@
 
 #include <torch/cuda.h>
 
+#include "harness/control/row_check.hpp"
 #include "harness/control/sweep.hpp"
 #include "harness/runner/build_info.hpp"
 #include "harness/runner/commands.hpp"
@@ -23,6 +24,7 @@ int sweep_command(const SweepCommand& command, const std::vector<std::string>& a
     if (s.pytorch) env.pytorch_twins[s.twin_of] = s.name;
   }
   env.machine = capture_environment();
+  env.memory_bytes = machine_memory_bytes();
   env.is_checkpoint = is_checkpoint_file;
   env.tool_version = build_info().version;
   if (command.launcher == "srun") read_slurm_allocation(env);

@@ -52,5 +52,53 @@ TEST(Dataset, ExplicitChoicesAreObeyed) {
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
+DatasetOptions cached(const TempDir& dir) {
+  DatasetOptions c = config_for(dir.path(), DatasetKind::synthetic);
+  c.cache_dir = (dir / "cache").string();
+  return c;
+}
+
+// Loads with stderr captured: the set, and what was said.
+std::pair<DatasetSplits, std::string> load_saying(const DatasetOptions& options) {
+  ::testing::internal::CaptureStderr();
+  DatasetSplits splits = load_dataset(options);
+  return {std::move(splits), ::testing::internal::GetCapturedStderr()};
+}
+
+// A cache file replaced by zeros of the right size trained "ok" on all-zero images labelled 0; a
+// truncated one failed with "too long ... expected 0 records". Each is regenerated and said, never
+// read; a proven cache is read as it is, silently.
+TEST(Dataset, TheSyntheticCacheIsProvenAndADamagedFileRegenerated) {
+  TempDir dir;
+  const DatasetOptions options = cached(dir);
+  const auto [first, said_first] = load_saying(options);
+  EXPECT_EQ(said_first, "") << "a new cache is written without a word";
+  const auto files = synthetic_files(options, false);
+  const auto train = files.train.front();
+  const auto test = files.test.front();
+  EXPECT_EQ(load_saying(options).second, "") << "a proven cache is read as it is";
+
+  testing::write_text(train, std::string(100 * 3073, '\0'));
+  const auto [zeroed, said_zeroed] = load_saying(options);
+  EXPECT_NE(said_zeroed.find("'" + train.string() + "' does not match its checksum: damaged: regenerated, not trained "
+                             "on"),
+            std::string::npos)
+      << said_zeroed;
+  EXPECT_TRUE(at::equal(zeroed.train.images, first.train.images));
+  EXPECT_TRUE(at::equal(zeroed.train.labels, first.train.labels));
+
+  testing::write_text(test, std::string(5 * 3073 + 7, '\1'));
+  const auto [cut, said_cut] = load_saying(options);
+  EXPECT_NE(said_cut.find("'" + test.string() + "' is truncated: 15372 bytes, expected 61460 (20 records of 3073 bytes)"),
+            std::string::npos)
+      << said_cut;
+  EXPECT_TRUE(at::equal(cut.test.images, first.test.images));
+
+  std::filesystem::remove(train.parent_path() / "crc32.txt");
+  EXPECT_NE(load_saying(options).second.find("carries no checksum (crc32.txt)"), std::string::npos)
+      << "a cache from before it was proven is regenerated once";
+  EXPECT_EQ(load_saying(options).second, "");
+}
+
 }  // namespace
 }  // namespace ddpbench

@@ -57,9 +57,11 @@ TEST(MarkdownReport, ARowWithNoStepAfterTheWarmupSaysSo) {
   EXPECT_EQ(markdown_runs_table({r}).find("no step after the warm-up"), std::string::npos);
 }
 
-// The straggler test (the same rank slowest beyond chance, p below 0.05) cannot flag 2 ranks
-// over 3 steady steps (best p = 0.5^3 = 0.125): the row says it could not be judged, rather than
-// imply no straggler; over 5 steps (0.031) or at 4 ranks over 3 (0.016) it could, and says nothing.
+// The straggler test (the rank picked as the slowest, slowest beyond chance for such a pick: p below
+// 0.05) cannot flag 2 ranks over 3 steady steps (best p = 2 x 0.5^3 = 0.25): the row says it could
+// not be judged, rather than imply no straggler; over 6 steps (0.031) or at 4 ranks over 4 (0.016)
+// it could, and says nothing. At 4 ranks over 3 steps the uncorrected test could (1/64); the
+// corrected cannot (4/64).
 TEST(MarkdownReport, AStragglerTheTestCouldNotFlagOnFewStepsIsNotJudged) {
   RunResult r;
   r.name = "ddp-2";
@@ -69,25 +71,27 @@ TEST(MarkdownReport, AStragglerTheTestCouldNotFlagOnFewStepsIsNotJudged) {
   r.warmup_steps = 2;
   r.straggler_steps = 3;
   r.straggler_of_steps = 3;
-  r.straggler_p = 0.125;
+  r.straggler_p = 0.25;
   const std::string md = markdown_runs_table({r});
-  EXPECT_NE(md.find("- ddp-2: straggler: could not be judged: 3 steady steps of 2 ranks (the same rank slowest in "
-                    "every one is p = 0.125 by chance, not below 0.05; the test needs 5 steady steps or more)"),
+  EXPECT_NE(md.find("- ddp-2: straggler: could not be judged: 3 steady steps of 2 ranks (some rank the slowest in "
+                    "every one is p = 0.250 by chance, not below 0.05; the test needs 6 steady steps or more)"),
             std::string::npos)
       << md;
-  EXPECT_DOUBLE_EQ(best_straggler_p(3, 2), 0.125);
-  EXPECT_EQ(steps_to_judge_straggler(2), 5);
-  EXPECT_EQ(steps_to_judge_straggler(3), 3);  // 1/27 = 0.037
-  EXPECT_EQ(steps_to_judge_straggler(8), 2);  // 1/64
+  EXPECT_DOUBLE_EQ(best_straggler_p(3, 2), 0.25);
+  EXPECT_EQ(steps_to_judge_straggler(2), 6);
+  EXPECT_EQ(steps_to_judge_straggler(3), 4);  // 3/81 = 0.037
+  EXPECT_EQ(steps_to_judge_straggler(8), 3);  // 8/512
   RunResult enough = r;
-  enough.straggler_of_steps = 5;
+  enough.straggler_of_steps = 6;
   EXPECT_EQ(straggler_not_judged(enough), "");
   RunResult four = r;
   four.world_size = 4;
-  EXPECT_EQ(straggler_not_judged(four), "") << "4 ranks over 3 steps: p can reach 1/64";
-  RunResult four_steps = r;
-  four_steps.straggler_of_steps = 4;  // 0.0625: still not below 0.05
-  EXPECT_NE(straggler_not_judged(four_steps), "");
+  EXPECT_NE(straggler_not_judged(four), "") << "4 ranks over 3 steps: p reaches 4/64 at best";
+  four.straggler_of_steps = 4;
+  EXPECT_EQ(straggler_not_judged(four), "") << "4 ranks over 4 steps: p can reach 4/256";
+  RunResult five_steps = r;
+  five_steps.straggler_of_steps = 5;  // 0.0625: still not below 0.05
+  EXPECT_NE(straggler_not_judged(five_steps), "");
   RunResult flagged = r;
   flagged.straggler = true;  // from a row without per-step times: flagged by its spread, judged
   EXPECT_EQ(straggler_not_judged(flagged), "");

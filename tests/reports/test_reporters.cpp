@@ -144,9 +144,41 @@ TEST(Reporters, MarkdownAndHtmlSayAStragglerOnTooFewStepsWasNotJudged) {
                       "judged: 3 steady steps of 2 ranks"),
             std::string::npos)
       << html;
-  for (auto& r : doc.runs) r.straggler_of_steps = r.straggler_of_steps > 0 ? 5 : 0;
+  for (auto& r : doc.runs) r.straggler_of_steps = r.straggler_of_steps > 0 ? 6 : 0;
   EXPECT_EQ(make_markdown_reporter()->render(doc).find("not judged"), std::string::npos);
   EXPECT_EQ(make_html_reporter()->render(doc).find("Stragglers not judged"), std::string::npos);
+}
+
+// A sweep under the CPU preset whose DDP row (no "devices" in its file) lost one repetition of
+// three to SIGKILL: every report says so where its figures stand, and its figures say how many
+// repetitions they are over; its devices and scaling are its 2 ranks'; what the preset changed
+// is listed row by row; the test accuracy's 4 of 1,024 images are noted once (issue 55).
+TEST(Reporters, AFailedRepetitionAPresetsChangesAndARowWithoutDevicesMatchTheirGoldenFiles) {
+  const ResultDocument doc = testing::cpu_sweep_document();
+  const std::string md = make_markdown_reporter()->render(doc);
+  EXPECT_NE(md.find("| ddp-2 | 2 | - | 2.60 s (2 of 3) (2.50–2.70) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| failed in 1 of 3 [1] |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- [1] repetition 1: rank 1: killed by signal 9 (SIGKILL)"), std::string::npos) << md;
+  EXPECT_NE(md.find("- single (faithful), ddp-2 (faithful): batch-size 256 → 32; device cuda → cpu;"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("test accuracy over the first 4 of 1,024 test images only (--max-eval-batches 2)"), std::string::npos)
+      << md;
+  const auto rows = summarize_sweep(doc);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].devices, 2);
+  EXPECT_EQ(rows[1].status, RunStatus::failed);
+  EXPECT_EQ(rows[1].repetitions, 2);
+  EXPECT_NEAR(rows[1].scaling_efficiency, rows[1].speedup / 2, 1e-12);
+  expect_golden(md, "sweep-cpu.md");
+  const std::string html = make_html_reporter()->render(doc);
+  EXPECT_NE(html.find("<td>failed in 1 of 3 [1]</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("test accuracy over the first 4 of 1,024 test images only"), std::string::npos) << html;
+  expect_golden(html, "sweep-cpu.html");
+  expect_golden(make_gbench_reporter()->render(doc), "sweep-cpu.gbench.json");
+  const auto summary = nlohmann::json::parse(make_json_reporter()->render(doc))["summary"][1];
+  EXPECT_EQ(summary["status"], "failed");
+  EXPECT_EQ(summary["planned_repetitions"], 3);
+  EXPECT_EQ(summary["repetition_outcomes"][1]["status"], "failed");
 }
 
 // With --reference, Markdown, HTML and JSON put each row against its PyTorch twin, and the
@@ -283,9 +315,10 @@ TEST(Reporters, GoogleBenchmarkExportIsGoogleBenchmarksOwnSchema) {
   EXPECT_EQ(j["context"]["library_build_type"], "debug");
   const auto& benchmarks = j["benchmarks"];
   for (const auto& b : benchmarks) expect_gbench_schema(b);
-  // faithful/single: 2 repetitions and 4 aggregates; faithful/ddp-2gpu the same; the
-  // controlled rows ran once each (no aggregates).
-  ASSERT_EQ(benchmarks.size(), 6u + 6u + 1u + 1u);
+  // faithful/single: 2 repetitions and 4 aggregates; faithful/ddp-2gpu the same; faithful/ddp-4gpu
+  // skipped in both (as Google Benchmark writes a skipped run, no aggregates); the controlled rows
+  // as the faithful ones.
+  ASSERT_EQ(benchmarks.size(), 6u + 6u + 2u + 6u + 6u);
   const auto& first = benchmarks[0];
   EXPECT_EQ(first["name"], "faithful/single");
   EXPECT_EQ(first["run_name"], "faithful/single");
@@ -314,8 +347,50 @@ TEST(Reporters, GoogleBenchmarkExportIsGoogleBenchmarksOwnSchema) {
   }
   EXPECT_EQ(benchmarks[6]["name"], "faithful/ddp-2gpu");
   EXPECT_NE(benchmarks[6]["family_index"], first["family_index"]);
-  EXPECT_EQ(benchmarks[12]["name"], "controlled/single");
-  EXPECT_EQ(benchmarks[12]["repetitions"], 1);
+  for (const std::size_t skipped : {12u, 13u}) {
+    const auto& entry = benchmarks[skipped];
+    EXPECT_EQ(entry["name"], "faithful/ddp-4gpu");
+    EXPECT_EQ(entry["repetitions"], 2);
+    EXPECT_EQ(entry["repetition_index"], skipped - 12);
+    EXPECT_EQ(entry["skipped"], true);
+    EXPECT_EQ(entry["skip_message"], "needs 4 CUDA devices, 2 visible");
+    EXPECT_EQ(entry["iterations"], 0);
+  }
+  EXPECT_EQ(benchmarks[14]["name"], "controlled/single");
+  EXPECT_EQ(benchmarks[14]["repetitions"], 2);
+}
+
+// A repetition that failed is in Google Benchmark's export as its reporter writes a failed run
+// (error_occurred, error_message, no iterations), every planned repetition counted, and the
+// aggregates over the ones that ran; a sweep stopped before a repetition names it not run.
+TEST(Reporters, GoogleBenchmarkExportWritesEveryPlannedRepetitionAsItsReporterDoes) {
+  auto doc = testing::sample_sweep_document();
+  doc.sweep->repeat = 3;
+  RunResult killed = doc.runs[2];  // faithful ddp-2gpu, a third repetition: killed
+  killed.repetition = 2;
+  killed.status = RunStatus::failed;
+  killed.reason = "rank 1: killed by signal 9 (SIGKILL)";
+  doc.runs.push_back(killed);
+  const auto j = nlohmann::json::parse(make_gbench_reporter()->render(doc));
+  std::vector<nlohmann::json> ddp, single;
+  for (const auto& b : j["benchmarks"]) {
+    expect_gbench_schema(b);
+    if (b["run_name"] == "faithful/ddp-2gpu") ddp.push_back(b);
+    if (b["run_name"] == "faithful/single") single.push_back(b);
+  }
+  ASSERT_EQ(ddp.size(), 3u + 4u);
+  EXPECT_EQ(ddp[2]["repetition_index"], 2);
+  EXPECT_EQ(ddp[2]["error_occurred"], true);
+  EXPECT_EQ(ddp[2]["error_message"], "failed: rank 1: killed by signal 9 (SIGKILL)");
+  EXPECT_EQ(ddp[2]["iterations"], 0);
+  for (const auto& b : ddp) EXPECT_EQ(b["repetitions"], 3) << b.dump();
+  EXPECT_EQ(ddp[3]["name"], "faithful/ddp-2gpu_mean");
+  EXPECT_EQ(ddp[3]["iterations"], 3) << "Google Benchmark counts every repetition reported";
+  EXPECT_NEAR(ddp[3]["real_time"].get<double>(), (9.7e3 / 98 + 9.9e3 / 98) / 2, 1e-9) << "over the two that ran";
+  // The single row's third repetition has no result: not run.
+  ASSERT_EQ(single.size(), 3u + 4u);
+  EXPECT_EQ(single[2]["error_occurred"], true);
+  EXPECT_NE(single[2]["error_message"].get<std::string>().find("not run"), std::string::npos);
 }
 
 // A row whose ranks ran on several nodes says how, in every report; rows on one node do not.

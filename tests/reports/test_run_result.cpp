@@ -34,6 +34,21 @@ RunResult sample_run() {
   return r;
 }
 
+// A row's reason that was a c10 error carried its 20-frame backtrace (and one began with a frame).
+TEST(RunResult, AReasonIsTheMessageWithoutTheBacktrace) {
+  const std::string c10 =
+      "Connection closed by peer [127.0.0.1]:29500\n"
+      "Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:669 (most recent call "
+      "first):\nframe #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x7f in libc10.so)\n"
+      "frame #1: <unknown function> + 0x5f (0x7f in libtorch_cpu.so)\n";
+  EXPECT_EQ(reason_text(c10), "Connection closed by peer [127.0.0.1]:29500");
+  EXPECT_EQ(reason_text("frame #3: c10d::TCPStore::check + 0x1\nrank 1: the store went away"),
+            "rank 1: the store went away");
+  EXPECT_EQ(reason_text("rank 1 was killed by signal 9; its stderr ended:\nline one\nline two"),
+            "rank 1 was killed by signal 9; its stderr ended:\nline one\nline two")
+      << "a reason of several lines keeps them";
+}
+
 TEST(RunResult, JsonCarriesTheDocumentedFields) {
   const json j = sample_run();
   for (const char* key : {"name", "strategy", "world_size", "device", "dataset", "status", "reason", "train_time_s",

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "reports/sweep_summary.hpp"
@@ -78,6 +79,25 @@ TEST(SweepSummary, DifferencesFromTheBaselineAreListed) {
                                              "precision fp16 (baseline off)"};
   EXPECT_EQ(ddp.differences, expected);
   EXPECT_TRUE(find(rows, "single", "faithful").differences.empty());
+  // Every option that changes the work or the clock, where the row and the baseline differ (an
+  // option one does not set at the file's default); never where the output or the data lies.
+  doc.option_defaults = {{"epochs", 1}, {"max-steps", nullptr}, {"threads", 0}, {"sync-every-step", true},
+                         {"max-eval-batches", nullptr}, {"out", ""}, {"data-dir", "data"}};
+  for (const int index : {2, 3}) {
+    doc.runs[static_cast<std::size_t>(index)].config.update(
+        {{"epochs", 2}, {"max-steps", 4}, {"threads", 1}, {"sync-every-step", false}, {"max-eval-batches", 2},
+         {"out", "x.json"}, {"data-dir", "elsewhere"}});
+  }
+  const auto more_rows = summarize_sweep(doc);
+  const auto& more = find(more_rows, "ddp-2gpu", "faithful");
+  for (const char* said : {"epochs 2 (baseline 1)", "max-steps 4 (baseline unset)", "threads 1 (baseline 0)",
+                           "sync-every-step off (baseline on)", "max-eval-batches 2 (baseline unset)"}) {
+    EXPECT_NE(std::find(more.differences.begin(), more.differences.end(), said), more.differences.end()) << said;
+  }
+  for (const auto& phrase : more.differences) {
+    EXPECT_EQ(phrase.find("out "), std::string::npos) << phrase;
+    EXPECT_EQ(phrase.find("data-dir"), std::string::npos) << phrase;
+  }
 }
 
 // Utilisation is the achieved FLOP/s against the peak of the row's devices at the row's

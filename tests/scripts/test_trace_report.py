@@ -378,6 +378,26 @@ class SweepTest(unittest.TestCase):
             self.assertTrue((Path(folder) / "rows" / "controlled" / "single.r1.merged.trace.json").exists())
 
 
+    def test_trace_finds_a_sweeps_rows_from_its_reports_dir_and_merges_each_row_apart(self) -> None:
+        # `trace` of a sweep written with --reports-dir looked for the traces beside the report, not
+        # under its rows_href; and two rows merged from one results.json shared one merged file.
+        with tempfile.TemporaryDirectory() as folder:
+            subprocess.run([BINARY, "sweep", "--table", "cpu", "--mode", "faithful", "--rows", "single,ddp-2gpu",
+                            "--trace-steps", "1:1", "--max-steps", "3", "--warmup-steps", "1", "--model", "tiny",
+                            "--num-classes", "10", "--dataset", "synthetic", "--out-dir", f"{folder}/out",
+                            "--reports-dir", f"{folder}/reports"],
+                           capture_output=True, check=True, timeout=600)
+            results = f"{folder}/reports/results.json"
+            for row, ranks in (("single", 1), ("ddp-2gpu", 2)):
+                done = subprocess.run([BINARY, "trace", results, "--row", row], capture_output=True, text=True)
+                self.assertEqual(done.returncode, 0, done.stderr)
+                self.assertIn(f"{ranks} rank", done.stdout)
+            rows = Path(folder) / "out" / "rows" / "faithful"
+            self.assertTrue((rows / "single.merged.trace.json").exists())
+            self.assertTrue((rows / "ddp-2gpu.merged.trace.json").exists())
+            self.assertFalse((rows / "results.merged.trace.json").exists())
+
+
 class GpuFiguresTest(unittest.TestCase):
     """The kernel figures on a fixed merged trace: kernels go to the step that launched them."""
 

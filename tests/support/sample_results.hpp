@@ -31,13 +31,16 @@ inline RunResult sample_run(const std::string& name, const std::string& mode, in
   r.test_accuracy = 0.27;
   r.eval_images = 10000;
   r.final_loss = 1.9;
+  // Faithful rows keep 256 a process; controlled ones split one global batch of 256.
+  const int64_t per_process = mode == "controlled" ? 256 / world : 256;
   r.epochs = 1;
-  r.steps = 196 / world;
-  r.steps_per_epoch = 196 / world;
-  r.global_batch = 256 * world;
+  r.global_batch = per_process * world;
+  const int64_t shard = (50000 + world - 1) / world;  // DistributedSampler's, padded
+  r.steps = (shard + per_process - 1) / per_process;
+  r.steps_per_epoch = r.steps;
   r.images_trained = 50000;
   r.peak_memory_bytes = 5LL << 30;
-  r.config = {{"strategy", r.strategy}, {"batch-size", 256}, {"nproc", world}, {"loader", mode == "controlled" ? "device" : "host"},
+  r.config = {{"strategy", r.strategy}, {"batch-size", per_process}, {"nproc", world}, {"loader", mode == "controlled" ? "device" : "host"},
               {"num-classes", mode == "controlled" ? 10 : 1000}, {"sync-bn", true},
               {"amp", world > 1 ? "fp16" : "off"}, {"tf32", false}};
   return r;
@@ -58,18 +61,22 @@ inline ResultDocument sample_sweep_document() {
   doc.environment.nccl_version = "2.28.9";
   doc.environment.libtorch_version = "2.11.0";
   doc.environment.git_revision = "abc123def456";
-  doc.runs = {sample_run("single", "faithful", 1, 13.0, 3846.0, 0), sample_run("single", "faithful", 1, 13.4, 3731.0, 1),
+  // Every planned repetition (the sweep's repeat, 2) of every row: the controlled ones alike.
+  doc.runs = {sample_run("single", "faithful", 1, 13.0, 3846.0, 0),   sample_run("single", "faithful", 1, 13.4, 3731.0, 1),
               sample_run("ddp-2gpu", "faithful", 2, 9.7, 5154.0, 0), sample_run("ddp-2gpu", "faithful", 2, 9.9, 5050.0, 1),
-              sample_run("single", "controlled", 1, 11.0, 4545.0), sample_run("ddp-2gpu", "controlled", 2, 6.0, 8333.0)};
-  doc.runs[5].repetition = 0;
-  RunResult skipped;
-  skipped.name = "ddp-4gpu";
-  skipped.mode = "faithful";
-  skipped.strategy = "ddp";
-  skipped.world_size = 4;
-  skipped.status = RunStatus::skipped;
-  skipped.reason = "needs 4 CUDA devices, 2 visible";
-  doc.runs.push_back(skipped);
+              sample_run("single", "controlled", 1, 11.0, 4545.0, 0), sample_run("single", "controlled", 1, 11.0, 4545.0, 1),
+              sample_run("ddp-2gpu", "controlled", 2, 6.0, 8333.0, 0), sample_run("ddp-2gpu", "controlled", 2, 6.0, 8333.0, 1)};
+  for (const int64_t repetition : {0, 1}) {
+    RunResult skipped;
+    skipped.name = "ddp-4gpu";
+    skipped.mode = "faithful";
+    skipped.repetition = repetition;
+    skipped.strategy = "ddp";
+    skipped.world_size = 4;
+    skipped.status = RunStatus::skipped;
+    skipped.reason = "needs 4 CUDA devices, 2 visible";
+    doc.runs.push_back(skipped);
+  }
   SweepInfo sweep;
   sweep.preset = "tutorial";
   sweep.baseline_row = "single";
@@ -77,6 +84,57 @@ inline ResultDocument sample_sweep_document() {
   sweep.rows = {{"single", "faithful", 13.2, 1, ""},    {"ddp-2gpu", "faithful", 9.8, 2, ""},
                 {"ddp-4gpu", "faithful", 6.1, 4, ""},  {"single", "controlled", 13.2, 1, ""},
                 {"ddp-2gpu", "controlled", 9.8, 2, ""}};
+  doc.sweep = sweep;
+  return doc;
+}
+
+// A sweep file's two rows under the CPU preset, three repetitions each: `single`, and `ddp-2`, a
+// DDP row of 2 ranks whose file gives no "devices", whose second repetition was killed (SIGKILL, as
+// the OOM killer does); every row cut by the preset, its changes recorded row by row, its test
+// accuracy over the first 4 of 1,024 images.
+inline ResultDocument cpu_sweep_document() {
+  ResultDocument doc;
+  doc.tool_version = "0.1.0";
+  doc.created_utc = "2026-12-07T12:00:00Z";
+  doc.argv = {"ddpbench", "sweep", "--file", "my-sweep.json", "--table", "cpu", "--repeat", "3"};
+  doc.environment.host = "cpu-host";
+  doc.environment.cpu_model = "Intel(R) Xeon(R) Processor";
+  doc.environment.cpu_cores = 2;
+  doc.environment.libtorch_version = "2.11.0";
+  doc.environment.git_revision = "abc123def456";
+  const auto run = [](const std::string& name, int64_t world, int64_t repetition, double train_time_s) {
+    RunResult r = sample_run(name, "faithful", world, train_time_s, 128.0 * world / train_time_s * 4, repetition);
+    r.device = "cpu";
+    r.dataset = "synthetic";
+    r.epoch_cut = true;
+    r.steps = 4;
+    r.steps_per_epoch = 8192 / world / 32;
+    r.global_batch = 32 * world;
+    r.images_trained = 4 * r.global_batch;
+    r.warmup_steps = 1;
+    r.eval_cut = true;
+    r.eval_images = 4;
+    r.config = {{"strategy", r.strategy}, {"batch-size", 32},          {"nproc", world},
+                {"device", "cpu"},        {"num-classes", 10},         {"loader", "host"},
+                {"max-steps", 4},         {"max-eval-batches", 2},     {"synthetic-test-images", 1024},
+                {"warmup-steps", 1},      {"amp", "off"},              {"sync-bn", true}};
+    return r;
+  };
+  doc.runs = {run("single", 1, 0, 2.0), run("ddp-2", 2, 0, 2.5), run("single", 1, 1, 2.1),
+              run("ddp-2", 2, 1, kNotMeasured), run("single", 1, 2, 2.2), run("ddp-2", 2, 2, 2.7)};
+  RunResult& killed = doc.runs[3];
+  killed.status = RunStatus::failed;
+  killed.reason = "rank 1: killed by signal 9 (SIGKILL); its stderr ended: (nothing)";
+  SweepInfo sweep;
+  sweep.preset = "my-sweep.json";
+  sweep.note = "No GPU on this machine: the CPU preset. The rows run as Gloo ranks and CPU replicas sharing 2 cores, "
+               "cut short (what the preset changed in each row is listed under \"the CPU preset's changes\"): times "
+               "compare rows with each other, not with the tutorial's GPUs.";
+  sweep.baseline_row = "single";
+  sweep.repeat = 3;
+  const std::vector<std::string> changes = {"batch-size 256 → 32", "device cuda → cpu", "max-eval-batches unset → 2",
+                                            "max-steps 100 → 4",   "warmup-steps 5 → 1"};
+  sweep.rows = {{"single", "faithful", 13.2, 1, "", "", "", changes}, {"ddp-2", "faithful", kNotMeasured, 1, "", "", "", changes}};
   doc.sweep = sweep;
   return doc;
 }

@@ -68,5 +68,33 @@ TEST(RunConfig, AcceptsTheEdgesOfEachRange) {
             "");
 }
 
+// A count, a timeout or a bucket cap no run has is bad input, named: it used to overflow into a
+// c10 stack trace (--synthetic-train-images 9223372036854775807), a rendezvous that never timed out
+// (--timeout-s 99999999999) or a cap recorded as -9223372036854775808 bytes (--bucket-mb 1e300).
+TEST(RunConfig, ValuesPastWhatAnyRunHasAreRefusedBeforeTheyOverflow) {
+  EXPECT_NE(rejection([](RunConfig& c) { c.synthetic_train_images = INT64_MAX; })
+                .find("--synthetic-train-images 9223372036854775807 is more than 1073741824"),
+            std::string::npos);
+  EXPECT_NE(
+      rejection([](RunConfig& c) { c.timeout_s = 99999999999; }).find("--timeout-s 99999999999 is more than 604800"),
+      std::string::npos);
+  EXPECT_NE(rejection([](RunConfig& c) { c.bucket_mb = 1e300; }).find("--bucket-mb 1e+300 is not a bucket cap"),
+            std::string::npos);
+  EXPECT_NE(rejection([](RunConfig& c) { c.bucket_mb = 1e-7; }).find("--bucket-mb 1e-07 is not a bucket cap (a byte to"),
+            std::string::npos);
+  EXPECT_EQ(rejection([](RunConfig& c) { c.bucket_mb = 0.0001; }), "") << "104 bytes: many small buckets, a cap";
+  EXPECT_NE(rejection([](RunConfig& c) { c.nproc = int64_t{1} << 31; }).find("--nproc"), std::string::npos);
+  EXPECT_NE(rejection([](RunConfig& c) { c.workers = 5000; }).find("--workers 5000 is more than 4096"),
+            std::string::npos);
+  EXPECT_EQ(rejection([](RunConfig& c) {
+              c.synthetic_train_images = kMostOfACount;
+              c.timeout_s = kMostTimeoutS;
+              c.bucket_mb = kMostBucketMb;
+              c.threads = kMostThreads;
+            }),
+            "")
+      << "the bounds themselves are runs";
+}
+
 }  // namespace
 }  // namespace ddpbench

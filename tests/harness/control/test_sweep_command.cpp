@@ -171,6 +171,12 @@ TEST(SweepCommand, ASignalKeepsEveryFinishedRowAndTheStepsOfTheRowInFlight) {
     const std::string md = testing::read_text(dir / "out/results.md");
     EXPECT_NE(md.find("| interrupted [1] |"), std::string::npos) << md;
     EXPECT_NE(md.find("- [1] interrupted by "), std::string::npos) << md;
+    // The row in flight is stopped by the signal the sweep was sent, and its reason names it: a
+    // SIGINT said "Terminated" (issue 55).
+    const std::string reason = doc["runs"][1]["reason"].get<std::string>();
+    EXPECT_NE(reason.find(signal == SIGINT ? "interrupted by Interrupt" : "interrupted by Terminated"),
+              std::string::npos)
+        << reason;
   }
 }
 
@@ -202,6 +208,33 @@ TEST(SweepCommand, ReportsDirHoldsTheReportsOfEachFinishedRow) {
   const auto empty = testing::run_process(sweep_args(dir, {"--rows", "quick", "--reports-dir", ""}));
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_NE(empty.err.find("--reports-dir must not be empty"), std::string::npos) << empty.err;
+}
+
+// A sweep into a folder that holds an earlier sweep's reports replaces them before its first row
+// runs, each row not run yet: killed outright during that row, it leaves its own reports, never
+// the earlier sweep's, unmarked, as if they were this one's (issue 55).
+TEST(SweepCommand, ASweepKilledInItsFirstRowLeavesItsOwnReportsNotAnEarlierSweeps) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  ASSERT_EQ(testing::run_process(sweep_args(dir, {"--rows", "quick"})).exit_code, 0);
+  ASSERT_NE(testing::read_text(dir / "out/results.md").find("| quick |"), std::string::npos);
+  {
+    testing::SpawnedProcess sweep(sweep_args(dir, {"--rows", "endless"}));
+    ASSERT_TRUE(sweep.when_said("] step 3/").has_value()) << sweep.err_so_far();
+    ::kill(sweep.pid(), SIGKILL);
+    sweep.wait();
+  }
+  const std::string md = testing::read_text(dir / "out/results.md");
+  EXPECT_EQ(md.find("| quick |"), std::string::npos) << "the earlier sweep's:\n" << md;
+  EXPECT_NE(md.find("| endless | 1 | - | - |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| not run |"), std::string::npos) << md;
+  const std::string html = testing::read_text(dir / "out/results.html");
+  EXPECT_EQ(html.find("<td>quick</td>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<td>endless</td>"), std::string::npos) << html;
+  const auto summary = results(dir)["summary"];
+  ASSERT_EQ(summary.size(), 1u);
+  EXPECT_EQ(summary[0]["name"], "endless");
+  EXPECT_EQ(summary[0]["repetition_outcomes"][0]["status"], "not run");
 }
 
 // A second SIGINT does not wait for anything. After the first, the sweep waits for the row in
@@ -282,6 +315,32 @@ TEST(SweepCommand, ItsOutputsNeverReplaceItsSweepFileOrAFileItDidNotWrite) {
       << over_notes.err;
   EXPECT_EQ(testing::read_text(dir / "out/results.md"), "a user's notes");
   EXPECT_FALSE(std::filesystem::exists(dir / "out/rows")) << "no row ran";
+}
+
+// --dry-run checks each row as `run` will: a fault at step 5 of a row the CPU preset cut to 4 steps,
+// and --nproc 2 on a one-process row, passed it and failed every repetition after the other rows.
+TEST(SweepCommand, DryRunRefusesWhatEveryRepetitionWouldRefuse) {
+  TempDir dir;
+  testing::write_text(dir / "s.json", R"({"name": "cut", "defaults": {"model": "tiny", "dataset": "synthetic",
+      "synthetic-train-images": 512, "synthetic-test-images": 128, "batch-size": 64, "workers": 0},
+      "rows": [{"name": "one", "options": {"strategy": "single"}}]})");
+  const auto args = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = {testing::ddpbench_binary(), "sweep", "--file", (dir / "s.json").string(), "--mode",
+                                  "faithful", "--table", "cpu", "--dry-run", "--out-dir", (dir / "out").string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  ASSERT_EQ(testing::run_process(args({})).exit_code, 0);
+  for (const auto& [extra, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--inject-fault-rank", "0", "--inject-fault-step", "5"},
+            "row 'one' (faithful): --inject-fault-step 5: the row runs 4 steps (0-3) after --max-steps 4"},
+           {{"--nproc", "2"}, "row 'one' (faithful): --nproc 2: strategy 'single' runs in one process"}}) {
+    const auto r = testing::run_process(args(extra));
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir / "out")) << "nothing written";
+  }
 }
 
 TEST(SweepCommand, BadInputExitsTwo) {

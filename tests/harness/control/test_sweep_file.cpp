@@ -33,6 +33,18 @@ TEST(SweepFile, AnOptionValueOfAnotherJsonTypeIsBadInput) {
       << "each option of its own type is taken";
 }
 
+// A row named 'ddp-2.rank0.trace' wrote its result over ddp-2's rank-0 trace (the sweep removes a
+// row's file before it runs), and 'ddp-2.merged.trace' would be ddp-2's merged trace.
+TEST(SweepFile, ARowNamedAsAnotherRowsTraceIsBadInput) {
+  for (const char* name : {"ddp-2.rank0.trace", "ddp-2.merged.trace"}) {
+    EXPECT_NE(refusal(std::string(R"({"rows": [{"name": "ddp-2"}, {"name": ")") + name + R"("}]})")
+                  .find("name '" + std::string(name) + "' ends in '.trace'"),
+              std::string::npos)
+        << name;
+  }
+  EXPECT_EQ(refusal(R"({"rows": [{"name": "ddp-2.trace-steps"}, {"name": "traced"}]})"), "");
+}
+
 // The sweep names each row and places its result file: a sweep file can no more set them than
 // the command line can (`sweep --out`), in any layer.
 TEST(SweepFile, TheOptionsTheSweepSetsItselfAreBadInput) {

@@ -248,6 +248,31 @@ TEST(Sweep, ARowThatRanAnotherConfigurationIsNamedOptionByOption) {
 
 // --resume's rule (measured_elsewhere): a row of another machine or build, by every aspect of
 // compare's environment rule, or of another revision, is not this sweep's.
+// Under srun's --kill-on-bad-exit a failed task stops the others: rank 0, stopped by srun's SIGTERM,
+// says "interrupted", where its peer failed; the row failed, with srun's words, unless the sweep
+// itself was signalled.
+TEST(Sweep, ARowSrunStoppedAfterATaskFailedIsFailedWithSrunsWords) {
+  PlannedRow row;
+  row.launch = {"/usr/bin/srun", "--kill-on-bad-exit=1"};
+  RunResult result;
+  result.status = RunStatus::interrupted;
+  result.reason = "interrupted by Terminated";
+  ProcessExit srun;
+  srun.label = "row ddp-2";
+  srun.exit_code = 1;
+  srun.stderr_tail = {"ddpbench: rank 1: --inject-fault-step 3: exiting", "srun: error: node2: task 1: Exited with "
+                                                                           "exit code 1"};
+  const RunResult failed = stopped_by_srun(row, result, srun, false);
+  EXPECT_EQ(failed.status, RunStatus::failed);
+  EXPECT_NE(failed.reason.find("a task failed and srun stopped the others (--kill-on-bad-exit); row ddp-2 exited with "
+                               "status 1: ddpbench: rank 1: --inject-fault-step 3"),
+            std::string::npos)
+      << failed.reason;
+  EXPECT_EQ(stopped_by_srun(row, result, srun, true).status, RunStatus::interrupted) << "the sweep was signalled";
+  row.launch.clear();
+  EXPECT_EQ(stopped_by_srun(row, result, srun, false).status, RunStatus::interrupted) << "not srun's";
+}
+
 TEST(Sweep, ARowMeasuredOnAnotherMachineBuildOrRevisionIsNotKept) {
   Environment here;
   for (const auto& [field, value] : {std::pair{&Environment::cpu_model, "Xeon"}, {&Environment::build_type, "Release"},
@@ -506,10 +531,10 @@ TEST(Sweep, RowsRunAsJobStepsOfTheAllocationUnderSrun) {
   env.srun = "/usr/bin/srun";
   const SweepPlan plan = plan_sweep(cmd, env);
   const auto& spread = row(plan, "ddp-2node", "controlled");
-  // No --kill-on-bad-exit: srun's SIGTERM would make the surviving ranks report the row
-  // interrupted; they find the failed rank themselves and fail the row.
+  // --kill-on-bad-exit: a rank stuck after its peer failed kept the step open and the sweep never
+  // went on.
   EXPECT_EQ(spread.launch, (std::vector<std::string>{"/usr/bin/srun", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2",
-                                                     "--job-name=ddpbench-ddp-2node"}));
+                                                     "--kill-on-bad-exit=1", "--job-name=ddpbench-ddp-2node"}));
   // The placement is part of the row: 4 processes over 2 nodes (each task is given --nproc 1).
   EXPECT_EQ(spread.config.nproc, 4);
   EXPECT_EQ(spread.config.nodes, 2);
@@ -734,6 +759,104 @@ TEST(PlanRules, LayersApplyInOrderAndTheCommandLineWins) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("sweep 'layers', row 'r': --nodes is the sweep's"), std::string::npos) << e.what();
   }
+}
+
+// Controlled mode promises one global batch for every row: it is split over the processes a row
+// runs as after the command line (sweep --nproc 3 gave ddp-2gpu a global batch of 192 and
+// ddp-4gpu 96, where 1024 / 8 = 128 was promised), unless a batch is given for the row.
+TEST(PlanRules, TheControlledBatchIsSplitOverTheRanksTheRowRunsAs) {
+  SweepCommand command;
+  command.mode = "controlled";
+  EXPECT_EQ(row(plan_sweep(command, machine(0)), "single", "controlled").config.batch_size, 128);
+  command.rows = {"ddp-2gpu", "ddp-4gpu"};  // --nproc 3 is bad input for a one-process row
+  command.overrides = {{"nproc", "3"}};
+  const SweepPlan plan = plan_sweep(command, machine(0));
+  for (const char* name : {"ddp-2gpu", "ddp-4gpu"}) {
+    EXPECT_EQ(row(plan, name, "controlled").config.nproc, 3) << name;
+    EXPECT_EQ(row(plan, name, "controlled").config.batch_size, 42) << name << ": 128 over 3 ranks";
+  }
+  command.overrides.emplace_back("batch-size", "20");
+  EXPECT_EQ(row(plan_sweep(command, machine(0)), "ddp-2gpu", "controlled").config.batch_size, 20)
+      << "a batch given on the command line is the row's own";
+}
+
+// The CPU preset cuts: each of its settings at most the preset's, so a sweep file's smaller value
+// stays (a synthetic set of 512 images was made 8,192, x16), a larger or unset one is cut; and
+// what it changed is recorded row by row, the command line's options its own.
+// Every row that will run is checked as `run` checks it, before the first row (and on --dry-run):
+// a fault at step 5 of a row the preset cut to 4 steps, and --nproc 2 on a one-process row, passed
+// the plan and failed every repetition after the other rows had run.
+TEST(PlanRules, EveryRowThatWillRunIsCheckedAsRunChecksIt) {
+  SweepDefinition definition;
+  definition.name = "checked";
+  definition.defaults = {{"model", "tiny"}, {"dataset", "synthetic"}, {"synthetic-train-images", 512}};
+  const SweepRowSpec single = spec_of("one", {{"strategy", "single"}});
+  definition.rows = {single};
+  SweepCommand command;
+  command.table = "cpu";
+  command.overrides = {{"inject-fault-rank", "0"}, {"inject-fault-step", "5"}};
+  const auto refusal = [&](const SweepRowSpec& spec, const SweepEnvironment& env) -> std::string {
+    try {
+      plan_row(plan_context(command, env, definition), spec, "faithful");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_NE(refusal(single, machine(0))
+                .find("checked, row 'one' (faithful): --inject-fault-step 5: the row runs 4 steps (0-3) after "
+                      "--max-steps 4"),
+            std::string::npos)
+      << refusal(single, machine(0));
+  command.overrides = {{"nproc", "2"}};
+  EXPECT_NE(refusal(single, machine(0)).find("row 'one' (faithful): --nproc 2: strategy 'single' runs in one process"),
+            std::string::npos);
+  // The ranks that run here must fit in this machine's memory; srun's run on the allocation's nodes.
+  command.overrides = {{"nproc", "1000"}};
+  const SweepRowSpec ranks = spec_of("ranks", {{"strategy", "ddp"}});
+  SweepEnvironment small = machine(0);
+  small.memory_bytes = int64_t{24} << 30;
+  EXPECT_NE(refusal(ranks, small).find("row 'ranks' (faithful): 1000 ranks on this machine (--nproc 1000) need"),
+            std::string::npos);
+  command.launcher = "srun";
+  small.allocation_nodes = {"node1"};
+  small.srun = "/usr/bin/srun";
+  EXPECT_EQ(refusal(ranks, small), "");
+  // A row that will not run is not judged: it is reported skipped.
+  command.launcher = "local";
+  command.overrides = {{"nproc", "2"}};
+  small.strategies = {"ddp"};
+  EXPECT_EQ(refusal(single, small), "") << "strategy 'single' is not in this build: skipped";
+}
+
+TEST(PlanRules, TheCpuPresetOnlyCutsAndSaysWhatItChangedInEachRow) {
+  SweepDefinition definition;
+  definition.name = "cuts";
+  definition.defaults = {{"model", "tiny"},          {"dataset", "synthetic"}, {"synthetic-train-images", 512},
+                         {"warmup-steps", 10},        {"workers", 1},           {"max-steps", 100},
+                         {"device", "cuda"},          {"max-eval-batches", 1}};
+  const SweepRowSpec spec = spec_of("r", {{"strategy", "single"}});
+  definition.rows = {spec};
+  SweepCommand command;
+  command.table = "cpu";
+  command.overrides = {{"warmup-steps", "3"}};
+  const PlanContext context = plan_context(command, machine(0), definition);
+  const RunConfig c = configure_row(context, spec, "faithful", "here");
+  EXPECT_EQ(c.synthetic_train_images, 512) << "smaller than the preset's 8,192: kept";
+  EXPECT_EQ(c.synthetic_test_images, 1024);
+  EXPECT_EQ(c.workers, 1);
+  EXPECT_EQ(c.max_eval_batches, 1);
+  EXPECT_EQ(c.max_steps, 4);
+  EXPECT_EQ(c.warmup_steps, 3) << "the command line's";
+  EXPECT_EQ(c.device, "cpu");
+  EXPECT_EQ(c.batch_size, 32);
+  const std::vector<std::string> changes = preset_changes(context, spec, "faithful", "here");
+  const std::vector<std::string> expected = {"batch-size 256 → 32", "device cuda → cpu", "max-steps 100 → 4",
+                                             "synthetic-test-images 10000 → 1024"};
+  EXPECT_EQ(changes, expected);
+  EXPECT_EQ(row(plan_sweep(command, machine(0)), "single", "faithful").info.preset_changes.empty(), false);
+  command.table = "tutorial";
+  EXPECT_TRUE(preset_changes(plan_context(command, machine(2), definition), spec, "faithful", "here").empty());
 }
 
 TEST(PlanRules, TheFirstReasonASkipHasIsTheOneGiven) {

@@ -94,22 +94,6 @@ TEST(Launcher, NprocStartsTheRanksAndReportsOneRow) {
   }
 }
 
-// Ranks that stop at bad input (no CIFAR-10 where --data-dir points) fail the row with what
-// they said, not with the line every launch prints ("rank 0 of 2 (...): the ranks meet at").
-TEST(Launcher, RanksThatStopAtBadInputFailTheRowWithTheirWords) {
-  TempDir dir;
-  std::vector<std::string> args = ddp_args({"--nproc", "2", "--out", (dir / "r.json").string()});
-  args[std::find(args.begin(), args.end(), "synthetic") - args.begin()] = "cifar10";
-  args.insert(args.end(), {"--data-dir", (dir / "no-cifar-here").string()});
-  const auto r = testing::run_process(args);
-  EXPECT_NE(r.exit_code, 0) << r.err;
-  const auto run = first_run(dir / "r.json");
-  EXPECT_EQ(run["status"], "failed");
-  const std::string reason = run["reason"];
-  EXPECT_EQ(reason.find("the ranks meet at"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("no-cifar-here"), std::string::npos) << reason;
-}
-
 // Waits until `count` processes carry `marker` (the launcher and its ranks are up).
 bool wait_for_processes(const std::string& marker, int count) {
   for (int i = 0; i < 300 && processes_with(marker) < count; ++i) {
@@ -467,6 +451,80 @@ TEST(Launcher, DistributedInputErrorsExitTwo) {
   EXPECT_EQ(bad_port.exit_code, 2);
   EXPECT_NE(bad_port.err.find("environment variable MASTER_PORT='29x' is not an integer"), std::string::npos)
       << bad_port.err;
+}
+
+// Bad input is exit 2, one line and no result file whoever finds it: the launcher before any rank
+// starts (missing or truncated CIFAR-10, a missing --init-from, NCCL on --device cpu) or a rank
+// (--init-from that is no checkpoint, NCCL on a device that is the CPU by auto), with --nproc 1 as
+// with --nproc 2, where the ranks' findings made a failed row and exit 1.
+TEST(Launcher, BadInputIsExitTwoOneLineAndNoFileUnderNprocTwoAsUnderOne) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "cut/cifar-10-batches-bin");
+  for (const char* f : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                        "data_batch_5.bin", "test_batch.bin"}) {
+    testing::write_text(dir / "cut/cifar-10-batches-bin" / f, std::string(3073 * 3, '\1'));
+  }
+  testing::write_text(dir / "junk.pt", "junk");
+  std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--dataset", "cifar10", "--data-dir", (dir / "none").string()}, "no CIFAR-10 binary files under"},
+      {{"--dataset", "cifar10", "--data-dir", (dir / "cut").string()}, "data_batch_1.bin' is truncated"},
+      {{"--init-from", (dir / "absent.pt").string()}, "--init-from: no file"},
+      {{"--init-from", (dir / "junk.pt").string()}, "not a PyTorch file of named tensors"},
+      {{"--backend", "nccl", "--device", "cpu"}, "--backend nccl needs CUDA devices"},
+  };
+  if (!cuda_available())
+    cases.push_back({{"--backend", "nccl", "--device", "auto"}, "--backend nccl needs CUDA devices"});
+  for (const char* nproc : {"1", "2"}) {
+    for (const auto& [extra, says] : cases) {
+      auto args = ddp_args(extra);
+      args.insert(args.end(), {"--nproc", nproc, "--max-steps", "3", "--out", (dir / "r.json").string()});
+      const auto r = testing::run_process(args);
+      EXPECT_EQ(r.exit_code, 2) << "--nproc " << nproc << ", " << says << ": " << r.err;
+      EXPECT_NE(r.err.find("ddpbench: error: "), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+      EXPECT_EQ(r.err.find("(torchrun, 1 node)"), std::string::npos) << "ranks ddpbench started: " << r.err;
+      EXPECT_FALSE(std::filesystem::exists(dir / "r.json")) << "--nproc " << nproc << ", " << says;
+    }
+  }
+}
+
+// torchrun --nproc_per_node 2 ddpbench run --strategy single: both processes trained the whole row
+// and wrote the same --out.
+TEST(Launcher, AOneProcessStrategyInALaunchersWorldIsRefused) {
+  TempDir dir;
+  auto args = ddp_args({"--strategy", "single", "--out", (dir / "r.json").string()});
+  const auto r = testing::run_process(args, {"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
+                                             "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29999"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--strategy single runs in one process, but this process is one of a world of 2 (torchrun"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.json"));
+  // A step srun started with two tasks is such a world; SLURM's batch step (the allocation's
+  // SLURM_NTASKS, no step of tasks) is not, nor are variables a one-process row would not use.
+  const auto srun_step = testing::run_process(args, {"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_LOCALID=0",
+                                                     "SLURM_STEP_NUM_TASKS=2", "MASTER_ADDR=127.0.0.1",
+                                                     "MASTER_PORT=29999"});
+  EXPECT_EQ(srun_step.exit_code, 2) << srun_step.err;
+  EXPECT_NE(srun_step.err.find("one of a world of 2 (slurm"), std::string::npos) << srun_step.err;
+  for (const auto& batch : std::vector<std::vector<std::string>>{{"SLURM_PROCID=0", "SLURM_NTASKS=4"}, {"RANK=0"}}) {
+    auto quick = args;
+    quick.insert(quick.end(), {"--max-steps", "2", "--max-eval-batches", "1"});
+    const auto r_batch = testing::run_process(quick, batch);
+    EXPECT_EQ(r_batch.exit_code, 0) << batch.front() << ": " << r_batch.err;
+  }
+}
+
+// --nproc 1000 was killed by the OOM killer without a word from ddpbench.
+TEST(Launcher, MoreRanksThanThisMachinesMemoryHoldsAreRefusedWithALine) {
+  TempDir dir;
+  const auto r = testing::run_process(
+      ddp_args({"--nproc", "1000", "--synthetic-train-images", "100000", "--out", (dir / "r.json").string()}));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("1000 ranks on this machine (--nproc 1000) need at least"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.json"));
 }
 
 // ncclCommInitRank waits for every rank: a peer that never starts is named within the timeout,

@@ -89,6 +89,21 @@ TEST(AdversarialCulprit, AKilledRanksReasonCarriesNoSentenceBlamingAnother) {
   EXPECT_EQ(sentence_for_killed(nobody, 1), "") << "every rank alive and none behind blames no killed rank";
 }
 
+// A killed rank the records found behind was called "alive" in its own reason ("rank 1 was killed
+// by signal 9; the progress records as it died: rank 1 is behind, alive: ...").
+TEST(AdversarialCulprit, AKilledRankIsNeverCalledAlive) {
+  const std::vector<std::optional<RankProgress>> before = {at(10, 25, true, "broadcast", 0.5),
+                                                           at(10, 24, true, "DDP bucket rebuild", 0.4)};
+  const std::vector<std::optional<RankProgress>> after = {at(11, 25, true, "broadcast", 0.9),
+                                                          at(11, 24, true, "DDP bucket rebuild", 0.8)};
+  const ProgressVerdict v = blame(before, after, 1.5, -1);
+  ASSERT_EQ(v.blamed, std::vector<int64_t>{1}) << v.text;
+  ASSERT_NE(v.text.find("rank 1 is behind, alive: still in collective #24"), std::string::npos) << v.text;
+  const std::string killed = sentence_for_killed(v, 1);
+  EXPECT_EQ(killed.find("alive"), std::string::npos) << killed;
+  EXPECT_EQ(killed.rfind("rank 1 was behind: still in collective #24", 0), 0u) << killed;
+}
+
 // Three ranks, rank 2 stuck before a broadcast: rank 1 received it and waits in the next
 // collective, the root (rank 0) still waits in the broadcast for rank 2. Counting collectives
 // alone blamed rank 0 too; it waits, so only rank 2 is behind. And a rank still inside a

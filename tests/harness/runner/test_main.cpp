@@ -149,6 +149,22 @@ TEST(Main, UnwritableOutputsAndMissingInitFileExitTwo) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
+// Values no run has are bad input before any work: they were a 20-frame c10 stack trace and exit 1
+// (--synthetic-train-images 9223372036854775807), a hang at the rendezvous (--timeout-s
+// 99999999999), and a row that ran and recorded bucket_cap_bytes -9223372036854775808
+// (--bucket-mb 1e300).
+TEST(Main, ValuesNoRunHasExitTwoBeforeAnyWork) {
+  TempDir dir;
+  const std::string out = (dir / "r.json").string();
+  expect_bad_input(ddpbench(quick_run({"--synthetic-train-images", "9223372036854775807", "--out", out})),
+                   "--synthetic-train-images 9223372036854775807 is more than 1073741824");
+  expect_bad_input(ddpbench(quick_run({"--strategy", "ddp", "--timeout-s", "99999999999", "--out", out})),
+                   "--timeout-s 99999999999 is more than 604800");
+  expect_bad_input(ddpbench(quick_run({"--strategy", "ddp", "--bucket-mb", "1e300", "--out", out})),
+                   "--bucket-mb 1e+300 is not a bucket cap");
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 TEST(Main, CudaDeviceWithoutGpuExitsTwo) {
   TempDir dir;
   const auto r = ddpbench(quick_run({"--device", "cuda", "--out", (dir / "r.json").string()}));

@@ -180,7 +180,8 @@ TEST(AdversarialStraggler, ARankHeldByItsLoaderIsNamed) {
 
 // Noise spreads the ranks too (3 ranks sharing 2 cores: 8 even rows of 9 were flagged), but
 // names another rank the slowest each step; a straggler is the slowest step after step. The
-// flag asks for both: the spread, and the same rank beyond chance (binomial, 1 / ranks).
+// flag asks for both: the spread, and the same rank beyond chance for a rank picked as the
+// slowest (binomial at 1 / ranks, times the ranks: slowest_of_ranks_p).
 TEST(AdversarialStraggler, NoiseThatNamesAnotherRankEachStepIsNoStraggler) {
   RowMeasurements m = two_steps();
   RunConfig config = tiny_config();
@@ -209,6 +210,17 @@ TEST(AdversarialStraggler, NoiseThatNamesAnotherRankEachStepIsNoStraggler) {
   EXPECT_EQ(held.slowest_rank, 2);
   EXPECT_EQ(held.straggler_steps, 9);
   EXPECT_TRUE(held.straggler) << "p = " << held.straggler_p;
+  // The rank is picked as the slowest after the run: at 4 ranks, slowest in all 3 steady steps is
+  // what chance gives one rank or another in 4 of 64 rows (p = 0.0625), no straggler; the
+  // binomial alone (1/64) flagged it.
+  const std::vector<double> slow3(3, 0.25), fast3(3, 0.17);
+  m.ranks.assign(3, RankSteps{1.0, {0.5}, 10, StepShares{0.17, 0, 0.33}, fast3});
+  m.ranks.push_back(RankSteps{1.0, {0.5}, 10, StepShares{0.25, 0, 0.25}, slow3});
+  const RunResult picked = assemble_result(config, 4, m);
+  EXPECT_EQ(picked.slowest_rank, 3);
+  EXPECT_EQ(picked.straggler_steps, 3);
+  EXPECT_NEAR(picked.straggler_p, 4.0 / 64, 1e-12);
+  EXPECT_FALSE(picked.straggler);
 }
 
 // --inject-slowdown X: after each step's training, busy work for X times the time the host

@@ -37,23 +37,6 @@ TEST(StepTrace, TheFileIsNamedAfterTheRowsJsonSoRepetitionsKeepTheirOwn) {
   EXPECT_EQ(trace_file_name("row", 2), "row.rank2.trace.json");
 }
 
-TEST(StepTrace, StepsOutsideTheRowOrEveryMeasuredStepAreBadInput) {
-  RunConfig c = traced_config("row.json");
-  c.trace_steps = "3:12";
-  EXPECT_THROW(check_trace_steps(c, 12), InputError);  // steps 0-11
-  c.trace_steps = "2:11";
-  EXPECT_THROW(check_trace_steps(c, 12), InputError);  // every step after the 2 of warm-up
-  c.trace_steps = "0:11";
-  EXPECT_THROW(check_trace_steps(c, 12), InputError);  // the same, warm-up included
-  c.trace_steps = "0:1";
-  EXPECT_NO_THROW(check_trace_steps(c, 12));  // warm-up alone: the first step explained
-  c.trace_steps = "3:10";
-  EXPECT_NO_THROW(check_trace_steps(c, 12));  // step 2 stays untraced and steady
-  c.warmup_steps = 20;
-  c.trace_steps = "0:11";
-  EXPECT_NO_THROW(check_trace_steps(c, 12));  // no steady step to keep
-}
-
 // The CRC-32 the record holds is the saved file's, and the traced steps are out of the steady figures.
 TEST(StepTrace, ATracedRowRecordsItsFileAndLeavesItsTracedStepsOutOfTheSteadyFigures) {
   testing::TempDir dir;
