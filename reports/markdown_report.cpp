@@ -155,8 +155,10 @@ class MarkdownReporter final : public Reporter {
     return md;
   }
   [[nodiscard]] std::string do_file_name() const override { return "results.md"; }
-  // A sweep's page opens with its heading (page_head).
-  [[nodiscard]] bool do_wrote(std::string_view text) const override { return text.starts_with("# ddpbench: "); }
+  [[nodiscard]] bool do_wrote(std::string_view text) const override { return text.starts_with(kSweepReportMarker); }
+  [[nodiscard]] std::string do_file_text(std::string report) const override {
+    return std::string(kSweepReportMarker) + report;
+  }
 };
 
 }  // namespace

@@ -31,7 +31,7 @@ class JsonReporter final : public Reporter {
 }  // namespace
 
 void Reporter::write(const ResultDocument& document, const std::filesystem::path& path) const {
-  write_file_atomically(path, render(document));
+  write_file_atomically(path, file_text(render(document)));
 }
 
 namespace {

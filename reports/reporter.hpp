@@ -23,8 +23,12 @@ class Reporter {
   }
   /// Its usual file name in a sweep's output folder (results.md, ...).
   [[nodiscard]] std::string file_name() const { return do_file_name(); }
-  /// Renders and writes atomically to `path`.
+  /// Renders and writes atomically to `path`, as file_text makes the report a file.
   void write(const ResultDocument& document, const std::filesystem::path& path) const;
+  /// The report as its file holds it: for Markdown and HTML, with a comment line that marks the
+  /// file as the sweep's (what `wrote` recognises, where a heading or a title a person may write
+  /// too would not), shown nowhere a page is rendered.
+  [[nodiscard]] std::string file_text(std::string report) const { return do_file_text(std::move(report)); }
   /// Whether `text` is a report of this format, as this reporter writes it: an earlier one, which
   /// a sweep may replace (the output rule, harness/base/output_rule.hpp); any other file it may not.
   [[nodiscard]] bool wrote(std::string_view text) const { return do_wrote(text); }
@@ -34,7 +38,12 @@ class Reporter {
                                               const std::vector<RowSummary>& rows) const = 0;
   [[nodiscard]] virtual std::string do_file_name() const = 0;
   [[nodiscard]] virtual bool do_wrote(std::string_view text) const = 0;
+  [[nodiscard]] virtual std::string do_file_text(std::string report) const { return report; }
 };
+
+/// The comment line that marks a Markdown or HTML report as a sweep's.
+inline constexpr std::string_view kSweepReportMarker =
+    "<!-- ddpbench sweep: replaced by the next sweep that writes its reports here -->\n";
 
 /// results.json: the document (schema ddpbench/result/v1) with a "summary" of every row.
 std::unique_ptr<Reporter> make_json_reporter();

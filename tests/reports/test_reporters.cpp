@@ -256,6 +256,19 @@ TEST(Reporters, ATwinComparedWithoutSyncBnAndASkippedTwinAreNotesUnderTheTable) 
   EXPECT_NE(neither.find("| ddpbench skipped [1], PyTorch skipped [1] |"), std::string::npos) << neither;
 }
 
+// What a sweep may replace of its reports (the output rule): a page it wrote, known by its first
+// comment line, never a user's notes that open with the heading or title a sweep's page opens with.
+TEST(Reporters, ASweepsReportIsKnownByItsMarkerLine) {
+  const ResultDocument doc = testing::sample_sweep_document();
+  for (const auto& reporter : {make_markdown_reporter(), make_html_reporter()}) {
+    const std::string ours = reporter->file_text(reporter->render(doc));
+    EXPECT_TRUE(reporter->wrote(ours)) << reporter->file_name();
+    EXPECT_FALSE(reporter->wrote(reporter->render(doc))) << reporter->file_name() << ": the page without its marker";
+  }
+  EXPECT_FALSE(make_markdown_reporter()->wrote("# ddpbench: notes on the A100 cluster runs\n"));
+  EXPECT_FALSE(make_html_reporter()->wrote("<!DOCTYPE html>\n<html><head><title>ddpbench notes</title></head></html>\n"));
+}
+
 TEST(Reporters, HtmlIsWellFormedXmlWithItsChartsAndMatchesItsGoldenFile) {
   testing::TempDir dir;
   const auto reporter = make_html_reporter();

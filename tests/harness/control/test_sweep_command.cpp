@@ -315,6 +315,10 @@ TEST(SweepCommand, ItsOutputsNeverReplaceItsSweepFileOrAFileItDidNotWrite) {
       << over_notes.err;
   EXPECT_EQ(testing::read_text(dir / "out/results.md"), "a user's notes");
   EXPECT_FALSE(std::filesystem::exists(dir / "out/rows")) << "no row ran";
+  // Nor notes that open with the heading a sweep's page opens with (they were replaced, exit 0).
+  testing::write_text(dir / "out/results.md", "# ddpbench: notes on the A100 cluster runs\n");
+  EXPECT_EQ(testing::run_process(sweep_args(dir, {"--rows", "quick"})).exit_code, 2);
+  EXPECT_EQ(testing::read_text(dir / "out/results.md"), "# ddpbench: notes on the A100 cluster runs\n");
 }
 
 // --dry-run checks each row as `run` will: a fault at step 5 of a row the CPU preset cut to 4 steps,
