@@ -369,12 +369,14 @@ std::string step_model_problem(const RunResult& r) {
   const json& d = r.strategy_details;
   // SyncBatchNorm's collectives wait inside forward and backward: the model would carry those
   // waits, measured at this row's ranks, to every world size as compute (a SyncBN row measured
-  // slower than the one without projected to 85 % at 8 ranks where it ran at 36 %).
-  if (const double layers = json_number_or(d, "sync_bn_layers", 0); layers > 0 && r.world_size > 1) {
-    return "SyncBatchNorm across " + std::to_string(r.world_size) + " ranks (" +
+  // slower than the one without projected to 85 % at 8 ranks where it ran at 36 %); measured on one
+  // rank, where they do not communicate, it would leave out what they cost at every larger world
+  // (projected to 99.5 % at 8 ranks).
+  if (const double layers = json_number_or(d, "sync_bn_layers", 0); layers > 0) {
+    return "SyncBatchNorm across " + std::to_string(r.world_size) + (r.world_size == 1 ? " rank (" : " ranks (") +
            std::to_string(static_cast<int64_t>(layers)) +
-           " layers): its collectives wait inside forward and backward, in what the model would take for compute; "
-           "the row cannot be projected from (run it with --no-sync-bn)";
+           " layers): its collectives wait inside forward and backward, which the model neither separates from "
+           "compute nor costs at other world sizes; the row cannot be projected from (run it with --no-sync-bn)";
   }
   if (!d.is_object() || !d.contains("backward_compute_s")) return "";  // no timeline: the model says so itself
   const double backward_s = json_number_or(d, "backward_compute_s", kNotMeasured);

@@ -272,6 +272,12 @@ void add_sweep_run_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
 // What `sweep`'s flags mean only together, and the ranges a flag cannot check alone.
 void validate_sweep(const CLI::App& sweep, const SweepCommand& c) {
   if (c.repeat < 1) throw InputError("--repeat must be positive (got " + std::to_string(c.repeat) + ")");
+  // The plan holds every repetition of every row: 2^30 of them ran the machine out of memory.
+  constexpr int64_t kMostRepeats = 1000;
+  if (c.repeat > kMostRepeats) {
+    throw InputError("--repeat " + std::to_string(c.repeat) + " is more than " + std::to_string(kMostRepeats) +
+                     ": every repetition is a run of every row, planned before the first");
+  }
   if (c.out_dir.empty()) throw InputError("--out-dir must not be empty");
   if (sweep.count("--reports-dir") > 0 && c.reports_dir.empty()) throw InputError("--reports-dir must not be empty");
   if (!c.project.empty() && c.project != "measured") (void)named_fabric(c.project, "--project");

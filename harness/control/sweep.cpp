@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <tuple>
 
 #include "harness/base/atomic_file.hpp"
@@ -261,12 +262,33 @@ std::optional<RunResult> finished_before(const PlannedRow& row, const Environmen
 
 }  // namespace
 
+namespace {
+
+// The task srun saw fail first, as its rank ("rank 1 on node2: Exited with exit code 1"): srun
+// says each ("srun: error: node2: task 1: ..."), and task K is rank K; a task that ended by srun's
+// own stop (exit 143, Terminated) is not the one that failed. Empty where srun named none.
+std::string failed_task(const std::vector<std::string>& srun_lines) {
+  static const std::regex task(R"(srun: error: ([^:\s]+): tasks? (\d+)[^:]*: (.*))");
+  for (const auto& line : srun_lines) {
+    std::smatch m;
+    if (!std::regex_search(line, m, task)) continue;
+    const std::string how = m[3].str();
+    if (how.find("exit code 143") != std::string::npos || how.find("Terminated") != std::string::npos) continue;
+    return "rank " + m[2].str() + " on " + m[1].str() + ": " + how;
+  }
+  return "";
+}
+
+}  // namespace
+
 RunResult stopped_by_srun(const PlannedRow& row, RunResult result, const ProcessExit& srun_exit, bool sweep_interrupted) {
   if (row.launch.empty() || result.status != RunStatus::interrupted || sweep_interrupted || !srun_exit.failed()) {
     return result;
   }
   result.status = RunStatus::failed;
-  result.reason = "a task failed and srun stopped the others (--kill-on-bad-exit); " + srun_exit.describe() +
+  const std::string culprit = failed_task(srun_exit.stderr_tail);
+  result.reason = "a task failed and srun stopped the others (--kill-on-bad-exit)" +
+                  (culprit.empty() ? std::string() : ": " + culprit) + "; " + srun_exit.describe() +
                   (srun_exit.stderr_tail.empty() ? "" : ": " + reason_text(srun_exit.tail(3)));
   return result;
 }

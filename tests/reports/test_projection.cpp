@@ -202,8 +202,16 @@ TEST(AdversarialProjection, ProjectRefusesTheStepInputsAdviseRefuses) {
   // SyncBatchNorm's collectives wait inside forward and backward: the default DDP row, slower
   // measured than the one without, projected to 85 % at 8 ranks where it ran at 36 %.
   EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["sync_bn_layers"] = 53; }),
-            "SyncBatchNorm across 2 ranks (53 layers): its collectives wait inside forward and backward, in what "
-            "the model would take for compute; the row cannot be projected from (run it with --no-sync-bn)");
+            "SyncBatchNorm across 2 ranks (53 layers): its collectives wait inside forward and backward, which the "
+            "model neither separates from compute nor costs at other world sizes; the row cannot be projected from "
+            "(run it with --no-sync-bn)");
+  // Measured on one rank, where they do not communicate, its projection left out what they cost at
+  // 8 and 64 ranks (99.5 % at 8).
+  EXPECT_NE(not_projected([](RunResult& r) {
+              r.strategy_details["sync_bn_layers"] = 53;
+              r.world_size = 1;
+            }).find("SyncBatchNorm across 1 rank (53 layers)"),
+            std::string::npos);
   EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["sync_bn_layers"] = 0; }), "");
   // A row the proof failed says why it cannot be projected, not that it never reached a steady state.
   RunResult failed = measured_row();

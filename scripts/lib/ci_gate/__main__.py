@@ -9,6 +9,8 @@ if __package__ in (None, ""):  # run as a folder: its parent, scripts/lib, is wh
     sys.path.insert(0, str(here.parent))
 try:
     from ci_gate.main import main
+except KeyboardInterrupt:  # SIGINT before main's handlers: the signal's answer, never an uncaught error's 1
+    sys.exit(130)
 except Exception:  # the gate cannot even start (a file of it missing or broken): its own failure, never 1
     traceback.print_exc()
     print("scripts/ci-bench: the gate itself failed to start (above): never the candidate's fault", file=sys.stderr)
@@ -19,4 +21,7 @@ except Exception:  # the gate cannot even start (a file of it missing or broken)
         bisect = any(arg.startswith("--bis") for arg in sys.argv[1:])
     sys.exit(128 if bisect else 2)
 
-sys.exit(main(sys.argv[1:]))
+try:
+    sys.exit(main(sys.argv[1:]))
+except KeyboardInterrupt:  # SIGINT in the instants before main installs its handlers
+    sys.exit(130)

@@ -109,6 +109,15 @@ def stop(process: subprocess.Popen) -> None:
         pass
 
 
+def stop_leftovers(process: subprocess.Popen) -> None:
+    """What an ended child left running in its group (a burner it started in the background): its
+    side's, so it ends with it, never outliving the gate or passing for another's load."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def stop_all() -> None:
     for process in list(_live):
         stop(process)
@@ -185,6 +194,7 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
     finally:
         if process.poll() is not None:  # one not yet stopped stays for stop_all
             _live.discard(process)
+            stop_leftovers(process)
         if log_file:
             log_file.close()
     for kept in (out, err):  # a grandchild outside the group may hold the pipe open: what was read stands

@@ -275,7 +275,7 @@ def parse(argv: list[str], root: Path, environ: dict[str, str]) -> Settings:
     metric_list("--metric", metrics, PAIRED_METRICS if paired else METRICS,
                 " (test_accuracy is no timing of two builds)" if paired else "")
     floor = None if args.no_twins else number("--min-vs-pytorch", args.min_vs_pytorch or
-                                              env["DDPBENCH_CI_MIN_VS_PYTORCH"], 0, math.inf, "(0, inf)")
+                                              env["DDPBENCH_CI_MIN_VS_PYTORCH"], 0, 100, "(0, 100)")
     build_dir = Path(environ.get("DDPBENCH_BUILD_DIR") or root / "build")
     binary = environ.get("DDPBENCH_BINARY")
     if binary is not None and not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
@@ -283,7 +283,7 @@ def parse(argv: list[str], root: Path, environ: dict[str, str]) -> Settings:
     settings = Settings(
         root=root, bisect=args.bisect, against=args.against, out_dir=args.out_dir or root / "results" / "ci-bench",
         sweep_file=sweep, rows=rows, threshold=number("--threshold", threshold, 0, 1, "[0, 1)"),
-        alpha=number("--alpha", alpha, 0, 1, "(0, 1)"), metrics=metrics, floor=floor, expected_not_ok=expected_rows(args, env, rows),
+        alpha=number("--alpha", alpha, 0, 0.5, "(0, 0.5)"), metrics=metrics, floor=floor, expected_not_ok=expected_rows(args, env, rows),
         sweep_args=sweep_args, deadlines=deadlines(env), binary=Path(binary) if binary else None, build_dir=build_dir,
         env_file=env, baseline=args.baseline or root / "scripts" / "ci-bench.baseline.json", current=args.current,
         update_baseline=args.update_baseline, compare=not args.no_compare,
@@ -302,6 +302,9 @@ def parse(argv: list[str], root: Path, environ: dict[str, str]) -> Settings:
     return settings
 
 
+ROW_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+
 def sweep_rows(path: Path) -> tuple[str, ...]:
     """The names of the sweep file's rows, each once."""
     try:
@@ -310,6 +313,12 @@ def sweep_rows(path: Path) -> tuple[str, ...]:
         raise Usage(f"--sweep-file: cannot read the rows of {path}: {error}") from None
     if not rows or len(set(rows)) != len(rows) or not all(isinstance(row, str) and row for row in rows):
         raise Usage(f"--sweep-file: {path} must name each row once (rows: {', '.join(map(str, rows)) or 'none'})")
+    # Each name becomes a folder of the gate's (ROUND/ROW under --out-dir): a plain name, whatever a
+    # build's own --dry-run would accept (an older ddpbench took '../../x').
+    strange = [row for row in rows if not ROW_NAME.fullmatch(row) or row in (".", "..")]
+    if strange:
+        raise Usage(f"--sweep-file: {path} names a row '{strange[0]}': a row's name is letters, digits, '.', '_' and "
+                    f"'-' (it names the gate's folders)")
     return rows
 
 

@@ -106,6 +106,9 @@ def stored_gate(s: Settings, out: OutDir, ddpbench: str) -> tuple[Outcome, str]:
     if s.update_baseline:
         return update_baseline(s, current, ddpbench)
     if not s.compare:
+        failed = sorted({r["name"] for r in read_json(current)["runs"] if r.get("status") == "failed"})
+        if failed:
+            return Outcome(Side.CANDIDATE, What.ROW_FAILED, f"{current}: {', '.join(failed)} failed"), ""
         return Outcome(Side.CANDIDATE, What.MEASURED, f"measured: {current}"), ""
     prove(side, "--current" if side is Side.INPUT else "the candidate's result file", ddpbench, current, s)
     outcome, text = judge(s, current, ddpbench, out)

@@ -159,7 +159,7 @@ class RevFolder:
 
     def marked_refusal(self, entries: list[str]) -> str:
         marker = self.dir / MARKER
-        if marker.is_symlink() or marker.read_text(errors="replace") != self.marker_text():
+        if marker.is_symlink() or not marker.is_file() or read_text(marker) != self.marker_text().strip():
             return (f"--against-dir {self.given}: its marker {marker} is another repository's or another folder's; "
                     f"choose another --against-dir")
         strangers = [name for name in entries if name not in OWN_NAMES]
@@ -245,8 +245,7 @@ class RevFolder:
                     f"detaches), so someone works there: it is not touched; move it, or choose another --against-dir")
         flagged = [line[2:] for line in git_out(src, "ls-files", "-v").splitlines() if line[:1].islower() or
                    line[:1] == "S"]
-        changed = [line[3:] for line in git_out(src, "status", "--porcelain=v1", "--untracked-files=no",
-                                                 "--ignore-submodules=none").splitlines()]
+        changed = changed_paths(src)
         found = changed + untracked(src)
         if moving:  # what the cut-short checkout of FROM to TO was writing is the gate's own
             found = not_the_checkouts(src, moving, found)
@@ -296,6 +295,23 @@ class RevFolder:
         if done.returncode != 0 or done.timed_out:
             raise Stop(Side.BASELINE, What.BUILD_FAILED, f"cannot check REV out into {self.src}: git {' '.join(args)}: "
                        f"{done.stderr.strip()}")
+
+
+def changed_paths(src: Path) -> list[str]:
+    """Tracked paths that differ from HEAD or the index, as git stores them (-z: never quoted, so a
+    name like "é.txt" matches its tree's), a rename's both names."""
+    fields = git_out(src, "status", "--porcelain=v1", "-z", "--untracked-files=no", "--ignore-submodules=none").split("\0")
+    paths, i = [], 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if not entry:
+            continue
+        paths.append(entry[3:])
+        if entry[0] in "RC":  # its source follows as a field of its own
+            paths.append(fields[i])
+            i += 1
+    return paths
 
 
 def untracked(src: Path) -> list[str]:

@@ -57,6 +57,10 @@ TEST(Cli, BadInputBecomesInputError) {
   EXPECT_THROW(parse({"run", "--lr"}), InputError);
   EXPECT_THROW(parse({"fly"}), InputError);
   EXPECT_THROW(parse({}), InputError);
+  // A repeat no sweep runs: its plan of 2^30 repetitions met the OOM killer (exit 137, no line).
+  EXPECT_THROW(parse({"sweep", "--repeat", "1073741825"}), InputError);
+  EXPECT_THROW(parse({"sweep", "--repeat", "99999999999999999999"}), InputError);
+  EXPECT_NO_THROW(parse({"sweep", "--repeat", "1000"}));
   try {
     parse({"run", "--max-steps", "-3"});
     FAIL();

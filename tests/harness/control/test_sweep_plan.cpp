@@ -264,10 +264,23 @@ TEST(Sweep, ARowSrunStoppedAfterATaskFailedIsFailedWithSrunsWords) {
                                                                            "exit code 1"};
   const RunResult failed = stopped_by_srun(row, result, srun, false);
   EXPECT_EQ(failed.status, RunStatus::failed);
-  EXPECT_NE(failed.reason.find("a task failed and srun stopped the others (--kill-on-bad-exit); row ddp-2 exited with "
-                               "status 1: ddpbench: rank 1: --inject-fault-step 3"),
+  EXPECT_NE(failed.reason.find("a task failed and srun stopped the others (--kill-on-bad-exit): rank 1 on node2: "
+                               "Exited with exit code 1; row ddp-2 exited with status 1: ddpbench: rank 1: "
+                               "--inject-fault-step 3"),
             std::string::npos)
       << failed.reason;
+  // The rank that failed named though srun's last lines are its stop of the others (the cluster's
+  // test: rank 1 was named nowhere in the reason, only task 0's exit 143 and the step cancelled).
+  srun.exit_code = 137;
+  srun.stderr_tail = {"srun: error: node2: task 1: Exited with exit code 3",
+                      "slurmstepd-node1: error: *** STEP 9.3 ON node1 CANCELLED AT 2026-12-07T15:12:19 ***",
+                      "srun: error: node1: task 0: Exited with exit code 143", "srun: Force Terminated StepId=9.3"};
+  EXPECT_NE(stopped_by_srun(row, result, srun, false).reason.find(": rank 1 on node2: Exited with exit code 3; "),
+            std::string::npos)
+      << stopped_by_srun(row, result, srun, false).reason;
+  srun.stderr_tail = {"srun: error: node1: task 0: Exited with exit code 143"};
+  EXPECT_EQ(stopped_by_srun(row, result, srun, false).reason.find("rank 0"), std::string::npos)
+      << "a task srun stopped is not the one that failed";
   EXPECT_EQ(stopped_by_srun(row, result, srun, true).status, RunStatus::interrupted) << "the sweep was signalled";
   row.launch.clear();
   EXPECT_EQ(stopped_by_srun(row, result, srun, false).status, RunStatus::interrupted) << "not srun's";

@@ -81,6 +81,16 @@ class ProblemTest(unittest.TestCase):
         small = children.run(Side.CANDIDATE, "a child", ["printf", "a\\377b"], 10, capture=True)
         self.assertEqual(small.stdout, "a\ufffdb", "bytes no UTF-8 reads are read, never the gate's failure")
 
+    def test_what_a_child_leaves_running_in_its_group_ends_with_it(self) -> None:
+        """A sweep that starts a burner in the background and exits 0: the burner outlived the gate,
+        and its CPU passed for another's load."""
+        folder = Path(tempfile.mkdtemp(prefix="ddpbench-children-"))
+        self.addCleanup(subprocess.run, ["rm", "-rf", str(folder)])
+        done = sh(f"sleep 300 & echo $! > {folder}/left; exit 0", deadline_s=30, log=folder / "log")
+        self.assertEqual(done.returncode, 0)
+        time.sleep(0.2)
+        self.assertFalse(alive(int((folder / "left").read_text())), "a child's leftover outlived it")
+
     def test_a_child_that_cannot_start_is_its_sides_crash(self) -> None:
         with self.assertRaises(Stop) as raised:
             children.run(Side.BASELINE, "the baseline build's sweep", ["/no/such/binary"], 10)

@@ -6,6 +6,7 @@ Run: python3 -m unittest -v test_cli (from tests/scripts/ci_gate).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -44,10 +45,13 @@ class ParseTest(unittest.TestCase):
         for args, says in ((["--repeat", "0"], "--repeat must be an integer of at least 1"),
                            (["--threshold", "1.5"], "--threshold must be a number in [0, 1)"),
                            (["--threshold", "nan"], "--threshold must be a number in [0, 1)"),
-                           (["--alpha", "0"], "--alpha must be a number in (0, 1)"),
+                           (["--alpha", "0"], "--alpha must be a number in (0, 0.5)"),
+                           # What both builds' compares refuse is the input's (it was 125: every commit skipped).
+                           (["--alpha", "0.6"], "--alpha must be a number in (0, 0.5)"),
+                           (["--min-vs-pytorch", "200"], "--min-vs-pytorch must be a number in (0, 100)"),
                            (["--metric", "bogus"], "--metric: 'bogus' must name"),
                            (["--metric", "train_time_s,train_time_s"], "at most once"),
-                           (["--min-vs-pytorch", "0"], "--min-vs-pytorch must be a number in (0, inf)"),
+                           (["--min-vs-pytorch", "0"], "--min-vs-pytorch must be a number in (0, 100)"),
                            (["--normalize-by", "nothing"], "--normalize-by must be twin or a row"),
                            (["--no-twins"], "--no-twins leaves out the twins --normalize-by twin divides by"),
                            (["--expected-not-ok", "nonsense-row"], "--expected-not-ok: the sweep file has no row"),
@@ -65,6 +69,19 @@ class ParseTest(unittest.TestCase):
             with self.subTest(args=args), self.assertRaises(cli.Usage) as raised:
                 parse(*args)
             self.assertIn(says, str(raised.exception))
+
+    def test_a_row_name_that_is_no_plain_name_is_refused(self) -> None:
+        """Each row names the gate's folders under --out-dir: '../../victim' made it delete and write
+        files outside (with a build whose --dry-run took the name)."""
+        with tempfile.TemporaryDirectory() as folder:
+            for name in ("../../victim", "a/b", "..", "with space"):
+                sweep = Path(folder) / "s.json"
+                sweep.write_text(json.dumps({"rows": [{"name": "single"}, {"name": name}]}))
+                with self.subTest(name=name), self.assertRaises(cli.Usage) as raised:
+                    cli.sweep_rows(sweep)
+                self.assertIn("a row's name is letters, digits", str(raised.exception))
+            sweep.write_text(json.dumps({"rows": [{"name": "ddp-2.torch"}, {"name": "single_1"}]}))
+            self.assertEqual(cli.sweep_rows(sweep), ("ddp-2.torch", "single_1"))
 
     def test_a_flag_of_the_other_mode_twice_or_unknown_is_a_usage_error(self) -> None:
         for args, says in ((["--seed", "1"], "--seed is a flag of the paired mode"),

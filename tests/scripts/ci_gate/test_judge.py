@@ -54,7 +54,7 @@ class RuleTest(unittest.TestCase):
             (self.NO_REGRESSION, self.REGRESSION, (1, True)),
             (self.NO_REGRESSION, self.NO_REGRESSION, (0, False)),
             (self.CANNOT_JUDGE, self.NO_REGRESSION, (2, False)),
-            (self.CANNOT_JUDGE, self.REFUSED, (2, False)),
+            (self.CANNOT_JUDGE, self.REFUSED, (1, True)),          # its refusal is its own, whatever the judge
         ]
         for judge, accused, expected in cases:
             self.assertEqual(self.ruled(judge, accused, final=True), expected, (judge, accused))
@@ -69,6 +69,10 @@ class RuleTest(unittest.TestCase):
     def test_the_candidates_compare_that_dies_hangs_or_is_interrupted(self) -> None:
         for accused, what in ((compared(-11), What.CRASH), (compared(None), What.HANG), (self.REFUSED, What.REFUSED)):
             ruling = rule("compare --paired", self.NO_REGRESSION, accused, final=True)
+            self.assertEqual((ruling.rc, ruling.what), (1, what))
+        # Where the judge cannot judge too (it was 125 under --bisect: a commit whose compare segfaults skipped).
+        for accused, what in ((compared(-11), What.CRASH), (compared(None), What.HANG), (self.REFUSED, What.REFUSED)):
+            ruling = rule("compare --paired", self.CANNOT_JUDGE, accused, final=True)
             self.assertEqual((ruling.rc, ruling.what), (1, what))
         with self.assertRaises(Stop) as raised:
             rule("compare --paired", self.NO_REGRESSION, compared(143))

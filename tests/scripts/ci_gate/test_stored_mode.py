@@ -203,6 +203,12 @@ class InputsTest(GateCase):
         self.assertEqual(failed.returncode, 1, failed.stdout + failed.stderr)
         self.assertIn("a row failed", failed.stderr)
         self.assertFalse((stand_in.repo / "results" / "ci-bench" / "verdict.txt").exists(), "nothing was judged")
+        # So with a file measured before (--current), whose row failed (it was 0).
+        measured = self.dir / "failed-row.json"
+        doc = json.loads((stand_in.repo / "results" / "ci-bench" / "current" / "results.json").read_text())
+        measured.write_text(json.dumps(doc))
+        given = stand_in.gate("--no-compare", "--current", str(measured), "--out-dir", str(self.dir / "given"))
+        self.assertEqual(given.returncode, 1, given.stdout + given.stderr)
 
     def test_rows_whose_names_hold_a_dot_are_the_sweep_files(self) -> None:
         stand_in = StandInRepository(self.dir / "repo-folder")

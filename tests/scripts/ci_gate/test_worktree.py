@@ -54,6 +54,21 @@ class WorktreeTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
         return self.stand_in.repo / "build-against" / "src"
 
+    def test_a_marker_that_is_no_plain_file_is_refused_without_reading_it(self) -> None:
+        """A FIFO at the against-dir's marker hung the gate before any child (no deadline); a folder
+        there was the gate's own failure."""
+        src = self.made()
+        marker = src.parent / ".ddpbench-ci-bench-worktree"
+        saved = marker.read_text()
+        marker.unlink()
+        os.mkfifo(marker)
+        self.refused("its marker", folder=src)
+        marker.unlink()
+        marker.mkdir()
+        self.refused("its marker", folder=src)
+        marker.rmdir()
+        marker.write_text(saved)
+
     def test_a_users_worktree_or_files_at_the_against_dir_are_refused_untouched(self) -> None:
         mine = self.dir / "mine"
         self.git("worktree", "add", "-q", "-b", "my-work", str(mine / "src"), "HEAD")
@@ -154,12 +169,14 @@ class WorktreeTest(unittest.TestCase):
         src = self.made()
         old = self.stand_in.head
         (self.stand_in.repo / "added.txt").write_text("in the new commit\n")
+        (self.stand_in.repo / "\u00e9t\u00e9.txt").write_text("a name git quotes\n")  # was refused for ever after
         (self.stand_in.repo / "scripts" / "ci-bench.sweep.json").write_text('{"rows": [{"name": "single"}]}\n')
         self.git("add", "-A")
         self.git("commit", "-q", "-m", "a second commit")
         new = self.git("rev-parse", "HEAD").strip()
         (src.parent / ".ddpbench-ci-bench-checking-out").write_text(f"{old} {new}\n")
         (src / "added.txt").write_text("in the new commit\n")  # written, not yet in the index
+        (src / "\u00e9t\u00e9.txt").write_text("a name git quotes\n")
         (src / "scripts" / "ci-bench.sweep.json").write_text('{"rows": [{"name": "single"}]}\n')
         (src / "mine.txt").write_text("the user's\n")
         self.refused("holds changes scripts/ci-bench did not make (mine.txt)", folder=src)
