@@ -308,7 +308,7 @@ def changed_paths(src: Path) -> list[str]:
         if not entry:
             continue
         paths.append(entry[3:])
-        if entry[0] in "RC":  # its source follows as a field of its own
+        if set(entry[:2]) & {"R", "C"}:  # its source follows as a field of its own
             paths.append(fields[i])
             i += 1
     return paths
