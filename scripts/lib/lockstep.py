@@ -390,6 +390,15 @@ def stop_group(process: subprocess.Popen) -> None:
         pass
 
 
+class CannotStart(Exception):
+    """A build's command could not be started (its binary missing, not executable, its
+    interpreter absent): `label`'s fault, the error in words."""
+
+    def __init__(self, label: str, error: OSError) -> None:
+        super().__init__(f"the {label} build's sweep could not start: {error}")
+        self.label = label
+
+
 @dataclass
 class LockstepRun:
     """What a lockstep run left: each build's exit code and the coordinator's record."""
@@ -420,12 +429,20 @@ def run_lockstep(participants: list[Participant], seed: int, run: str, record_pa
             log = os.fdopen(os.open(p.log, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644),
                             "w")
             logs.append(log)
-            processes[p.label] = subprocess.Popen(list(p.command), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                                  start_new_session=True)
+            try:
+                processes[p.label] = subprocess.Popen(list(p.command), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                                      start_new_session=True)
+            except OSError as error:
+                raise CannotStart(p.label, error) from None
         coordinator = Coordinator(listener, processes, seed, run, turn_timeout_s, start_timeout_s, hang_grace_s,
                                   deadline_s)
         coordinator.serve()
         returncodes = {label: process.wait() for label, process in processes.items()}
+        for process in processes.values():  # what a build left running in its group ends with it
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
     except BaseException:
         for process in processes.values():
             stop_group(process)

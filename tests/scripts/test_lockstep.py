@@ -48,6 +48,33 @@ class TurnOrderTest(unittest.TestCase):
         self.assertEqual(lockstep.first_build(["candidate", "baseline"], 5, "3:x"), lockstep.first_build(labels, 5, "3:x"))
 
 
+class BuildProcessesTest(unittest.TestCase):
+    """What the coordinator starts is answered for as children.run answers for its children: a build
+    that cannot start is that build's (it was the gate's own failure, 128 under --bisect), and what a
+    build leaves running in its group ends with it (a burner outlived the gate)."""
+
+    def setUp(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-lockstep-"))
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def test_what_a_build_leaves_running_ends_with_it(self) -> None:
+        builds = [lockstep.Participant(label, ("sh", "-c", f"sleep 120 & echo $! > {self.dir}/{label}; exit 0"),
+                                       self.dir / f"{label}.log") for label in ("baseline", "candidate")]
+        ran = lockstep.run_lockstep(builds, 1, "leftovers", None, 5, 5, hang_grace_s=1, deadline_s=30)
+        self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 0})
+        time.sleep(0.3)
+        for label in ("baseline", "candidate"):
+            status = Path(f"/proc/{(self.dir / label).read_text().strip()}/status")
+            self.assertTrue(not status.exists() or "\nState:\tZ" in status.read_text(), f"{label}'s burner lives on")
+
+    def test_a_build_that_cannot_start_is_named(self) -> None:
+        builds = [lockstep.Participant("baseline", ("true",), self.dir / "baseline.log"),
+                  lockstep.Participant("candidate", (str(self.dir / "no-such-binary"),), self.dir / "candidate.log")]
+        with self.assertRaises(lockstep.CannotStart) as raised:
+            lockstep.run_lockstep(builds, 1, "cannot-start", None, 5, 5, hang_grace_s=1, deadline_s=30)
+        self.assertEqual(raised.exception.label, "candidate")
+
+
 class StandInLockstep(unittest.TestCase):
     def setUp(self) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-lockstep-"))

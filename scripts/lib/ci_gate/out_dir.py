@@ -97,6 +97,7 @@ def write_whole(path: Path, data: str | bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would narrow a baseline --update-baseline replaces
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

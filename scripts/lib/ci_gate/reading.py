@@ -23,13 +23,18 @@ def read_text(path: Path) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
         raise Unreadable(f"{path}: {error.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
+    try:  # the kind is known from the descriptor, before any read (a folder opens, then cannot be read)
+        info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise Unreadable(f"{path} is not a plain file")
         if info.st_size > MOST_BYTES:
             raise Unreadable(f"{path} holds {info.st_size} bytes, more than any file the gate reads")
-        return handle.read().decode("utf-8", errors="replace")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError as error:
+        raise Unreadable(f"{path}: {error.strerror}") from None
+    finally:
+        os.close(fd)
 
 
 def read_json(path: Path) -> object:

@@ -18,6 +18,7 @@ SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().par
 sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
 from ci_gate import out_dir  # noqa: E402
 from ci_gate.outcomes import Side, Stop, What  # noqa: E402
+from ci_gate.reading import Unreadable, read_text  # noqa: E402
 
 
 class OutDirTest(unittest.TestCase):
@@ -112,6 +113,27 @@ class OutDirTest(unittest.TestCase):
             claim / "results.json"  # not one of its names
         with self.assertRaises(ValueError):
             claim.folder("rows")
+
+
+class WholeFilesTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="ddpbench-whole-"))
+        self.addCleanup(shutil.rmtree, self.folder)
+
+    def test_a_file_the_gate_writes_is_as_readable_as_any_output(self) -> None:
+        """mkstemp's 0600 narrowed a baseline --update-baseline replaced (it was 0644)."""
+        target = self.folder / "baseline.json"
+        target.write_text("{}")
+        os.chmod(target, 0o644)
+        out_dir.write_whole(target, "{\"runs\": []}")
+        self.assertEqual(os.stat(target).st_mode & 0o777, 0o644)
+
+    def test_a_folder_where_a_file_is_read_is_unreadable_never_the_gates_failure(self) -> None:
+        """A sweep that left a folder at results.json made the gate fail (2; 128) where the sweep was at fault."""
+        (self.folder / "results.json").mkdir()
+        with self.assertRaises(Unreadable) as raised:
+            read_text(self.folder / "results.json")
+        self.assertIn("is not a plain file", str(raised.exception))
 
 
 if __name__ == "__main__":
