@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from output_rule import write_whole  # beside this file
+
 
 def first_build(labels: list[str], seed: int, run: str) -> str:
     """The build that goes first in pair 0 of run `run`: drawn from the seed and the run alone."""
@@ -384,9 +386,14 @@ def stop_group(process: subprocess.Popen) -> None:
             break
         except (ProcessLookupError, subprocess.TimeoutExpired):
             continue
+    kill_leftovers(process)
+
+
+def kill_leftovers(process: subprocess.Popen) -> None:
+    """SIGKILL to what is left of the process's group once it has ended."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
 
 
@@ -439,10 +446,7 @@ def run_lockstep(participants: list[Participant], seed: int, run: str, record_pa
         coordinator.serve()
         returncodes = {label: process.wait() for label, process in processes.items()}
         for process in processes.values():  # what a build left running in its group ends with it
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_leftovers(process)
     except BaseException:
         for process in processes.values():
             stop_group(process)
@@ -456,8 +460,5 @@ def run_lockstep(participants: list[Participant], seed: int, run: str, record_pa
               "problems": coordinator.problems, "hung": sorted(coordinator.hung), "stopped": coordinator.stopped,
               "deadline_culprits": coordinator.deadline_culprits, "returncodes": returncodes}
     if record_path is not None:  # whole, through a temporary name made afresh (never one a build could have left)
-        fd, tmp = tempfile.mkstemp(dir=record_path.parent, prefix=record_path.name + ".", suffix=".tmp")
-        with os.fdopen(fd, "w") as out:
-            out.write(json.dumps(record, indent=1))
-        os.replace(tmp, record_path)
+        write_whole(record_path, json.dumps(record, indent=1), ".tmp", hidden=False)
     return LockstepRun(returncodes, record)

@@ -13,9 +13,11 @@ API:
       Raises OutputClash (a ValueError) whose message names both paths.
   refuse_clashes(program, inputs, outputs) -> None
       check_outputs, or the one-line error "PROGRAM: MESSAGE" on stderr and exit 2.
-  write_whole(path, data) -> None
+  write_whole(path, data, suffix=".partial", hidden=True) -> None
       `path` whole or not at all, through a temporary name made afresh beside it (never a name
-      that exists, so never a file or link someone left at a known name), then renamed over it.
+      that exists, so never a file or link someone left at a known name), then renamed over it,
+      mode 0644 (mkstemp's 0600 would narrow a file it replaces). The temporary name is
+      [.]NAME.RANDOM`suffix` (the gate's documented names: hidden=False, its own suffix).
 """
 from __future__ import annotations
 
@@ -89,9 +91,9 @@ def refuse_clashes(program: str, inputs: Mapping[str, PathLike | None], outputs:
         sys.exit(2)
 
 
-def write_whole(path: PathLike, data: str | bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.",
-                               suffix=".partial")
+def write_whole(path: PathLike, data: str | bytes, suffix: str = ".partial", hidden: bool = True) -> None:
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
+                               prefix=f"{'.' if hidden else ''}{os.path.basename(path)}.", suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data.encode() if isinstance(data, str) else data)

@@ -103,10 +103,7 @@ def stop(process: subprocess.Popen) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
-    try:  # the group may outlive its leader: a child it started that ignores SIGTERM
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    stop_leftovers(process)  # the group may outlive its leader: a child it started that ignores SIGTERM
 
 
 def stop_leftovers(process: subprocess.Popen) -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import tempfile
 from pathlib import Path
+
+import output_rule  # scripts/lib, beside the package
 
 from .outcomes import Side, Stop, What
 
@@ -91,17 +92,8 @@ def marked_refusal(out: Path, real: Path) -> str:
 
 
 def write_whole(path: Path, data: str | bytes) -> None:
-    """`path` whole or not at all: written to a temporary name made afresh beside it (never one
-    that exists, so never through a link someone left at a known name), then renamed over it."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=TMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data.encode() if isinstance(data, str) else data)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would narrow a baseline --update-baseline replaces
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    """`path` whole or not at all, through NAME.RANDOM + TMP_SUFFIX (the scripts' one writer)."""
+    output_rule.write_whole(path, data, TMP_SUFFIX, hidden=False)
 
 
 def open_new(path: Path):
