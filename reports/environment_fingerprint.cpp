@@ -11,6 +11,9 @@ namespace {
 
 std::string shown(const std::string& value) { return value.empty() ? "not recorded" : value; }
 
+// Said of an aspect only one file records: its writer predates the aspect, or the file was edited.
+constexpr const char* kRecordedInOneFile = "recorded only in the ";
+
 // The threads a row's runs that finished computed with, as their files recorded them, as a list
 // ("2", "1, 2"); empty where none recorded them.
 std::string threads_of(const std::vector<const RunResult*>& runs) {
@@ -30,23 +33,30 @@ std::string dataset_of(const std::vector<const RunResult*>& runs) {
   return "";
 }
 
+bool cpu_recorded(const CpuFacts& c) {
+  return !c.architecture.empty() || !c.vendor.empty() || c.family != -1 || c.model != -1 || !c.model_name.empty() ||
+         !c.flags.empty() || c.logical_processors != 0 || c.physical_cores != 0;
+}
+
 // What the CPU says of itself beyond its brand string, which a virtual machine keeps the same
 // across CPUs ("Intel(R) Xeon(R) Processor"): vendor, family, model, its instruction sets, its
-// processors and cores; each compared where both files recorded it.
+// processors and cores. What one file says and the other does not is a difference too: absence
+// cannot tell an older writer from an edited file, so it never reads as agreement.
 void cpu_identity_differences(const CpuFacts& a, const CpuFacts& b, std::vector<EnvironmentDifference>& out) {
-  const auto differ_number = [&](const char* what, int64_t x, int64_t y, int64_t unknown) {
-    if (x != unknown && y != unknown && x != y) {
-      out.push_back({"cpu", std::string(what) + ": " + std::to_string(x) + " vs " + std::to_string(y)});
-    }
-  };
-  if (!a.vendor.empty() && !b.vendor.empty() && a.vendor != b.vendor) {
-    out.push_back({"cpu", "CPU vendor: " + a.vendor + " vs " + b.vendor});
+  if (cpu_recorded(a) != cpu_recorded(b)) {
+    out.push_back({"cpu", std::string("CPU identity (vendor, family, model, instruction sets, cores): ") +
+                              kRecordedInOneFile + (cpu_recorded(a) ? "baseline's" : "current's") + " file"});
+    return;
   }
+  const auto differ_number = [&](const char* what, int64_t x, int64_t y, int64_t unknown) {
+    const auto said = [unknown](int64_t v) { return v == unknown ? std::string("not recorded") : std::to_string(v); };
+    if (x != y) out.push_back({"cpu", std::string(what) + ": " + said(x) + " vs " + said(y)});
+  };
+  if (a.vendor != b.vendor) out.push_back({"cpu", "CPU vendor: " + shown(a.vendor) + " vs " + shown(b.vendor)});
   differ_number("CPU family", a.family, b.family, -1);
   differ_number("CPU model number", a.model, b.model, -1);
   differ_number("logical processors", a.logical_processors, b.logical_processors, 0);
   differ_number("physical cores", a.physical_cores, b.physical_cores, 0);
-  if (a.flags.empty() || b.flags.empty()) return;
   // The instruction sets a step computes with; a kernel's or hypervisor's other flags (mitigations,
   // "hypervisor") change between boots of one machine and say nothing of its speed.
   const auto compute_flags = [](const std::vector<std::string>& flags) {
@@ -87,14 +97,9 @@ std::vector<EnvironmentDifference> environment_differences(const Environment& ba
   const auto differ = [&](const char* aspect, const std::string& what, const std::string& a, const std::string& b) {
     if (a != b) out.push_back({aspect, what + ": " + shown(a) + " vs " + shown(b)});
   };
-  // What a file's writer did not know to record yet is compared where both files say it.
-  const auto differ_where_recorded = [&](const char* aspect, const char* what, const std::string& a,
-                                         const std::string& b) {
-    if (!a.empty() && !b.empty()) differ(aspect, what, a, b);
-  };
   differ("build-type", "build type", baseline.build_type, current.build_type);
-  differ_where_recorded("threads", "OMP_NUM_THREADS", baseline.omp_num_threads, current.omp_num_threads);
-  differ_where_recorded("cpu-affinity", "CPUs the process could use", baseline.cpu_affinity, current.cpu_affinity);
+  differ("threads", "OMP_NUM_THREADS", baseline.omp_num_threads, current.omp_num_threads);
+  differ("cpu-affinity", "CPUs the process could use", baseline.cpu_affinity, current.cpu_affinity);
   differ("cpu", "CPU model", baseline.cpu_model, current.cpu_model);
   if (baseline.cpu_cores != current.cpu_cores) {
     out.push_back(

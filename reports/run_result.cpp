@@ -412,7 +412,7 @@ void from_json(const json& j, Environment& e) {
   e.compiler = j.value("compiler", "");
   e.build_type = j.value("build_type", "");
   e.git_revision = j.value("git_revision", "");
-  // Absent: a writer from before they were recorded, compared where both files say them. Present
+  // Absent: not recorded (an older writer, or an edited file), a difference from a file that says them. Present
   // but blank: no writer's (ddpbench writes "unset", "empty" or the value, and the CPUs' list or
   // "unknown"), so a file that would pass every environment check by blanking them is refused.
   for (auto [key, value] : {std::pair{"omp_num_threads", &e.omp_num_threads}, std::pair{"cpu_affinity", &e.cpu_affinity}}) {

@@ -380,8 +380,9 @@ void attach_twin(RowSummary& row, const ResultDocument& doc, const SweepRowInfo&
   set_paired_ratios(row, doc, ours_name, info);
 }
 
-// Speed-up, scaling efficiency (over the devices the row ran on) and differences against the
-// baseline row of the same mode, from the repetitions that ran ok on both.
+// Speed-up, scaling efficiency (over the devices the row ran on, as a multiple of the baseline's:
+// a 2-device baseline is 100 % of itself) and differences against the baseline row of the same
+// mode, from the repetitions that ran ok on both.
 void set_against_baseline(std::vector<RowSummary>& summaries, const ResultDocument& doc,
                           const std::string& baseline_name) {
   for (auto& s : summaries) {
@@ -390,7 +391,8 @@ void set_against_baseline(std::vector<RowSummary>& summaries, const ResultDocume
     });
     if (base == summaries.end() || !base->has_figures() || !s.has_figures()) continue;
     s.speedup = s.headline_images_per_s() / base->headline_images_per_s();
-    s.scaling_efficiency = s.speedup / static_cast<double>(std::max<int64_t>(1, s.devices));
+    s.scaling_efficiency = s.speedup * static_cast<double>(std::max<int64_t>(1, base->devices)) /
+                           static_cast<double>(std::max<int64_t>(1, s.devices));
     const RunResult* row_run = first_ok_run(doc, s.name, s.mode);
     const RunResult* base_run = first_ok_run(doc, base->name, base->mode);
     if (&*base != &s && row_run != nullptr && base_run != nullptr) {

@@ -27,6 +27,7 @@ import selectors
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -70,6 +71,7 @@ class Connection:
     rank: int = -1
     world: int = 0
     pid: int = 0
+    sender: str = ""  # the build whose session the connecting process is in (its credentials): "" for none
     ended: bool = False
     heard: float = field(default_factory=time.monotonic)  # when it last sent anything, or hung up
 
@@ -139,7 +141,7 @@ class Coordinator:
         for key, _ in self.selector.select(max(0.0, timeout_s)):
             if key.fileobj is self.listener:
                 sock, _ = self.listener.accept()
-                connection = Connection(sock)
+                connection = Connection(sock, sender=self.sender_of(sock))
                 self.connections.append(connection)
                 self.selector.register(sock, selectors.EVENT_READ, connection)
                 continue
@@ -155,6 +157,16 @@ class Coordinator:
                 self.close(connection)
         self.read_hellos()
         self.kill_hung()
+
+    def sender_of(self, sock: socket.socket) -> str:
+        """The build whose session holds the process at the other end (the kernel's word, SO_PEERCRED:
+        each build is started as a session of its own): a rank's hello may not speak for another build."""
+        try:
+            pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
+            session = os.getsid(pid)
+        except OSError:
+            return ""
+        return next((label for label, process in self.processes.items() if process.pid == session), "")
 
     def check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -187,6 +199,9 @@ class Coordinator:
                 self.problems.append(f"a rank said {line!r}, not 'hello BUILD ROW RANK WORLD PID' of a build here")
                 self.close(connection)
                 continue
+            if connection.sender != parts[1]:
+                self.impostor(connection, line)
+                continue
             same = [c for c in self.waiting() if (c.arm, c.row, c.rank) == (parts[1], parts[2], rank)]
             connection.arm, connection.row, connection.rank, connection.world, connection.pid = \
                 parts[1], parts[2], rank, world, pid
@@ -196,6 +211,16 @@ class Coordinator:
                 self.close(connection)
                 continue
             self.first_seen.setdefault(connection.row, time.monotonic())
+
+    def impostor(self, connection: Connection, line: str) -> None:
+        """A hello for a build the sender is not part of: dropped; a build that speaks for the other
+        is stopped, its fault (it could make the other build's real rank look doubled, and stuck)."""
+        self.close(connection)
+        if not connection.sender:
+            self.problems.append(f"a process of neither build said {line!r}: refused")
+            return
+        self.stop(connection.sender, f"a process of the {connection.sender} build said {line!r}: it spoke "
+                                     f"for another build, and was stopped")
 
     def waiting(self) -> list[Connection]:
         """Ranks that said hello and wait for their row's lockstep to begin."""

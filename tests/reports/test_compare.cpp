@@ -188,13 +188,16 @@ TEST(EnvironmentFingerprint, BuildTypeThreadsAndAffinityAreAspectsOfTheEnvironme
   EXPECT_EQ(d[1].text, "OMP_NUM_THREADS: unset vs 1");
   EXPECT_EQ(d[2].aspect, "cpu-affinity");
   EXPECT_EQ(d[2].text, "CPUs the process could use: 0-1 vs 0");
-  // A file from before they were recorded says nothing of them: compared where both files do, so
-  // that a build which begins recording them can still be judged against the builds before it.
-  Environment old = b;
+  // A file that says nothing of them (an older writer's, or one edited to escape the check) is not
+  // read as agreeing: each is a difference, which --allow-env-mismatch may allow.
+  Environment old = a;
   old.cpu_affinity.clear();
   old.omp_num_threads.clear();
-  ASSERT_EQ(environment_differences(old, a).size(), 1u);
-  EXPECT_EQ(environment_differences(old, a)[0].aspect, "build-type");
+  const auto unsaid = environment_differences(old, a);
+  ASSERT_EQ(unsaid.size(), 2u);
+  EXPECT_EQ(unsaid[0].text, "OMP_NUM_THREADS: not recorded vs unset");
+  EXPECT_EQ(unsaid[1].text, "CPUs the process could use: not recorded vs 0-1");
+  EXPECT_TRUE(unallowed_differences(unsaid, {"threads", "cpu-affinity"}).empty());
   RunResult two, one, unrecorded;
   two.threads_per_rank = 2;
   one.threads_per_rank = 1;
@@ -921,8 +924,8 @@ TEST(Compare, EveryDifferenceOfTheEnvironmentIsNamed) {
 }
 
 // A virtual machine names every CPU "Intel(R) Xeon(R) Processor": two hosts, one of them with
-// AVX-512 and twice the cores, had one fingerprint. What the CPU says of itself is compared where
-// both files hold it; a kernel's other flags (a mitigation, "hypervisor") are not its speed.
+// AVX-512 and twice the cores, had one fingerprint. What the CPU says of itself is compared, and
+// what only one file says is a difference; a kernel's other flags (a mitigation, "hypervisor") are not its speed.
 TEST(Compare, ACpuIsKnownByMoreThanItsBrandString) {
   auto base = document_with(repetitions("single", {10.0}));
   base.environment = testing::sample_sweep_document().environment;
@@ -948,7 +951,13 @@ TEST(Compare, ACpuIsKnownByMoreThanItsBrandString) {
   EXPECT_EQ(differences([](CpuFacts& c) { c.flags.push_back("avx512f"); }),
             "cpu: CPU instruction sets: only the baseline's has [], only the current's [avx512f]\n");
   EXPECT_EQ(differences([](CpuFacts& c) { c.flags = {"fpu", "sse4_2", "avx2", "fma", "md_clear"}; }), "");
-  EXPECT_EQ(differences([](CpuFacts& c) { c = CpuFacts{}; }), "") << "what one file did not record is not judged";
+  EXPECT_EQ(differences([](CpuFacts& c) { c = CpuFacts{}; }),
+            "cpu: CPU identity (vendor, family, model, instruction sets, cores): recorded only in the baseline's file\n")
+      << "a file whose CPU identity was deleted passed for one from before it was recorded";
+  EXPECT_EQ(differences([](CpuFacts& c) { c.vendor.clear(); }), "cpu: CPU vendor: GenuineIntel vs not recorded\n");
+  EXPECT_EQ(differences([](CpuFacts& c) { c.family = -1; }), "cpu: CPU family: 6 vs not recorded\n");
+  EXPECT_EQ(differences([](CpuFacts& c) { c.flags.clear(); }),
+            "cpu: CPU instruction sets: only the baseline's has [avx2 fma sse4_2], only the current's []\n");
   auto cur = base;
   cur.environment.cpu.model = 143;
   EXPECT_EQ(compare_results(base, cur, {}).exit_code(), 2);

@@ -35,6 +35,21 @@ TEST(SweepSummary, MediansSpeedupAndEfficiencyAgainstTheBaselineOfTheSameMode) {
 
 // A row's PyTorch twin is not a row of its own but the row's `pytorch`; the ratios are the
 // medians of the back-to-back pairs' ratios, not the ratios of the medians.
+// Against a baseline on 2 devices, the baseline is 100 % of itself and a 4-device row that runs
+// 1.8 times as fast is 90 % (it read 50 % and 45 %: divided by its own devices alone).
+TEST(SweepSummary, ScalingEfficiencyIsOverTheDevicesBeyondTheBaselines) {
+  auto doc = testing::sample_sweep_document();
+  for (auto& info : doc.sweep->rows) {
+    if (info.name == "ddp-2gpu") doc.sweep->baseline_row = info.name;
+  }
+  const auto rows = summarize_sweep(doc);
+  const auto& base = find(rows, "ddp-2gpu", "faithful");
+  ASSERT_EQ(base.devices, 2);
+  EXPECT_DOUBLE_EQ(base.scaling_efficiency, 1.0);
+  const auto& single = find(rows, "single", "faithful");
+  EXPECT_NEAR(single.scaling_efficiency, single.speedup * 2, 1e-12);
+}
+
 TEST(SweepSummary, PyTorchTwinsAreComparedPairByPair) {
   // Pairs (ours, theirs) in steady images/s: (100, 90), (300, 280), (200, 210). Ratio of
   // medians 200 / 210; median of pair ratios 300 / 280.

@@ -248,6 +248,27 @@ class CoordinatorTest(StandInLockstep):
         self.assertIn("hello intruder ddp-2 0 2 1", " ".join(ran.record["problems"]))
         self.assertIn("b''", (self.dir / "candidate.log").read_text(), "the stranger was given a turn")
 
+    def test_a_build_that_speaks_for_the_other_is_stopped_and_the_other_runs_on(self) -> None:
+        # The candidate's process says hello as the baseline's rank 0 before the baseline's own rank
+        # 0 comes: the kernel's word on the sender (its session) decides whose it is, not the hello.
+        impostor = self.dir / "impostor.py"
+        impostor.write_text(
+            "import os, socket, time\n"
+            "s = socket.socket(socket.AF_UNIX); s.connect(os.environ['DDPBENCH_LOCKSTEP_SOCKET'])\n"
+            "s.sendall(b'hello baseline ddp-2 0 2 %d\\n' % os.getpid()); s.recv(10); time.sleep(60)\n")
+        baseline = self.build("baseline")
+        slow_start = (sys.executable, "-c", "import os, sys, time; time.sleep(0.5); "
+                      "os.execv(sys.executable, [sys.executable] + sys.argv[1:])") + baseline.command[1:]
+        ran = self.run_lockstep([lockstep.Participant("baseline", slow_start, baseline.log),
+                                 lockstep.Participant("candidate", (sys.executable, str(impostor)),
+                                                      self.dir / "candidate.log")], seed=3, run="0")
+        self.assertEqual(ran.returncodes["baseline"], 0, (self.dir / "baseline.log").read_text())
+        self.assertNotEqual(ran.returncodes["candidate"], 0)
+        self.assertIn("candidate", ran.record["stopped"])
+        self.assertNotIn("baseline", ran.record["stopped"])
+        self.assertIn("a process of the candidate build said 'hello baseline", " ".join(ran.record["problems"]))
+        self.assertEqual(Counter(arm for arm, *_ in self.steps()), {"baseline": 12})
+
 
 def real_binary() -> str | None:
     return os.environ.get("DDPBENCH_BINARY")

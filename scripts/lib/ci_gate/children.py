@@ -28,6 +28,7 @@ STOP_GRACE_S = 10.0
 # What the gate keeps of a captured stream: its first and its last this many bytes (a compare's
 # table is kilobytes). A child that floods its output past it costs the gate no more memory.
 KEPT_BYTES = 4 << 20
+MARKED_LINES, LINE_BYTES = 64, 4096
 # ddpbench's own exit statuses for a SIGINT or SIGTERM it caught; 128 + N from a shell it ran.
 INTERRUPTED_STATUSES = {130: signal.SIGINT, 143: signal.SIGTERM, -signal.SIGINT: signal.SIGINT,
                         -signal.SIGTERM: signal.SIGTERM}
@@ -123,16 +124,22 @@ def stop_all() -> None:
 
 @dataclass
 class Kept:
-    """A captured stream, read to its end by a thread of its own: its head and its tail, and the
-    bytes dropped between them."""
+    """A captured stream, read to its end by a thread of its own: its head and its tail, the bytes
+    dropped between them, and of those every line that starts with one of `markers` (a verdict's
+    line is never lost to a flood before it; at most MARKED_LINES, each cut to LINE_BYTES)."""
+    markers: tuple[bytes, ...] = ()
     head: bytearray = field(default_factory=bytearray)
     tail: bytearray = field(default_factory=bytearray)
     dropped: int = 0
+    marked: list[bytes] = field(default_factory=list)
+    line: bytearray = field(default_factory=bytearray)  # the start of the line being read
     thread: threading.Thread | None = None
 
     def read(self, stream: IO[bytes]) -> None:
         with stream:
             while chunk := stream.read1(1 << 16):
+                if self.markers:
+                    self.mark(chunk)
                 room = KEPT_BYTES - len(self.head)
                 self.head += chunk[:max(room, 0)]
                 self.tail += chunk[max(room, 0):]
@@ -140,15 +147,27 @@ class Kept:
                     self.dropped += len(self.tail) - KEPT_BYTES
                     del self.tail[:len(self.tail) - KEPT_BYTES]
 
+    def mark(self, chunk: bytes) -> None:
+        *ended, rest = chunk.split(b"\n")
+        for part in ended:
+            self.line += part[:max(LINE_BYTES - len(self.line), 0)]
+            if self.line.startswith(self.markers) and len(self.marked) < MARKED_LINES:
+                self.marked.append(bytes(self.line))
+            self.line.clear()
+        self.line += rest[:max(LINE_BYTES - len(self.line), 0)]
+
     def text(self) -> str:
         """Any bytes a child prints are read (as U+FFFD where they are no UTF-8): its output is
-        never the gate's own failure."""
-        cut = f"\n[... {self.dropped} bytes left out ...]\n" if self.dropped else ""
+        never the gate's own failure. Where bytes were left out, the marked lines follow the note
+        that says so, each on a line of its own."""
+        marked = b"".join(line + b"\n" for line in self.marked).decode("utf-8", "replace")
+        cut = f"\n[... {self.dropped} bytes left out; the marked lines of the whole stream: ...]\n{marked}" \
+            if self.dropped else ""
         return (bytes(self.head).decode("utf-8", "replace") + cut + bytes(self.tail).decode("utf-8", "replace"))
 
 
-def keep(stream: IO[bytes] | None) -> Kept:
-    kept = Kept()
+def keep(stream: IO[bytes] | None, markers: tuple[str, ...] = ()) -> Kept:
+    kept = Kept(tuple(marker.encode() for marker in markers))
     if stream is not None:
         kept.thread = threading.Thread(target=kept.read, args=(stream,), daemon=True)
         kept.thread.start()
@@ -156,9 +175,11 @@ def keep(stream: IO[bytes] | None) -> Kept:
 
 
 def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Path | None = None,
-        capture: bool = False, env: dict[str, str] | None = None, cwd: Path | None = None) -> Finished:
-    """`command` on `side`, ended by `deadline_s`; its output in `log` (or captured). Raises
-    Stop(side, CRASH) where it cannot even start."""
+        capture: bool = False, markers: tuple[str, ...] = (), env: dict[str, str] | None = None,
+        cwd: Path | None = None) -> Finished:
+    """`command` on `side`, ended by `deadline_s`; its output in `log` (or captured: the lines that
+    start with one of `markers` kept wherever they come). Raises Stop(side, CRASH) where it cannot
+    even start."""
     log_file = open_new(log) if log is not None else None
     stdout_to = subprocess.PIPE if capture else (log_file or subprocess.DEVNULL)
     stderr_to = subprocess.PIPE if capture else (subprocess.STDOUT if log_file else subprocess.DEVNULL)
@@ -178,7 +199,7 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
     if Starting.signal is not None:
         stop(process)
         raise Signalled(Starting.signal)
-    out, err = keep(process.stdout), keep(process.stderr)
+    out, err = keep(process.stdout, markers), keep(process.stderr, markers)
     timed_out = False
     try:
         process.wait(timeout=deadline_s)

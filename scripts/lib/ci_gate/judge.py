@@ -15,6 +15,11 @@ from .reading import Unreadable, read_text
 INTERRUPTED = tuple(children.INTERRUPTED_STATUSES)
 
 
+# The lines of compare's that say what it decided where it exits 2: kept however much it prints.
+CANNOT_JUDGE, UNDECIDED = "Cannot judge", "Undecided below the cap"
+VERDICT_LINES = (CANNOT_JUDGE, UNDECIDED)
+
+
 @dataclass(frozen=True)
 class Compared:
     """One `ddpbench compare` run: its exit code (None: stopped at its deadline), what it said,
@@ -39,8 +44,8 @@ class Compared:
         if self.rc == 0:
             return "undecided" if self.undecided else "no regression"
         if self.rc == 2:
-            return ("cannot judge" if self.printed("Cannot judge") else
-                    "undecided" if self.printed("Undecided below the cap") else "refused")
+            return ("cannot judge" if self.printed(CANNOT_JUDGE) else
+                    "undecided" if self.printed(UNDECIDED) else "refused")
         return "interrupted" if self.rc in INTERRUPTED else "died"
 
     def last_said(self) -> str:
@@ -59,7 +64,8 @@ def read_by_its_proof(said: Compared) -> bool:
 
 
 def run_compare(side: Side, command: list[str], deadline_s: float, undecided: Path | None = None) -> Compared:
-    done = children.run(side, f"{side.value}'s `{' '.join(command[1:3])}`", command, deadline_s, capture=True)
+    done = children.run(side, f"{side.value}'s `{' '.join(command[1:3])}`", command, deadline_s, capture=True,
+                        markers=VERDICT_LINES)
     rows: tuple[str, ...] = ()
     if undecided is not None:
         try:

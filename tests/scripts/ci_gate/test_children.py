@@ -75,11 +75,25 @@ class ProblemTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0)
         self.assertTrue(done.stdout.startswith("first line\n"))
         self.assertTrue(done.stdout.endswith("last line\n"))
-        self.assertIn("bytes left out ...]", done.stdout)
+        self.assertIn("bytes left out", done.stdout)
         self.assertLessEqual(len(done.stdout), 2 * children.KEPT_BYTES + 100)
         self.assertLessEqual(len(done.stderr), 2 * children.KEPT_BYTES + 100)
         small = children.run(Side.CANDIDATE, "a child", ["printf", "a\\377b"], 10, capture=True)
         self.assertEqual(small.stdout, "a\ufffdb", "bytes no UTF-8 reads are read, never the gate's failure")
+
+    def test_a_marked_line_drowned_by_a_flood_is_kept(self) -> None:
+        """A compare's "Cannot judge" after megabytes of its own output fell between the kept head
+        and tail: its answer read as a refusal."""
+        flood = ("import sys\nfor _ in range(6): sys.stdout.write('y' * (1 << 20))\n"
+                 "sys.stdout.write('\\nCannot judge: too noisy\\nCannot judge in part\\n')\n"
+                 "for _ in range(6): sys.stdout.write('z' * (1 << 20))\n")
+        done = children.run(Side.CANDIDATE, "the candidate's compare", [sys.executable, "-c", flood], 60,
+                            capture=True, markers=("Cannot judge:",))
+        lines = done.stdout.splitlines()
+        self.assertIn("Cannot judge: too noisy", lines)
+        self.assertNotIn("Cannot judge in part", lines, "only lines that start with a marker are kept")
+        unmarked = children.run(Side.CANDIDATE, "a child", [sys.executable, "-c", flood], 60, capture=True)
+        self.assertNotIn("Cannot judge: too noisy", unmarked.stdout.splitlines())
 
     def test_what_a_child_leaves_running_in_its_group_ends_with_it(self) -> None:
         """A sweep that starts a burner in the background and exits 0: the burner outlived the gate,

@@ -7,10 +7,11 @@ Run: python3 -m unittest -v test_judge (from tests/scripts/ci_gate), with DDPBEN
 from __future__ import annotations
 
 import json
+import sys
 import unittest
 
 from gate_rounds import ROWS, Done, StandInBuilds
-from ci_gate.judge import Compared, rule
+from ci_gate.judge import Compared, rule, run_compare
 from ci_gate.outcomes import Side, Stop, What
 
 
@@ -82,6 +83,15 @@ class RuleTest(unittest.TestCase):
 # The committed baseline's first repetition: the stand-in writes each row's twin from it, so a
 # row at its committed time keeps its committed ratio to its twin.
 COMMITTED_S = {"single": 3.900853366, "ddp-2": 7.407802188, "dp-2": 6.051714154}
+
+
+class RunCompareTest(unittest.TestCase):
+    def test_a_cannot_judge_after_a_flood_is_still_cannot_judge(self) -> None:
+        said = run_compare(Side.CANDIDATE, [sys.executable, "-c", "import sys\n"
+                                            "for _ in range(10): sys.stdout.write('y' * (1 << 20))\n"
+                                            "print('\\nCannot judge: too noisy'); sys.stdout.write('z' * (9 << 20))\n"
+                                            "sys.exit(2)"], 60)
+        self.assertEqual(said.verdict, "cannot judge")
 
 
 class JudgeTest(StandInBuilds):
