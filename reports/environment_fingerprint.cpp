@@ -15,14 +15,15 @@ std::string shown(const std::string& value) { return value.empty() ? "not record
 constexpr const char* kRecordedInOneFile = "recorded only in the ";
 
 // The threads a row's runs that finished computed with, as their files recorded them, as a list
-// ("2", "1, 2"); empty where none recorded them.
+// ("2", "1, 2", "not recorded": a PyTorch twin's, or a file edited to escape the check); empty
+// where none finished.
 std::string threads_of(const std::vector<const RunResult*>& runs) {
   std::set<int64_t> threads;
   for (const RunResult* r : runs) {
-    if (r->status == RunStatus::ok && r->threads_per_rank > 0) threads.insert(r->threads_per_rank);
+    if (r->status == RunStatus::ok) threads.insert(std::max<int64_t>(0, r->threads_per_rank));
   }
   std::string text;
-  for (const int64_t t : threads) text += (text.empty() ? "" : ", ") + std::to_string(t);
+  for (const int64_t t : threads) text += (text.empty() ? "" : ", ") + (t > 0 ? std::to_string(t) : "not recorded");
   return text;
 }
 

@@ -72,8 +72,7 @@ std::string markdown_runs_table(const std::vector<RunResult>& runs) {
   for (const auto& r : runs) {
     if (r.status != RunStatus::ok) continue;
     if (r.epoch_cut) {
-      notes << "- " << markdown_table_cell(r.name) << ": epoch cut to " << r.steps << " of "
-            << r.steps_per_epoch * r.epochs << " steps (--max-steps)\n";
+      notes << "- " << markdown_table_cell(r.name) << ": " << epoch_cut_note(r, true) << "\n";
     }
     if (r.eval_cut) notes << "- " << markdown_table_cell(r.name) << ": " << eval_cut_note(r) << "\n";
     if (r.steps > 0 && r.steps <= r.warmup_steps) {
@@ -121,7 +120,7 @@ std::string page_head(const ResultDocument& doc, const std::vector<RowSummary>& 
 }
 
 std::string markdown_cell(const Cell& c) {
-  if (c.links.empty()) return markdown_table_cell(formatted(c) + c.suffix + c.markdown_suffix);
+  if (c.links.empty()) return markdown_table_cell(formatted(c) + c.suffix);
   std::string links;
   for (const auto& link : c.links) {
     links += (links.empty() ? "" : " ") + ("[" + markdown_table_cell(link.text) + "](" + link.href + ")");

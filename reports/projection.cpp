@@ -410,6 +410,9 @@ RowProjection project_row(const std::vector<const RunResult*>& repetitions, cons
   p.not_projected = step_model_problem(r);
   if (!p.not_projected.empty()) return p;
   p.repetition = r.repetition;
+  p.repetitions_left_out = std::count_if(repetitions.begin(), repetitions.end(), [](const RunResult* x) {
+    return x->status != RunStatus::ok || !std::isfinite(x->steady_images_per_s);
+  });
   p.measured_ranks = r.world_size;
   p.measured_images_per_s = r.steady_images_per_s;
   p.measured_step_s = static_cast<double>(r.global_batch) / r.steady_images_per_s;
@@ -505,6 +508,7 @@ json projection_json(const std::vector<RowProjection>& projections) {
     out.push_back({{"row", p.row},
                    {"mode", p.mode},
                    {"repetition", p.repetition},
+                   {"repetitions_left_out", p.repetitions_left_out},
                    {"measured_ranks", p.measured_ranks},
                    {"measured_step_s", json_number(p.measured_step_s)},
                    {"measured_images_per_s", json_number(p.measured_images_per_s)},
@@ -567,7 +571,12 @@ std::string markdown_projection(const std::vector<RowProjection>& projections) {
       md << " (" << (p.model_step_s >= p.measured_step_s ? "+" : "")
          << format_fixed(100 * (p.model_step_s / p.measured_step_s - 1), 1) << " %)";
     }
-    md << ". " << measured_link_words(p) << " Projected to: "
+    md << ". " << measured_link_words(p);
+    if (p.repetitions_left_out > 0) {  // as advise says it: the median is over the others
+      md << " From repetition " << p.repetition << ", the median of the others: " << p.repetitions_left_out
+         << " of its repetitions did not run to a steady state and are left out.";
+    }
+    md << " Projected to: "
        << p.fabric.name << " (" << p.fabric.source << "; " << p.fabric.nics_per_node
        << (p.fabric.nics_per_node == 1 ? " NIC" : " NICs") << " a node).\n\n"
        << "| ranks | step | images/s | speed-up | scaling efficiency | allreduce | exposed communication |\n"

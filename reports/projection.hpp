@@ -90,6 +90,7 @@ struct RowProjection {
   std::string row;
   std::string mode;
   int64_t repetition = 0;
+  int64_t repetitions_left_out = 0;  // of the row's repetitions, those that did not run to a steady state
   int64_t measured_ranks = 1;
   double measured_step_s = kNotMeasured;        // the row's mean steady step
   double measured_images_per_s = kNotMeasured;  // steady, all ranks

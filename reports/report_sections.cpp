@@ -88,14 +88,14 @@ bool any_row(const std::vector<RowSummary>& rows, Predicate predicate) {
 }
 
 std::vector<Cell> main_table_row(const RowSummary& r, TableNotes& reasons) {
-  // Figures over fewer repetitions than planned say how many; the Markdown gives the repetitions'
-  // range beside their median, the page never has.
+  // Figures over fewer repetitions than planned say how many; the repetitions' range stands beside
+  // their median in both formats (the page once left it out).
   Cell this_run = value_cell(CellFormat::seconds, r.train_time_s,
                              r.has_figures() && r.repetitions < r.planned_repetitions
                                  ? " (" + std::to_string(r.repetitions) + " of " + std::to_string(r.planned_repetitions) + ")"
                                  : "");
   if (r.repetitions > 1) {
-    this_run.markdown_suffix = " (" + format_fixed(r.train_time_min_s, 2) + "–" + format_fixed(r.train_time_max_s, 2) + ")";
+    this_run.suffix += " (" + format_fixed(r.train_time_min_s, 2) + "–" + format_fixed(r.train_time_max_s, 2) + ")";
   }
   return {text_cell(r.name),
           value_cell(CellFormat::integer, static_cast<double>(r.devices), r.placement.empty() ? "" : " (" + r.placement + ")"),
@@ -196,7 +196,7 @@ std::vector<std::string> shared_run_notes(const ResultDocument& doc) {
   for (const auto& run : doc.runs) {
     if (run.repetition != 0 || run.status != RunStatus::ok) continue;
     ++first_runs;
-    if (run.epoch_cut) add("epoch cut to " + std::to_string(run.steps) + " steps (--max-steps)", run);
+    if (run.epoch_cut) add(epoch_cut_note(run, false), run);
     if (run.eval_cut) add(eval_cut_note(run), run);
     if (run.steps > 0 && run.steps <= run.warmup_steps) add(no_steady_steps(run), run);
     for (const auto& note : strategy_notes(run)) add(note, run);
@@ -283,6 +283,14 @@ std::string trace_note(const RunResult& r) {
          " traced with PyTorch's profiler and left out of the steady figures (traced step p50 " +
          format_seconds(r.trace.traced_step_time_s) + ", untraced " + format_seconds(r.trace.untraced_step_time_s) +
          "); traces beside the row's JSON: " + files + " (merge them with `ddpbench trace`)";
+}
+
+std::string epoch_cut_note(const RunResult& r, bool of_whole_epoch) {
+  // steps counts every epoch's: 2 epochs of 4 read "cut to 8 steps".
+  const int64_t per_epoch = r.epochs > 0 ? r.steps / r.epochs : r.steps;
+  return std::string(r.epochs > 1 ? "each of " + std::to_string(r.epochs) + " epochs" : "epoch") + " cut to " +
+         std::to_string(per_epoch) + (of_whole_epoch ? " of " + std::to_string(r.steps_per_epoch) : std::string()) +
+         " steps (--max-steps)";
 }
 
 std::string eval_cut_note(const RunResult& r) {
@@ -502,8 +510,8 @@ Section differences_section(const ResultDocument& doc, const std::vector<RowSumm
     for (std::size_t i = 0; i < r.differences.size(); ++i) item += (i ? "; " : "") + r.differences[i];
     s.items.push_back(item);
   }
-  s.in_markdown = !s.items.empty();
-  s.in_html = false;
+  s.html_title = "How each row differs from the baseline row (" + (doc.sweep ? doc.sweep->baseline_row : "") + ")";
+  s.in_markdown = s.in_html = !s.items.empty();
   return s;
 }
 

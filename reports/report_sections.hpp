@@ -34,7 +34,6 @@ struct Cell {
   double value = kNotMeasured;  // seconds, images/s, a fraction, bytes, FLOP, FLOP/s, a count
   std::string text;             // a text cell's words
   std::string suffix;           // after the value, in both formats: "(slowest, 1.88x, compute)"
-  std::string markdown_suffix;  // after it in Markdown only: the spread of a time's repetitions
   std::vector<CellLink> links;      // instead of a value: HTML links them, Markdown writes [text](href)
 };
 
@@ -99,6 +98,9 @@ std::string html_section(const Section& section);
 std::vector<std::string> strategy_notes(const RunResult& run);
 /// A traced row: which steps, where their traces are, and what the profiler cost them.
 std::string trace_note(const RunResult& run);
+/// A row whose epochs --max-steps cut: the steps each epoch ran (of its whole epoch's where
+/// `of_whole_epoch`), each of its epochs named where it ran more than one.
+std::string epoch_cut_note(const RunResult& run, bool of_whole_epoch);
 /// A row evaluated on the first --max-eval-batches test batches only: how many of the test set's images.
 std::string eval_cut_note(const RunResult& run);
 /// A row whose every step was warm-up measured no steady figure, and so judged no straggler.

@@ -19,6 +19,11 @@ bool is_result_document(std::string_view text) {
   return j.is_object() && j.contains("schema") && j.at("schema") == kResultSchema;
 }
 
+bool is_row_result_document(std::string_view text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_object() && j.contains("schema") && j.at("schema") == kResultSchema && !j.contains("sweep");
+}
+
 ResultDocument parse_result_document(std::string_view text, const std::string& source) {
   nlohmann::json j;
   try {

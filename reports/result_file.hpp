@@ -20,4 +20,8 @@ ResultDocument parse_result_document(std::string_view text, const std::string& s
 /// output the output rule lets a command replace (harness/base/output_rule.hpp); not a proof.
 bool is_result_document(std::string_view text);
 
+/// A result file of one row's run (`run --out`, a sweep's row file): one with no sweep section. A
+/// run replaces only such a file, never a sweep's results.json or a stored baseline.
+bool is_row_result_document(std::string_view text);
+
 }  // namespace ddpbench

@@ -249,24 +249,70 @@ bool config_is_null(const RunResult& r, const json& writer_defaults, const char*
   return writer_defaults.contains(key) && writer_defaults.at(key).is_null();
 }
 
-// An ok row evaluated: the whole test set where its configuration says so (max-eval-batches
-// unset), some of it where it asks for batches.
-std::string less_evaluation(const RunResult& r, const json& writer_defaults) {
-  const bool whole_test_set = config_is_null(r, writer_defaults, "max-eval-batches");
-  const auto batches = config_integer(r, writer_defaults, "max-eval-batches");
-  if ((whole_test_set && (r.eval_cut || r.eval_images <= 0)) || (batches && *batches > 0 && r.eval_images <= 0)) {
-    return "it evaluated " + std::to_string(r.eval_images) + " images" + (r.eval_cut ? ", cut short," : "") +
-           " where its configuration asks for " +
-           (whole_test_set ? std::string("the whole test set") : std::to_string(*batches) + " batches");
-  }
+// Where a row says it ran: NCCL on the CPU is no run's ("other: " work).
+std::string misplaced(const RunResult& r) {
+  const json backend = r.strategy_details.is_object() ? r.strategy_details.value("backend", json()) : json();
+  if (backend == "nccl" && r.device.starts_with("cpu")) return "other: it says it reduced with NCCL on " + r.device;
   return {};
 }
+
+// CIFAR-10's training set: five files of 10,000 records (data/cifar10.cpp reads no other); its
+// test set, one of 10,000.
+constexpr int64_t kCifar10TrainImagesInAnEpoch = 50000;
+constexpr int64_t kCifar10TestImages = 10000;
 
 // What a row did (`did`) against what it was configured to do: "" where equal, else `says`,
 // marked "other: " where it did more than configured (another row's work, not less of this one).
 std::string against_configured(int64_t did, int64_t configured, const std::string& says) {
   if (did == configured) return {};
   return (did > configured ? "other: " : "") + says;
+}
+
+// The test images a row's evaluation counts: each rank's shard (rank, rank + world, ...: every
+// image once over the ranks), cut to max-eval-batches batches a rank where set. nullopt where its
+// file does not say the test set's size, its batch or its ranks.
+std::optional<int64_t> configured_eval_images(const RunResult& r, const json& writer_defaults,
+                                              const std::string& dataset) {
+  const int64_t test_images = dataset == "cifar10"     ? kCifar10TestImages
+                              : dataset == "synthetic" ? config_integer(r, writer_defaults, "synthetic-test-images").value_or(0)
+                                                       : 0;
+  const int64_t batch = config_integer(r, writer_defaults, "batch-size").value_or(0);
+  const auto batches = config_integer(r, writer_defaults, "max-eval-batches");
+  constexpr int64_t kMost = int64_t{1} << 30;  // as configured_work: an edited file's figures must not overflow
+  if (test_images <= 0 || test_images > kMost || batch <= 0 || batch > kMost || r.world_size <= 0 ||
+      r.world_size > kMost || (batches && (*batches < 0 || *batches > kMost))) {
+    return std::nullopt;
+  }
+  int64_t seen = 0;
+  for (int64_t rank = 0; rank < std::min(r.world_size, test_images); ++rank) {
+    const int64_t shard = (test_images - rank + r.world_size - 1) / r.world_size;
+    seen += batches ? std::min(shard, *batches * batch) : shard;
+  }
+  return seen;
+}
+
+// An ok row evaluated: the whole test set where its configuration says so (max-eval-batches
+// unset), some of it where it asks for batches; as many images as those make where its file says them.
+std::string less_evaluation(const RunResult& r, const json& writer_defaults, const std::string& dataset) {
+  const bool whole_test_set = config_is_null(r, writer_defaults, "max-eval-batches");
+  const auto batches = config_integer(r, writer_defaults, "max-eval-batches");
+  const std::string asked = batches ? std::to_string(*batches) + " batches a rank" : std::string("the whole test set");
+  // Its own count is held to the configuration's, never taken from it: one image evaluated read
+  // as an accuracy of 100 %.
+  if (const auto configured = configured_eval_images(r, writer_defaults, dataset)) {
+    if (auto why = against_configured(r.eval_images, *configured,
+                                      "it evaluated " + std::to_string(r.eval_images) +
+                                          " test images where its configuration asks for " + asked + ": " +
+                                          std::to_string(*configured));
+        !why.empty()) {
+      return why;
+    }
+  }
+  if ((whole_test_set && (r.eval_cut || r.eval_images <= 0)) || (batches && *batches > 0 && r.eval_images <= 0)) {
+    return "it evaluated " + std::to_string(r.eval_images) + " images" + (r.eval_cut ? ", cut short," : "") +
+           " where its configuration asks for " + asked;
+  }
+  return {};
 }
 
 // Why an ok row did not do the work its configuration and data ask (configured_work: steps per
@@ -276,6 +322,10 @@ std::string against_configured(int64_t did, int64_t configured, const std::strin
 std::string less_work(const RunResult& r, const json& writer_defaults) {
   const ConfiguredWork work = configured_work(r, writer_defaults);
   if (!work.unknown.empty()) return "its work cannot be proven: " + work.unknown;
+  if (const json* asked = r.config.is_object() && r.config.contains("strategy") ? &r.config.at("strategy") : nullptr;
+      asked && asked->is_string() && asked->get<std::string>() != r.strategy) {
+    return "other: it ran strategy " + r.strategy + " where its configuration asks " + asked->get<std::string>();
+  }
   if (!work.dataset_asked.empty() && !r.dataset.empty() && r.dataset != work.dataset_asked) {
     return "other: it trained on " + r.dataset + " where its configuration asks " + work.dataset_asked;
   }
@@ -313,11 +363,15 @@ std::string less_work(const RunResult& r, const json& writer_defaults) {
       !why.empty()) {
     return why;
   }
-  return less_evaluation(r, writer_defaults);
+  // --threads N sets each rank's threads; the count a row records is what LibTorch then had.
+  if (const auto threads = config_integer(r, writer_defaults, "threads");
+      threads && *threads > 0 && r.threads_per_rank > 0 && r.threads_per_rank != *threads) {
+    return "other: it computed with " + std::to_string(r.threads_per_rank) + " threads a rank where its configuration "
+           "asks " + std::to_string(*threads);
+  }
+  return less_evaluation(r, writer_defaults, work.dataset);
 }
 
-// CIFAR-10's training set: five files of 10,000 records (data/cifar10.cpp reads no other).
-constexpr int64_t kCifar10TrainImagesInAnEpoch = 50000;
 
 // The images a row's training set holds: the synthetic set's configured size, or CIFAR-10's 50,000
 // (ddpbench's loader reads its five files of 10,000 records and refuses any other); the row's own
@@ -445,7 +499,8 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
     if (r.status == RunStatus::ok) prove_step_records(r, proven.side_);
     if (r.status != RunStatus::ok) continue;
     const std::string unmeasured = unmeasured_figure(r);
-    const std::string less = unmeasured.empty() ? less_work(r, document.option_defaults) : std::string();
+    std::string less = unmeasured.empty() ? misplaced(r) : std::string();
+    if (unmeasured.empty() && less.empty()) less = less_work(r, document.option_defaults);
     if (unmeasured.empty() && less.empty()) continue;
     r.status = RunStatus::failed;
     r.reason = !unmeasured.empty()         ? "says ok, but " + unmeasured

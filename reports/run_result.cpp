@@ -6,6 +6,7 @@
 #include <cmath>
 #include <ctime>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace ddpbench {
@@ -18,6 +19,17 @@ double read_number(const json& j, const char* key) {
   if (v.is_null()) return kNotMeasured;
   if (!v.is_number()) throw std::invalid_argument(std::string("'") + key + "' must be a number or null");
   return v.get<double>();
+}
+
+// A count a row records (steps, images, ranks, bytes): a whole number, never a fraction read as
+// its floor (8.5 steps passed as 8); `fallback` where the file leaves it out, else required.
+int64_t read_count(const json& j, const char* key, std::optional<int64_t> fallback = std::nullopt) {
+  if (!j.contains(key) && fallback) return *fallback;
+  const json& v = j.at(key);
+  if (v.is_number_integer()) return v.get<int64_t>();
+  const double d = v.is_number_float() ? v.get<double>() : std::nan("");
+  if (std::isfinite(d) && d == std::floor(d) && std::abs(d) < 9e15) return static_cast<int64_t>(d);
+  throw std::invalid_argument(std::string("'") + key + "' must be a whole number, not " + v.dump());
 }
 
 json quantiles_json(const Quantiles& q) {
@@ -246,16 +258,16 @@ void read_figures(const json& j, RunResult& r) {
   if (j.contains("train_flops_per_image")) r.train_flops_per_image = read_number(j, "train_flops_per_image");
   if (j.contains("achieved_flops_per_s")) r.achieved_flops_per_s = read_number(j, "achieved_flops_per_s");
   r.test_accuracy = read_number(j, "test_accuracy");
-  r.eval_images = j.at("eval_images").get<int64_t>();
+  r.eval_images = read_count(j, "eval_images");
   r.eval_cut = j.value("eval_cut", false);
   r.final_loss = read_number(j, "final_loss");
-  r.epochs = j.value("epochs", int64_t{0});
-  r.steps = j.at("steps").get<int64_t>();
-  r.steps_per_epoch = j.value("steps_per_epoch", int64_t{0});
+  r.epochs = read_count(j, "epochs", 0);
+  r.steps = read_count(j, "steps");
+  r.steps_per_epoch = read_count(j, "steps_per_epoch", 0);
   r.epoch_cut = j.value("epoch_cut", false);
-  r.warmup_steps = j.value("warmup_steps", int64_t{0});
-  r.global_batch = j.value("global_batch", int64_t{0});
-  r.images_trained = j.value("images_trained", int64_t{0});
+  r.warmup_steps = read_count(j, "warmup_steps", 0);
+  r.global_batch = read_count(j, "global_batch", 0);
+  r.images_trained = read_count(j, "images_trained", 0);
   r.train_images = 0;  // not recorded (0, as a writer before the loader's count had it)
   if (j.contains("train_images")) {
     const json& n = j.at("train_images");
@@ -264,7 +276,7 @@ void read_figures(const json& j, RunResult& r) {
     }
     r.train_images = n.get<int64_t>();
   }
-  r.peak_memory_bytes = j.at("peak_memory_bytes").get<int64_t>();
+  r.peak_memory_bytes = read_count(j, "peak_memory_bytes");
   r.peak_memory_source = j.value("peak_memory_source", "");
 }
 
@@ -272,22 +284,22 @@ void read_figures(const json& j, RunResult& r) {
 void read_rank_timings(const json& j, RunResult& r) {
   r.ranks.clear();
   for (const auto& rank : j.value("ranks", json::array())) {
-    r.ranks.push_back({rank.at("rank").get<int64_t>(), read_number(rank, "train_time_s"),
-                       read_quantiles(rank.at("step_time_s")), rank.value("peak_memory_bytes", int64_t{0}),
+    r.ranks.push_back({read_count(rank, "rank"), read_number(rank, "train_time_s"),
+                       read_quantiles(rank.at("step_time_s")), read_count(rank, "peak_memory_bytes", 0),
                        read_optional_number(rank, "compute_s", kNotMeasured),
                        read_optional_number(rank, "data_s", kNotMeasured),
                        read_optional_number(rank, "wait_s", kNotMeasured)});
   }
   // Absent or null: no rank's compute was measured (older files wrote 0 then).
   r.slowest_rank = j.contains("slowest_rank") && !j.at("slowest_rank").is_null() && !r.ranks.empty()
-                       ? j.at("slowest_rank").get<int64_t>()
+                       ? read_count(j, "slowest_rank")
                        : -1;
   r.rank_compute_spread = read_optional_number(j, "rank_compute_spread", kNotMeasured);
   // Files from before own time ranked the ranks ranked them by compute alone.
   r.rank_spread = read_optional_number(j, "rank_spread", r.rank_compute_spread);
   r.straggler_cause = j.value("straggler_cause", std::string(std::isfinite(r.rank_spread) ? "compute" : ""));
-  r.straggler_steps = j.value("straggler_steps", int64_t{0});
-  r.straggler_of_steps = j.value("straggler_of_steps", int64_t{0});
+  r.straggler_steps = read_count(j, "straggler_steps", 0);
+  r.straggler_of_steps = read_count(j, "straggler_of_steps", 0);
   r.straggler_p = read_optional_number(j, "straggler_p", kNotMeasured);
   // Files from before the step-by-step test flagged on the spread alone.
   r.straggler = j.contains("straggler") ? j.at("straggler").get<bool>() : r.rank_spread > 1.0 + kStragglerSpread;
@@ -297,9 +309,9 @@ std::vector<StepRecord> read_step_records(const json& records) {
   std::vector<StepRecord> out;
   for (const auto& s : records) {
     StepRecord rec;
-    rec.epoch = s.at("epoch").get<int64_t>();
-    rec.step = s.at("step").get<int64_t>();
-    rec.images = s.at("images").get<int64_t>();
+    rec.epoch = read_count(s, "epoch");
+    rec.step = read_count(s, "step");
+    rec.images = read_count(s, "images");
     rec.time_s = read_number(s, "time_s");
     rec.loss = read_number(s, "loss");
     rec.phases = read_phases(s.at("phases"));
@@ -315,9 +327,9 @@ void from_json(const json& j, RunResult& r) {
   r.mode = j.value("mode", "");
   if (j.contains("repetition")) r.repetition = read_repetition(j.at("repetition"), r.name);
   r.strategy = j.at("strategy").get<std::string>();
-  r.world_size = j.at("world_size").get<int64_t>();
+  r.world_size = read_count(j, "world_size");
   r.device = j.at("device").get<std::string>();
-  r.threads_per_rank = j.value("threads_per_rank", int64_t{0});
+  r.threads_per_rank = read_count(j, "threads_per_rank", 0);
   r.dataset = j.at("dataset").get<std::string>();
   r.dataset_origin = j.value("dataset_origin", "");
   r.status = parse_status(j.at("status").get<std::string>());

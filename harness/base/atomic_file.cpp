@@ -111,4 +111,23 @@ void require_writable(const std::filesystem::path& path, std::string_view what) 
   }
 }
 
+void require_all_writable(const std::vector<std::pair<std::filesystem::path, std::string>>& outputs) {
+  std::vector<std::filesystem::path> made;  // deepest first within each output
+  std::error_code ec;
+  try {
+    for (const auto& [path, what] : outputs) {
+      std::vector<std::filesystem::path> missing;
+      for (auto f = folder_of(path); !f.empty() && !std::filesystem::exists(f, ec); f = f.parent_path()) {
+        missing.push_back(f);
+        if (f == f.parent_path()) break;
+      }
+      require_writable(path, what);
+      made.insert(made.end(), missing.begin(), missing.end());
+    }
+  } catch (...) {
+    for (const auto& f : made) std::filesystem::remove(f, ec);  // empty folders only: never a file in one
+    throw;
+  }
+}
+
 }  // namespace ddpbench

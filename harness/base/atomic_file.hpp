@@ -1,7 +1,10 @@
 #pragma once
 // Files that are either wholly written or not there: write beside, fsync, rename.
 #include <filesystem>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ddpbench {
 
@@ -14,5 +17,9 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 /// folder (keeps it when the probe succeeds, removes what it made when it fails); leaves no
 /// file behind.
 void require_writable(const std::filesystem::path& path, std::string_view what);
+
+/// require_writable of each (path, what) in turn; where one throws, the folders the ones before it
+/// made are removed too: a command refused for its third output leaves no folder for its first.
+void require_all_writable(const std::vector<std::pair<std::filesystem::path, std::string>>& outputs);
 
 }  // namespace ddpbench

@@ -227,8 +227,8 @@ void add_sweep_row_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {
              sweep.add_flag("--dry-run", c.dry_run, "print each planned row's ddpbench run command; run nothing"),
              "`--dry-run`", "off",
              "print each row's `ddpbench run` command; run nothing. Every row that would run is checked first as "
-             "`run` checks it ([below](#exit-codes-and-signals)), so a row every repetition would refuse is bad "
-             "input here");
+             "`run` checks it ([below](#exit-codes-and-signals)), and every file the sweep would write as it "
+             "checks them, so a row every repetition would refuse, or an output it may not write, is bad input here");
 }
 
 void add_sweep_run_options(CLI::App& sweep, SweepCommand& c, FlagLines& lines) {

@@ -52,7 +52,6 @@ void check_projection_files(const ProjectCommand& command, const ProjectionFiles
                         own_kind_by_text(json_of_kind)},
                        {"--out-dir's " + stem + ".md", dir / (stem + ".md"), "the " + stem + " Markdown it wrote",
                         own_kind_by_text(markdown_of_kind)}});
-  require_writable(dir / (stem + ".json"), "--out-dir");
 }
 
 std::string projection_heading(const ProjectCommand& command, const ProjectionFiles& files) {
@@ -62,6 +61,8 @@ std::string projection_heading(const ProjectCommand& command, const ProjectionFi
 void write_projection_outputs(const ProjectCommand& command, const ProjectionOptions& options,
                               const ProjectionFiles& files, nlohmann::json body, const std::string& markdown) {
   const std::filesystem::path dir(command.out_dir);
+  // Only now, every input read and proven: a bad one leaves no folder made for the outputs.
+  require_writable(dir / (std::string(files.stem) + ".json"), "--out-dir");
   const nlohmann::json out = {{"source", command.results},
                               {"options", projection_options_json(options)},
                               {"calibration", options.calibration ? nlohmann::json(options.calibration->source)

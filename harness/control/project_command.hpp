@@ -33,7 +33,8 @@ void check_projection_files(const ProjectCommand& command, const ProjectionFiles
 /// `files.heading` and the result file's name: the Markdown's first line.
 std::string projection_heading(const ProjectCommand& command, const ProjectionFiles& files);
 
-/// Writes both files into the command's --out-dir, each atomically.
+/// Writes both files into the command's --out-dir, each atomically, once it is found writable
+/// (InputError, nothing made, where it is not): called after every input is read.
 void write_projection_outputs(const ProjectCommand& command, const ProjectionOptions& options,
                               const ProjectionFiles& files, nlohmann::json body, const std::string& markdown);
 

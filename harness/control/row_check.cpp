@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "data/cifar10_files.hpp"
+#include "data/cifar10_records.hpp"
 #include "harness/base/input_error.hpp"
 #include "harness/base/units.hpp"
 
@@ -89,6 +90,24 @@ void check_backend(const RunConfig& c) {
   }
 }
 
+void check_classes(const RunConfig& c) {
+  if (c.num_classes < kCifar10Classes) {
+    throw InputError("--num-classes " + std::to_string(c.num_classes) + ": the data's labels run 0-" +
+                     std::to_string(kCifar10Classes - 1) + " (CIFAR-10's " + std::to_string(kCifar10Classes) +
+                     " classes, which the synthetic set draws too): the head needs at least " +
+                     std::to_string(kCifar10Classes) + " outputs");
+  }
+}
+
+void check_replicas(const RunConfig& c) {
+  if (c.strategy != "dp" && c.strategy != "torch-dp") return;
+  const auto replicas = static_cast<int64_t>(device_list(c).size());  // "all": counted where they are seen
+  if (replicas > 0 && c.batch_size % replicas != 0) {
+    throw InputError("--batch-size " + std::to_string(c.batch_size) + " does not divide over " +
+                     std::to_string(replicas) + " dp devices (--devices " + c.devices + ")");
+  }
+}
+
 void check_steps_and_ranks(const RunConfig& c, const RowStart& start) {
   const int64_t world = start.world_size;
   const auto outside = [&](const char* flag, int64_t rank) {
@@ -129,14 +148,17 @@ void check_memory(const RunConfig& c, const RowStart& start) {
   // Every rank holds its whole training and test set (3,073 bytes an image as records), beside a
   // LibTorch process's own memory; validate() bounds the sets so that nothing below overflows.
   const int64_t images = training_images(c) + (reads_cifar10(c) ? kCifar10RecordsPerFile : c.synthetic_test_images);
+  const double head_bytes = static_cast<double>(c.num_classes) * kWidestHeadParametersPerClass * kHeadBytesPerParameter;
   const double per_rank =
-      static_cast<double>(kRankMemoryFloorBytes) + static_cast<double>(images) * kCifar10RecordBytes;
+      static_cast<double>(kRankMemoryFloorBytes) + static_cast<double>(images) * kCifar10RecordBytes + head_bytes;
   const double needed = per_rank * static_cast<double>(start.local_ranks);
   if (needed > static_cast<double>(start.memory_bytes)) {
     throw InputError(std::to_string(start.local_ranks) + " ranks on this machine (" + start.world_source +
                      ") need at least " + format_bytes(static_cast<int64_t>(std::min(needed, 9e18))) + " (each " +
                      format_bytes(static_cast<int64_t>(per_rank)) + ": its " +
-                     format_rate(static_cast<double>(images)) + " images in memory and a LibTorch process's own " +
+                     format_rate(static_cast<double>(images)) + " images in memory, " +
+                     format_bytes(static_cast<int64_t>(std::min(head_bytes, 9e18))) + " for its head of " +
+                     std::to_string(c.num_classes) + " classes and a LibTorch process's own " +
                      format_bytes(kRankMemoryFloorBytes) + "); this machine has " + format_bytes(start.memory_bytes));
   }
 }
@@ -145,6 +167,8 @@ void check_row(const RunConfig& c, const RowStart& start) {
   validate(c);
   check_world(c, start);
   check_backend(c);
+  check_classes(c);
+  check_replicas(c);
   check_inputs_present(c, start);
   check_steps_and_ranks(c, start);
   check_memory(c, start);

@@ -23,6 +23,12 @@ struct RowStart {
 /// A LibTorch process's own memory is at least this (a rank of a tiny row held 180 MiB), beside
 /// the dataset it holds: what --nproc ranks on one machine need at the least.
 inline constexpr int64_t kRankMemoryFloorBytes = int64_t{128} << 20;
+/// The widest classifier head's inputs of the models (ResNet-50's 2,048 features, and its bias):
+/// a head of --num-classes outputs holds this many parameters an output.
+inline constexpr int64_t kWidestHeadParametersPerClass = 2048 + 1;
+/// Of each parameter a rank holds four fp32 copies at the least: the weight, its gradient, SGD's
+/// momentum and the reducer's bucket.
+inline constexpr int64_t kHeadBytesPerParameter = 4 * 4;
 
 /// This machine's memory (/proc/meminfo's MemTotal); 0 where it does not say.
 int64_t machine_memory_bytes();
@@ -38,6 +44,10 @@ void check_row(const RunConfig& config, const RowStart& start);
 void check_world(const RunConfig& config, const RowStart& start);
 /// --backend nccl is for CUDA devices: on --device cpu it cannot run.
 void check_backend(const RunConfig& config);
+/// The model's head against the data: its --num-classes outputs hold every label (0-9).
+void check_classes(const RunConfig& config);
+/// DataParallel's replicas (--devices given as a list): the batch divides over them.
+void check_replicas(const RunConfig& config);
 /// The steps the row runs after every preset and cut (CIFAR-10's 50,000 images, or the synthetic
 /// set's, over the ranks in batches): a fault, slowdown or trace aimed at a rank or step the row
 /// does not have tests nothing; and --trace-steps needs --out to write beside.
@@ -49,7 +59,8 @@ void check_trace_steps(const RunConfig& config, int64_t row_steps);
 /// The data present and whole: CIFAR-10's files where --dataset cifar10 (or auto finds any),
 /// --init-from a file.
 void check_inputs_present(const RunConfig& config, const RowStart& start);
-/// The ranks on this machine fit in its memory: each holds its dataset and a LibTorch process's own.
+/// The ranks on this machine fit in its memory: each holds its dataset, its classifier head's
+/// copies and a LibTorch process's own.
 void check_memory(const RunConfig& config, const RowStart& start);
 
 /// The training set's images a row reads: the synthetic set's size, or CIFAR-10's 50,000 where it

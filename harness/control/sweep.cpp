@@ -9,10 +9,12 @@
 #include <regex>
 #include <tuple>
 
+#include "data/cifar10_files.hpp"
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
 #include "harness/base/output_rule.hpp"
 #include "harness/control/progress.hpp"
+#include "harness/control/row_outputs.hpp"
 #include "harness/control/run_options.hpp"
 #include "harness/launch/interruption.hpp"
 #include "harness/launch/process_supervisor.hpp"
@@ -116,23 +118,36 @@ std::string plan_difference(const RunConfig& planned, const RunResult& ran) {
 std::string measured_elsewhere(const Environment& before, const Environment& now) {
   std::string why;
   for (const auto& d : environment_differences(before, now)) why += (why.empty() ? "" : "; ") + d.text;
-  // compare judges what only one file recorded where both say it; a row kept must prove it is
-  // this machine's in everything this build records.
-  const auto unrecorded = [&](const char* what, bool then_known, bool known_here) {
-    if (!then_known && known_here) why += (why.empty() ? "" : "; ") + std::string(what) + ": not recorded";
-  };
-  unrecorded("OMP_NUM_THREADS", !before.omp_num_threads.empty(), !now.omp_num_threads.empty());
-  unrecorded("CPUs the process could use", !before.cpu_affinity.empty(), !now.cpu_affinity.empty());
-  unrecorded("CPU vendor", !before.cpu.vendor.empty(), !now.cpu.vendor.empty());
-  unrecorded("CPU family", before.cpu.family >= 0, now.cpu.family >= 0);
-  unrecorded("CPU model number", before.cpu.model >= 0, now.cpu.model >= 0);
-  unrecorded("CPU instruction sets", !before.cpu.flags.empty(), !now.cpu.flags.empty());
-  unrecorded("physical cores", before.cpu.physical_cores > 0, now.cpu.physical_cores > 0);
   if (before.git_revision != now.git_revision) {
     why += (why.empty() ? "" : "; ") + std::string("git revision: ") +
            (before.git_revision.empty() ? "not recorded" : before.git_revision) + " vs " + now.git_revision;
   }
   return why;
+}
+
+std::string not_this_slots_run(const PlannedRow& row, const ProvenResults& file) {
+  const ResultDocument& document = file.document();
+  if (document.sweep || document.runs.size() != 1) {
+    return "the file holds " + std::to_string(document.runs.size()) + " runs" + (document.sweep ? " of a sweep" : "") +
+           ", not one row's run";
+  }
+  const RunResult& run = document.runs.front();
+  if (run.name != row.config.name) return "it is row '" + run.name + "''s run";
+  // The file's own record of where its run wrote it: a copy under another slot's name says so.
+  const nlohmann::json out = run.config.is_object() ? run.config.value("out", nlohmann::json()) : nlohmann::json();
+  const auto slot = [](const std::filesystem::path& p) { return p.parent_path().filename() / p.filename(); };
+  if (!out.is_string() || slot(out.get<std::string>()) != slot(row.result_file)) {
+    return "it was written as " + (out.is_string() ? out.get<std::string>() : std::string("an unnamed file")) +
+           ", not as " + row.result_file.string();
+  }
+  if (row.config.dataset == DatasetKind::auto_detect) {
+    const std::string found_now = find_cifar10(row.config.data_dir).empty() ? "synthetic" : "cifar10";
+    if (run.dataset != found_now) return "it trained on " + run.dataset + "; --dataset auto finds " + found_now + " now";
+  }
+  if (row.info.reference_of.empty() && run.threads_per_rank <= 0) {
+    return "it does not record its threads per rank, which this build records";
+  }
+  return "";
 }
 
 namespace {
@@ -149,6 +164,10 @@ void print_dry_run(const SweepPlan& plan) {
     for (const auto& a : row_arguments(row)) std::cout << " " << shell_quote(a);
     std::cout << "\n";
   }
+}
+
+std::filesystem::path reports_dir_of(const SweepCommand& command) {
+  return command.reports_dir.empty() ? std::filesystem::path(command.out_dir) : std::filesystem::path(command.reports_dir);
 }
 
 // The output rule (harness/base/output_rule.hpp), before any row runs: the reports, the Google
@@ -173,11 +192,12 @@ void check_sweep_files(const SweepCommand& command, const SweepEnvironment& env,
     const std::string label = "row " + row_label(row.info.name, row.info.mode) +
                               (command.repeat > 1 ? " repetition " + std::to_string(row.repetition) : "");
     inputs.push_back({label + "'s --init-from", row.config.init_from});
-    outputs.push_back(
-        {label + "'s result file", row.result_file, "a result file", own_kind_by_text(is_result_document)});
-    if (!row.skip_reason) {
-      outputs.push_back({label + "'s --save-checkpoint", row.config.save_checkpoint,
-                         "a checkpoint (PyTorch's zip of named tensors)", env.is_checkpoint});
+    RunConfig written = row.config;  // what its run is given: its own result file, and, run, the rest
+    written.out = row.result_file.string();
+    if (row.skip_reason) written.save_checkpoint.clear();
+    const int64_t world = row.config.strategy == "ddp" || row.config.strategy == "torch-ddp" ? row.config.nproc : 1;
+    for (auto& output : row_outputs(written, world, !row.skip_reason, env.is_checkpoint, label)) {
+      outputs.push_back(std::move(output));
     }
   }
   check_command_files(inputs, outputs);
@@ -189,14 +209,14 @@ class SweepReports {
   SweepReports(const SweepCommand& command, const std::vector<std::string>& argv, const SweepEnvironment& env,
                const SweepPlan& plan)
       : command_(command),
-        reports_dir_(command.reports_dir.empty() ? std::filesystem::path(command.out_dir)
-                                                 : std::filesystem::path(command.reports_dir)),
+        reports_dir_(reports_dir_of(command)),
         reporters_(default_reporters()) {
     const std::filesystem::path out_dir = command.out_dir;
     check_sweep_files(command, env, plan, reports_dir_, reporters_);
-    require_writable(out_dir / "results.json", "--out-dir");
-    if (!command.reports_dir.empty()) require_writable(reports_dir_ / "results.json", "--reports-dir");
-    if (!command.gbench_json.empty()) require_writable(command.gbench_json, "--gbench-json");
+    std::vector<std::pair<std::filesystem::path, std::string>> written{{out_dir / "results.json", "--out-dir"}};
+    if (!command.reports_dir.empty()) written.emplace_back(reports_dir_ / "results.json", "--reports-dir");
+    if (!command.gbench_json.empty()) written.emplace_back(command.gbench_json, "--gbench-json");
+    require_all_writable(written);
     document_.tool_version = env.tool_version;
     document_.created_utc = utc_timestamp();
     document_.argv = argv;
@@ -242,6 +262,7 @@ class SweepReports {
 // --resume: the row's earlier result where it finished with the configuration planned now, on
 // this machine and build (else `rerun_because` says why it runs again). A skip is decided again
 // every time: the GPUs and nodes it depended on may have come.
+
 std::optional<RunResult> finished_before(const PlannedRow& row, const Environment& here, std::string& rerun_because) {
   if (!std::filesystem::exists(row.result_file)) return std::nullopt;
   try {
@@ -253,7 +274,8 @@ std::optional<RunResult> finished_before(const PlannedRow& row, const Environmen
                                     run_config_to_json(RunConfig{}))) {
       return std::nullopt;
     }
-    rerun_because = measured_elsewhere(previous_file.document().environment, here);
+    rerun_because = not_this_slots_run(row, previous_file);
+    if (rerun_because.empty()) rerun_because = measured_elsewhere(previous_file.document().environment, here);
     if (rerun_because.empty()) return previous;
   } catch (const std::exception&) {
   }
@@ -295,7 +317,8 @@ RunResult stopped_by_srun(const PlannedRow& row, RunResult result, const Process
 
 int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv, const SweepEnvironment& env) {
   const SweepPlan plan = plan_sweep(command, env);
-  if (command.dry_run) {
+  if (command.dry_run) {  // what a run would refuse, --dry-run refuses: its outputs are checked too
+    check_sweep_files(command, env, plan, reports_dir_of(command), default_reporters());
     print_dry_run(plan);
     return 0;
   }
@@ -313,9 +336,12 @@ int run_sweep(const SweepCommand& command, const std::vector<std::string>& argv,
     std::string elsewhere;
     std::optional<RunResult> kept = command.resume ? finished_before(row, env.machine, elsewhere) : std::nullopt;
     std::cerr << "ddpbench sweep: [" << (i + 1) << "/" << plan.rows.size() << "] " << row.info.name << " ("
-              << row.info.mode << (command.repeat > 1 ? ", repetition " + std::to_string(row.repetition + 1) : "")
+              << row.info.mode
+              << (command.repeat > 1  // numbered as the reports and the result file number it
+                      ? ", repetition " + std::to_string(row.repetition) + " of 0-" + std::to_string(command.repeat - 1)
+                      : "")
               << ")" << (kept ? ": done before, kept (--resume)" : "")
-              << (elsewhere.empty() ? "" : ": done before on another machine or build, run again (" + elsewhere + ")")
+              << (elsewhere.empty() ? "" : ": done before, not kept, run again (" + elsewhere + ")")
               << "; "
               << sweep_progress(i, plan.rows.size(), measured_row_s) << "\n";
     RunResult result;

@@ -9,6 +9,7 @@
 #include "harness/control/cli.hpp"
 #include "harness/control/sweep_plan.hpp"
 #include "harness/launch/process_supervisor.hpp"
+#include "reports/result_proof.hpp"
 #include "reports/run_result.hpp"
 
 namespace ddpbench {
@@ -21,6 +22,12 @@ std::string plan_difference(const RunConfig& planned, const RunResult& ran);
 /// machine or build (every aspect of compare's one environment rule,
 /// reports/environment_fingerprint.hpp) or another git revision, in words; empty where it can.
 std::string measured_elsewhere(const Environment& before, const Environment& now);
+
+/// Why a row file, read through the proof, is not `row`'s own run on --resume: a whole sweep's or
+/// another row's, repetition's or mode's file (its own record of where it was written), a row of
+/// --dataset auto trained on what auto would not find now, or a row of ddpbench's that does not
+/// record its threads per rank; empty where it is.
+std::string not_this_slots_run(const PlannedRow& row, const ProvenResults& file);
 
 /// A row srun ran whose result says it was interrupted, though the sweep was sent no signal,
 /// where srun failed (`srun_exit`): srun stopped its tasks once one failed (--kill-on-bad-exit),

@@ -73,9 +73,10 @@ void apply_cpu_preset(const SweepRowSpec& spec, RunConfig& c, const std::string&
   cut(c.synthetic_test_images, "synthetic-test-images");
   cut(c.workers, "workers");
   if (mode == "faithful") c.batch_size = std::max<int64_t>(1, c.batch_size / kCpuBatchDivisor);
-  if (c.strategy == "dp") {
+  if (c.strategy == "dp") {  // as many CPU replicas as the row's own list of devices names, else its count
+    const int64_t listed = c.devices == "all" ? 0 : static_cast<int64_t>(device_list(c).size());
     std::string devices;
-    for (int64_t i = 0; i < spec.devices; ++i) devices += (i ? ",cpu" : "cpu");
+    for (int64_t i = 0; i < (listed > 0 ? listed : spec.devices); ++i) devices += (i ? ",cpu" : "cpu");
     c.devices = devices;
   }
 }
@@ -90,6 +91,20 @@ void split_controlled_batch(const PlanContext& context, const SweepRowSpec& spec
   if (overridden || (spec.mode_options.contains("controlled") && given(spec.mode_options.at("controlled")))) return;
   const int64_t global = context.definition.controlled_global_batch / (cpu ? kCpuBatchDivisor : 1);
   c.batch_size = std::max<int64_t>(1, global / ranks_of(c));
+}
+
+// A controlled row whose own options give a batch-size that the controlled global batch's share
+// replaced: said in its notes (the split was silent).
+std::vector<std::string> controlled_batch_note(const SweepRowSpec& spec, const RunConfig& c, const std::string& mode) {
+  if (mode != "controlled" || !spec.options.contains("batch-size") || !spec.options.at("batch-size").is_number_integer()) {
+    return {};
+  }
+  const int64_t own = spec.options.at("batch-size").get<int64_t>();
+  if (own == c.batch_size) return {};
+  return {"controlled mode: its own batch-size " + std::to_string(own) + " is replaced by its share of the "
+          "controlled global batch, " + std::to_string(c.batch_size) + " a process over " +
+          std::to_string(ranks_of(c)) + (ranks_of(c) == 1 ? " process" : " processes") +
+          " (a batch-size in its \"mode_options\" for \"controlled\" keeps one of its own)"};
 }
 
 // Every layer of a row's configuration in its order (defaults, mode, row, the row's mode, the CPU
@@ -229,13 +244,26 @@ SweepInfo plan_info(const PlanContext& context) {
     projection.fabric = command.project;
     info.projection = projection_options_json(projection);
   }
-  if (context.cpu) {
-    info.note = "No GPU on this machine: the CPU preset. The rows run as Gloo ranks and CPU replicas sharing " +
-                std::to_string(context.environment.machine.cpu_cores) +
-                " cores, cut short (what the preset changed in each row is listed under \"the CPU preset's "
-                "changes\"): times compare rows with each other, not with the tutorial's GPUs.";
-  }
   return info;
+}
+
+// The CPU preset's note, from the rows planned: how they run (a sweep of one-process rows has
+// no Gloo ranks to speak of).
+std::string cpu_preset_note(const PlanContext& context, const std::vector<PlannedRow>& rows) {
+  std::vector<std::string> kinds;
+  const auto any = [&](const std::function<bool(const RunConfig&)>& is) {
+    return std::any_of(rows.begin(), rows.end(), [&](const PlannedRow& r) { return !r.skip_reason && is(r.config); });
+  };
+  if (any([](const RunConfig& c) { return is_distributed(c) && c.nproc > 1; })) kinds.emplace_back("Gloo ranks");
+  if (any([](const RunConfig& c) { return c.strategy == "dp" || c.strategy == "torch-dp"; })) {
+    kinds.emplace_back("CPU replicas");
+  }
+  const std::string how = kinds.empty() ? "in one process each"
+                                        : "as " + kinds.front() + (kinds.size() > 1 ? " and " + kinds.back() : "");
+  return "No GPU on this machine: the CPU preset. The rows run " + how + " sharing " +
+         std::to_string(context.environment.machine.cpu_cores) +
+         " cores, cut short (what the preset changed in each row is listed under \"the CPU preset's "
+         "changes\"): times compare rows with each other, not with the tutorial's GPUs.";
 }
 
 RunConfig configure_row(const PlanContext& context, const SweepRowSpec& spec, const std::string& mode,
@@ -319,6 +347,7 @@ PlannedRowGroup plan_row(const PlanContext& context, const SweepRowSpec& spec, c
   row.info.preset_changes = preset_changes(context, spec, mode, where);
   const AmpMode planned_amp = row.config.amp;
   row.notes = cpu_mixed_precision(context, row.config);
+  for (auto& note : controlled_batch_note(spec, row.config, mode)) row.notes.push_back(std::move(note));
   if (row.config.amp != planned_amp) {
     row.info.preset_changes.push_back("amp " + std::string(enum_name(kAmpModeNames, planned_amp)) + " → " +
                                       std::string(enum_name(kAmpModeNames, row.config.amp)));
@@ -429,6 +458,12 @@ void check_unique_names(const SweepInfo& info, const std::string& sweep_name) {
 }
 
 SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
+  if (env.launcher_world && env.launcher_world->world_size > 1) {
+    throw InputError("sweep: this process is one of " + std::to_string(env.launcher_world->world_size) +
+                     " processes " + env.launcher_world->source + " started, each of which would run every row and "
+                     "write the same reports; start the sweep once (it starts each row's ranks itself, or through "
+                     "srun with --launcher srun)");
+  }
   const SweepDefinition definition = command.file.empty() ? tutorial_sweep() : read_sweep_file(command.file);
   check_named_rows(command, definition);
   const PlanContext context = plan_context(command, env, definition);
@@ -445,6 +480,7 @@ SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
     }
   }
   check_unique_names(plan.info, definition.name);
+  if (context.cpu) plan.info.note = cpu_preset_note(context, plan.rows);
   return plan;
 }
 

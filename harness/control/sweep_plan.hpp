@@ -15,6 +15,7 @@
 #include "harness/base/output_rule.hpp"
 #include "harness/control/cli.hpp"
 #include "harness/control/sweep_file.hpp"
+#include "harness/launch/rank_environment.hpp"
 #include "reports/run_result.hpp"
 
 namespace ddpbench {
@@ -39,6 +40,9 @@ struct SweepEnvironment {
   std::map<std::string, std::string> pytorch_twins;  // strategy -> PyTorch's own (ddp -> torch-ddp)
   Environment machine;
   std::string tool_version;
+  // The world a launcher made this process a rank of (launcher_world_from_process): a sweep runs
+  // once, starting each row's processes itself, so one of several is refused.
+  std::optional<RankEnvironment> launcher_world;
   // The SLURM allocation the sweep runs in (--launcher srun): its nodes, and srun's path.
   std::vector<std::string> allocation_nodes;
   std::string srun;

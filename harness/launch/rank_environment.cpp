@@ -300,6 +300,16 @@ std::optional<RankEnvironment> rank_environment_from_process() {
   return rank_environment([](const char* name) { return std::getenv(name); });
 }
 
+std::optional<RankEnvironment> launcher_world_from_process() {
+  try {
+    auto env = rank_environment_from_process();
+    if (env && env->source == "slurm" && std::getenv("SLURM_STEP_NUM_TASKS") == nullptr) return std::nullopt;
+    return env;
+  } catch (const InputError&) {
+    return std::nullopt;
+  }
+}
+
 int64_t master_port_variable(const char* text) {
   const int64_t port = parse_variable("MASTER_PORT", text, 1);
   if (port > 65535) throw InputError(std::string("environment variable MASTER_PORT=") + text + " is not a port");

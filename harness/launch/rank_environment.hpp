@@ -71,6 +71,13 @@ std::string describe_master(const RankEnvironment& env);
 /// The same, from this process's environment.
 std::optional<RankEnvironment> rank_environment_from_process();
 
+/// The world a launcher made this process a rank of, as a command that runs once sees it (a
+/// sweep, a row's --nproc, a one-process strategy): torchrun's, Open MPI's, or a step srun
+/// started; SLURM's batch step (SLURM_NTASKS the allocation's, no step of tasks:
+/// SLURM_STEP_NUM_TASKS unset) is none, nor are variables that cannot be read (a command that
+/// uses them says so itself). Its world_size may be 1.
+std::optional<RankEnvironment> launcher_world_from_process();
+
 /// Whether `name` is a variable another launcher gives its ranks (SLURM's, Open MPI's, PMI's,
 /// torchrun's): ranks that ddpbench starts itself get none of them.
 bool is_launcher_variable(std::string_view name);

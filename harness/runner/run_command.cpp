@@ -24,6 +24,7 @@
 #include "harness/distributed/run_store.hpp"
 #include "harness/launch/interruption.hpp"
 #include "harness/launch/launcher.hpp"
+#include "harness/control/row_outputs.hpp"
 #include "harness/launch/rank_environment.hpp"
 #include "harness/runner/build_info.hpp"
 #include "harness/runner/commands.hpp"
@@ -52,22 +53,11 @@ void check_inputs(const RunConfig& config) { find_model(config.model); }
 // StepTrace) never replace --init-from or one another, only an earlier file of their own kind;
 // and each can be written.
 void check_run_files(const RunConfig& config, int64_t world, bool traces) {
-  std::vector<CommandOutput> outputs{{"--out", config.out, "a result file", own_kind_by_text(is_result_document)},
-                                     {"--save-checkpoint", config.save_checkpoint,
-                                      "a checkpoint (PyTorch's zip of named tensors)", is_checkpoint_file}};
-  const bool traced = traces && trace_step_range(config) && !config.out.empty();
-  const std::filesystem::path result_file = traced ? std::filesystem::absolute(config.out) : std::filesystem::path();
-  for (int64_t rank = 0; traced && rank < world; ++rank) {
-    const std::string name = trace_file_name(result_file, rank);
-    for (const std::string& file : {name, name + ".gz"}) {
-      outputs.push_back({"--trace-steps (rank " + std::to_string(rank) + "'s trace)", result_file.parent_path() / file,
-                         "a rank's trace of a traced row", own_kind_by_text(is_rank_trace)});
-    }
-  }
-  check_command_files({{"--init-from", config.init_from}}, outputs);
+  check_command_files({{"--init-from", config.init_from}}, row_outputs(config, world, traces, is_checkpoint_file));
   if (!config.out.empty()) require_writable(config.out, "--out");
   if (!config.save_checkpoint.empty()) require_writable(config.save_checkpoint, "--save-checkpoint");
-  for (int64_t rank = 0; traced && rank < world; ++rank) require_trace_writable(result_file, rank);
+  const bool traced = traces && trace_step_range(config) && !config.out.empty();
+  for (int64_t rank = 0; traced && rank < world; ++rank) require_trace_writable(std::filesystem::absolute(config.out), rank);
 }
 
 // 0 ok or skipped, 1 failed, 130/143 stopped by SIGINT/SIGTERM.
@@ -402,6 +392,13 @@ void check_launch_context(const RunConfig& config, const StrategyInfo& strategy,
                          "world (" + name + "=" + value + "); let torchrun start the ranks, or unset " + name);
       }
     }
+    // Each of a launcher's processes would start a world of its own, all writing the same --out.
+    if (const auto world = launcher_world_from_process(); world && world->world_size > 1) {
+      throw InputError("--nproc " + std::to_string(config.nproc) + ": this process is already one of " +
+                       std::to_string(world->world_size) + " processes " + world->source +
+                       " started, each of which would start a world of its own; leave --nproc out (the launcher's "
+                       "processes are the ranks), or start this command once");
+    }
   }
   if (!strategy.distributed && config.nodes > 1) {
     throw InputError("--nodes " + std::to_string(config.nodes) + ": --strategy " + config.strategy +
@@ -442,20 +439,6 @@ int run_in_this_process(const RunConfig& config, const StrategyInfo& strategy, c
   return report(config, argv, result, true);
 }
 
-// The world a launcher made this process a rank of, as a one-process strategy sees it: only to
-// refuse a world of more than one, so variables it would not use are not its errors, and SLURM's
-// batch step (SLURM_NTASKS the allocation's, no step of tasks: SLURM_STEP_NUM_TASKS unset) is no
-// world; a step srun started is.
-std::optional<RankEnvironment> world_of_one_process_row() {
-  try {
-    auto env = rank_environment_from_process();
-    if (env && env->source == "slurm" && std::getenv("SLURM_STEP_NUM_TASKS") == nullptr) return std::nullopt;
-    return env;
-  } catch (const InputError&) {
-    return std::nullopt;
-  }
-}
-
 // How this process starts the row, for the one check: the ranks it starts (--nproc), or the world a
 // launcher made it a rank of (any strategy's: a one-process strategy in a world of 2 is refused).
 RowStart row_start_of(const RunConfig& config, const StrategyInfo& strategy, bool starts_ranks,
@@ -492,7 +475,7 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   check_launch_context(config, strategy, starts_ranks);
   auto launched = starts_ranks            ? std::nullopt
                   : strategy.distributed ? rank_environment_from_process()
-                                         : world_of_one_process_row();
+                                         : launcher_world_from_process();
   // Its launcher sets torchrun's variables; the world is still ddpbench's.
   if (launched && own_rank) launched->source = "ddpbench --nproc";
   check_row(config, row_start_of(config, strategy, starts_ranks, launched));

@@ -16,6 +16,7 @@
 #include "harness/base/scratch_dir.hpp"
 #include "harness/base/statistics.hpp"
 #include "harness/base/text_file.hpp"
+#include "harness/control/row_outputs.hpp"
 #include "harness/distributed/communicator.hpp"
 #include "harness/distributed/cross_process_sum.hpp"
 #include "harness/launch/rank_environment.hpp"
@@ -59,10 +60,6 @@ std::filesystem::path row_folder(const RunConfig& config) {
   return file.empty() ? file : file.parent_path();
 }
 
-std::string trace_file_name(const std::filesystem::path& result_file, int64_t rank) {
-  const std::string stem = result_file.extension() == ".json" ? result_file.stem().string() : result_file.filename().string();
-  return stem + ".rank" + std::to_string(rank) + ".trace.json";
-}
 
 void require_trace_writable(const std::filesystem::path& result_file, int64_t rank) {
   const std::string name = trace_file_name(result_file, rank);

@@ -34,9 +34,6 @@ std::filesystem::path row_file(const RunConfig& config);
 /// The folder a row's files go to: row_file's; empty when the row writes no file.
 std::filesystem::path row_folder(const RunConfig& config);
 
-/// Rank `rank`'s trace beside `result_file` (ROW.json: ROW.rank<N>.trace.json, before any gzip):
-/// named after the result file, so that rows and repetitions sharing a folder keep their own.
-std::string trace_file_name(const std::filesystem::path& result_file, int64_t rank);
 
 /// Throws InputError unless rank `rank`'s trace beside `result_file` can be written under either
 /// name it may take (plain or gzipped; a folder in its way included): a rank that cannot would

@@ -4,6 +4,7 @@
 
 #include "harness/control/row_check.hpp"
 #include "harness/control/sweep.hpp"
+#include "harness/launch/rank_environment.hpp"
 #include "harness/runner/build_info.hpp"
 #include "harness/runner/commands.hpp"
 #include "harness/runner/environment.hpp"
@@ -27,6 +28,7 @@ int sweep_command(const SweepCommand& command, const std::vector<std::string>& a
   env.memory_bytes = machine_memory_bytes();
   env.is_checkpoint = is_checkpoint_file;
   env.tool_version = build_info().version;
+  env.launcher_world = launcher_world_from_process();
   if (command.launcher == "srun") read_slurm_allocation(env);
   // PyTorch's rows that run here fork their ranks from one Python that holds torch already.
   std::unique_ptr<PreloadedPython> preloaded;

@@ -20,6 +20,7 @@ status is the coordinator's doing, not a user's interruption. Protocol: harness/
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -33,6 +34,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, ContextManager
 
 from output_rule import write_whole  # beside this file
 
@@ -159,14 +161,22 @@ class Coordinator:
         self.kill_hung()
 
     def sender_of(self, sock: socket.socket) -> str:
-        """The build whose session holds the process at the other end (the kernel's word, SO_PEERCRED:
-        each build is started as a session of its own): a rank's hello may not speak for another build."""
+        """The build the process at the other end belongs to, in the kernel's word (SO_PEERCRED): the
+        build whose session holds it (each build is started as a session of its own), or whose
+        process is among its ancestors (a PyTorch rank forked by the preloaded Python starts a
+        session of its own). A rank's hello may not speak for another build."""
         try:
             pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
             session = os.getsid(pid)
         except OSError:
             return ""
-        return next((label for label, process in self.processes.items() if process.pid == session), "")
+        leaders = {process.pid: label for label, process in self.processes.items()}
+        if session in leaders:
+            return leaders[session]
+        for ancestor in ancestors(pid):
+            if ancestor in leaders:
+                return leaders[ancestor]
+        return ""
 
     def check_deadline(self) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -401,6 +411,21 @@ class Coordinator:
                     return
 
 
+def ancestors(pid: int) -> list[int]:
+    """`pid`'s parent, its parent's, ... up to init (/proc/PID/stat's fourth field); as far as they
+    can be read."""
+    chain: list[int] = []
+    while pid > 1 and len(chain) < 4096:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                text = stat.read()
+            pid = int(text[text.rindex(b")") + 2:].split()[1])  # after "(comm)": state, then ppid
+        except (OSError, ValueError, IndexError):
+            break
+        chain.append(pid)
+    return chain
+
+
 def stop_group(process: subprocess.Popen) -> None:
     """The process and everything it started: SIGTERM, then SIGKILL; then SIGKILL to what is left
     of its group (a child that ignores SIGTERM outlives a leader that does not)."""
@@ -440,10 +465,13 @@ class LockstepRun:
 
 def run_lockstep(participants: list[Participant], seed: int, run: str, record_path: Path | None = None,
                  turn_timeout_s: float = 300, start_timeout_s: float = 900, hang_grace_s: float = 30,
-                 deadline_s: float | None = None) -> LockstepRun:
+                 deadline_s: float | None = None,
+                 starting: Callable[[], ContextManager[None]] = contextlib.nullcontext) -> LockstepRun:
     """Both builds' commands at once, in lockstep; returns when both have ended (or `deadline_s`
     passed: every build still running is stopped). The record (JSON at `record_path`) holds each
-    row's turns and culprits, and the builds the coordinator stopped, with why."""
+    row's turns and culprits, and the builds the coordinator stopped, with why. Each build is
+    started inside `starting()` (the gate's: a signal then waits until the build is held here, to
+    be stopped)."""
     folder = Path(tempfile.mkdtemp(prefix="ddpb-lockstep-"))  # short: a socket path has 107 characters
     socket_path = folder / "turns.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -462,8 +490,9 @@ def run_lockstep(participants: list[Participant], seed: int, run: str, record_pa
                             "w")
             logs.append(log)
             try:
-                processes[p.label] = subprocess.Popen(list(p.command), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                                      start_new_session=True)
+                with starting():
+                    processes[p.label] = subprocess.Popen(list(p.command), stdout=log, stderr=subprocess.STDOUT,
+                                                          env=env, start_new_session=True)
             except OSError as error:
                 raise CannotStart(p.label, error) from None
         coordinator = Coordinator(listener, processes, seed, run, turn_timeout_s, start_timeout_s, hang_grace_s,

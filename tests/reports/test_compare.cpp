@@ -205,7 +205,15 @@ TEST(EnvironmentFingerprint, BuildTypeThreadsAndAffinityAreAspectsOfTheEnvironme
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].aspect, "threads");
   EXPECT_EQ(rows[0].text, "threads per rank of single: 2 vs 1");
-  EXPECT_TRUE(row_environment_differences("single", {&unrecorded}, {&two}).empty());
+  // An ok row that records no threads (deleted from its file) is not read as agreeing; a failed
+  // one, which counts none, is not compared.
+  const auto unsaid_threads = row_environment_differences("single", {&unrecorded}, {&two});
+  ASSERT_EQ(unsaid_threads.size(), 1u);
+  EXPECT_EQ(unsaid_threads[0].text, "threads per rank of single: not recorded vs 2");
+  EXPECT_TRUE(row_environment_differences("single", {&unrecorded}, {&unrecorded}).empty());
+  RunResult failed;
+  failed.status = RunStatus::failed;
+  EXPECT_TRUE(row_environment_differences("single", {&failed}, {&two}).empty());
   EXPECT_TRUE(row_environment_differences("single", {&two}, {&two}).empty());
   EXPECT_EQ(unallowed_differences(d, {"build-type", "cpu-affinity"}).size(), 1u);
   EXPECT_TRUE(unallowed_differences(d, {"all"}).empty());

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "reports/report_sections.hpp"
+
 #include "reports/markdown_report.hpp"
 #include "reports/straggler_judgement.hpp"
 
@@ -118,6 +120,13 @@ TEST(MarkdownReport, NotesCutAndFailedRowsAndEscapesPipes) {
   const std::string md = markdown_runs_table({cut, failed});
   EXPECT_NE(md.find("| a\\|b |"), std::string::npos) << md;
   EXPECT_NE(md.find("- a\\|b: epoch cut to 20 of 196 steps"), std::string::npos) << md;
+  // 2 epochs of 4 steps read "cut to 8": steps counts every epoch's.
+  RunResult two = cut;
+  two.epochs = 2;
+  two.steps = 8;
+  EXPECT_EQ(epoch_cut_note(two, true), "each of 2 epochs cut to 4 of 196 steps (--max-steps)");
+  EXPECT_EQ(epoch_cut_note(two, false), "each of 2 epochs cut to 4 steps (--max-steps)");
+  EXPECT_NE(markdown_runs_table({two}).find("- a\\|b: each of 2 epochs cut to 4 of 196 steps"), std::string::npos);
   // The reason is a numbered note under the table, its mark in the row's status.
   EXPECT_NE(md.find("| failed [1] |"), std::string::npos) << md;
   EXPECT_NE(md.find("- [1] rank 1 died signal 9"), std::string::npos) << md;

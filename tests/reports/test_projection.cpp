@@ -256,6 +256,25 @@ TEST(Projection, BucketsRunOneAfterAnotherFromWhenBackwardMadeThemReady) {
   EXPECT_NEAR(q.points[1].exposed_comm_s, 0.25, 1e-12);
 }
 
+// A row projected from the median of the repetitions that ran to a steady state said nothing of
+// the ones it left out (advise said it).
+TEST(Projection, TheRepetitionsLeftOutAreSaid) {
+  RunResult r = measured_row();
+  RunResult failed = r;
+  failed.repetition = 1;
+  failed.status = RunStatus::failed;
+  ProjectionOptions options;
+  options.ranks = {1, 2};
+  options.ranks_per_node = 1;
+  const RowProjection p = project_row({&r, &failed}, options);
+  ASSERT_TRUE(p.not_projected.empty()) << p.not_projected;
+  EXPECT_EQ(p.repetitions_left_out, 1);
+  EXPECT_NE(markdown_projection({p}).find("1 of its repetitions did not run to a steady state and are left out"),
+            std::string::npos)
+      << markdown_projection({p});
+  EXPECT_EQ(project_row({&r}, options).repetitions_left_out, 0);
+}
+
 // The default link is fitted to each bucket's time on the wire. Held to backward's end (overlap
 // off), three buckets launch at once and run one after another: launch to completion, the
 // third took three buckets' time, and a link fitted to that made the model, which serialises

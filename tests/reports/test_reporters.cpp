@@ -161,7 +161,7 @@ TEST(Reporters, AFailedRepetitionAPresetsChangesAndARowWithoutDevicesMatchTheirG
   EXPECT_NE(md.find("- [1] repetition 1: rank 1: killed by signal 9 (SIGKILL)"), std::string::npos) << md;
   EXPECT_NE(md.find("- single (faithful), ddp-2 (faithful): batch-size 256 → 32; device cuda → cpu;"), std::string::npos)
       << md;
-  EXPECT_NE(md.find("test accuracy over the first 4 of 1,024 test images only (--max-eval-batches 2)"), std::string::npos)
+  EXPECT_NE(md.find("test accuracy over the first 64 of 1,024 test images only (--max-eval-batches 2)"), std::string::npos)
       << md;
   const auto rows = summarize_sweep(doc);
   ASSERT_EQ(rows.size(), 2u);
@@ -172,7 +172,7 @@ TEST(Reporters, AFailedRepetitionAPresetsChangesAndARowWithoutDevicesMatchTheirG
   expect_golden(md, "sweep-cpu.md");
   const std::string html = make_html_reporter()->render(doc);
   EXPECT_NE(html.find("<td>failed in 1 of 3 [1]</td>"), std::string::npos) << html;
-  EXPECT_NE(html.find("test accuracy over the first 4 of 1,024 test images only"), std::string::npos) << html;
+  EXPECT_NE(html.find("test accuracy over the first 64 of 1,024 test images only"), std::string::npos) << html;
   expect_golden(html, "sweep-cpu.html");
   expect_golden(make_gbench_reporter()->render(doc), "sweep-cpu.gbench.json");
   const auto summary = nlohmann::json::parse(make_json_reporter()->render(doc))["summary"][1];

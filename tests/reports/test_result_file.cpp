@@ -40,6 +40,15 @@ TEST(ResultFile, BadFilesAreInputErrorsNamingTheFile) {
   EXPECT_NE(read_error(dir / "other.json").find("not a ddpbench result file"), std::string::npos);
 }
 
+// run --out replaced a sweep's results.json (or a stored baseline: one) with its one row: a run's
+// own kind is a result file without a sweep section.
+TEST(ResultFile, ARowsResultFileIsOneWithoutASweep) {
+  EXPECT_TRUE(is_row_result_document(R"({"schema": "ddpbench/result/v1", "runs": []})"));
+  EXPECT_FALSE(is_row_result_document(R"({"schema": "ddpbench/result/v1", "runs": [], "sweep": {}})"));
+  EXPECT_TRUE(is_result_document(R"({"schema": "ddpbench/result/v1", "runs": [], "sweep": {}})"));
+  EXPECT_FALSE(is_row_result_document("a user's notes"));
+}
+
 // A twin compared with anything but its row's run without SyncBatchNorm (the row itself, the
 // twin, another row or twin, a run not there), or a row that is no twin compared with
 // anything: a file no sweep writes, refused rather than gated on the wrong pair or on none.

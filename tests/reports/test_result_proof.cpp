@@ -435,9 +435,44 @@ TEST(ResultProof, TheWorkIsReadFromTheRowsOwnFileDefaultsAndWholeFloats) {
   EXPECT_EQ(proven(doc).document().runs[0].status, RunStatus::ok) << proven(doc).document().runs[0].reason;
   doc.runs[0].config["max-eval-batches"] = 2;
   doc.runs[0].eval_images = 0;
-  EXPECT_NE(proven(doc).document().runs[0].reason.find("evaluated 0 images where its configuration asks for 2 batches"),
+  EXPECT_NE(proven(doc).document().runs[0].reason.find("evaluated 0 test images where its configuration asks for 2 batches a rank: 1024"),
             std::string::npos)
       << proven(doc).document().runs[0].reason;
+  // One image evaluated of the whole test set, its accuracy 100 %, was "improved": the count is
+  // the configuration's (CIFAR-10's 10,000 over the ranks, or 2 batches of 256 on each of 2 ranks).
+  doc.runs[0].config.erase("max-eval-batches");
+  doc.runs[0].eval_images = 1;
+  doc.runs[0].test_accuracy = 1.0;
+  EXPECT_EQ(proven(doc).document().runs[0].reason,
+            "did less work than configured: it evaluated 1 test images where its configuration asks for the whole "
+            "test set: 10000");
+  doc.runs[0].eval_images = 10000;
+  EXPECT_EQ(proven(doc).document().runs[0].status, RunStatus::ok) << proven(doc).document().runs[0].reason;
+  doc.runs[0].config["max-eval-batches"] = 2;
+  doc.runs[0].eval_cut = true;
+  doc.runs[0].eval_images = 2 * 256 * 2;
+  EXPECT_EQ(proven(doc).document().runs[0].status, RunStatus::ok) << proven(doc).document().runs[0].reason;
+}
+
+// A row whose file says it reduced with NCCL on the CPU, or ran another strategy than its
+// configuration's, passed (exit 0): no run does either.
+TEST(ResultProof, AStrategyOrBackendNoRunOfItsConfigurationHasIsOtherWork) {
+  RunResult r = sample_run("ddp-2", "faithful", 2, 10, 5000);
+  r.device = "cpu";
+  r.strategy_details["backend"] = "nccl";
+  EXPECT_EQ(proven(swept({r}, 1)).document().runs[0].reason,
+            "did other work than configured: it says it reduced with NCCL on cpu");
+  r.strategy_details["backend"] = "gloo";
+  EXPECT_EQ(proven(swept({r}, 1)).document().runs[0].status, RunStatus::ok);
+  r.threads_per_rank = 2;
+  r.config["threads"] = 1;
+  EXPECT_EQ(proven(swept({r}, 1)).document().runs[0].reason,
+            "did other work than configured: it computed with 2 threads a rank where its configuration asks 1");
+  r.config["threads"] = 0;  // LibTorch's choice: whatever it recorded
+  EXPECT_EQ(proven(swept({r}, 1)).document().runs[0].status, RunStatus::ok);
+  r.strategy = "single";
+  EXPECT_EQ(proven(swept({r}, 1)).document().runs[0].reason,
+            "did other work than configured: it ran strategy single where its configuration asks ddp");
 }
 
 TEST(ResultProof, AFailedTwinLeavesTheFloorUnjudged) {

@@ -152,6 +152,18 @@ TEST(ResultDocument, SchemaIsCheckedOnRead) {
   EXPECT_EQ(j.get<ResultDocument>().runs.at(0).train_images, 300);
   j["runs"][0].erase("train_images");
   EXPECT_EQ(j.get<ResultDocument>().runs.at(0).train_images, 0);
+  // Every count a row records is whole: 8.5 steps, 2.5 ranks or 512.7 images were read as their
+  // floor and passed every check.
+  for (const char* key : {"steps", "world_size", "images_trained", "steps_per_epoch", "global_batch", "eval_images",
+                          "epochs", "warmup_steps", "peak_memory_bytes"}) {
+    j = doc;
+    j["runs"][0][key] = 8.5;
+    EXPECT_THROW(j.get<ResultDocument>(), std::invalid_argument) << key;
+    j["runs"][0][key] = "8";
+    EXPECT_THROW(j.get<ResultDocument>(), std::invalid_argument) << key;
+    j["runs"][0][key] = 8.0;
+    EXPECT_NO_THROW(j.get<ResultDocument>()) << key << ": a whole float is its number";
+  }
   // What a writer did not record is left out, never blank: a blank OMP_NUM_THREADS, CPU list or
   // thread count of a finished row is an edited file's, which passed every environment check.
   doc.environment.omp_num_threads = "unset";

@@ -97,16 +97,17 @@ TEST(SweepSummary, DifferencesFromTheBaselineAreListed) {
   // Every option that changes the work or the clock, where the row and the baseline differ (an
   // option one does not set at the file's default); never where the output or the data lies.
   doc.option_defaults = {{"epochs", 1}, {"max-steps", nullptr}, {"threads", 0}, {"sync-every-step", true},
-                         {"max-eval-batches", nullptr}, {"out", ""}, {"data-dir", "data"}};
+                         {"max-eval-batches", nullptr}, {"log-interval-steps", 50}, {"out", ""}, {"data-dir", "data"}};
   for (const int index : {2, 3}) {
     doc.runs[static_cast<std::size_t>(index)].config.update(
         {{"epochs", 2}, {"max-steps", 4}, {"threads", 1}, {"sync-every-step", false}, {"max-eval-batches", 2},
-         {"out", "x.json"}, {"data-dir", "elsewhere"}});
+         {"log-interval-steps", 1}, {"out", "x.json"}, {"data-dir", "elsewhere"}});
   }
   const auto more_rows = summarize_sweep(doc);
   const auto& more = find(more_rows, "ddp-2gpu", "faithful");
   for (const char* said : {"epochs 2 (baseline 1)", "max-steps 4 (baseline unset)", "threads 1 (baseline 0)",
-                           "sync-every-step off (baseline on)", "max-eval-batches 2 (baseline unset)"}) {
+                           "sync-every-step off (baseline on)", "max-eval-batches 2 (baseline unset)",
+                           "log-interval-steps 1 (baseline 50)"}) {
     EXPECT_NE(std::find(more.differences.begin(), more.differences.end(), said), more.differences.end()) << said;
   }
   for (const auto& phrase : more.differences) {

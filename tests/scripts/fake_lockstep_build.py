@@ -7,7 +7,8 @@ logs each step's start and end. One rank may die or hang at one step.
 Usage: fake_lockstep_build.py SPEC.json
 SPEC: {"rows": [ROW, ...], "world": W, "steps": N, "step_s": S, "log": PATH,
        "die": [RANK, STEP] or null, "hang": [RANK, STEP] or null, "exit": CODE or null (exit at once),
-       "linger_s": S (after its ranks end, the build stays S seconds before it exits: a stuck teardown)}
+       "linger_s": S (after its ranks end, the build stays S seconds before it exits: a stuck teardown),
+       "own_session": true (each rank process starts a session of its own)}
 The log's lines: "ARM ROW RANK STEP START_S END_S" (time.time()), then "ARM ROW RANK held END_S"
 once released after training.
 """
@@ -54,7 +55,9 @@ def main(argv: list[str]) -> int:
     if spec.get("exit") is not None:
         return spec["exit"]
     for row in spec["rows"]:
-        ranks = [subprocess.Popen([sys.executable, __file__, argv[0], row, str(r)]) for r in range(spec["world"])]
+        # "own_session": each rank a session of its own, as the preloaded Python's forked PyTorch ranks are.
+        ranks = [subprocess.Popen([sys.executable, __file__, argv[0], row, str(r)],
+                                  start_new_session=bool(spec.get("own_session"))) for r in range(spec["world"])]
         codes = [rank.wait() for rank in ranks]
         if any(codes):
             return 1

@@ -11,6 +11,7 @@ DDPBENCH_BINARY.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -66,6 +67,31 @@ class BuildProcessesTest(unittest.TestCase):
         for label in ("baseline", "candidate"):
             status = Path(f"/proc/{(self.dir / label).read_text().strip()}/status")
             self.assertTrue(not status.exists() or "\nState:\tZ" in status.read_text(), f"{label}'s burner lives on")
+
+    def test_a_signal_while_a_build_starts_stops_the_build(self) -> None:
+        # The gate's signal came inside Popen, after its fork: the build was in no one's hands and
+        # ran on after the gate. `starting` is the gate's block that holds the signal until the
+        # build is registered, then raises it.
+        class Signalled(BaseException):
+            pass
+
+        @contextlib.contextmanager
+        def signalled_while_starting():
+            yield
+            raise Signalled
+
+        pid_file = self.dir / "pid"
+        sleeper = (sys.executable, "-c", f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+                   "time.sleep(60)")
+        with self.assertRaises(Signalled):
+            lockstep.run_lockstep([lockstep.Participant("baseline", sleeper, self.dir / "b.log")], 1, "0",
+                                  deadline_s=10, starting=signalled_while_starting)
+        for _ in range(50):
+            if pid_file.exists() and pid_file.read_text():
+                break
+            time.sleep(0.1)
+        if pid_file.exists() and pid_file.read_text():
+            self.assertFalse(Path(f"/proc/{pid_file.read_text()}").exists(), "the build outlived the signal")
 
     def test_a_build_that_cannot_start_is_named(self) -> None:
         builds = [lockstep.Participant("baseline", ("true",), self.dir / "baseline.log"),
@@ -248,6 +274,16 @@ class CoordinatorTest(StandInLockstep):
         self.assertIn("hello intruder ddp-2 0 2 1", " ".join(ran.record["problems"]))
         self.assertIn("b''", (self.dir / "candidate.log").read_text(), "the stranger was given a turn")
 
+    def test_a_builds_ranks_in_sessions_of_their_own_are_the_builds(self) -> None:
+        # PyTorch's twins fork from the preloaded Python and start sessions of their own: taken by
+        # their session alone, every twin rank was "a process of neither build" and refused.
+        ran = self.run_lockstep([self.build("baseline", own_session=True), self.build("candidate", own_session=True)],
+                                seed=3, run="0")
+        self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 0})
+        self.assertEqual(ran.record["problems"], [])
+        self.assertEqual(Counter(arm for arm, *_ in self.steps()), {"baseline": 12, "candidate": 12})
+        self.assert_no_overlap(self.steps())
+
     def test_a_build_that_speaks_for_the_other_is_stopped_and_the_other_runs_on(self) -> None:
         # The candidate's process says hello as the baseline's rank 0 before the baseline's own rank
         # 0 comes: the kernel's word on the sender (its session) decides whose it is, not the hello.
@@ -316,6 +352,22 @@ class RealBuildsTest(unittest.TestCase):
     def rows(self, label: str, round_index: int, row: str) -> dict:
         path = self.dir / "out" / label / f"round-{round_index:02d}" / row / "results.json"
         return next(r for r in json.loads(path.read_text())["runs"] if r["name"] == row)
+
+    def test_pytorchs_twins_forked_by_the_preloaded_python_take_their_turns(self) -> None:
+        """The twins' ranks start sessions of their own (strategies/pytorch/rank_server.py): the
+        coordinator took them for strangers, and every twin failed on both builds."""
+        participants = []
+        for label in ("baseline", "candidate"):
+            folder = self.dir / label
+            folder.mkdir()
+            participants.append(lockstep.Participant(
+                label, (real_binary(), "sweep", "--file", str(self.sweep), "--mode", "faithful", "--table", "tutorial",
+                        "--rows", "single", "--out-dir", str(folder), "--reference"), folder / "sweep.log"))
+        ran = lockstep.run_lockstep(participants, 1, "0", turn_timeout_s=120, start_timeout_s=120, deadline_s=600)
+        self.assertEqual(ran.returncodes, {"baseline": 0, "candidate": 0}, (self.dir / "candidate" / "sweep.log").read_text())
+        self.assertEqual(ran.record["problems"], [])
+        self.assertEqual({s["row"]: s["builds"] for s in ran.record["sessions"]},
+                         {"single": ["baseline", "candidate"], "single.torch": ["baseline", "candidate"]})
 
     def test_a_slowed_candidate_is_caught_and_the_waits_are_not_timed(self) -> None:
         done = self.gate(self.candidate_with("--inject-slowdown", "1.0"))

@@ -113,7 +113,7 @@ inline ResultDocument cpu_sweep_document() {
     r.images_trained = 4 * r.global_batch;
     r.warmup_steps = 1;
     r.eval_cut = true;
-    r.eval_images = 4;
+    r.eval_images = 2 * 32 * world;  // 2 batches of 32 a rank
     r.config = {{"strategy", r.strategy}, {"batch-size", 32},          {"nproc", world},
                 {"device", "cpu"},        {"num-classes", 10},         {"loader", "host"},
                 {"max-steps", 4},         {"max-eval-batches", 2},     {"synthetic-test-images", 1024},

@@ -149,7 +149,7 @@ class Rounds:
                                      folder / "sweep.log")
             path = checked_result(arm, row, folder, done, ran_before=ran_before, culprits=culprits,
                                   stopped=ran.record["stopped"].get(arm.label, ""))
-            require_turns_taken(arm, path)
+            require_turns_taken(arm, path, ran.record["sessions"])
             return path
         return result
 

@@ -5,13 +5,14 @@ child still running (`stop_all`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Iterator
 
 from .out_dir import open_new
 from .outcomes import Side, Signalled, Stop, What
@@ -24,6 +25,20 @@ class Starting:
     """Whether a child is being started (a signal then waits, `signal`, until it is registered)."""
     now = False
     signal: int | None = None
+
+
+@contextlib.contextmanager
+def starting() -> Iterator[None]:
+    """A block that starts a child and puts it where it will be stopped: a signal to the gate in
+    it waits for the block's end, then is raised (Popen interrupted after its fork leaves a child
+    no one holds). Wherever the gate starts a process, it starts it in one."""
+    Starting.now = True
+    try:
+        yield
+    finally:
+        Starting.now = False
+    if Starting.signal is not None:
+        raise Signalled(Starting.signal)
 STOP_GRACE_S = 10.0
 # What the gate keeps of a captured stream: its first and its last this many bytes (a compare's
 # table is kilobytes). A child that floods its output past it costs the gate no more memory.
@@ -185,20 +200,15 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
     stderr_to = subprocess.PIPE if capture else (subprocess.STDOUT if log_file else subprocess.DEVNULL)
     # A signal to the gate while a child starts waits until the child is one stop_all knows (a
     # mask would be the child's too: it could not be stopped by SIGTERM).
-    Starting.now = True
     try:
-        process = subprocess.Popen(command, stdout=stdout_to, stderr=stderr_to, env=env, cwd=cwd,
-                                   start_new_session=True)
-        _live.add(process)
+        with starting():
+            process = subprocess.Popen(command, stdout=stdout_to, stderr=stderr_to, env=env, cwd=cwd,
+                                       start_new_session=True)
+            _live.add(process)
     except OSError as error:
         if log_file:
             log_file.close()
         raise Stop(side, What.CRASH, f"{what} could not start: {error}") from None
-    finally:
-        Starting.now = False
-    if Starting.signal is not None:
-        stop(process)
-        raise Signalled(Starting.signal)
     out, err = keep(process.stdout, markers), keep(process.stderr, markers)
     timed_out = False
     try:

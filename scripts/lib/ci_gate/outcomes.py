@@ -90,9 +90,10 @@ TABLE: dict[tuple[Side, What], Code] = {
 
 
 def wants_bisect(argv: list[str]) -> bool:
-    """--bisect anywhere on the line, in any form a user may have meant it (--bisect=1, --bis):
-    every exit code of the gate is git bisect's then, a usage error and a failure to start included."""
-    return any(arg.partition("=")[0] == "--bisect" or (len(arg) > 4 and "--bisect".startswith(arg)) for arg in argv)
+    """--bisect anywhere on the line, in any form a user may have meant it (--bisect=1, --bi: every
+    abbreviation the parser takes; "--b" is also --baseline's): every exit code of the gate is git
+    bisect's then, a usage error and a failure to start included."""
+    return any(arg.partition("=")[0] == "--bisect" or (len(arg) >= 4 and "--bisect".startswith(arg)) for arg in argv)
 
 
 def signal_code(signum: int) -> int:

@@ -13,7 +13,7 @@ from .judge import Floor, PairedCompare
 from .out_dir import OutDir
 from .outcomes import Outcome, Side, Stop, What
 from .rounds import Arm
-from .worktree import RevFolder
+from .worktree import RevFolder, git
 
 
 def paired_gate(s: Settings, out: OutDir, rev: RevFolder, sha: str) -> tuple[Outcome, str]:
@@ -36,7 +36,8 @@ def paired_gate(s: Settings, out: OutDir, rev: RevFolder, sha: str) -> tuple[Out
                        f"commit's own sweep file is one neither build accepts")
         raise Stop(Side.INPUT, What.REFUSED, f"{refused}, and so does the baseline build's: neither build accepts it")
     plan = rounds_plan(s, s.lockstep)
-    if plan.lockstep and not (rev.src / "harness" / "launch" / "lockstep_turns.hpp").exists():
+    # Whether REV has lockstep is its commit's word, not what a checkout left on disk.
+    if plan.lockstep and git(rev.src, "cat-file", "-e", f"{sha}:harness/launch/lockstep_turns.hpp").returncode != 0:
         print(f"ci-bench: {s.against} predates lockstep (no harness/launch/lockstep_turns.hpp): its rounds run back to "
               f"back (as --round-level)", file=sys.stderr)
         plan = rounds_plan(s, False)

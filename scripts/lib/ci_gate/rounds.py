@@ -152,7 +152,7 @@ def lockstep_row(sides: list[tuple[Arm, Path]], sweep_file: Path, row: str, twin
                                          folder / "sweep.log") for arm, folder in sides]
     try:
         return lockstep.run_lockstep(participants, seed, run, record, turn_timeout_s, start_timeout_s,
-                                     deadline_s=deadline_s)
+                                     deadline_s=deadline_s, starting=children.starting)
     except lockstep.CannotStart as failed:  # as children.run reads a child that cannot start: its side's crash
         side = next(arm.side for arm, _ in sides if arm.label == failed.label)
         raise Stop(side, What.CRASH, str(failed)) from None
@@ -183,14 +183,23 @@ def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
     write_whole(out, json.dumps(merged, indent=1))
 
 
-def require_turns_taken(arm: Arm, results: Path) -> None:
-    """A row that ran in a lockstep run took turns, as its lockstep_wait_s says. A build that did
-    not ran beside the other, and nothing it timed can be compared: the baseline build's is older
-    than lockstep (cannot judge: --round-level compares it), the candidate's broke lockstep."""
+def require_turns_taken(arm: Arm, results: Path, sessions: list[dict]) -> None:
+    """A row that ran in a lockstep run took turns, as its lockstep_wait_s says, and took them in
+    that row's session of the coordinator's record (`sessions`): a build whose ranks said another
+    row's name ran alone, beside the other. A build that did not take turns ran beside the other,
+    and nothing it timed can be compared: the baseline build's is older than lockstep (cannot judge:
+    --round-level compares it), the candidate's broke lockstep."""
+    turned = {session.get("row") for session in sessions if arm.label in session.get("builds", [])}
     for run in read_json(results)["runs"]:
-        if run.get("status") == "ok" and run.get("lockstep_wait_s") is None:
+        if run.get("status") != "ok":
+            continue
+        if run.get("lockstep_wait_s") is None:
             said = (f"the {arm.label} build's row {run.get('name')} ran without taking turns (no lockstep_wait_s in "
                     f"{results}), beside the other build: ")
             raise Stop(arm.side, What.GARBAGE, said + ("the candidate broke lockstep" if arm.side is Side.CANDIDATE
                                                        else "a build older than lockstep; --round-level "
                                                        "(scripts/ci-bench) compares it back to back"))
+        if run.get("name") not in turned:
+            raise Stop(arm.side, What.GARBAGE, f"the {arm.label} build's row {run.get('name')} took no turns as that "
+                       f"row (its sessions: {', '.join(sorted(map(str, turned))) or 'none'}), so it ran beside the "
+                       f"other build: the {arm.label} build broke lockstep")

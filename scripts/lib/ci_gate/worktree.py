@@ -41,7 +41,8 @@ GIT_DEADLINE_S = 600.0
 GIT_SETTINGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
                 "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "core.eol=lf",
                 "-c", "core.untrackedCache=false", "-c", "advice.detachedHead=false", "-c", "core.fileMode=true",
-                "-c", "submodule.recurse=false")
+                "-c", "submodule.recurse=false", "-c", "core.ignoreStat=false", "-c", "core.sparseCheckout=false",
+                "-c", "core.sparseCheckoutCone=false", "-c", "index.sparse=false")
 
 
 def git_env() -> dict[str, str]:

@@ -59,5 +59,21 @@ TEST(AtomicFile, RequireWritableNamesTheProblem) {
   EXPECT_THROW(require_writable("", "--out"), InputError);
 }
 
+// sweep --out-dir s/deep/er --gbench-json /proc/nope/g.json: refused for the second, it left the
+// first's folders made.
+TEST(AtomicFile, AllWritableOrNoFolderMadeForAny) {
+  TempDir dir;
+  EXPECT_THROW(require_all_writable({{dir / "s/deep/er/results.json", "--out-dir"}, {"/proc/nope/g.json", "--gbench-json"}}),
+               InputError);
+  EXPECT_FALSE(std::filesystem::exists(dir / "s"));
+  std::filesystem::create_directories(dir / "kept");
+  testing::write_text(dir / "kept/mine", "x");
+  EXPECT_THROW(require_all_writable({{dir / "kept/out.json", "--out-dir"}, {"/proc/nope/g.json", "--gbench-json"}}),
+               InputError);
+  EXPECT_EQ(testing::read_text(dir / "kept/mine"), "x") << "a folder that was there stays, with what it holds";
+  EXPECT_NO_THROW(require_all_writable({{dir / "a/out.json", "--out-dir"}, {dir / "b/c/g.json", "--gbench-json"}}));
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "b/c"));
+}
+
 }  // namespace
 }  // namespace ddpbench

@@ -144,9 +144,13 @@ TEST(ProjectCommand, BadInputExitsTwoNamingIt) {
       {{file, "--calibrate", (dir / "absent.json").string()}, "--calibrate: cannot read"},
   };
   for (const auto& [args, says] : cases) {
-    const auto r = project(args);
+    auto with_out_dir = args;
+    with_out_dir.insert(with_out_dir.end(), {"--out-dir", (dir / "p/a/b").string()});
+    const auto r = project(with_out_dir);
     EXPECT_EQ(r.exit_code, 2) << args.back() << ": " << r.err << r.out;
     EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+    // Nothing made for the outputs of a command refused for its input (p/a/b was left behind).
+    EXPECT_FALSE(std::filesystem::exists(dir / "p")) << args.back();
   }
 }
 

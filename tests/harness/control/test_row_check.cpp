@@ -174,8 +174,45 @@ TEST(RowCheck, TheRanksOnThisMachineFitInItsMemory) {
   // The set each rank holds counts: 2 ranks of 2^30 images each need terabytes.
   c.synthetic_train_images = kMostOfACount;
   EXPECT_NE(refusal([&] { check_memory(c, start); }).find("2 ranks on this machine"), std::string::npos);
+  // So does the head: 2^30 classes of 2,049 parameters, four copies each, are terabytes (it
+  // started, and the OOM killer ended it).
+  c = small_row();
+  c.num_classes = kMostOfACount;
+  const std::string head = refusal([&] { check_memory(c, start); });
+  EXPECT_NE(head.find("for its head of 1073741824 classes"), std::string::npos) << head;
+  c.num_classes = 1000;
+  EXPECT_EQ(refusal([&] { check_memory(c, start); }), "");
   start.memory_bytes = 0;
+  c.num_classes = kMostOfACount;
   EXPECT_EQ(refusal([&] { check_memory(c, start); }), "") << "a machine that does not say is not judged";
+}
+
+// --num-classes 5 started, then every rank failed at its first loss (labels 0-9): exit 1, a failed
+// row, where the input was bad.
+TEST(RowCheck, TheHeadHoldsEveryLabelOfTheData) {
+  RunConfig c = small_row();
+  c.num_classes = 5;
+  EXPECT_EQ(refusal([&] { check_classes(c); }),
+            "--num-classes 5: the data's labels run 0-9 (CIFAR-10's 10 classes, which the synthetic set draws too): "
+            "the head needs at least 10 outputs");
+  c.num_classes = 10;
+  EXPECT_EQ(refusal([&] { check_classes(c); }), "");
+}
+
+// A DataParallel row whose batch does not divide over its replicas passed sweep --dry-run, then
+// every repetition failed at the strategy's own check.
+TEST(RowCheck, DataParallelsBatchDividesOverItsReplicas) {
+  RunConfig c = small_row();
+  c.strategy = "dp";
+  c.devices = "cpu,cpu,cpu";
+  EXPECT_EQ(refusal([&] { check_replicas(c); }), "--batch-size 64 does not divide over 3 dp devices (--devices cpu,cpu,cpu)");
+  c.devices = "cpu,cpu";
+  EXPECT_EQ(refusal([&] { check_replicas(c); }), "");
+  c.devices = "all";
+  EXPECT_EQ(refusal([&] { check_replicas(c); }), "") << "counted where the devices are seen";
+  c.strategy = "single";
+  c.devices = "cpu,cpu,cpu";
+  EXPECT_EQ(refusal([&] { check_replicas(c); }), "") << "only DataParallel splits its batch";
 }
 
 TEST(RowCheck, CheckRowRunsEveryRuleAfterTheRanges) {
@@ -189,6 +226,14 @@ TEST(RowCheck, CheckRowRunsEveryRuleAfterTheRanges) {
   EXPECT_NE(refusal([&] { check_row(c, world_of(2, false)); }).find("runs in one process"), std::string::npos);
   c.backend = CommBackend::nccl;
   EXPECT_NE(refusal([&] { check_row(c, world_of(1)); }).find("--backend nccl"), std::string::npos);
+  c = small_row();
+  c.num_classes = 9;
+  EXPECT_NE(refusal([&] { check_row(c, world_of(1, false)); }).find("--num-classes 9"), std::string::npos);
+  c = small_row();
+  c.strategy = "dp";
+  c.devices = "cpu,cpu,cpu";
+  EXPECT_NE(refusal([&] { check_row(c, world_of(1, false)); }).find("does not divide over 3 dp devices"),
+            std::string::npos);
   EXPECT_GT(machine_memory_bytes(), 0) << "Linux says its memory in /proc/meminfo";
 }
 

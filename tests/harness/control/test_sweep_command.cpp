@@ -280,7 +280,7 @@ TEST(SweepCommand, ResumeKeepsOnlyARowMeasuredOnThisMachineAndBuild) {
   testing::write_text(row_file, row.dump());
   const auto resumed = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume"}));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
-  EXPECT_NE(resumed.err.find("quick (faithful): done before on another machine or build, run again (CPU model: "
+  EXPECT_NE(resumed.err.find("quick (faithful): done before, not kept, run again (CPU model: "
                              "Another CPU vs " +
                              here["cpu_model"].get<std::string>() + "; LibTorch: 1.0.0 vs "),
             std::string::npos)
@@ -290,6 +290,38 @@ TEST(SweepCommand, ResumeKeepsOnlyARowMeasuredOnThisMachineAndBuild) {
   // Measured here, it is kept.
   const auto again = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume"}));
   EXPECT_NE(again.err.find("quick (faithful): done before, kept (--resume)"), std::string::npos) << again.err;
+}
+
+// One measurement kept as several: a row file copied over another repetition's (or a whole
+// sweep's results.json copied there) was kept by --resume, relabelled as that repetition.
+TEST(SweepCommand, ResumeKeepsOnlyTheSlotsOwnRun) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  ASSERT_EQ(testing::run_process(sweep_args(dir, {"--rows", "quick", "--repeat", "2"})).exit_code, 0);
+  const auto rows = dir / "out/rows/faithful";
+  std::filesystem::copy_file(rows / "quick.r0.json", rows / "quick.r1.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto copied = testing::run_process(sweep_args(dir, {"--rows", "quick", "--repeat", "2", "--resume"}));
+  ASSERT_EQ(copied.exit_code, 0) << copied.err;
+  EXPECT_NE(copied.err.find("quick (faithful, repetition 0 of 0-1): done before, kept (--resume)"), std::string::npos)
+      << copied.err;
+  EXPECT_NE(copied.err.find("quick (faithful, repetition 1 of 0-1): done before, not kept, run again (it was written as "),
+            std::string::npos)
+      << copied.err;
+  std::filesystem::copy_file(dir / "out/results.json", rows / "quick.r1.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  const auto whole = testing::run_process(sweep_args(dir, {"--rows", "quick", "--repeat", "2", "--resume"}));
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_NE(whole.err.find("run again (the file holds 2 runs of a sweep, not one row's run)"), std::string::npos)
+      << whole.err;
+  auto row = nlohmann::json::parse(testing::read_text(rows / "quick.r0.json"));
+  row["runs"][0].erase("threads_per_rank");
+  testing::write_text(rows / "quick.r0.json", row.dump());
+  const auto unthreaded = testing::run_process(sweep_args(dir, {"--rows", "quick", "--repeat", "2", "--resume"}));
+  EXPECT_NE(unthreaded.err.find("repetition 0 of 0-1): done before, not kept, run again (it does not record its threads "
+                                "per rank, which this build records)"),
+            std::string::npos)
+      << unthreaded.err;
 }
 
 // The output rule: the reports and --gbench-json never replace the sweep file, nor a file the
@@ -319,6 +351,20 @@ TEST(SweepCommand, ItsOutputsNeverReplaceItsSweepFileOrAFileItDidNotWrite) {
   testing::write_text(dir / "out/results.md", "# ddpbench: notes on the A100 cluster runs\n");
   EXPECT_EQ(testing::run_process(sweep_args(dir, {"--rows", "quick"})).exit_code, 2);
   EXPECT_EQ(testing::read_text(dir / "out/results.md"), "# ddpbench: notes on the A100 cluster runs\n");
+  // --dry-run refuses them as the sweep would (it printed the plan, exit 0).
+  const auto dry = testing::run_process(sweep_args(dir, {"--rows", "quick", "--dry-run"}));
+  EXPECT_EQ(dry.exit_code, 2) << dry.err;
+  EXPECT_NE(dry.err.find("exists and is not the sweep's results.md"), std::string::npos) << dry.err;
+  // Nor a file of the user's where a traced row's rank writes its trace (the row failed, exit 1,
+  // after the rows before it had run).
+  std::filesystem::remove(dir / "out/results.md");
+  std::filesystem::create_directories(dir / "out/rows/faithful");
+  testing::write_text(dir / "out/rows/faithful/ranks.rank1.trace.json", "{\"mine\": 1}");
+  const auto traced = testing::run_process(
+      sweep_args(dir, {"--rows", "quick,ranks", "--trace-steps", "1:1", "--max-steps", "3", "--dry-run"}));
+  EXPECT_EQ(traced.exit_code, 2) << traced.err;
+  EXPECT_NE(traced.err.find("row ranks (faithful)'s --trace-steps (rank 1's trace)"), std::string::npos) << traced.err;
+  EXPECT_EQ(testing::read_text(dir / "out/rows/faithful/ranks.rank1.trace.json"), "{\"mine\": 1}");
 }
 
 // --dry-run checks each row as `run` will: a fault at step 5 of a row the CPU preset cut to 4 steps,
@@ -345,6 +391,20 @@ TEST(SweepCommand, DryRunRefusesWhatEveryRepetitionWouldRefuse) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_FALSE(std::filesystem::exists(dir / "out")) << "nothing written";
   }
+}
+
+// The console said "repetition 1" of the run the reports and the result file call repetition 0.
+TEST(SweepCommand, TheConsoleNumbersRepetitionsAsTheReportsDo) {
+  TempDir dir;
+  write_sweep_file(dir / "s.json");
+  const auto r = testing::run_process(sweep_args(dir, {"--rows", "quick", "--repeat", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("quick (faithful, repetition 0 of 0-1)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("quick (faithful, repetition 1 of 0-1)"), std::string::npos) << r.err;
+  std::vector<int> numbers;
+  const nlohmann::json document = results(dir);
+  for (const auto& run : document["runs"]) numbers.push_back(run["repetition"].get<int>());
+  EXPECT_EQ(numbers, (std::vector<int>{0, 1}));
 }
 
 TEST(SweepCommand, BadInputExitsTwo) {

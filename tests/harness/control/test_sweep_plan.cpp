@@ -97,6 +97,13 @@ TEST(Sweep, WithoutAGpuTheCpuPresetRunsTheSameRowsCutShort) {
   EXPECT_EQ(row(plan, "dp-4gpu", "faithful").config.batch_size, 128);
   EXPECT_EQ(row(plan, "dp-4gpu", "faithful").config.devices, "cpu,cpu,cpu,cpu");
   EXPECT_EQ(row(plan, "ddp-4gpu", "controlled").config.batch_size, 32);  // 1024 / 8 over 4 ranks
+  EXPECT_NE(plan.info.note.find("The rows run as Gloo ranks and CPU replicas sharing 2 cores"), std::string::npos)
+      << plan.info.note;
+  // The note is the rows': a sweep of the single row alone spoke of Gloo ranks it did not run.
+  SweepCommand single_only;
+  single_only.rows = {"single"};
+  const std::string note = plan_sweep(single_only, cpu_with_bf16).info.note;
+  EXPECT_NE(note.find("The rows run in one process each sharing 2 cores"), std::string::npos) << note;
   // Asked for explicitly on a GPU machine too.
   cmd.table = "cpu";
   EXPECT_EQ(plan_sweep(cmd, machine(8)).info.preset, "cpu");
@@ -307,10 +314,10 @@ TEST(Sweep, ARowMeasuredOnAnotherMachineBuildOrRevisionIsNotKept) {
   EXPECT_EQ(edited([](Environment& e) { e.omp_num_threads = "1"; }), "OMP_NUM_THREADS: 1 vs unset");
   EXPECT_EQ(edited([](Environment& e) { e.build_type = "Debug"; }), "build type: Debug vs Release");
   EXPECT_EQ(edited([](Environment& e) { e.libtorch_version = "2.10.0"; }), "LibTorch: 2.10.0 vs not recorded");
-  // A row file edited to leave out what this build records (compare judges an aspect only where
-  // both files hold it) proves nothing of it: such a row was kept from a run of one thread.
-  EXPECT_EQ(edited([](Environment& e) { e.omp_num_threads.clear(); }), "OMP_NUM_THREADS: not recorded");
-  EXPECT_EQ(edited([](Environment& e) { e.cpu_affinity.clear(); }), "CPUs the process could use: not recorded");
+  // A row file edited to leave out what this build records proves nothing of it: such a row was
+  // kept from a run of one thread (the one rule compare reads too: only one file saying it differs).
+  EXPECT_EQ(edited([](Environment& e) { e.omp_num_threads.clear(); }), "OMP_NUM_THREADS: not recorded vs unset");
+  EXPECT_EQ(edited([](Environment& e) { e.cpu_affinity.clear(); }), "CPUs the process could use: not recorded vs 0-1");
   // Nor one whose CPU's identity was left out (a row from a machine of another CPU, its vendor,
   // family, model, cores and instruction sets blanked, was kept).
   here.cpu.vendor = "GenuineIntel";
@@ -320,8 +327,43 @@ TEST(Sweep, ARowMeasuredOnAnotherMachineBuildOrRevisionIsNotKept) {
   here.cpu.flags = {"avx2", "fma"};
   EXPECT_EQ(measured_elsewhere(here, here), "");
   EXPECT_EQ(edited([](Environment& e) { e.cpu = CpuFacts{}; }),
-            "CPU vendor: not recorded; CPU family: not recorded; CPU model number: not recorded; CPU instruction sets: "
-            "not recorded; physical cores: not recorded");
+            "CPU identity (vendor, family, model, instruction sets, cores): recorded only in the current's file");
+  EXPECT_EQ(edited([](Environment& e) { e.cpu.physical_cores = 0; }), "physical cores: not recorded vs 2");
+}
+
+// --resume kept a row of --dataset auto trained on the synthetic set after CIFAR-10 appeared in
+// --data-dir (one sweep of two datasets), and a row file copied into another row's slot.
+TEST(Sweep, ARowFileIsKeptOnlyAsItsOwnSlotsRunOnWhatAutoFindsNow) {
+  testing::TempDir dir;
+  PlannedRow row;
+  row.config.name = "r";
+  row.config.dataset = DatasetKind::auto_detect;
+  row.config.data_dir = (dir / "data").string();
+  row.result_file = "results/rows/faithful/r.r1.json";
+  RunResult run;
+  run.name = "r";
+  run.dataset = "synthetic";
+  run.threads_per_rank = 1;
+  run.config = {{"out", "results/rows/faithful/r.r1.json"}};
+  ResultDocument doc;
+  doc.runs = {run};
+  const auto why = [&](const ResultDocument& d) { return not_this_slots_run(row, prove_results(d, "the row's result")); };
+  EXPECT_EQ(why(doc), "");
+  std::filesystem::create_directories(dir / "data/cifar-10-batches-bin");
+  testing::write_text(dir / "data/cifar-10-batches-bin/data_batch_1.bin", "");
+  EXPECT_EQ(why(doc), "it trained on synthetic; --dataset auto finds cifar10 now");
+  std::filesystem::remove_all(dir / "data");
+  ResultDocument copied = doc;
+  copied.runs[0].config["out"] = "results/rows/faithful/r.r0.json";
+  EXPECT_EQ(why(copied), "it was written as results/rows/faithful/r.r0.json, not as results/rows/faithful/r.r1.json");
+  ResultDocument other = doc;
+  other.runs[0].name = "zzz";
+  EXPECT_EQ(why(other), "it is row 'zzz''s run");
+  ResultDocument unthreaded = doc;
+  unthreaded.runs[0].threads_per_rank = 0;
+  EXPECT_EQ(why(unthreaded), "it does not record its threads per rank, which this build records");
+  row.info.reference_of = "r";  // a PyTorch twin counts no threads of its own
+  EXPECT_EQ(why(unthreaded), "");
 }
 
 TEST(Sweep, CommandLineOverridesWinAndRowsCanBePicked) {
@@ -853,7 +895,8 @@ TEST(PlanRules, TheCpuPresetOnlyCutsAndSaysWhatItChangedInEachRow) {
   SweepCommand command;
   command.table = "cpu";
   command.overrides = {{"warmup-steps", "3"}};
-  const PlanContext context = plan_context(command, machine(0), definition);
+  const SweepEnvironment no_gpu = machine(0);  // the context holds it by reference
+  const PlanContext context = plan_context(command, no_gpu, definition);
   const RunConfig c = configure_row(context, spec, "faithful", "here");
   EXPECT_EQ(c.synthetic_train_images, 512) << "smaller than the preset's 8,192: kept";
   EXPECT_EQ(c.synthetic_test_images, 1024);
@@ -870,6 +913,58 @@ TEST(PlanRules, TheCpuPresetOnlyCutsAndSaysWhatItChangedInEachRow) {
   EXPECT_EQ(row(plan_sweep(command, machine(0)), "single", "faithful").info.preset_changes.empty(), false);
   command.table = "tutorial";
   EXPECT_TRUE(preset_changes(plan_context(command, machine(2), definition), spec, "faithful", "here").empty());
+}
+
+// A DataParallel row that names its devices ("devices": "0,1") ran on as many CPU replicas as its
+// count said (1, the default): then it was skipped, "needs at least 2 devices, 1 available".
+TEST(PlanRules, TheCpuPresetKeepsADataParallelRowsListedDevicesAsCpuReplicas) {
+  SweepDefinition definition;
+  definition.name = "dp";
+  definition.defaults = {{"model", "tiny"}, {"dataset", "synthetic"}, {"batch-size", 64}};
+  const SweepRowSpec spec = spec_of("dp", {{"strategy", "dp"}, {"devices", "0,1"}});
+  definition.rows = {spec};
+  SweepCommand command;
+  command.table = "cpu";
+  const RunConfig c = configure_row(plan_context(command, machine(0), definition), spec, "faithful", "here");
+  EXPECT_EQ(c.devices, "cpu,cpu");
+}
+
+// torchrun --nproc_per_node 2 ddpbench sweep (or srun -n 2) ran every row twice at once, both
+// writing the same reports.
+TEST(PlanRules, ASweepInALaunchersWorldOfMoreThanOneIsRefused) {
+  SweepCommand command;
+  SweepEnvironment env = machine(0);
+  env.launcher_world = RankEnvironment{};
+  env.launcher_world->world_size = 2;
+  env.launcher_world->source = "torchrun";
+  try {
+    plan_sweep(command, env);
+    ADD_FAILURE() << "planned";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("sweep: this process is one of 2 processes torchrun started", 0), 0u)
+        << e.what();
+  }
+  env.launcher_world->world_size = 1;
+  EXPECT_NO_THROW(plan_sweep(command, env)) << "a world of one is this process alone";
+}
+
+// A row's own batch-size was replaced in controlled mode by its share of the global batch, and
+// nothing said so.
+TEST(PlanRules, AControlledRowsOwnBatchReplacedBySharingIsSaid) {
+  SweepDefinition definition;
+  definition.name = "own";
+  definition.defaults = {{"model", "tiny"}, {"dataset", "synthetic"}};
+  definition.rows = {spec_of("own", {{"strategy", "ddp"}, {"nproc", 2}, {"batch-size", 64}}, 2)};
+  SweepCommand command;
+  command.file = "own.json";
+  const SweepEnvironment two_gpus = machine(2);  // the context holds it by reference
+  const PlanContext context = plan_context(command, two_gpus, definition);
+  const PlannedRowGroup controlled = plan_row(context, definition.rows[0], "controlled");
+  ASSERT_EQ(controlled.row.notes.size(), 1u);
+  EXPECT_EQ(controlled.row.notes[0], "controlled mode: its own batch-size 64 is replaced by its share of the controlled "
+                                     "global batch, 512 a process over 2 processes (a batch-size in its \"mode_options\" "
+                                     "for \"controlled\" keeps one of its own)");
+  EXPECT_TRUE(plan_row(context, definition.rows[0], "faithful").row.notes.empty());
 }
 
 TEST(PlanRules, TheFirstReasonASkipHasIsTheOneGiven) {

@@ -446,6 +446,18 @@ TEST(Launcher, DistributedInputErrorsExitTwo) {
   const auto bad_env = testing::run_process(ddp_args({}), {"RANK=3", "WORLD_SIZE=2"});
   EXPECT_EQ(bad_env.exit_code, 2);
   EXPECT_NE(bad_env.err.find("RANK=3 is outside WORLD_SIZE=2"), std::string::npos) << bad_env.err;
+  // --nproc 2 in each of srun's or mpirun's 2 processes started two worlds of 2, both writing --out;
+  // in SLURM's batch step (no step of tasks) --nproc starts the ranks, as anywhere.
+  for (const std::vector<std::string>& world :
+       {std::vector<std::string>{"SLURM_JOB_ID=7", "SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_STEP_NUM_TASKS=2",
+                                 "SLURM_LOCALID=0", "SLURM_NTASKS_PER_NODE=2", "MASTER_ADDR=127.0.0.1"},
+        std::vector<std::string>{"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=0",
+                                 "OMPI_COMM_WORLD_LOCAL_SIZE=2"}}) {
+    const auto twice = testing::run_process(ddp_args({"--nproc", "2"}), world);
+    EXPECT_EQ(twice.exit_code, 2) << world[0] << ": " << twice.err;
+    EXPECT_NE(twice.err.find("--nproc 2: this process is already one of 2 processes"), std::string::npos)
+        << twice.err;
+  }
   // The launcher checks the port its ranks would meet at before starting any.
   const auto bad_port = testing::run_process(ddp_args({"--nproc", "2"}), {"MASTER_PORT=29x"});
   EXPECT_EQ(bad_port.exit_code, 2);

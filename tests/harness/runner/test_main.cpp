@@ -181,7 +181,7 @@ TEST(Main, CheckpointRoundTripsThroughTheCli) {
   ASSERT_TRUE(std::filesystem::exists(dir / "w.pt"));
   const auto loaded = ddpbench(quick_run({"--init-from", (dir / "w.pt").string()}));
   EXPECT_EQ(loaded.exit_code, 0) << loaded.err;
-  expect_bad_input(ddpbench(quick_run({"--init-from", (dir / "w.pt").string(), "--num-classes", "7"})),
+  expect_bad_input(ddpbench(quick_run({"--init-from", (dir / "w.pt").string(), "--num-classes", "12"})),
                    "does not match the model");
 }
 
@@ -195,7 +195,7 @@ TEST(Main, AnOutputNeverReplacesAnInputAnotherOutputOrAFileNotItsOwn) {
   expect_bad_input(ddpbench(quick_run({"--out", out, "--save-checkpoint", out})),
                    "--save-checkpoint '" + out + "' is the file --out '" + out + "' writes too");
   expect_bad_input(ddpbench(quick_run({"--out", (dir / "notes.txt").string()})),
-                   "exists and is not a result file (what --out writes)");
+                   "exists and is not a row's result file (what --out writes)");
   expect_bad_input(ddpbench(quick_run({"--save-checkpoint", (dir / "notes.txt").string()})),
                    "exists and is not a checkpoint (PyTorch's zip of named tensors)");
   EXPECT_FALSE(std::filesystem::exists(out));
@@ -208,6 +208,14 @@ TEST(Main, AnOutputNeverReplacesAnInputAnotherOutputOrAFileNotItsOwn) {
   expect_bad_input(ddpbench(quick_run({"--init-from", weights, "--save-checkpoint", (dir / "." / "w.pt").string()})),
                    "is the file --init-from '" + weights + "' reads");
   EXPECT_EQ(testing::read_text(dir / "w.pt"), saved);
+  // A sweep's results.json (or a stored CI baseline, which is one) is a result file too, but no
+  // run's: --out replaced its N rows with 1, exit 0.
+  auto swept = nlohmann::json::parse(testing::read_text(out));
+  swept["sweep"] = {{"preset", "ci"}};
+  testing::write_text(dir / "results.json", swept.dump());
+  expect_bad_input(ddpbench(quick_run({"--out", (dir / "results.json").string()})),
+                   "exists and is not a row's result file (what --out writes)");
+  EXPECT_EQ(nlohmann::json::parse(testing::read_text(dir / "results.json")), swept);
 }
 
 TEST(Main, HelpExitsZero) {

@@ -31,12 +31,6 @@ RunConfig traced_config(const std::filesystem::path& out) {
   return c;
 }
 
-TEST(StepTrace, TheFileIsNamedAfterTheRowsJsonSoRepetitionsKeepTheirOwn) {
-  EXPECT_EQ(trace_file_name("/r/rows/faithful/ddp-2gpu.json", 1), "ddp-2gpu.rank1.trace.json");
-  EXPECT_EQ(trace_file_name("/r/rows/faithful/ddp-2gpu.r3.json", 0), "ddp-2gpu.r3.rank0.trace.json");
-  EXPECT_EQ(trace_file_name("row", 2), "row.rank2.trace.json");
-}
-
 // The CRC-32 the record holds is the saved file's, and the traced steps are out of the steady figures.
 TEST(StepTrace, ATracedRowRecordsItsFileAndLeavesItsTracedStepsOutOfTheSteadyFigures) {
   testing::TempDir dir;

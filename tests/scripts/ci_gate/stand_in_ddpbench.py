@@ -17,7 +17,8 @@ STAND_IN_FAULTS (JSON), what each build plays: {BUILD: {"sweep": FAULT, "after":
   ignores SIGTERM, its pid in STAND_IN_STATE/orphans, then hangs), deaf (the sweep itself ignores
   SIGTERM, its pid in STAND_IN_STATE/orphans, and hangs), sweep-list (its "sweep" a
   list), deep-json (JSON nested past any parser's depth), fifo-results (results.json a FIFO),
-  other-env (another LibTorch in its environment); from the
+  other-env (another LibTorch in its environment), other-row (in lockstep, its hello names another
+  row: it takes turns alone); from the
   build's Nth sweep on ("after", default 0). "slowdown" makes every time of its rows 1 + X longer.
   HOW: lie (prints "No regression." and exits 0), refuse (nothing on stdout, exit 2), bytes (a
   refusal that says bytes no UTF-8 reads, exit 2),
@@ -189,7 +190,8 @@ def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> 
     played(fault, row)
     in_lockstep = os.environ.get("DDPBENCH_LOCKSTEP_SOCKET") and fault != "no-turns"
     step_s = 1.5 if fault == "slow-steps" else 0.002
-    waited_s = take_turns(row, 16, step_s) if in_lockstep else None
+    # other-row: in lockstep, its ranks take their turns under another row's name (alone, beside the other build).
+    waited_s = take_turns("elsewhere" if fault == "other-row" else row, 16, step_s) if in_lockstep else None
     if not in_lockstep and fault == "slow-steps":
         time.sleep(16 * step_s)
     factor = (1 + float(spec.get("slowdown", 0))) * (1 + times.get("first_penalty", 0.0) * opens_a_pair(state, row))

@@ -199,6 +199,20 @@ class PairedRoundsTest(StandInBuilds):
         done = self.run_rounds(baseline, candidate, lockstep=True)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
+    def test_a_build_whose_ranks_name_another_row_took_no_turns_with_the_other(self) -> None:
+        # Its hello named row "elsewhere": the coordinator gave it a session alone, the two builds
+        # ran one beside the other, and the rounds were judged as lockstep's.
+        spec = {row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]} for row in ROWS}
+        baseline, candidate, _ = self.builds(spec, faults={"candidate": {"sweep": "other-row"}})
+        done = self.run_rounds(baseline, candidate, lockstep=True)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertRegex(done.stderr, r"the candidate build's row \S+ took no turns as that row \(its sessions: "
+                                      r"elsewhere\).*the candidate build broke lockstep")
+        baseline, candidate, _ = self.builds(spec, faults={"baseline": {"sweep": "other-row"}})
+        done = self.run_rounds(baseline, candidate, lockstep=True)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertIn("the baseline build broke lockstep", done.stderr)
+
 
 class CandidateRefusalTest(StandInBuilds):
     """A candidate whose sweep refuses (exit 2) a row the baseline build accepts fails the gate

@@ -111,6 +111,22 @@ class WorktreeTest(unittest.TestCase):
         self.git("commit", "-q", "-m", "work on the gate's HEAD", cwd=src)
         self.refused("where scripts/ci-bench left it", folder=src)
 
+    def test_the_users_index_settings_shape_neither_the_gates_checkout_nor_its_next_check(self) -> None:
+        # core.ignoreStat marked the gate's own checkout assume-unchanged (every later gate refused
+        # its worktree as holding the user's changes); a sparse checkout left REV's harness/ out (read
+        # as "older than lockstep", built from part of its tree), then was refused for good.
+        self.git("config", "core.ignoreStat", "true")
+        self.git("config", "core.sparseCheckout", "true")
+        info = Path(self.git("rev-parse", "--git-path", "info").strip())
+        info = info if info.is_absolute() else self.stand_in.repo / info
+        info.mkdir(parents=True, exist_ok=True)
+        (info / "sparse-checkout").write_text("/*\n!/harness/\n")
+        for _ in range(2):
+            src = self.made()
+            self.assertEqual([line for line in self.git("ls-files", "-v", cwd=src).splitlines()
+                              if not line.startswith("H ")], [], "entries of the gate's index flagged")
+            self.assertTrue((src / "harness" / "launch" / "lockstep_turns.hpp").is_file(), "REV checked out in part")
+
     def test_no_worktree_of_the_users_is_pruned_and_no_hook_of_theirs_runs(self) -> None:
         moved = self.dir / "moved"
         self.git("worktree", "add", "-q", "-b", "moved", str(moved), "HEAD")
