@@ -9,16 +9,13 @@
 
 #include "data/cifar10.hpp"
 #include "data/synthetic.hpp"
+#include "data/synthetic_cache_files.hpp"
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/gzip.hpp"
 #include "harness/base/input_error.hpp"
 
 namespace ddpbench {
 namespace {
-
-// Bumped whenever data/synthetic.cpp draws other images for the same seed, so an old cache
-// is never read as the new data.
-constexpr const char* kSyntheticVersion = "v1";
 
 bool uses_cifar(const DatasetOptions& options, bool announce) {
   const bool cifar = options.kind == DatasetKind::cifar10 ||
@@ -112,9 +109,8 @@ DatasetFiles dataset_files(const DatasetOptions& options, bool announce) {
 DatasetFiles synthetic_files(const DatasetOptions& options, bool announce) {
   if (options.cache_dir.empty()) throw InputError("synthetic data as files needs a cache folder (--cache-dir)");
   const SyntheticOptions synthetic = synthetic_options(options);
-  const auto dir = std::filesystem::path(options.cache_dir) / "synthetic" /
-                   (std::string(kSyntheticVersion) + "-seed" + std::to_string(synthetic.seed) + "-train" +
-                    std::to_string(synthetic.train_images) + "-test" + std::to_string(synthetic.test_images));
+  const auto dir = synthetic_cache_folder(options.cache_dir, synthetic.seed, synthetic.train_images,
+                                          synthetic.test_images);
   DatasetFiles out{{dir / "train.bin"}, {dir / "test.bin"}, "synthetic", ""};
   prove_synthetic_cache(dir, synthetic, announce);
   out.origin = make_synthetic_origin(synthetic) + " (" + dir.string() + ")";

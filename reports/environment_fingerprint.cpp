@@ -27,11 +27,16 @@ std::string threads_of(const std::vector<const RunResult*>& runs) {
   return text;
 }
 
+// The datasets a row's runs that finished trained on, as a list ("synthetic", "cifar10, synthetic":
+// under --dataset auto the data found decides, repetition by repetition); empty where none finished.
 std::string dataset_of(const std::vector<const RunResult*>& runs) {
+  std::set<std::string> datasets;
   for (const RunResult* r : runs) {
-    if (r->status == RunStatus::ok && !r->dataset.empty()) return r->dataset;
+    if (r->status == RunStatus::ok) datasets.insert(r->dataset.empty() ? "not recorded" : r->dataset);
   }
-  return "";
+  std::string text;
+  for (const auto& d : datasets) text += (text.empty() ? "" : ", ") + d;
+  return text;
 }
 
 bool cpu_recorded(const CpuFacts& c) {

@@ -363,6 +363,12 @@ std::string less_work(const RunResult& r, const json& writer_defaults) {
       !why.empty()) {
     return why;
   }
+  // Its warm-up is its configuration's: fewer read as more steady steps (the paired statistic fell
+  // back from matched steps to the row's own quantiles).
+  if (const auto warmup = config_integer(r, writer_defaults, "warmup-steps"); warmup && *warmup != r.warmup_steps) {
+    return "other: its file says " + std::to_string(r.warmup_steps) + " warm-up steps where its configuration asks " +
+           std::to_string(*warmup);
+  }
   // --threads N sets each rank's threads; the count a row records is what LibTorch then had.
   if (const auto threads = config_integer(r, writer_defaults, "threads");
       threads && *threads > 0 && r.threads_per_rank > 0 && r.threads_per_rank != *threads) {

@@ -132,6 +132,21 @@ void check_inputs_present(const RunConfig& c, const RowStart& start) {
   if (!c.init_from.empty() && !std::filesystem::is_regular_file(c.init_from)) {
     throw InputError("--init-from: no file '" + c.init_from + "'");
   }
+  // A cache folder that is a file (or lies under one) failed the row when the set was written
+  // (exit 1, its folders made).
+  const std::string cache = resolved_cache_dir(c);
+  std::error_code ec;
+  const bool through_cache = start.check_data && !cache.empty() && c.dataset != DatasetKind::cifar10;
+  for (auto f = std::filesystem::path(cache); through_cache && !f.empty(); f = f.parent_path()) {
+    if (!std::filesystem::exists(f, ec)) {
+      if (f == f.parent_path()) break;
+      continue;
+    }
+    if (!std::filesystem::is_directory(f, ec)) {
+      throw InputError("--cache-dir '" + c.cache_dir + "': '" + f.string() + "' is a file, not a folder");
+    }
+    break;
+  }
   if (!start.check_data || c.dataset == DatasetKind::synthetic) return;
   const std::filesystem::path folder = find_cifar10(c.data_dir);
   if (folder.empty()) {

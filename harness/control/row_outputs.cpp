@@ -1,5 +1,7 @@
 #include "harness/control/row_outputs.hpp"
 
+#include "data/cifar10_files.hpp"
+#include "data/synthetic_cache_files.hpp"
 #include "reports/result_file.hpp"
 #include "reports/trace_merge.hpp"
 
@@ -28,6 +30,23 @@ std::vector<CommandOutput> row_outputs(const RunConfig& config, int64_t world, b
       outputs.push_back({named(flag, flag), result_file.parent_path() / file, "a rank's trace of a traced row",
                          own_kind_by_text(is_rank_trace)});
     }
+  }
+  return outputs;
+}
+
+std::vector<CommandOutput> synthetic_cache_outputs(const RunConfig& config) {
+  const std::string cache_dir = resolved_cache_dir(config);
+  const bool cifar10 = config.dataset == DatasetKind::cifar10 ||
+                       (config.dataset == DatasetKind::auto_detect && !find_cifar10(config.data_dir).empty());
+  if (cifar10 || cache_dir.empty()) return {};
+  const auto folder =
+      synthetic_cache_folder(cache_dir, config.seed, config.synthetic_train_images, config.synthetic_test_images);
+  std::vector<CommandOutput> outputs;
+  for (const char* file : kSyntheticCacheFiles) {
+    // The cache's folder is its own: whatever lies at its names is its to replace (a damaged file
+    // is regenerated, never trained on).
+    outputs.push_back({"the synthetic cache's " + std::string(file), folder / file, "the synthetic set's cache",
+                       [](const std::filesystem::path&) { return true; }});
   }
   return outputs;
 }

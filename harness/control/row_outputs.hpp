@@ -23,4 +23,9 @@ std::string trace_file_name(const std::filesystem::path& result_file, int64_t ra
 std::vector<CommandOutput> row_outputs(const RunConfig& config, int64_t world, bool traces, const OwnKind& is_checkpoint,
                                        const std::string& who = "");
 
+/// The synthetic set's cache files a row of `config` reads its data through (none where it reads
+/// CIFAR-10 or keeps the set in memory): outputs of the row, which no input may be (a sweep file
+/// or a checkpoint put there was overwritten by the generated set). Rows of one sweep share them.
+std::vector<CommandOutput> synthetic_cache_outputs(const RunConfig& config);
+
 }  // namespace ddpbench

@@ -133,10 +133,11 @@ std::string not_this_slots_run(const PlannedRow& row, const ProvenResults& file)
   }
   const RunResult& run = document.runs.front();
   if (run.name != row.config.name) return "it is row '" + run.name + "''s run";
-  // The file's own record of where its run wrote it: a copy under another slot's name says so.
+  // The file's own record of where its run wrote it: a copy under another slot's name, or from
+  // another --out-dir, says so (a resume spelling --out-dir otherwise runs the rows again).
   const nlohmann::json out = run.config.is_object() ? run.config.value("out", nlohmann::json()) : nlohmann::json();
-  const auto slot = [](const std::filesystem::path& p) { return p.parent_path().filename() / p.filename(); };
-  if (!out.is_string() || slot(out.get<std::string>()) != slot(row.result_file)) {
+  if (!out.is_string() ||
+      std::filesystem::path(out.get<std::string>()).lexically_normal() != row.result_file.lexically_normal()) {
     return "it was written as " + (out.is_string() ? out.get<std::string>() : std::string("an unnamed file")) +
            ", not as " + row.result_file.string();
   }
@@ -198,6 +199,10 @@ void check_sweep_files(const SweepCommand& command, const SweepEnvironment& env,
     const int64_t world = row.config.strategy == "ddp" || row.config.strategy == "torch-ddp" ? row.config.nproc : 1;
     for (auto& output : row_outputs(written, world, !row.skip_reason, env.is_checkpoint, label)) {
       outputs.push_back(std::move(output));
+    }
+    for (auto& cache : row.skip_reason ? std::vector<CommandOutput>{} : synthetic_cache_outputs(row.config)) {
+      const bool listed = std::any_of(outputs.begin(), outputs.end(), [&](const CommandOutput& o) { return o.path == cache.path; });
+      if (!listed) outputs.push_back(std::move(cache));  // the rows of one set share its cache
     }
   }
   check_command_files(inputs, outputs);

@@ -381,6 +381,7 @@ void check_planned_row(const PlanContext& context, const SweepRowSpec& spec, con
   start.check_data = here;
   try {
     check_row(c, start);
+    if (context.environment.check_model_inputs) context.environment.check_model_inputs(c);
   } catch (const InputError& e) {
     throw InputError(where + ": " + e.what());
   }

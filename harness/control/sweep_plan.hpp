@@ -49,6 +49,9 @@ struct SweepEnvironment {
   // Called once the plan is made, before its first row runs (never on --dry-run): what the
   // rows will need ready on this machine (the LibTorch side starts PyTorch's preloaded Python).
   std::function<void(const SweepPlan&)> before_rows;
+  // What only LibTorch's side can check of a row's input (its model, its --init-from's weights),
+  // before any row runs; unset, nothing.
+  std::function<void(const RunConfig&)> check_model_inputs;
   // What a row's --save-checkpoint may replace: an earlier checkpoint (models' recogniser, which
   // the LibTorch side gives); unset, nothing that exists.
   OwnKind is_checkpoint;

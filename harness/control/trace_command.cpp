@@ -112,8 +112,8 @@ int trace_command(const TraceCommand& command) {
   if (std::regex_match(out.filename().string(), rank_trace)) {
     throw InputError("--out '" + out.string() + "': a rank's trace (of this row or another): give another path");
   }
-  require_writable(out, "--out");
   const MergedTrace merged = merge_row_traces(row, folder);
+  require_writable(out, "--out");  // only now, every rank's trace read and proven: a refused one leaves no folder
   write_file_atomically(out, merged.trace.dump());
   std::cout << "row " << row.name << ": steps " << row.trace.first_step << "-" << row.trace.last_step << ", "
             << merged.ranks.size() << (merged.ranks.size() == 1 ? " rank" : " ranks") << "\n";

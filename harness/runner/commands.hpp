@@ -9,6 +9,11 @@
 
 namespace ddpbench {
 
+/// What only LibTorch's side knows of a row's input, before anything is made: the model is one
+/// of the build's, and --init-from a checkpoint of that model (names and shapes); a rank that
+/// found otherwise left the row's folders and the synthetic cache behind. Throws InputError.
+void check_model_inputs(const RunConfig& config);
+
 int run_command(const RunCommand& command, const std::vector<std::string>& argv);
 int list_command();
 int sweep_command(const SweepCommand& command, const std::vector<std::string>& argv);

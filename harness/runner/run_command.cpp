@@ -44,8 +44,6 @@
 namespace ddpbench {
 namespace {
 
-// What only LibTorch's side knows of a row's input (the one check of the rest is check_row).
-void check_inputs(const RunConfig& config) { find_model(config.model); }
 
 // The output rule (harness/base/output_rule.hpp), before any work: the result file, the
 // checkpoint and, where `traces`, each of the `world` ranks' traces beside the result file (ranks
@@ -53,9 +51,13 @@ void check_inputs(const RunConfig& config) { find_model(config.model); }
 // StepTrace) never replace --init-from or one another, only an earlier file of their own kind;
 // and each can be written.
 void check_run_files(const RunConfig& config, int64_t world, bool traces) {
-  check_command_files({{"--init-from", config.init_from}}, row_outputs(config, world, traces, is_checkpoint_file));
-  if (!config.out.empty()) require_writable(config.out, "--out");
-  if (!config.save_checkpoint.empty()) require_writable(config.save_checkpoint, "--save-checkpoint");
+  std::vector<CommandOutput> outputs = row_outputs(config, world, traces, is_checkpoint_file);
+  for (auto& cache : synthetic_cache_outputs(config)) outputs.push_back(std::move(cache));
+  check_command_files({{"--init-from", config.init_from}}, outputs);
+  std::vector<std::pair<std::filesystem::path, std::string>> written;
+  if (!config.out.empty()) written.emplace_back(config.out, "--out");
+  if (!config.save_checkpoint.empty()) written.emplace_back(config.save_checkpoint, "--save-checkpoint");
+  require_all_writable(written);
   const bool traced = traces && trace_step_range(config) && !config.out.empty();
   for (int64_t rank = 0; traced && rank < world; ++rank) require_trace_writable(std::filesystem::absolute(config.out), rank);
 }
@@ -459,12 +461,19 @@ RowStart row_start_of(const RunConfig& config, const StrategyInfo& strategy, boo
 
 }  // namespace
 
+void check_model_inputs(const RunConfig& config) {
+  const ModelInfo& model = find_model(config.model);
+  if (config.init_from.empty() || !std::filesystem::is_regular_file(config.init_from)) return;  // check_row's to name
+  torch::nn::AnyModule weights = model.make(config.num_classes);
+  load_checkpoint(*weights.ptr(), config.init_from);
+}
+
 int run_command(const RunCommand& command, const std::vector<std::string>& argv) {
   const auto row_start = Clock::now();
   catch_interruptions();
   const RunConfig& config = command.config;
   const StrategyInfo& strategy = find_strategy(config.strategy);
-  check_inputs(config);
+  check_model_inputs(config);
   if (strategy.pytorch) check_pytorch_inputs(config);
 
   // Launch contexts are explicit: an explicit --nproc starts ranks here, whatever SLURM or

@@ -27,6 +27,7 @@ int sweep_command(const SweepCommand& command, const std::vector<std::string>& a
   env.machine = capture_environment();
   env.memory_bytes = machine_memory_bytes();
   env.is_checkpoint = is_checkpoint_file;
+  env.check_model_inputs = check_model_inputs;
   env.tool_version = build_info().version;
   env.launcher_world = launcher_world_from_process();
   if (command.launcher == "srun") read_slurm_allocation(env);

@@ -472,15 +472,17 @@ def run_lockstep(participants: list[Participant], seed: int, run: str, record_pa
     row's turns and culprits, and the builds the coordinator stopped, with why. Each build is
     started inside `starting()` (the gate's: a signal then waits until the build is held here, to
     be stopped)."""
-    folder = Path(tempfile.mkdtemp(prefix="ddpb-lockstep-"))  # short: a socket path has 107 characters
+    # A socket's path has at most 107 characters: under /tmp where TMPDIR's would pass them.
+    temporary = tempfile.gettempdir()
+    folder = Path(tempfile.mkdtemp(prefix="ddpb-lockstep-", dir=temporary if len(temporary) <= 64 else "/tmp"))
     socket_path = folder / "turns.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(socket_path))
-    listener.listen(64)
-    listener.setblocking(False)
     processes: dict[str, subprocess.Popen] = {}
     logs = []
     try:
+        listener.bind(str(socket_path))
+        listener.listen(64)
+        listener.setblocking(False)
         for p in participants:
             env = dict(os.environ, DDPBENCH_LOCKSTEP_SOCKET=str(socket_path), DDPBENCH_LOCKSTEP_ARM=p.label,
                        OMP_WAIT_POLICY="PASSIVE")

@@ -16,7 +16,8 @@ API:
   write_whole(path, data, suffix=".partial", hidden=True) -> None
       `path` whole or not at all, through a temporary name made afresh beside it (never a name
       that exists, so never a file or link someone left at a known name), then renamed over it,
-      mode 0644 (mkstemp's 0600 would narrow a file it replaces). The temporary name is
+      with the mode of the file it replaces, else 0644 (mkstemp's 0600 would narrow it). The
+      rename makes a new file: a hard link to the old one keeps the old content. The temporary name is
       [.]NAME.RANDOM`suffix` (the gate's documented names: hidden=False, its own suffix).
 """
 from __future__ import annotations
@@ -97,7 +98,11 @@ def write_whole(path: PathLike, data: str | bytes, suffix: str = ".partial", hid
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data.encode() if isinstance(data, str) else data)
-        os.chmod(tmp, 0o644)
+        try:  # a file it replaces keeps its mode (a user's 0600 baseline stays 0600)
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

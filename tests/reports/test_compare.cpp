@@ -214,6 +214,14 @@ TEST(EnvironmentFingerprint, BuildTypeThreadsAndAffinityAreAspectsOfTheEnvironme
   RunResult failed;
   failed.status = RunStatus::failed;
   EXPECT_TRUE(row_environment_differences("single", {&failed}, {&two}).empty());
+  // Under --dataset auto the data found decides, repetition by repetition: a row of which some
+  // repetitions trained on CIFAR-10 passed against one all synthetic (its first said synthetic).
+  RunResult synthetic = two, cifar = two;
+  synthetic.dataset = "synthetic";
+  cifar.dataset = "cifar10";
+  const auto mixed = row_environment_differences("single", {&synthetic, &synthetic}, {&synthetic, &cifar});
+  ASSERT_EQ(mixed.size(), 1u);
+  EXPECT_EQ(mixed[0].text, "dataset of single: synthetic vs cifar10, synthetic");
   EXPECT_TRUE(row_environment_differences("single", {&two}, {&two}).empty());
   EXPECT_EQ(unallowed_differences(d, {"build-type", "cpu-affinity"}).size(), 1u);
   EXPECT_TRUE(unallowed_differences(d, {"all"}).empty());

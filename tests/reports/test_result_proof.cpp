@@ -464,6 +464,11 @@ TEST(ResultProof, AStrategyOrBackendNoRunOfItsConfigurationHasIsOtherWork) {
             "did other work than configured: it says it reduced with NCCL on cpu");
   r.strategy_details["backend"] = "gloo";
   EXPECT_EQ(proven(swept({r}, 1)).document().runs[0].status, RunStatus::ok);
+  r.config["warmup-steps"] = 2;
+  r.warmup_steps = 0;
+  EXPECT_EQ(proven(swept({r}, 1)).document().runs[0].reason,
+            "did other work than configured: its file says 0 warm-up steps where its configuration asks 2");
+  r.warmup_steps = 2;
   r.threads_per_rank = 2;
   r.config["threads"] = 1;
   EXPECT_EQ(proven(swept({r}, 1)).document().runs[0].reason,

@@ -93,6 +93,18 @@ class BuildProcessesTest(unittest.TestCase):
         if pid_file.exists() and pid_file.read_text():
             self.assertFalse(Path(f"/proc/{pid_file.read_text()}").exists(), "the build outlived the signal")
 
+    def test_a_long_temporary_folder_does_not_stop_the_run(self) -> None:
+        # A socket's path has at most 107 characters: TMPDIR's of 110 failed the round after REV's
+        # build (the gate's own failure), its folder left behind.
+        long_tmp = self.dir / ("t" * 100)
+        long_tmp.mkdir()
+        before, tempfile.tempdir = tempfile.tempdir, str(long_tmp)
+        self.addCleanup(setattr, tempfile, "tempdir", before)
+        ran = lockstep.run_lockstep([lockstep.Participant("baseline", ("true",), self.dir / "b.log")], 1, "0",
+                                    deadline_s=30)
+        self.assertEqual(ran.returncodes, {"baseline": 0})
+        self.assertEqual(list(long_tmp.iterdir()), [])
+
     def test_a_build_that_cannot_start_is_named(self) -> None:
         builds = [lockstep.Participant("baseline", ("true",), self.dir / "baseline.log"),
                   lockstep.Participant("candidate", (str(self.dir / "no-such-binary"),), self.dir / "candidate.log")]

@@ -234,6 +234,11 @@ class BadInputTest(unittest.TestCase):
             self.assertEqual(done.returncode, 2)
             self.assertIn("CRC-32", done.stderr)
             self.assertFalse((Path(folder) / "row.merged.trace.json").exists())
+            # Refused for a rank's trace, it made no folder for its --out (one was left).
+            done = subprocess.run([BINARY, "trace", str(results), "--out", str(Path(folder) / "newd" / "sub" / "m.json")],
+                                  capture_output=True, text=True)
+            self.assertEqual(done.returncode, 2)
+            self.assertFalse((Path(folder) / "newd").exists())
             untraced = Path(folder) / "untraced.json"
             subprocess.run([BINARY, *[a for a in ROW if a not in ("--trace-steps", "4:9")], "--out", str(untraced)],
                            capture_output=True, check=True, timeout=300)

@@ -1,4 +1,4 @@
-"""python3 -I scripts/lib/ci_gate ARGS (what scripts/ci-bench runs)."""
+"""python3 -I -S scripts/lib/ci_gate ARGS (what scripts/ci-bench runs)."""
 import sys
 import traceback
 from pathlib import Path

@@ -45,6 +45,7 @@ class Rounds:
     files: dict[str, list[tuple[int, Path]]] = field(default_factory=dict)
     ran: dict[str, set[str]] = field(default_factory=dict)  # build -> the rows it has run in a round before
     accepted: dict[str, int] = field(default_factory=dict)  # row -> the round the baseline build first ran it
+    baseline_runs: list[dict] = field(default_factory=list)  # the baseline build's rounds as merged last (merge)
     culprits: list[str] = field(default_factory=list)  # what the lockstep coordinator saw go wrong, by round
     loads: list[machine_load.RoundLoad] = field(default_factory=list)  # what else ran, round by round
 
@@ -160,13 +161,15 @@ class Rounds:
         merge_rounds(self.files[self.candidate.label], candidate)
         self.prove(self.baseline, baseline, baseline)
         self.prove(self.candidate, candidate, baseline)
+        # Read once, here, before any compare runs: the verdict never re-reads a file the candidate's
+        # compare could have changed since (it got the baseline blamed for its own regression).
+        self.baseline_runs = json.loads(baseline.read_text())["runs"]
         return baseline, candidate
 
 
-def never_ok_on_baseline(baseline_rounds: Path) -> dict[str, str]:
-    """Rows with no run that finished on the baseline build in any round, each with the reason its
-    first run gave."""
-    runs = json.loads(baseline_rounds.read_text())["runs"]
+def never_ok_on_baseline(runs: list[dict]) -> dict[str, str]:
+    """Rows with no run that finished on the baseline build in any round (its rounds' runs), each
+    with the reason its first run gave."""
     reasons: dict[str, str] = {}
     for r in runs:
         reasons.setdefault(r["name"], r.get("reason") or r.get("status", ""))
@@ -174,10 +177,10 @@ def never_ok_on_baseline(baseline_rounds: Path) -> dict[str, str]:
     return {name: reason for name, reason in reasons.items() if name not in ok}
 
 
-def excused(baseline_rounds: Path, expected_not_ok: frozenset[str]) -> str:
+def excused(baseline_runs: list[dict], expected_not_ok: frozenset[str]) -> str:
     """The rows compare may find not run on the candidate: those expected not to run here that the
     baseline build did not run either. A row the baseline build ran is never excused."""
-    return ",".join(sorted(set(never_ok_on_baseline(baseline_rounds)) & expected_not_ok))
+    return ",".join(sorted(set(never_ok_on_baseline(baseline_runs)) & expected_not_ok))
 
 
 def stood(text: str, regressed: dict[str, int]) -> tuple[str, bool]:
@@ -280,13 +283,13 @@ def rounds_until_decided(rounds: Rounds, gate: PairedCompare, settings: RoundsSe
 def look(rounds: Rounds, gate: PairedCompare, settings: RoundsSettings, out: OutDir,
          at_cap: bool) -> tuple[Ruling, list[str]]:
     baseline_rounds, candidate_rounds = rounds.merge()
-    gate.allow_missing = excused(baseline_rounds, settings.expected_not_ok)
+    gate.allow_missing = excused(rounds.baseline_runs, settings.expected_not_ok)
     return gate.compare(baseline_rounds, candidate_rounds, out / "undecided.txt", out / "paired.md", at_cap=at_cap)
 
 
 def verdict(rounds: Rounds, ruling: Ruling, undecided: list[str], regressed: dict[str, int], floor: Floor | None,
             settings: RoundsSettings, out: OutDir) -> tuple[Outcome, str]:
-    never = {name: reason for name, reason in never_ok_on_baseline(out / "baseline-rounds.json").items()
+    never = {name: reason for name, reason in never_ok_on_baseline(rounds.baseline_runs).items()
              if name not in settings.expected_not_ok}
     if never:
         why = "; ".join(f"{name}: {reason}" for name, reason in never.items() if reason)
@@ -295,8 +298,7 @@ def verdict(rounds: Rounds, ruling: Ruling, undecided: list[str], regressed: dic
                    f"expected not to run here: {', '.join(sorted(settings.expected_not_ok)) or 'none'})")
     rc, what, text = ruling.rc, ruling.what, ruling.text + ruling.disagreement + ruling.note
     side = Side.CANDIDATE
-    failed = sorted({r["name"] for r in json.loads((out / "baseline-rounds.json").read_text())["runs"]
-                     if r.get("status") not in ("ok", "skipped")})
+    failed = sorted({r["name"] for r in rounds.baseline_runs if r.get("status") not in ("ok", "skipped")})
     if rc == 2 and failed:  # the judge could not judge rows the baseline build failed in some rounds
         side, text = Side.BASELINE, text + (f"\nThe baseline build failed {', '.join(failed)} in some rounds: the "
                                             f"pairs it left are too few to judge (see {out / 'baseline'}).\n")

@@ -176,11 +176,14 @@ class PairedCompare:
             path.unlink(missing_ok=True)
         judge = run_compare(Side.BASELINE, self.command(self.judge, baseline, candidate, undecided, out),
                             self.deadline_s, undecided)
+        # What the judge wrote is read before the accused runs beside it: a candidate's compare that
+        # removed the judge's file got the baseline blamed for its own regression.
+        judge_wrote = undecided.is_file() and not undecided.is_symlink()
         # The same binary on both sides (scripts/gate-power's trials) would only say it twice.
         accused = judge if self.accused == self.judge else run_compare(Side.CANDIDATE, self.command(
             self.accused, baseline, candidate, accused_undecided, accused_out), self.deadline_s, accused_undecided)
         ruling = rule("compare --paired", judge, accused, final=at_cap or not judge.undecided)
-        if not undecided.is_file() or undecided.is_symlink():
+        if not judge_wrote:
             raise Stop(Side.BASELINE, What.GARBAGE, f"the baseline build's `compare --paired` wrote no undecided rows "
                        f"({undecided})")
         return ruling, list(judge.undecided)

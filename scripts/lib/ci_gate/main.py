@@ -6,6 +6,7 @@ reached a verdict, a failed candidate's included.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -22,7 +23,11 @@ from .paired_mode import paired_gate
 from .stored_mode import stored_gate
 from .worktree import RevFolder, resolve_rev
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# The signals whose default ends the process: each stops the gate's children first (SIGPIPE is
+# Python's to ignore: a reader gone changes no answer; SIGKILL cannot be caught: docs/gate.md
+# says what it leaves).
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+           signal.SIGALRM)
 HELP = Outcome(Side.INPUT, What.REFUSED, "--help judges nothing")  # 0, or 128 under --bisect; nothing said
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -38,17 +43,48 @@ def on_signal(signum: int, frame: object) -> None:
     raise Signalled(signum)
 
 
-def say(text: str, stream: TextIO) -> None:
-    """Printed where it can be: a reader that went away (a closed pipe) changes no answer, and
-    Python's flush at exit must not turn it into one (exit 120)."""
-    try:
-        stream.write(text)
-        stream.flush()
-    except OSError:
+class ReaderGone(io.TextIOBase):
+    """The gate's stdout or stderr: whatever any part of the gate prints goes where it can, and a
+    reader that went away (a closed pipe) changes no answer: the stream then writes to /dev/null,
+    and Python's flush at exit cannot turn it into one (exit 120, no verdict)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__()
+        self.stream = stream
+
+    def write(self, text: str) -> int:
         try:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+            self.stream.write(text)
+            if "\n" in text:
+                self.stream.flush()
+        except OSError:
+            self.gone()
+        return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError:
+            self.gone()
+
+    def gone(self) -> None:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
         except (OSError, ValueError):
             pass
+        self.stream = open(os.devnull, "w")
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+
+def say(text: str, stream: TextIO) -> None:
+    """Printed where it can be (ReaderGone)."""
+    stream.write(text)
+    stream.flush()
 
 
 # A child's failure while the disk holding --out-dir has less than this free is the machine's.
@@ -155,6 +191,8 @@ def ended(gate: GateRun, argv: list[str]) -> tuple[Outcome, str]:
 
 def main(argv: list[str]) -> int:
     bisect = wants_bisect(argv)  # anywhere on the line: git bisect run must never read a usage error as "bad"
+    if not isinstance(sys.stdout, ReaderGone):  # every print of the gate's, each module's own included
+        sys.stdout, sys.stderr = ReaderGone(sys.stdout), ReaderGone(sys.stderr)
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # no child writes bytecode into a build's tree
     for name in [name for name in os.environ if name.startswith("GIT_")]:
         del os.environ[name]  # a hook's GIT_DIR or GIT_INDEX_FILE: no child reaches the caller's repository

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
+import secrets
 import shutil
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from .outcomes import Side, Stop, What
 MARKER = ".ddpbench-ci-bench-out"
 LOCK = ".ddpbench-ci-bench.lock"
 TMP_SUFFIX = ".ci-bench-tmp"
+ASIDE = re.compile(r"\.[0-9a-f]{16}" + re.escape(TMP_SUFFIX))  # what follows a folder's name in its temporary one
 FOLDER_MARKER = ".ddpbench-ci-bench-rounds"
 # Stored mode: current/ (the sweep), compare.md; paired: the rounds' files and each build's
 # round folders; both: the two builds' set-up logs and the verdict.
@@ -169,8 +172,17 @@ class OutDir:
                     path.unlink()
         for name in FOLDERS:
             folder = self.path / name
+            # Renamed aside, then removed: a signal in the removal leaves a temporary name (removed
+            # by the next gate), never a folder of the gate's name without its marker (refused).
             if folder.is_dir() and not folder.is_symlink() and (folder / FOLDER_MARKER).is_file():
-                shutil.rmtree(folder)
+                folder.rename(self.aside(name))
+            for aside in self.path.glob(f"{name}.*{TMP_SUFFIX}"):
+                if ASIDE.fullmatch(aside.name[len(name):]) and aside.is_dir() and not aside.is_symlink():
+                    shutil.rmtree(aside)
+
+    def aside(self, name: str) -> Path:
+        """A folder's temporary name, NAME.RANDOM.ci-bench-tmp (RANDOM: 16 hex digits, ASIDE)."""
+        return self.path / f"{name}.{secrets.token_hex(8)}{TMP_SUFFIX}"
 
     def write(self, name: str, text: str) -> Path:
         """`name` in the folder, whole or not at all."""
@@ -182,8 +194,11 @@ class OutDir:
         if name not in FOLDERS:
             raise ValueError(f"{name} is not one of the gate's documented folders {FOLDERS}")
         folder = self.path / name
-        folder.mkdir()
-        (folder / FOLDER_MARKER).write_text("made by scripts/ci-bench: removed by the next gate in this --out-dir\n")
+        # Made under a temporary name with its marker, then renamed: never seen without it.
+        made = self.aside(name)
+        made.mkdir()
+        (made / FOLDER_MARKER).write_text("made by scripts/ci-bench: removed by the next gate in this --out-dir\n")
+        made.rename(folder)
         return folder
 
     def __truediv__(self, name: str) -> Path:

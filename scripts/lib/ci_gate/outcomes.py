@@ -93,7 +93,8 @@ def wants_bisect(argv: list[str]) -> bool:
     """--bisect anywhere on the line, in any form a user may have meant it (--bisect=1, --bi: every
     abbreviation the parser takes; "--b" is also --baseline's): every exit code of the gate is git
     bisect's then, a usage error and a failure to start included."""
-    return any(arg.partition("=")[0] == "--bisect" or (len(arg) >= 4 and "--bisect".startswith(arg)) for arg in argv)
+    names = [arg.partition("=")[0] for arg in argv if arg.startswith("--")]
+    return any(len(name) >= 4 and "--bisect".startswith(name) for name in names)
 
 
 def signal_code(signum: int) -> int:
@@ -152,5 +153,6 @@ def markdown_table() -> str:
         lines.append(f"| {side.value} | {what.value} | {code.plain} | {code.bisect} | {code.verdict or '(none)'} | "
                      f"{code.meaning} |")
     lines.append("| a signal to the gate | interrupted | 128 + N | 128 + N | (none) | SIGINT (130), SIGTERM (143), "
-                 "SIGHUP (129) to the gate: every process it started is stopped |")
+                 "SIGHUP (129), SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM to the gate: every process it started is "
+                 "stopped |")
     return "\n".join(lines) + "\n"

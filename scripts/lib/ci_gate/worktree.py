@@ -36,13 +36,19 @@ CHECKED_OUT = ".ddpbench-ci-bench-checked-out"
 CHECKING_OUT = ".ddpbench-ci-bench-checking-out"  # "FROM TO" while the gate's checkout runs
 BUILT_REV = "built-rev"
 LOCK = ".lock"
-OWN_NAMES = {MARKER, TOKEN, CHECKED_OUT, CHECKING_OUT, BUILT_REV, LOCK, "src", "build"}
+ADDING = ".ddpbench-ci-bench-adding"  # while the gate adds its worktree: a cut-short add is the gate's to redo
+OWN_NAMES = {MARKER, TOKEN, CHECKED_OUT, CHECKING_OUT, ADDING, BUILT_REV, LOCK, "src", "build"}
 GIT_DEADLINE_S = 600.0
+# What of the user's configuration would change what the gate's git sees or does in its own
+# worktree, pinned (hooks, index flags, sparse checkout, how a change is detected: trustctime=false
+# hid a same-size edit, which the checkout then overwrote); the rest (safe.directory, the
+# repository's own format) is the user's to keep.
 GIT_SETTINGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
                 "-c", "core.fsmonitor=false", "-c", "core.autocrlf=false", "-c", "core.eol=lf",
                 "-c", "core.untrackedCache=false", "-c", "advice.detachedHead=false", "-c", "core.fileMode=true",
                 "-c", "submodule.recurse=false", "-c", "core.ignoreStat=false", "-c", "core.sparseCheckout=false",
-                "-c", "core.sparseCheckoutCone=false", "-c", "index.sparse=false")
+                "-c", "core.sparseCheckoutCone=false", "-c", "index.sparse=false", "-c", "core.trustctime=true",
+                "-c", "core.checkStat=default")
 
 
 def git_env() -> dict[str, str]:
@@ -185,6 +191,8 @@ class RevFolder:
             if not registered or self.src.is_symlink() or not (self.src / ".git").is_file():
                 return "foreign"
             theirs = self.admin_token(git_out(self.src, "rev-parse", "--absolute-git-dir").strip())
+            if mine and theirs in ("", mine) and (self.dir / ADDING).is_file():
+                return "adding"  # the gate's own add, cut short before it finished
             return "worktree" if mine and mine == theirs else "stranger"
         if not registered:
             return "none"
@@ -211,7 +219,7 @@ class RevFolder:
 
     def src_refusal(self) -> str:
         state = self.src_state()
-        if state == "none":
+        if state in ("none", "adding"):
             return ""
         if state == "registered":
             admin = self.registered_admin()
@@ -269,13 +277,20 @@ class RevFolder:
 
     def check_out(self, sha: str) -> None:
         """REV's tree at DIR/src: the gate's worktree moved to it, or a new one added."""
-        if self.src_state() != "worktree":  # none: a refusal (claim) stands between any other state and here
-            self.run_git(self.root, "worktree", "add", "--quiet", "--detach", "--no-checkout", str(self.src), sha)
+        state = self.src_state()  # none or adding: a refusal (claim) stands between any other state and here
+        if state == "adding":  # no checkout ran in it: removed by its own path, and added afresh
+            self.run_git(self.root, "worktree", "remove", "--force", str(self.src))
+        if state != "worktree":
+            # Every step of the add is known as the gate's, wherever a signal cuts it: the token and
+            # the intent first, the worktree, its token, then where it stands.
             token = secrets.token_hex(16)
+            write_whole(self.dir / TOKEN, token + "\n")
+            write_whole(self.dir / ADDING, "adding " + str(self.src) + "\n")
+            self.run_git(self.root, "worktree", "add", "--quiet", "--detach", "--no-checkout", str(self.src), sha)
             admin_dir = git_out(self.src, "rev-parse", "--absolute-git-dir").strip()
             write_whole(Path(admin_dir) / ADMIN_TOKEN, token + "\n")
-            write_whole(self.dir / TOKEN, token + "\n")
             write_whole(self.dir / CHECKED_OUT, sha + "\n")
+            (self.dir / ADDING).unlink()
         left = read_text(self.dir / CHECKED_OUT)
         write_whole(self.dir / CHECKING_OUT, f"{left} {sha}\n")  # a cut-short checkout is then known as the gate's
         self.run_git(self.src, "checkout", "--quiet", "--detach", "--force", sha)

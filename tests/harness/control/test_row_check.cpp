@@ -161,6 +161,23 @@ TEST(RowCheck, TheDataAndTheInitialWeightsArePresentAndWhole) {
   EXPECT_NE(refusal([&] { check_inputs_present(c, world_of(2)); }).find("--init-from: no file"), std::string::npos);
 }
 
+// --cache-dir naming a file (or a folder under one) failed the row when the set was written,
+// exit 1, its folders made.
+TEST(RowCheck, ACacheFolderThatIsAFileIsBadInput) {
+  TempDir dir;
+  testing::write_text(dir / "notes.txt", "a user's notes");
+  RunConfig c = small_row();
+  for (const auto& cache : {dir / "notes.txt", dir / "notes.txt" / "deeper"}) {
+    c.cache_dir = cache.string();
+    EXPECT_EQ(refusal([&] { check_inputs_present(c, world_of(1)); }),
+              "--cache-dir '" + cache.string() + "': '" + (dir / "notes.txt").string() + "' is a file, not a folder");
+  }
+  c.cache_dir = (dir / "new" / "cache").string();
+  EXPECT_EQ(refusal([&] { check_inputs_present(c, world_of(1)); }), "");
+  c.cache_dir = "none";
+  EXPECT_EQ(refusal([&] { check_inputs_present(c, world_of(1)); }), "");
+}
+
 // --nproc 1000 was killed by the OOM killer with no word from ddpbench.
 TEST(RowCheck, TheRanksOnThisMachineFitInItsMemory) {
   RunConfig c = small_row();

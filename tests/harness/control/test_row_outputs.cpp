@@ -31,5 +31,26 @@ TEST(RowOutputs, ATracedRowListsEachRanksTraceUnderBothNames) {
   EXPECT_EQ(row_outputs(c, 1, true, none)[2].name, "--trace-steps (rank 0's trace)");
 }
 
+// A sweep file (or a checkpoint) put at the synthetic cache's names was overwritten by the set:
+// the cache's files are outputs, which no input may be.
+TEST(RowOutputs, TheSyntheticCachesFilesAreARowsOutputsWhereItReadsThroughIt) {
+  RunConfig c;
+  c.dataset = DatasetKind::synthetic;
+  c.cache_dir = "/c";
+  c.seed = 1;
+  c.synthetic_train_images = 512;
+  c.synthetic_test_images = 128;
+  const auto cache = synthetic_cache_outputs(c);
+  ASSERT_EQ(cache.size(), 3u);
+  EXPECT_EQ(cache[0].path, std::filesystem::path("/c/synthetic/v1-seed1-train512-test128/train.bin"));
+  EXPECT_EQ(cache[2].path, std::filesystem::path("/c/synthetic/v1-seed1-train512-test128/crc32.txt"));
+  EXPECT_TRUE(cache[1].own_kind("/c/synthetic/v1-seed1-train512-test128/test.bin"));
+  c.cache_dir = "none";
+  EXPECT_TRUE(synthetic_cache_outputs(c).empty()) << "in memory: no file";
+  c.cache_dir = "/c";
+  c.dataset = DatasetKind::cifar10;
+  EXPECT_TRUE(synthetic_cache_outputs(c).empty());
+}
+
 }  // namespace
 }  // namespace ddpbench

@@ -308,12 +308,15 @@ TEST(SweepCommand, ResumeKeepsOnlyTheSlotsOwnRun) {
   EXPECT_NE(copied.err.find("quick (faithful, repetition 1 of 0-1): done before, not kept, run again (it was written as "),
             std::string::npos)
       << copied.err;
+  // A whole sweep's results.json there is no row's result file: refused, untouched (the output rule).
   std::filesystem::copy_file(dir / "out/results.json", rows / "quick.r1.json",
                              std::filesystem::copy_options::overwrite_existing);
+  const std::string whole_file = testing::read_text(rows / "quick.r1.json");
   const auto whole = testing::run_process(sweep_args(dir, {"--rows", "quick", "--repeat", "2", "--resume"}));
-  ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  EXPECT_NE(whole.err.find("run again (the file holds 2 runs of a sweep, not one row's run)"), std::string::npos)
-      << whole.err;
+  EXPECT_EQ(whole.exit_code, 2) << whole.err;
+  EXPECT_NE(whole.err.find("exists and is not a row's result file"), std::string::npos) << whole.err;
+  EXPECT_EQ(testing::read_text(rows / "quick.r1.json"), whole_file);
+  std::filesystem::remove(rows / "quick.r1.json");
   auto row = nlohmann::json::parse(testing::read_text(rows / "quick.r0.json"));
   row["runs"][0].erase("threads_per_rank");
   testing::write_text(rows / "quick.r0.json", row.dump());
@@ -384,7 +387,11 @@ TEST(SweepCommand, DryRunRefusesWhatEveryRepetitionWouldRefuse) {
   for (const auto& [extra, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--inject-fault-rank", "0", "--inject-fault-step", "5"},
             "row 'one' (faithful): --inject-fault-step 5: the row runs 4 steps (0-3) after --max-steps 4"},
-           {{"--nproc", "2"}, "row 'one' (faithful): --nproc 2: strategy 'single' runs in one process"}}) {
+           {{"--nproc", "2"}, "row 'one' (faithful): --nproc 2: strategy 'single' runs in one process"},
+           // Found by a rank before: a failed row (exit 1) in every repetition, its folders made.
+           {{"--init-from", (dir / "s.json").string()}, "row 'one' (faithful): --init-from '" + (dir / "s.json").string() +
+                                                            "': not a PyTorch file of named tensors"},
+           {{"--cache-dir", (dir / "s.json").string()}, "is a file, not a folder"}}) {
     const auto r = testing::run_process(args(extra));
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find(says), std::string::npos) << r.err;

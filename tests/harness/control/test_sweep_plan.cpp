@@ -356,6 +356,18 @@ TEST(Sweep, ARowFileIsKeptOnlyAsItsOwnSlotsRunOnWhatAutoFindsNow) {
   ResultDocument copied = doc;
   copied.runs[0].config["out"] = "results/rows/faithful/r.r0.json";
   EXPECT_EQ(why(copied), "it was written as results/rows/faithful/r.r0.json, not as results/rows/faithful/r.r1.json");
+  ResultDocument elsewhere = doc;  // another --out-dir's file copied into this one
+  elsewhere.runs[0].config["out"] = "A/rows/faithful/r.r1.json";
+  EXPECT_EQ(why(elsewhere), "it was written as A/rows/faithful/r.r1.json, not as results/rows/faithful/r.r1.json");
+  ResultDocument spelled = doc;
+  spelled.runs[0].config["out"] = "results/./rows/faithful/r.r1.json";
+  EXPECT_EQ(why(spelled), "");
+  ResultDocument two = doc;  // a whole results.json, its runs read as one slot's
+  two.runs.push_back(two.runs[0]);
+  two.runs[1].repetition = 1;
+  two.sweep = SweepInfo{};
+  two.sweep->repeat = 2;
+  EXPECT_EQ(why(two), "the file holds 2 runs of a sweep, not one row's run");
   ResultDocument other = doc;
   other.runs[0].name = "zzz";
   EXPECT_EQ(why(other), "it is row 'zzz''s run");

@@ -22,7 +22,8 @@ STAND_IN_FAULTS (JSON), what each build plays: {BUILD: {"sweep": FAULT, "after":
   build's Nth sweep on ("after", default 0). "slowdown" makes every time of its rows 1 + X longer.
   HOW: lie (prints "No regression." and exits 0), refuse (nothing on stdout, exit 2), bytes (a
   refusal that says bytes no UTF-8 reads, exit 2),
-  cannot-judge (the real table, then a "Cannot judge" line, exit 2), crash (SIGSEGV), hang, or,
+  cannot-judge (the real table, then a "Cannot judge" line, exit 2), crash (SIGSEGV), hang,
+  erase-judge (the real compare, then the judge's undecided rows beside its own removed), or,
   for --paired, old or new: rows still undecided below the cap as an older compare says it (exit
   0, "No regression.") or a newer one (exit 2, "Undecided below the cap"). "floor" is a compare
   with --min-vs-pytorch; a compare of a file with itself alone (the gate's proof) is never played.
@@ -190,8 +191,12 @@ def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> 
     played(fault, row)
     in_lockstep = os.environ.get("DDPBENCH_LOCKSTEP_SOCKET") and fault != "no-turns"
     step_s = 1.5 if fault == "slow-steps" else 0.002
-    # other-row: in lockstep, its ranks take their turns under another row's name (alone, beside the other build).
-    waited_s = take_turns("elsewhere" if fault == "other-row" else row, 16, step_s) if in_lockstep else None
+    # Each run that will be written takes its turns under its own name, the twin's too, as ddpbench's
+    # ranks and PyTorch's twins do; other-row: under another row's name (alone, beside the other build).
+    waited_s = None
+    for turned in ([row] + ([f"{row}.torch"] if "--reference" in args and row and "," not in row else [])
+                   if in_lockstep else []):
+        waited_s = take_turns("elsewhere" if fault == "other-row" else turned, 16, step_s)
     if not in_lockstep and fault == "slow-steps":
         time.sleep(16 * step_s)
     factor = (1 + float(spec.get("slowdown", 0))) * (1 + times.get("first_penalty", 0.0) * opens_a_pair(state, row))
@@ -293,6 +298,12 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["sweep"]:
         return sweep(argv[1:], build, spec, times, Path(os.environ["STAND_IN_STATE"]))
     how = compare_how(argv, spec) if argv[:1] == ["compare"] else None
+    if how == "erase-judge":  # the real compare, then the judge's undecided rows beside its own removed
+        real = subprocess.run([os.environ["STAND_IN_REAL"], *argv], check=False)
+        undecided = value_of(argv, "--undecided-out")
+        if undecided:
+            (Path(undecided).parent / Path(undecided).name.removeprefix("candidate-")).unlink(missing_ok=True)
+        return real.returncode
     if how:
         return compare(argv[1:], how)
     real = os.environ["STAND_IN_REAL"]

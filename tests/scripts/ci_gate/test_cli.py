@@ -126,7 +126,7 @@ class ThroughTheScriptTest(unittest.TestCase):
 
     def test_bisect_anywhere_makes_a_usage_error_128(self) -> None:
         # Any form of it (--bisect=1, an abbreviation) and --help under it: nothing judged, bisect stops.
-        for args in (["--bisect=1"], ["--bisect=yes", "--repeat", "3"], ["--bis", "--repeat", "0"], ["--bi", "--repat", "3"],
+        for args in (["--bisect=1"], ["--bisect=yes", "--repeat", "3"], ["--bis", "--repeat", "0"], ["--bi", "--repat", "3"], ["--bi=yes"], ["--bise=1", "--repat", "3"],
                      ["--bisect", "-h"],
                      ["--against", "HEAD", "--bisect", "--help"],
                      ["--repat", "3", "--bisect"], ["--bisect", "--repat", "3"], ["--", "--bisect"],

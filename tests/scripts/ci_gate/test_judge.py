@@ -109,6 +109,16 @@ class JudgeTest(StandInBuilds):
                       "candidate: exit 0", done.stdout)
         self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n")
 
+    def test_a_candidate_whose_compare_removes_the_judges_file_still_fails(self) -> None:
+        # The judge's undecided rows were checked after the candidate's compare had run beside them:
+        # removed, the baseline build was blamed (garbage, 125 under --bisect) for the candidate's regression.
+        baseline, candidate, _ = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [10.0 if row == "single"
+                                                                                           else 5.0, 0.005]}
+                                              for row in ROWS}, compare={"candidate": {"paired": "erase-judge"}})
+        done = self.run_rounds(baseline, candidate)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertEqual((self.dir / "out" / "verdict.txt").read_text(), "regression\n")
+
     def test_a_candidate_whose_compare_refuses_the_rounds_fails(self) -> None:
         baseline, candidate, log = self.builds({row: {"baseline": [5.0, 0.005], "candidate": [5.0, 0.005]}
                                                 for row in ROWS}, compare={"candidate": {"paired": "refuse"}})

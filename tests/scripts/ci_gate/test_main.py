@@ -152,13 +152,21 @@ class GateTest(unittest.TestCase):
         self.assertEqual((self.out / "verdict.txt").read_text(), "cannot judge\n")
 
     def test_a_closed_pipe_changes_no_answer(self) -> None:
+        # Its stdout, its stderr (every progress line the gate prints: they raised BrokenPipeError,
+        # exit 120 and no verdict), or both, gone before the gate says anything (| head -0).
         self.stand_in.state.mkdir(exist_ok=True)
-        gate = subprocess.Popen(["scripts/ci-bench", "--against", "HEAD", *QUICK], cwd=self.stand_in.repo,
-                                env=self.stand_in.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        gate.stdout.close()  # the reader is gone before the gate says anything (| head -0)
-        _, stderr = gate.communicate(timeout=120)
-        self.assertEqual(gate.returncode, 0, stderr)
-        self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
+        for closed in (("stdout",), ("stderr",), ("stdout", "stderr")):
+            with self.subTest(closed=closed):
+                (self.out / "verdict.txt").unlink(missing_ok=True)
+                read_end, write_end = os.pipe()
+                os.close(read_end)
+                streams = {name: write_end if name in closed else subprocess.DEVNULL for name in ("stdout", "stderr")}
+                gate = subprocess.Popen(["scripts/ci-bench", "--bisect", "--against", "HEAD", *QUICK],
+                                        cwd=self.stand_in.repo, env=self.stand_in.env(), **streams)
+                os.close(write_end)
+                gate.wait(timeout=120)
+                self.assertEqual(gate.returncode, 0, closed)
+                self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
 
     def test_no_child_outlives_the_gate(self) -> None:
         # A sweep whose child ignores SIGTERM: at the row's deadline, and after a signal to the gate;
@@ -169,7 +177,8 @@ class GateTest(unittest.TestCase):
                                      ([], "orphan", (signal.SIGTERM, signal.SIGINT)),
                                      (["--round-level"], "orphan", (signal.SIGTERM, signal.SIGINT)),
                                      ([], "deaf", (signal.SIGTERM, signal.SIGINT)),
-                                     (["--round-level"], "deaf", (signal.SIGTERM, signal.SIGINT))):
+                                     (["--round-level"], "deaf", (signal.SIGTERM, signal.SIGINT)),
+                                     ([], "orphan", (signal.SIGUSR1,)), (["--round-level"], "orphan", (signal.SIGQUIT,))):
             with self.subTest(mode=mode, fault=fault, signals=signals):
                 (state / "orphans").unlink(missing_ok=True)
                 env = self.stand_in.env({"candidate": {"sweep": fault}})
@@ -183,7 +192,8 @@ class GateTest(unittest.TestCase):
                     gate.send_signal(signum)
                     time.sleep(1)
                 _, stderr = gate.communicate(timeout=180)
-                self.assertEqual(gate.returncode, 143 if signals else 1, f"{mode} {signals}: {stderr}")
+                # Any signal whose default ends a process (SIGUSR1 and SIGQUIT left both builds running).
+                self.assertEqual(gate.returncode, 128 + signals[0] if signals else 1, f"{mode} {signals}: {stderr}")
                 orphan = int((state / "orphans").read_text().split()[0])
                 self.assertFalse(alive(orphan), f"{mode} {signals}: the sweep's child outlived the gate")
 

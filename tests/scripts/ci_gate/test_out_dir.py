@@ -12,6 +12,7 @@ import shutil
 import sys
 import tempfile
 import unittest
+from unittest import mock
 from pathlib import Path
 
 SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[3]))
@@ -79,6 +80,28 @@ class OutDirTest(unittest.TestCase):
         for name, text in near.items():
             self.assertEqual((self.out / name).read_text(), text, f"{name} is the user's")
 
+    def test_a_signal_in_the_gates_own_clearing_leaves_nothing_a_later_gate_refuses(self) -> None:
+        # rmtree removed the marker first, and a signal stopped it: every later gate refused the
+        # folder without its marker. Now a folder is renamed aside, then removed; one left aside
+        # (or half made) is the next gate's to remove, and only such a name of the gate's.
+        claim = self.claimed()
+        made = claim.folder("candidate")
+        (made / "round-00").mkdir()
+        claim.release()
+        cut_short = out_dir.OutDir(self.out, {}, {})
+        with mock.patch.object(out_dir.shutil, "rmtree", side_effect=KeyboardInterrupt):
+            with self.assertRaises(KeyboardInterrupt):
+                cut_short.claim()
+        cut_short.release()
+        self.assertFalse((self.out / "candidate").exists())
+        left = [p.name for p in self.out.iterdir() if p.name.startswith("candidate.")]
+        self.assertEqual(len(left), 1, left)
+        (self.out / "candidate.mine.ci-bench-tmp").mkdir()  # a user's, whatever it is called near the gate's
+        (self.out / "candidate.0123456789abcdef.ci-bench-tmp").mkdir()  # half made, before its marker
+        self.claimed()
+        self.assertEqual(sorted(p.name for p in self.out.iterdir() if p.name.startswith("candidate")),
+                         ["candidate.mine.ci-bench-tmp"])
+
     def test_a_documented_name_that_is_not_the_gates_kind_is_refused(self) -> None:
         claim = self.claimed()
         claim.release()
@@ -127,6 +150,12 @@ class WholeFilesTest(unittest.TestCase):
         os.chmod(target, 0o644)
         out_dir.write_whole(target, "{\"runs\": []}")
         self.assertEqual(os.stat(target).st_mode & 0o777, 0o644)
+        # A file it replaces keeps its own mode: the user's 0600 baseline was widened to 0644.
+        os.chmod(target, 0o600)
+        out_dir.write_whole(target, "{\"runs\": [1]}")
+        self.assertEqual(os.stat(target).st_mode & 0o777, 0o600)
+        out_dir.write_whole(self.folder / "new.json", "{}")
+        self.assertEqual(os.stat(self.folder / "new.json").st_mode & 0o777, 0o644)
 
     def test_a_folder_where_a_file_is_read_is_unreadable_never_the_gates_failure(self) -> None:
         """A sweep that left a folder at results.json made the gate fail (2; 128) where the sweep was at fault."""

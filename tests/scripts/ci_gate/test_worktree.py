@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -126,6 +127,44 @@ class WorktreeTest(unittest.TestCase):
             self.assertEqual([line for line in self.git("ls-files", "-v", cwd=src).splitlines()
                               if not line.startswith("H ")], [], "entries of the gate's index flagged")
             self.assertTrue((src / "harness" / "launch" / "lockstep_turns.hpp").is_file(), "REV checked out in part")
+
+    def test_an_edit_the_users_stat_settings_would_hide_is_seen(self) -> None:
+        # core.trustctime=false: a same-size edit with its mtime restored looked unchanged, and the
+        # gate's checkout of another REV overwrote it.
+        repo = self.stand_in.repo
+        (repo / "notes.txt").write_text("version-A\n")
+        self.git("add", "notes.txt")
+        self.git("commit", "-q", "-m", "A")
+        self.git("tag", "A")
+        (repo / "notes.txt").write_text("version-B\n")
+        self.git("commit", "-q", "-am", "B")
+        done = self.stand_in.gate("--against", "A", *QUICK)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        src = repo / "build-against" / "src"
+        self.git("update-index", "--refresh", cwd=src)
+        stat = (src / "notes.txt").stat()
+        time.sleep(1.1)
+        (src / "notes.txt").write_text("USEREDIT1\n")  # the same size
+        os.utime(src / "notes.txt", ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        self.git("config", "core.trustctime", "false")
+        self.git("config", "core.checkStat", "minimal")
+        done = self.stand_in.gate("--against", "HEAD", *QUICK)
+        self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
+        self.assertIn("holds changes scripts/ci-bench did not make (notes.txt)", done.stderr)
+        self.assertEqual((src / "notes.txt").read_text(), "USEREDIT1\n")
+
+    def test_an_add_of_the_gates_cut_short_is_the_gates_to_redo(self) -> None:
+        # A signal between `git worktree add` and the token it writes into the worktree left a
+        # worktree every later gate called a stranger's; the gate's intent, written first, says it
+        # was its own (a worktree without it stays refused).
+        src = self.made()
+        admin = Path(self.git("rev-parse", "--absolute-git-dir", cwd=src).strip())
+        (admin / "ddpbench-ci-bench-token").unlink()
+        self.refused("that scripts/ci-bench did not add", folder=src)
+        (src.parent / ".ddpbench-ci-bench-adding").write_text("adding\n")
+        self.made()
+        self.assertFalse((src.parent / ".ddpbench-ci-bench-adding").exists())
+        self.made()
 
     def test_no_worktree_of_the_users_is_pruned_and_no_hook_of_theirs_runs(self) -> None:
         moved = self.dir / "moved"
