@@ -194,9 +194,11 @@ void add_distributed_options(std::vector<RunOption>& o) {
       documented(option("nproc", &RunConfig::nproc, "N",
                         "processes to start for a distributed strategy (one per device); ignored under a launcher"),
                  "processes a distributed strategy starts on this machine, one per device. Above 1 it wins "
-                 "over SLURM's and Open MPI's variables (the ranks get none of them) and is bad input inside "
-                 "a torchrun world (RANK set); at 1, a process that torchrun, srun or mpirun started is one "
-                 "rank of their world"));
+                 "over SLURM's batch step and Open MPI's world of one (the ranks get none of their variables) "
+                 "and is bad input inside a torchrun world (RANK set) or a launcher's world of more than one (a "
+                 "step srun started with 2 or more tasks, mpirun's 2 or more processes: each would start a "
+                 "world of its own); at 1, a process that torchrun, srun or mpirun started is one rank of their "
+                 "world"));
   o.push_back(
       documented(option("nodes", &RunConfig::nodes, "N",
                         "nodes the ranks span: recorded as the launcher placed them; above 1, srun's ranks check it"),

@@ -440,11 +440,35 @@ def stop_group(process: subprocess.Popen) -> None:
 
 
 def kill_leftovers(process: subprocess.Popen) -> None:
-    """SIGKILL to what is left of the process's group once it has ended."""
+    """SIGKILL to what is left of the process's session once it has ended: its group, and every
+    other group in its session (it was started as one; a child that moved to a group of its own,
+    as shell job control does, outlived a kill of the group). A process that left the session
+    (setsid) is out of reach."""
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for pid in session_members(process.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def session_members(session: int) -> list[int]:
+    """The processes whose session is `session` (/proc/PID/stat's sixth field), but this one."""
+    members = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                text = stat.read()
+            if int(text[text.rindex(b")") + 2:].split()[3]) == session:  # state, ppid, pgrp, session
+                members.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return members
 
 
 class CannotStart(Exception):

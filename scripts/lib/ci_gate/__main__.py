@@ -22,6 +22,6 @@ except Exception:  # the gate cannot even start (a file of it missing or broken)
     sys.exit(128 if bisect else 2)
 
 try:
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(sys.argv[1:], restore_handlers=False))
 except KeyboardInterrupt:  # SIGINT in the instants before main installs its handlers
     sys.exit(130)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TextIO
 
-from . import children, machine_load
+from . import builds, children, machine_load
 from .judge import Floor, PairedCompare, Ruling, read_by_its_proof, regressions, run_compare
 from .out_dir import OutDir, open_new
 from .outcomes import Outcome, Side, Stop, What
@@ -54,7 +54,7 @@ class Rounds:
         baseline build's as a baseline (against itself), the candidate's as the current file against
         it (a baseline's rules, such as no slowdown injected, are not the candidate's). One it
         refuses is that build's garbage, never the judge's refusal of the rounds."""
-        said = run_compare(Side.BASELINE, [self.baseline.binary, "compare", str(baseline), str(results)],
+        said = run_compare(Side.BASELINE, [builds.checked(self.baseline.binary), "compare", str(baseline), str(results)],
                            self.settings.compare_deadline_s)
         if not read_by_its_proof(said):
             raise Stop(arm.side, What.GARBAGE, f"the {arm.label} build's rounds file {results} is refused by the "

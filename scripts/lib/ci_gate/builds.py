@@ -12,7 +12,7 @@ from . import children
 from .cli import Settings
 from .out_dir import OutDir
 from .outcomes import Side, Stop, What
-from .worktree import RevFolder
+from .worktree import RevFolder, file_digest
 
 
 def set_up(side: Side, what: str, setup_sh: Path, deadline_s: float, log: Path, env: dict[str, str]) -> None:
@@ -50,8 +50,25 @@ def rev_binary(s: Settings, rev: RevFolder, sha: str, out: OutDir) -> str:
     if not os.access(rev.binary_path, os.X_OK):
         raise Stop(Side.BASELINE, What.BUILD_FAILED, f"{s.against} ({sha[:12]}) does not build: its set-up left no "
                    f"{rev.binary_path}, so no commit can be compared with it")
-    rev.mark_built(sha)
+    digest = file_digest(rev.binary_path)
+    rev.mark_built(sha, digest)
+    _pinned[str(rev.binary_path)] = digest
     return str(rev.binary_path)
+
+
+# REV's binary and its SHA-256 as the gate built it: checked before every use.
+_pinned: dict[str, str] = {}
+
+
+def checked(binary: str) -> str:
+    """`binary`, unchanged since the gate built it where it is REV's: the candidate runs as the
+    same user and could write over it (a 50 % slower candidate passed, both "builds" and the judge
+    its own). A changed one judges nothing: cannot judge (125 under --bisect), never a pass."""
+    want = _pinned.get(binary)
+    if want is not None and file_digest(Path(binary)) != want:
+        raise Stop(Side.BASELINE, What.GARBAGE, f"REV's binary {binary} changed since the gate built it (not by the "
+                   f"gate): nothing measured or judged with it can judge the candidate")
+    return binary
 
 
 def dry_run(side: Side, binary: str, s: Settings) -> str:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Iterator
 
+import lockstep  # scripts/lib, beside the package
+
 from .out_dir import open_new
 from .outcomes import Side, Signalled, Stop, What
 from .reading import tail
@@ -123,12 +125,10 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def stop_leftovers(process: subprocess.Popen) -> None:
-    """What an ended child left running in its group (a burner it started in the background): its
-    side's, so it ends with it, never outliving the gate or passing for another's load."""
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """What an ended child left running in its session (a burner it started in the background, in
+    its group or one of its own): its side's, so it ends with it, never outliving the gate or
+    passing for another's load."""
+    lockstep.kill_leftovers(process)
 
 
 def stop_all() -> None:

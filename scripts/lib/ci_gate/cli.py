@@ -353,8 +353,10 @@ def rounds_plan(s: Settings, lockstep: bool) -> RoundsPlan:
 
 
 def deadlines(env: dict[str, str]) -> Deadlines:
+    # At least a second, as --turn-timeout-s: a deadline of 0.001 s blamed the candidate (its dry
+    # run "hung") at every commit, where the setting was the user's mistake.
     def seconds(name: str) -> float:
-        return number(name, env[name], 0, 7 * 86400, "(0, 604800]")
+        return number(name, env[name], 1, 7 * 86400, "[1, 604800]")
     return Deadlines(seconds("DDPBENCH_CI_BUILD_TIMEOUT_S"), seconds("DDPBENCH_CI_SWEEP_TIMEOUT_S"),
                      seconds("DDPBENCH_CI_ROW_TIMEOUT_S"), seconds("DDPBENCH_CI_COMPARE_TIMEOUT_S"))
 

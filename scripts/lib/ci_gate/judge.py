@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import children
+from . import builds, children
 from .outcomes import Side, Stop, What
 from .reading import Unreadable, read_text
 
@@ -155,7 +155,7 @@ class PairedCompare:
     deadline_s: float = 300.0
 
     def command(self, binary: str, baseline: Path, candidate: Path, undecided: Path, out: Path) -> list[str]:
-        command = [binary, "compare", str(baseline), str(candidate), "--paired", "--threshold",
+        command = [builds.checked(binary), "compare", str(baseline), str(candidate), "--paired", "--threshold",
                    str(self.threshold), "--alpha", str(self.alpha), "--metric", *self.metrics.split(","),
                    "--min-rounds", str(self.min_rounds), "--max-rounds", str(self.max_rounds), "--undecided-out",
                    str(undecided), "--out", str(out)]
@@ -200,7 +200,7 @@ class Floor:
     deadline_s: float = 300.0
 
     def command(self, binary: str, rounds: Path) -> list[str]:
-        return [binary, "compare", str(rounds), str(rounds), "--normalize-by", "twin", "--metric",
+        return [builds.checked(binary), "compare", str(rounds), str(rounds), "--normalize-by", "twin", "--metric",
                 *self.metrics.split(","), "--min-vs-pytorch", str(self.floor)]
 
     def check(self, rounds: Path) -> tuple[Ruling, str]:

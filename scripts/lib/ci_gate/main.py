@@ -189,10 +189,15 @@ def ended(gate: GateRun, argv: list[str]) -> tuple[Outcome, str]:
                                                f"scripts/ci-bench or of the machine, never the candidate's"), ""
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], restore_handlers: bool = True) -> int:
+    """The gate; its exit code. `restore_handlers` False (the program's own run, __main__) leaves
+    every signal ignored once the answer is known, until the process ends: a signal after the
+    verdict was written killed it by that signal, the verdict standing beside a 143."""
     bisect = wants_bisect(argv)  # anywhere on the line: git bisect run must never read a usage error as "bad"
     if not isinstance(sys.stdout, ReaderGone):  # every print of the gate's, each module's own included
-        sys.stdout, sys.stderr = ReaderGone(sys.stdout), ReaderGone(sys.stderr)
+        # A stream closed before the gate started (>&-) is None in Python: /dev/null then.
+        sys.stdout, sys.stderr = (ReaderGone(stream if stream is not None else open(os.devnull, "w"))
+                                  for stream in (sys.stdout, sys.stderr))
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # no child writes bytecode into a build's tree
     for name in [name for name in os.environ if name.startswith("GIT_")]:
         del os.environ[name]  # a hook's GIT_DIR or GIT_INDEX_FILE: no child reaches the caller's repository
@@ -213,6 +218,6 @@ def main(argv: list[str]) -> int:
     for sig in SIGNALS:  # a signal come since is too late to change the answer; none stays blocked
         signal.signal(sig, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
-    for sig, handler in previous.items():
+    for sig, handler in previous.items() if restore_handlers else ():
         signal.signal(sig, handler)
     return code

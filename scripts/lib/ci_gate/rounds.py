@@ -17,7 +17,7 @@ from pathlib import Path
 
 import lockstep
 
-from . import children
+from . import builds, children
 from .out_dir import write_whole
 from .reading import Unreadable, read_json
 from .outcomes import Side, Stop, What
@@ -61,7 +61,7 @@ class Refusal(Exception):
 def sweep_command(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path) -> list[str]:
     """One row (and its PyTorch twin) on one build, its results in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
-    command = [arm.binary, "sweep", "--file", str(sweep_file), "--mode", "faithful", "--table", "tutorial", "--rows",
+    command = [builds.checked(arm.binary), "sweep", "--file", str(sweep_file), "--mode", "faithful", "--table", "tutorial", "--rows",
                row, "--repeat", "1", "--out-dir", str(folder), *arm.sweep_args, *arm.row_args.get(row, ())]
     return command + (["--reference"] if twins else [])
 

@@ -296,15 +296,22 @@ class RevFolder:
         self.run_git(self.src, "checkout", "--quiet", "--detach", "--force", sha)
         write_whole(self.dir / CHECKED_OUT, sha + "\n")
         (self.dir / CHECKING_OUT).unlink()
-        if self.built_rev() != sha:  # a binary of another REV must not pass for this one's
+        # A binary of another REV must not pass for this one's, nor one changed since the gate built
+        # it (a candidate can write over it: it runs as the same user); either is built afresh.
+        if self.built_rev() != sha or file_digest(self.binary_path) != self.built_digest():
             (self.dir / BUILT_REV).unlink(missing_ok=True)
             self.binary_path.unlink(missing_ok=True)
 
     def built_rev(self) -> str:
-        return read_text(self.dir / BUILT_REV)
+        return read_text(self.dir / BUILT_REV).split("\n")[0]
 
-    def mark_built(self, sha: str) -> None:
-        write_whole(self.dir / BUILT_REV, sha + "\n")
+    def built_digest(self) -> str:
+        """The SHA-256 of REV's binary as the gate built it ("" where not recorded)."""
+        lines = read_text(self.dir / BUILT_REV).split("\n")
+        return lines[1] if len(lines) > 1 else ""
+
+    def mark_built(self, sha: str, digest: str) -> None:
+        write_whole(self.dir / BUILT_REV, sha + "\n" + digest + "\n")
 
     def run_git(self, cwd: Path, *args: str) -> None:
         done = git(cwd, *args)
@@ -334,6 +341,17 @@ def untracked(src: Path) -> list[str]:
     """Every path in `src` git does not track, ignored or not: `git ls-files --others` lists them
     whatever the ignore rules and status settings (a nested repository as its folder)."""
     return [path for path in git_out(src, "ls-files", "--others", "-z").split("\0") if path]
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a plain file's bytes, or "" where it is none."""
+    try:
+        if not path.is_file():
+            return ""
+        with open(path, "rb") as file:
+            return hashlib.sha256(file.read()).hexdigest()
+    except OSError:
+        return ""
 
 
 def read_text(path: Path) -> str:

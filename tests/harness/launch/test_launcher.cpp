@@ -377,10 +377,13 @@ TEST(Launcher, RunsAsOneRankUnderAnExternalLauncher) {
 
 // Launch contexts are explicit: --nproc N starts N ranks here whatever SLURM or Open MPI
 // say (their variables do not reach the ranks), and is a contradiction inside torchrun.
-TEST(Launcher, AnExplicitNprocWinsOverSlurmAndMpiVariables) {
+// SLURM's batch step (its tasks the allocation's, no step of them) and a world of one are no world
+// --nproc would start a second of; a step of 2 tasks or mpirun's 2 processes are
+// (Launcher.DistributedInputErrorsExitTwo).
+TEST(Launcher, AnExplicitNprocWinsOverSlurmsBatchStepAndAWorldOfOne) {
   const std::vector<std::vector<std::string>> contexts = {{"SLURM_PROCID=0", "SLURM_NTASKS=1"},
                                                           {"SLURM_PROCID=0", "SLURM_NTASKS=4", "SLURM_LOCALID=0"},
-                                                          {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=3"}};
+                                                          {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1"}};
   for (const auto& context : contexts) {
     TempDir dir;
     const auto r = testing::run_process(ddp_args({"--nproc", "2", "--timeout-s", "20", "--out", (dir / "r.json").string()}),

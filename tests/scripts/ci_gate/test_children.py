@@ -104,6 +104,14 @@ class ProblemTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0)
         time.sleep(0.2)
         self.assertFalse(alive(int((folder / "left").read_text())), "a child's leftover outlived it")
+        # One that moved to a process group of its own (as job control does) is still of its session.
+        moved = (f"{sys.executable} -c 'import os, time; os.setpgid(0, 0); "
+                 f"open(\"{folder}/moved\", \"w\").write(str(os.getpid())); time.sleep(300)' & "
+                 f"while [ ! -s {folder}/moved ]; do sleep 0.05; done; exit 0")
+        done = sh(moved, deadline_s=30, log=folder / "log2")
+        self.assertEqual(done.returncode, 0)
+        time.sleep(0.2)
+        self.assertFalse(alive(int((folder / "moved").read_text())), "a child in a group of its own outlived it")
 
     def test_a_child_that_cannot_start_is_its_sides_crash(self) -> None:
         with self.assertRaises(Stop) as raised:

@@ -69,6 +69,11 @@ class ParseTest(unittest.TestCase):
             with self.subTest(args=args), self.assertRaises(cli.Usage) as raised:
                 parse(*args)
             self.assertIn(says, str(raised.exception))
+        # A deadline of a millisecond blamed the candidate (its dry run "hung") at every commit.
+        for name in ("DDPBENCH_CI_COMPARE_TIMEOUT_S", "DDPBENCH_CI_ROW_TIMEOUT_S"):
+            with self.subTest(name=name), self.assertRaises(cli.Usage) as raised:
+                parse(**{name: "0.001"})
+            self.assertIn(f"{name} must be a number in [1, 604800]", str(raised.exception))
 
     def test_a_row_name_that_is_no_plain_name_is_refused(self) -> None:
         """Each row names the gate's folders under --out-dir: '../../victim' made it delete and write

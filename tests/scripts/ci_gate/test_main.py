@@ -67,6 +67,22 @@ class OwnFailureTest(unittest.TestCase):
                     contextlib.redirect_stderr(io.StringIO()):
                 self.assertEqual(main.main([*argv, *flags]), 143, flags)
 
+class LastSignalTest(unittest.TestCase):
+    def test_once_the_answer_is_known_the_program_ignores_every_signal_until_it_ends(self) -> None:
+        """A SIGTERM after the verdict was written killed the gate by it (143 beside a verdict):
+        the program's own run leaves the signals ignored; a caller in the same process (a test)
+        gets its handlers back."""
+        previous = {sig: signal.getsignal(sig) for sig in main.SIGNALS}
+        self.addCleanup(lambda: [signal.signal(sig, handler) for sig, handler in previous.items()])
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            main.main(["--help"], restore_handlers=False)
+        self.assertEqual({signal.getsignal(sig) for sig in main.SIGNALS}, {signal.SIG_IGN})
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            main.main(["--help"])
+        self.assertEqual({signal.getsignal(sig) for sig in main.SIGNALS}, {signal.SIG_IGN},
+                         "the handlers it found were SIG_IGN's: given back as found")
+
+
 class FinishTest(unittest.TestCase):
     """The answer and the verdict survive the machine: a reader gone from a pipe changes nothing, a
     full disk is the gate's failure (never a side's), and so is a verdict that cannot be written."""
@@ -151,6 +167,23 @@ class GateTest(unittest.TestCase):
         self.assertEqual(done.returncode, 125, done.stdout + done.stderr)
         self.assertEqual((self.out / "verdict.txt").read_text(), "cannot judge\n")
 
+    def test_a_candidate_that_writes_over_revs_binary_is_never_a_pass(self) -> None:
+        # It runs as the same user: copied over REV's binary, from the next round both "builds" and
+        # the judge were its own, and a 50 % slower candidate passed (0).
+        rev_binary = self.stand_in.repo / "build-against" / "build" / "ddpbench"
+        evil = self.stand_in.folder / "evil-ddpbench"
+        evil.write_text(f"#!/bin/sh\ncase \"$*\" in *--dry-run*) ;; sweep*) cp \"$0\" {rev_binary} ;; esac\n"
+                        f"exec {self.stand_in.candidate} \"$@\"\n")
+        evil.chmod(0o755)
+        done = self.stand_in.gate("--bisect", "--against", "HEAD", *QUICK, faults={"candidate": {"slowdown": 0.5}},
+                                  DDPBENCH_BINARY=str(evil))
+        self.assertEqual(done.returncode, 125, done.stdout + done.stderr)
+        self.assertIn("changed since the gate built it", done.stderr)
+        self.assertEqual((self.out / "verdict.txt").read_text(), "cannot judge\n")
+        # The next gate builds REV afresh (the binary there is not the one it built) and judges.
+        done = self.stand_in.gate("--against", "HEAD", *QUICK, faults={"candidate": {"slowdown": 0.5}})
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+
     def test_a_closed_pipe_changes_no_answer(self) -> None:
         # Its stdout, its stderr (every progress line the gate prints: they raised BrokenPipeError,
         # exit 120 and no verdict), or both, gone before the gate says anything (| head -0).
@@ -167,6 +200,12 @@ class GateTest(unittest.TestCase):
                 gate.wait(timeout=120)
                 self.assertEqual(gate.returncode, 0, closed)
                 self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
+        # Its stdout closed before it started (>&-): Python's sys.stdout is None (exit 120 then).
+        (self.out / "verdict.txt").unlink(missing_ok=True)
+        done = subprocess.run(["bash", "-c", 'exec scripts/ci-bench --bisect --against HEAD "$@" >&- 2>/dev/null', "gate",
+                               *QUICK], cwd=self.stand_in.repo, env=self.stand_in.env(), timeout=120)
+        self.assertEqual(done.returncode, 0)
+        self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
 
     def test_no_child_outlives_the_gate(self) -> None:
         # A sweep whose child ignores SIGTERM: at the row's deadline, and after a signal to the gate;
