@@ -411,17 +411,25 @@ class Coordinator:
                     return
 
 
+def stat_fields(pid: int) -> list[bytes] | None:
+    """/proc/PID/stat's fields after "(comm)" (a name may hold spaces and parentheses): state,
+    ppid, pgrp, session, ...; None where it cannot be read (the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read()
+        return text[text.rindex(b")") + 2:].split()
+    except (OSError, ValueError):
+        return None
+
+
 def ancestors(pid: int) -> list[int]:
-    """`pid`'s parent, its parent's, ... up to init (/proc/PID/stat's fourth field); as far as they
-    can be read."""
+    """`pid`'s parent, its parent's, ... up to init; as far as they can be read."""
     chain: list[int] = []
     while pid > 1 and len(chain) < 4096:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as stat:
-                text = stat.read()
-            pid = int(text[text.rindex(b")") + 2:].split()[1])  # after "(comm)": state, then ppid
-        except (OSError, ValueError, IndexError):
+        fields = stat_fields(pid)
+        if fields is None or len(fields) < 2:
             break
+        pid = int(fields[1])
         chain.append(pid)
     return chain
 
@@ -456,18 +464,14 @@ def kill_leftovers(process: subprocess.Popen) -> None:
 
 
 def session_members(session: int) -> list[int]:
-    """The processes whose session is `session` (/proc/PID/stat's sixth field), but this one."""
+    """The processes whose session is `session`, but this one."""
     members = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as stat:
-                text = stat.read()
-            if int(text[text.rindex(b")") + 2:].split()[3]) == session:  # state, ppid, pgrp, session
-                members.append(int(entry.name))
-        except (OSError, ValueError, IndexError):
-            continue
+        fields = stat_fields(int(entry.name))
+        if fields is not None and len(fields) > 3 and int(fields[3]) == session:
+            members.append(int(entry.name))
     return members
 
 
