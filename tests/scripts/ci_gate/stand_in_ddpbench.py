@@ -57,6 +57,15 @@ def value_of(args: list[str], flag: str) -> str | None:
     return args[args.index(flag) + 1] if flag in args else None
 
 
+def replaced(path: Path, text: str) -> None:
+    """`path` holds `text` whole: a sweep the gate kills while it counts (a signal, a deadline)
+    left the next sweep an empty count, which it died reading (exit 1, no results: the baseline's
+    garbage in a test that never faulted the baseline)."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
 def counted(state: Path, build: str, row: str) -> tuple[int, int]:
     """This build's sweeps so far, and its runs of `row`, before this one; a line in the run log.
     Under a lock: two builds run at once in lockstep, and may share a label."""
@@ -66,7 +75,7 @@ def counted(state: Path, build: str, row: str) -> tuple[int, int]:
         for name in (f"{build}.count", f"{build}.{row}.count"):
             path = state / name
             counts.append(int(path.read_text()) if path.exists() else 0)
-            path.write_text(str(counts[-1] + 1))
+            replaced(path, str(counts[-1] + 1))
         with open(state / "runs.log", "a") as log:
             log.write(f"{build} {row}\n")
         with open(state / "pids", "a") as pids:
@@ -81,7 +90,7 @@ def opens_a_pair(state: Path, row: str) -> bool:
         last = state / "last"
         previous, streak = (last.read_text().split() + ["", "0"])[:2] if last.exists() else ("", "0")
         streak = int(streak) + 1 if previous == row else 1
-        last.write_text(f"{row} {streak}")
+        replaced(last, f"{row} {streak}")
     return streak % 2 == 1
 
 
