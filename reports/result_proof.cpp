@@ -249,10 +249,14 @@ bool config_is_null(const RunResult& r, const json& writer_defaults, const char*
   return writer_defaults.contains(key) && writer_defaults.at(key).is_null();
 }
 
-// Where a row says it ran: NCCL on the CPU is no run's ("other: " work).
-std::string misplaced(const RunResult& r) {
+// Where a row says it ran: NCCL on the CPU is no run's, nor a GPU on a machine whose
+// environment (written by the same sweep) found none ("other: " work).
+std::string misplaced(const RunResult& r, const Environment& environment) {
   const json backend = r.strategy_details.is_object() ? r.strategy_details.value("backend", json()) : json();
   if (backend == "nccl" && r.device.starts_with("cpu")) return "other: it says it reduced with NCCL on " + r.device;
+  if (r.device.starts_with("cuda") && environment.gpus.empty()) {
+    return "other: it says it ran on " + r.device + ", but its file's environment found no GPU";
+  }
   return {};
 }
 
@@ -505,7 +509,7 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
     if (r.status == RunStatus::ok) prove_step_records(r, proven.side_);
     if (r.status != RunStatus::ok) continue;
     const std::string unmeasured = unmeasured_figure(r);
-    std::string less = unmeasured.empty() ? misplaced(r) : std::string();
+    std::string less = unmeasured.empty() ? misplaced(r, document.environment) : std::string();
     if (unmeasured.empty() && less.empty()) less = less_work(r, document.option_defaults);
     if (unmeasured.empty() && less.empty()) continue;
     r.status = RunStatus::failed;

@@ -72,6 +72,7 @@ TEST(MatchedSteps, StepsThatDoNotMatchGiveNoRatio) {
 ResultDocument lockstep_rounds(bool candidate) {
   ResultDocument doc;
   doc.environment.libtorch_version = "2.11.0";
+  doc.environment.gpus = {{"NVIDIA A100-SXM4-40GB", 40LL << 30, "8.0"}};  // sample_run's rows are on cuda:0
   for (std::size_t run = 0; run < kFactors.size(); ++run) {
     doc.runs.push_back(with_steps(candidate ? candidate_steps(run) : kBaseSteps, static_cast<int64_t>(run)));
   }

@@ -22,6 +22,7 @@ using testing::twin_document;
 ResultDocument swept(std::vector<RunResult> runs, int64_t repeat) {
   ResultDocument doc;
   doc.environment.libtorch_version = "2.11.0";
+  doc.environment.gpus = {{"NVIDIA A100-SXM4-40GB", 40LL << 30, "8.0"}};  // sample_run's rows are on cuda:0
   doc.runs = std::move(runs);
   doc.sweep = SweepInfo{};
   doc.sweep->repeat = repeat;
@@ -478,6 +479,22 @@ TEST(ResultProof, AStrategyOrBackendNoRunOfItsConfigurationHasIsOtherWork) {
   r.strategy = "single";
   EXPECT_EQ(proven(swept({r}, 1)).document().runs[0].reason,
             "did other work than configured: it ran strategy single where its configuration asks ddp");
+}
+
+// A row that says it trained on a GPU in a file whose environment found none (an edited
+// device, or a file put together from two machines) was judged as the GPU run it claims.
+TEST(ResultProof, AGpuRowOnAMachineWithoutGpusIsOtherWork) {
+  RunResult r = sample_run("single", "faithful", 1, 10, 5000);
+  r.device = "cuda:0";
+  ResultDocument doc = swept({r}, 1);
+  doc.environment.gpus.clear();
+  EXPECT_EQ(proven(doc).document().runs[0].reason,
+            "did other work than configured: it says it ran on cuda:0, but its file's environment found no GPU");
+  doc.environment.gpus.push_back(GpuInfo{});
+  EXPECT_EQ(proven(doc).document().runs[0].status, RunStatus::ok) << proven(doc).document().runs[0].reason;
+  doc.runs[0].device = "cpu";
+  doc.environment.gpus.clear();
+  EXPECT_EQ(proven(doc).document().runs[0].status, RunStatus::ok) << proven(doc).document().runs[0].reason;
 }
 
 TEST(ResultProof, AFailedTwinLeavesTheFloorUnjudged) {
