@@ -12,7 +12,7 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Callable, Iterator
 
 import lockstep  # scripts/lib, beside the package
 
@@ -21,6 +21,26 @@ from .outcomes import Side, Signalled, Stop, What
 from .reading import tail
 
 _live: set[subprocess.Popen] = set()
+# What the gate checks once each build's process has ended (main sets it when --out-dir is
+# claimed): what that process left where only the gate writes, in a phrase, or "".
+_left_by: list[Callable[[str], str]] = []
+
+
+def check_after_each(check: Callable[[str], str]) -> None:
+    _left_by[:] = [check]
+
+
+def require_nothing_left(sides: tuple[Side, ...], what: str) -> None:
+    """Raise the side's garbage where `what` (ended) left something at the gate's own names: its
+    side's fault, found as soon as it ended, so that no other side's is blamed; where two builds
+    ran at once (lockstep), neither can be told: the baseline's side, which cannot judge (125
+    under --bisect), never a pass and never the candidate blamed for REV's."""
+    for check in _left_by:
+        said = check(what)
+        if said and len(sides) == 1:
+            raise Stop(sides[0], What.GARBAGE, said)
+        if said:
+            raise Stop(Side.BASELINE, What.GARBAGE, f"{said}; both builds ran at once, so neither can be blamed")
 
 
 class Starting:
@@ -228,4 +248,6 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
     for kept in (out, err):  # a grandchild outside the group may hold the pipe open: what was read stands
         if kept.thread is not None:
             kept.thread.join(timeout=5.0)
+    if side in (Side.CANDIDATE, Side.BASELINE):  # the gate's own git writes nowhere near --out-dir
+        require_nothing_left((side,), what)
     return Finished(side, what, process.returncode, timed_out, deadline_s, log, out.text(), err.text())

@@ -114,6 +114,7 @@ class GateRun:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.out: OutDir | None = None  # claimed: the verdict goes there
+        self.rev: RevFolder | None = None  # claimed: REV's worktree
 
     def run(self, argv: list[str]) -> tuple[Outcome, str]:
         try:
@@ -130,6 +131,7 @@ class GateRun:
                 inputs["--current"] = s.current
             self.out = OutDir(s.out_dir, inputs, {})
             self.out.claim()
+            children.check_after_each(self.out.left_by)
             return stored_gate(s, self.out, candidate_binary(s, self.out))
         sha = resolve_rev(self.root, s.against)
         rev = RevFolder(self.root, s.against_dir, s.build_dir, s.binary)
@@ -139,12 +141,27 @@ class GateRun:
         self.out = OutDir(s.out_dir, inputs, {"--against-dir": s.against_dir})
         self.out.check()
         self.out.claim()
+        children.check_after_each(self.out.left_by)
         rev.claim(s.out_dir, inputs)
+        self.rev = rev
         return paired_gate(s, self.out, rev, sha)
+
+    def record_rev_worktree(self) -> None:
+        """What REV's set-up and runs left in its worktree, recorded once every child has ended (a
+        stamp file there read as a user's change refused every later gate: 128, the bisection
+        stopped). Where it cannot be recorded, the next gate names what it finds."""
+        if self.rev is None:
+            return
+        try:
+            self.rev.record_left()
+        except (Stop, OSError) as error:
+            say(f"ci-bench: what REV's runs left in {self.rev.src} could not be recorded ({error}): the next gate may "
+                f"refuse it as a user's change\n", sys.stderr)
 
     def finish(self, outcome: Outcome, text: str, bisect: bool) -> int:
         """The report and the verdict; a verdict that cannot be written is the gate's failure."""
         outcome = machines_fault(outcome, self.out)
+        outcome = self.strangers_set_aside(outcome)
         if outcome.verdict is not None and self.out is not None and self.out.lock_fd >= 0:
             try:
                 self.write_verdict(outcome, bisect)
@@ -162,6 +179,26 @@ class GateRun:
         say(f"ci-bench: {outcome.verdict or 'no verdict'}: {outcome.side.value}, {outcome.what.value} (exit {code}"
             f"{' under --bisect' if bisect else ''})\n", sys.stderr)
         return code
+
+    def strangers_set_aside(self, outcome: Outcome) -> Outcome:
+        """What stands at the gate's names in --out-dir that it did not make, set aside (renamed,
+        never removed) so that the verdict can be written. A process the gate waited for that left
+        it was blamed when it ended; found only now, it was left by one that escaped the gate's
+        watch (a build's process in a session of its own): no pass stands beside it."""
+        if self.out is None or self.out.lock_fd < 0:
+            return outcome
+        try:
+            moved = self.out.set_strangers_aside()
+        except OSError as error:
+            return Outcome(Side.GATE, What.FAILED, f"cannot set aside what stands at the gate's names in --out-dir "
+                                                   f"{self.out.given}: {error}")
+        for was, now in moved:
+            say(f"ci-bench: {was} was not made by the gate; set aside as {now} (not removed)\n", sys.stderr)
+        if moved and outcome.code.plain == 0:
+            return Outcome(Side.GATE, What.FAILED, f"{', '.join(str(was) for was, _ in moved)} appeared at the gate's "
+                           f"names in --out-dir after every process it waited for had been checked (a build's process "
+                           f"that escaped the gate's watch): no answer stands beside it")
+        return outcome
 
     def write_verdict(self, outcome: Outcome, bisect: bool) -> None:
         assert self.out is not None
@@ -210,6 +247,7 @@ def main(argv: list[str], restore_handlers: bool = True) -> int:
     finally:
         signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # the verdict is written whole
         children.stop_all()
+        gate.record_rev_worktree()
     try:
         code = (128 if bisect else 0) if outcome is HELP else gate.finish(outcome, text, bisect)
     except Exception:  # even the report: never the candidate's

@@ -2,9 +2,11 @@
 made it: absent, empty, or holding the gate's marker (MARKER, which names the folder); any other
 folder is refused before anything is made, built or run. Inside it the gate replaces or removes
 only its documented names (OUTPUTS, and the folders of FOLDERS, each made with FOLDER_MARKER in
-it), each written whole through a fresh temporary name NAME.RANDOM + TMP_SUFFIX that nothing can
-be waiting at (write_whole). One gate at a time: LOCK, opened without truncating, and only once
-the folder is marked. Nothing the gate reads may lie inside it.
+it); what a process it ran leaves at those names is that process's side's fault, and is set aside
+(NAME.stranger-RANDOM), never removed. Each file is written whole through a fresh temporary
+name NAME.RANDOM + TMP_SUFFIX that nothing can be waiting at (write_whole). One gate at a time:
+LOCK, opened without truncating, and only once the folder is marked. Nothing the gate reads may
+lie inside it.
 """
 from __future__ import annotations
 
@@ -81,17 +83,30 @@ def marked_refusal(out: Path, real: Path) -> str:
     if marker.is_symlink() or not marker.is_file() or marker.read_text(errors="replace") != marker_text(real):
         return (f"--out-dir {out}: its marker {marker} is not the one scripts/ci-bench writes for this folder (a copy, "
                 f"or someone else's); choose another --out-dir")
+    for path in strangers(real):
+        if path.name in FOLDERS:
+            return (f"--out-dir {out}: {path} exists without the marker {FOLDER_MARKER}, so scripts/ci-bench did not "
+                    f"make it and will not remove it: move it away, or choose another --out-dir")
+        return f"--out-dir {out}: {path} is not a plain file, and the gate writes its own file by that name"
+    return ""
+
+
+def strangers(real: Path) -> list[Path]:
+    """What stands at one of the gate's names in `real` that the gate does not make there: a folder
+    of FOLDERS without its marker (or a link, or no folder), anything but a plain file at a file's
+    name. The gate could neither replace it nor remove it: checked at every claim, after every
+    process the gate ran (`OutDir.left_by`), and before the verdict."""
+    found = []
     for name in FOLDERS:
         folder = real / name
         if (folder.exists() or folder.is_symlink()) and (folder.is_symlink() or not folder.is_dir() or
                                                          not (folder / FOLDER_MARKER).is_file()):
-            return (f"--out-dir {out}: {folder} exists without the marker {FOLDER_MARKER}, so scripts/ci-bench did not "
-                    f"make it and will not remove it: move it away, or choose another --out-dir")
+            found.append(folder)
     for name in (*OUTPUTS, LOCK):
         path = real / name
         if path.is_symlink() or (path.exists() and not path.is_file()):
-            return f"--out-dir {out}: {path} is not a plain file, and the gate writes its own file by that name"
-    return ""
+            found.append(path)
+    return found
 
 
 def write_whole(path: Path, data: str | bytes) -> None:
@@ -179,6 +194,26 @@ class OutDir:
             for aside in self.path.glob(f"{name}.*{TMP_SUFFIX}"):
                 if ASIDE.fullmatch(aside.name[len(name):]) and aside.is_dir() and not aside.is_symlink():
                     shutil.rmtree(aside)
+
+    def left_by(self, what: str) -> str:
+        """What `what` (a process the gate ran, which has ended) left at the gate's names, in a
+        phrase, or "": only a process could have put it there while the gate held the folder."""
+        found = strangers(self.path) if self.lock_fd >= 0 else []
+        if not found:
+            return ""
+        return (f"{what} left {', '.join(map(str, found))} at the gate's own name{'s' if len(found) > 1 else ''} in "
+                f"--out-dir, where only the gate writes (not a plain file, or a folder without the gate's marker)")
+
+    def set_strangers_aside(self) -> list[tuple[Path, Path]]:
+        """Whatever stands at the gate's names that it did not make, renamed NAME.stranger-RANDOM
+        (never removed: it is no file of the gate's), so that the verdict can be written and the
+        next gate is not refused. Each (where it stood, where it is now)."""
+        moved = []
+        for path in strangers(self.path):
+            to = path.with_name(f"{path.name}.stranger-{secrets.token_hex(8)}")
+            path.rename(to)
+            moved.append((path, to))
+        return moved
 
     def aside(self, name: str) -> Path:
         """A folder's temporary name, NAME.RANDOM.ci-bench-tmp (RANDOM: 16 hex digits, ASIDE)."""

@@ -151,11 +151,13 @@ def lockstep_row(sides: list[tuple[Arm, Path]], sweep_file: Path, row: str, twin
     participants = [lockstep.Participant(arm.label, tuple(sweep_command(arm, sweep_file, row, twins, folder)),
                                          folder / "sweep.log") for arm, folder in sides]
     try:
-        return lockstep.run_lockstep(participants, seed, run, record, turn_timeout_s, start_timeout_s,
-                                     deadline_s=deadline_s, starting=children.starting)
+        ran = lockstep.run_lockstep(participants, seed, run, record, turn_timeout_s, start_timeout_s,
+                                    deadline_s=deadline_s, starting=children.starting)
     except lockstep.CannotStart as failed:  # as children.run reads a child that cannot start: its side's crash
         side = next(arm.side for arm, _ in sides if arm.label == failed.label)
         raise Stop(side, What.CRASH, str(failed)) from None
+    children.require_nothing_left(tuple(arm.side for arm, _ in sides), f"the builds' sweeps of row {row} in lockstep")
+    return ran
 
 
 def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:

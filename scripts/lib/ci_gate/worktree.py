@@ -8,9 +8,10 @@ reach nothing past its own worktree:
   both beside the marker and into that worktree's own git folder), detached at the commit the
   gate left it at, with no tracked change, no index flag that hides one, and no untracked or
   ignored file at all (the gate's builds and runs write nothing there: REV builds into
-  DIR/build, and its Python writes no bytecode). Decided by plumbing commands that no status
-  or ignore setting of the user's changes; anything found is the user's, and the worktree is
-  refused untouched.
+  DIR/build, and its Python writes no bytecode), but what REV's own set-up or runs left there,
+  recorded by path and content when the gate ended (LEFT). Decided by plumbing commands that no
+  status or ignore setting of the user's changes; anything else found is the user's, and the
+  worktree is refused untouched.
 - Git runs with hooks off, no automatic gc or maintenance (gc prunes every worktree of the
   repository), no line-ending conversion, no optional locks (its checks write nothing, not even
   the index), and none of the caller's GIT_* variables. There is no `git worktree prune` and no
@@ -20,6 +21,7 @@ reach nothing past its own worktree:
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import secrets
 from dataclasses import dataclass
@@ -35,9 +37,12 @@ ADMIN_TOKEN = "ddpbench-ci-bench-token"
 CHECKED_OUT = ".ddpbench-ci-bench-checked-out"
 CHECKING_OUT = ".ddpbench-ci-bench-checking-out"  # "FROM TO" while the gate's checkout runs
 BUILT_REV = "built-rev"
+# What DIR/src held besides REV's tree when the last gate ended (a stamp REV's own set-up wrote,
+# a file its sweep made), by path and content: the gate's runs', not a user's change.
+LEFT = ".ddpbench-ci-bench-left"
 LOCK = ".lock"
 ADDING = ".ddpbench-ci-bench-adding"  # while the gate adds its worktree: a cut-short add is the gate's to redo
-OWN_NAMES = {MARKER, TOKEN, CHECKED_OUT, CHECKING_OUT, ADDING, BUILT_REV, LOCK, "src", "build"}
+OWN_NAMES = {MARKER, TOKEN, CHECKED_OUT, CHECKING_OUT, ADDING, BUILT_REV, LEFT, LOCK, "src", "build"}
 GIT_DEADLINE_S = 600.0
 # What of the user's configuration would change what the gate's git sees or does in its own
 # worktree, pinned (hooks, index flags, sparse checkout, how a change is detected: trustctime=false
@@ -120,6 +125,7 @@ class RevFolder:
     build_dir: Path  # the candidate's build folder
     binary: Path | None  # DDPBENCH_BINARY
     lock_fd: int = -1
+    checked_out: bool = False  # this gate checked REV out into DIR/src
 
     def __post_init__(self) -> None:
         self.dir = resolved(self.given)
@@ -258,12 +264,33 @@ class RevFolder:
         found = changed + untracked(src)
         if moving:  # what the cut-short checkout of FROM to TO was writing is the gate's own
             found = not_the_checkouts(src, moving, found)
-        found += flagged
+        found = self.not_left_by_the_gates_runs(found) + flagged
         if found:
             return (f"{src} holds changes scripts/ci-bench did not make ({', '.join(sorted(set(found))[:3])}"
                     f"{', ...' if len(set(found)) > 3 else ''}), which its checkout or clean would lose: it is not "
                     f"touched; commit or move them, or choose another --against-dir")
         return ""
+
+    def not_left_by_the_gates_runs(self, found: list[str]) -> list[str]:
+        """Of the paths that differ, those not as the last gate left them (LEFT): what REV's own
+        set-up or runs wrote into its tree is the gate's; a path changed since is a user's."""
+        try:
+            left = json.loads(read_text(self.dir / LEFT) or "{}")
+        except ValueError:
+            left = {}
+        if not isinstance(left, dict) or not left:
+            return found
+        now = content_ids(self.src, [p for p in found if p in left])
+        return [p for p in found if p not in left or left[p] != now[p]]
+
+    def record_left(self) -> None:
+        """What DIR/src holds besides REV's tree now that the gate's builds and runs have ended,
+        by path and content (LEFT), for the next gate; only where this gate checked it out (a
+        worktree it refused is never recorded: that would make a user's change the gate's)."""
+        if not self.checked_out:
+            return
+        found = sorted(set(changed_paths(self.src) + untracked(self.src)))
+        write_whole(self.dir / LEFT, json.dumps(content_ids(self.src, found), indent=0) + "\n")
 
     # --- what the gate does, under its lock --------------------------------------------------
     def claim(self, out: Path, inputs: dict[str, Path]) -> None:
@@ -296,6 +323,7 @@ class RevFolder:
         self.run_git(self.src, "checkout", "--quiet", "--detach", "--force", sha)
         write_whole(self.dir / CHECKED_OUT, sha + "\n")
         (self.dir / CHECKING_OUT).unlink()
+        self.checked_out = True
         # A binary of another REV must not pass for this one's, nor one changed since the gate built
         # it (a candidate can write over it: it runs as the same user); either is built afresh.
         if self.built_rev() != sha or file_digest(self.binary_path) != self.built_digest():
@@ -318,6 +346,14 @@ class RevFolder:
         if done.returncode != 0 or done.timed_out:
             raise Stop(Side.BASELINE, What.BUILD_FAILED, f"cannot check REV out into {self.src}: git {' '.join(args)}: "
                        f"{done.stderr.strip()}")
+
+
+def content_ids(src: Path, paths: list[str]) -> dict[str, str]:
+    """Each path's content as git would store it (object_ids), "folder" for a folder (a nested
+    repository), "-" where nothing is."""
+    files = [p for p in paths if (src / p).is_file() or (src / p).is_symlink()]
+    ids = object_ids(src, files)
+    return {p: ids[p] if p in ids else "folder" if (src / p).is_dir() else "-" for p in paths}
 
 
 def changed_paths(src: Path) -> list[str]:

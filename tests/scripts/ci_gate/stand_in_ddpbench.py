@@ -18,7 +18,8 @@ STAND_IN_FAULTS (JSON), what each build plays: {BUILD: {"sweep": FAULT, "after":
   SIGTERM, its pid in STAND_IN_STATE/orphans, and hangs), sweep-list (its "sweep" a
   list), deep-json (JSON nested past any parser's depth), fifo-results (results.json a FIFO),
   other-env (another LibTorch in its environment), other-row (in lockstep, its hello names another
-  row: it takes turns alone); from the
+  row: it takes turns alone), plant (writes its row, then makes a folder at the gate's
+  verdict.txt, a file in it); from the
   build's Nth sweep on ("after", default 0). "slowdown" makes every time of its rows 1 + X longer.
   HOW: lie (prints "No regression." and exits 0), refuse (nothing on stdout, exit 2), bytes (a
   refusal that says bytes no UTF-8 reads, exit 2),
@@ -238,7 +239,17 @@ def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> 
         os.mkfifo(out / "results.json")
         return 0
     (out / "results.json").write_text(text[:100] if fault == "garbage" else text)
+    if fault == "plant":
+        plant(out)
     return 1 if fault == "failed" else 0
+
+
+def plant(out: Path) -> None:
+    """A folder at the gate's verdict.txt, in the gate's --out-dir (the folder above that holds its
+    marker), a file of the planter's in it."""
+    gate_out = next(folder for folder in out.parents if (folder / ".ddpbench-ci-bench-out").is_file())
+    (gate_out / "verdict.txt").mkdir(exist_ok=True)
+    (gate_out / "verdict.txt" / "planted").write_text("planted by a build\n")
 
 
 def compare(args: list[str], how: str) -> int:

@@ -207,6 +207,32 @@ class GateTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0)
         self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
 
+    def test_what_a_build_leaves_at_the_gates_names_is_its_fault_and_never_blocks_a_gate(self) -> None:
+        # A folder a build makes at verdict.txt: the verdict could not be written (the gate's own
+        # failure, 128 under --bisect, verdict.json saying 1) and every later gate was refused.
+        baseline = self.stand_in.stored_baseline(self.dir / "baseline.json", repeat=3)
+        stored = ["--baseline", str(baseline), "--repeat", "3", "--min-vs-pytorch", "0.5"]
+        for args, side, expected in ((["--against", "HEAD", *QUICK, "--round-level"], "candidate", (1, "regression")),
+                                     (["--against", "HEAD", *QUICK, "--round-level"], "baseline", (2, "cannot judge")),
+                                     (["--against", "HEAD", *QUICK], "candidate", (2, "cannot judge")),
+                                     (["--against", "HEAD", *QUICK, "--bisect"], "candidate", (125, "cannot judge")),
+                                     (stored, "candidate", (1, "regression"))):
+            with self.subTest(args=args, side=side):
+                done = self.stand_in.gate(*args, faults={side: {"sweep": "plant"}})
+                said = done.stdout + done.stderr
+                self.assertEqual((done.returncode, (self.out / "verdict.txt").read_text().strip()), expected, said)
+                record = json.loads((self.out / "verdict.json").read_text())
+                self.assertEqual((record["what"], record["exit_code"]), ("garbage", expected[0]), said)
+                self.assertIn(f"left {self.out / 'verdict.txt'} at the gate's own name", said)
+                if "--against" in args and "--round-level" not in args:
+                    self.assertIn("both builds ran at once, so neither can be blamed", said)
+                aside = list(self.out.glob("verdict.txt.stranger-*"))
+                self.assertEqual(len(aside), 1, said)
+                self.assertEqual((aside[0] / "planted").read_text(), "planted by a build\n")  # kept, never removed
+                shutil.rmtree(aside[0])
+        done = self.stand_in.gate("--against", "HEAD", *QUICK)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+
     def test_no_child_outlives_the_gate(self) -> None:
         # A sweep whose child ignores SIGTERM: at the row's deadline, and after a signal to the gate;
         # a sweep that ignores SIGTERM itself, signalled again while the gate waits for it to stop.

@@ -114,6 +114,24 @@ class OutDirTest(unittest.TestCase):
         self.refused("is not a plain file")
         self.assertEqual((self.dir / "target").read_text(), "mine\n")
 
+    def test_what_a_process_left_at_the_gates_names_is_named_and_set_aside(self) -> None:
+        claim = self.claimed()
+        self.assertEqual(claim.left_by("the candidate's sweep"), "")
+        (self.out / "verdict.txt").mkdir()
+        (self.out / "verdict.txt" / "theirs").write_text("planted\n")
+        (self.out / "baseline").mkdir()  # no FOLDER_MARKER: not the gate's
+        said = claim.left_by("the candidate's sweep")
+        self.assertIn(f"the candidate's sweep left {self.out / 'baseline'}, {self.out / 'verdict.txt'}", said)
+        moved = claim.set_strangers_aside()
+        self.assertEqual([was.name for was, _ in moved], ["baseline", "verdict.txt"])
+        for was, now in moved:
+            self.assertRegex(now.name, rf"^{was.name}\.stranger-[0-9a-f]{{16}}$")
+        self.assertEqual((moved[1][1] / "theirs").read_text(), "planted\n")  # kept: never removed
+        self.assertEqual(claim.left_by("the candidate's sweep"), "")
+        claim.write("verdict.txt", "regression\n")
+        claim.release()
+        self.claimed()  # the next gate is not refused
+
     def test_one_gate_at_a_time(self) -> None:
         self.claimed()
         self.refused("another gate is using --out-dir")

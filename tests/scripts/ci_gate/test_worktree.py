@@ -112,6 +112,31 @@ class WorktreeTest(unittest.TestCase):
         self.git("commit", "-q", "-m", "work on the gate's HEAD", cwd=src)
         self.refused("where scripts/ci-bench left it", folder=src)
 
+    def test_what_revs_own_set_up_writes_into_its_tree_is_the_gates_until_someone_changes_it(self) -> None:
+        # A REV whose set-up writes a stamp into its own source tree and appends to a tracked file:
+        # the next gate refused the worktree as holding the user's changes (128: the bisection stopped).
+        setup = self.stand_in.repo / "scripts" / "lib" / "setup.sh"
+        setup.write_text(setup.read_text().replace(
+            "ddpbench_setup() {\n",
+            'ddpbench_setup() {\n  date +%s%N >"$DDPBENCH_ROOT/stamp"\n  echo "# built" >>"$DDPBENCH_ROOT/scripts/ci-bench.env"\n'))
+        self.git("commit", "-q", "-am", "a set-up that writes into its own tree")
+        src = self.made()
+        self.assertTrue((src / "stamp").is_file())
+        for _ in range(2):
+            self.made()  # its own stamp and edit, as the last gate left them: not the user's
+        for name, text in (("stamp", "the user's edit of the stamp\n"), ("scripts/ci-bench.env", "# the user's\n"),
+                           ("draft.txt", "the user's new file\n")):
+            with self.subTest(name=name):
+                before = (src / name).read_text() if (src / name).exists() else None
+                (src / name).write_text(text)
+                self.refused("holds changes scripts/ci-bench did not make", folder=src)
+                self.assertEqual((src / name).read_text(), text)
+                if before is None:
+                    (src / name).unlink()
+                else:
+                    (src / name).write_text(before)
+        self.made()  # each put back as the gate left it
+
     def test_the_users_index_settings_shape_neither_the_gates_checkout_nor_its_next_check(self) -> None:
         # core.ignoreStat marked the gate's own checkout assume-unchanged (every later gate refused
         # its worktree as holding the user's changes); a sparse checkout left REV's harness/ out (read
