@@ -67,6 +67,16 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   }
 }
 
+std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> missing;
+  std::error_code ec;
+  for (auto f = folder; !f.empty() && !std::filesystem::exists(f, ec); f = f.parent_path()) {
+    missing.push_back(f);
+    if (f == f.parent_path()) break;
+  }
+  return missing;
+}
+
 void require_writable(const std::filesystem::path& path, std::string_view what) {
   const std::string prefix = std::string(what) + ": cannot write '" + path.string() + "': ";
   if (path.empty()) throw InputError(std::string(what) + ": empty path");
@@ -75,11 +85,7 @@ void require_writable(const std::filesystem::path& path, std::string_view what) 
   // The folder is made now and probed with a real file, as the write will be made: access()
   // says yes to root on read-only or pseudo file systems (/proc) where a write fails.
   const auto folder = folder_of(path);
-  std::vector<std::filesystem::path> created;
-  for (auto f = folder; !f.empty() && !std::filesystem::exists(f, ec); f = f.parent_path()) {
-    created.push_back(f);
-    if (f == f.parent_path()) break;
-  }
+  const std::vector<std::filesystem::path> created = missing_folders(folder);
   auto undo = [&] {
     for (const auto& f : created) std::filesystem::remove(f, ec);
   };
@@ -116,11 +122,7 @@ void require_all_writable(const std::vector<std::pair<std::filesystem::path, std
   std::error_code ec;
   try {
     for (const auto& [path, what] : outputs) {
-      std::vector<std::filesystem::path> missing;
-      for (auto f = folder_of(path); !f.empty() && !std::filesystem::exists(f, ec); f = f.parent_path()) {
-        missing.push_back(f);
-        if (f == f.parent_path()) break;
-      }
+      const std::vector<std::filesystem::path> missing = missing_folders(folder_of(path));
       require_writable(path, what);
       made.insert(made.end(), missing.begin(), missing.end());
     }

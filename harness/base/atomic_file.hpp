@@ -18,6 +18,9 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 /// file behind.
 void require_writable(const std::filesystem::path& path, std::string_view what);
 
+/// `folder` and each folder above it that does not exist, deepest first (empty where it exists).
+std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& folder);
+
 /// require_writable of each (path, what) in turn; where one throws, the folders the ones before it
 /// made are removed too: a command refused for its third output leaves no folder for its first.
 void require_all_writable(const std::vector<std::pair<std::filesystem::path, std::string>>& outputs);

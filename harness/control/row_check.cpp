@@ -8,6 +8,7 @@
 
 #include "data/cifar10_files.hpp"
 #include "data/cifar10_records.hpp"
+#include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
 #include "harness/base/units.hpp"
 
@@ -135,17 +136,13 @@ void check_inputs_present(const RunConfig& c, const RowStart& start) {
   // A cache folder that is a file (or lies under one) failed the row when the set was written
   // (exit 1, its folders made).
   const std::string cache = resolved_cache_dir(c);
-  std::error_code ec;
-  const bool through_cache = start.check_data && !cache.empty() && c.dataset != DatasetKind::cifar10;
-  for (auto f = std::filesystem::path(cache); through_cache && !f.empty(); f = f.parent_path()) {
-    if (!std::filesystem::exists(f, ec)) {
-      if (f == f.parent_path()) break;
-      continue;
+  if (start.check_data && !cache.empty() && c.dataset != DatasetKind::cifar10) {
+    const std::vector<std::filesystem::path> missing = missing_folders(cache);
+    const std::filesystem::path nearest = missing.empty() ? std::filesystem::path(cache) : missing.back().parent_path();
+    std::error_code ec;
+    if (!nearest.empty() && std::filesystem::exists(nearest, ec) && !std::filesystem::is_directory(nearest, ec)) {
+      throw InputError("--cache-dir '" + c.cache_dir + "': '" + nearest.string() + "' is a file, not a folder");
     }
-    if (!std::filesystem::is_directory(f, ec)) {
-      throw InputError("--cache-dir '" + c.cache_dir + "': '" + f.string() + "' is a file, not a folder");
-    }
-    break;
   }
   if (!start.check_data || c.dataset == DatasetKind::synthetic) return;
   const std::filesystem::path folder = find_cifar10(c.data_dir);

@@ -196,8 +196,7 @@ void check_sweep_files(const SweepCommand& command, const SweepEnvironment& env,
     RunConfig written = row.config;  // what its run is given: its own result file, and, run, the rest
     written.out = row.result_file.string();
     if (row.skip_reason) written.save_checkpoint.clear();
-    const int64_t world = row.config.strategy == "ddp" || row.config.strategy == "torch-ddp" ? row.config.nproc : 1;
-    for (auto& output : row_outputs(written, world, !row.skip_reason, env.is_checkpoint, label)) {
+    for (auto& output : row_outputs(written, planned_ranks(row.config), !row.skip_reason, env.is_checkpoint, label)) {
       outputs.push_back(std::move(output));
     }
     for (auto& cache : row.skip_reason ? std::vector<CommandOutput>{} : synthetic_cache_outputs(row.config)) {

@@ -30,9 +30,6 @@ const json kModeSettings = {
 
 bool is_distributed(const RunConfig& c) { return c.strategy == "ddp" || c.strategy == "torch-ddp"; }
 
-// The processes a row runs as: its --nproc ranks, or one.
-int64_t ranks_of(const RunConfig& c) { return is_distributed(c) ? c.nproc : 1; }
-
 // A row runs on GPUs when its device says so, or says auto on a machine that has some.
 bool uses_gpus(const RunConfig& c, const SweepEnvironment& env) {
   return c.device.starts_with("cuda") || (c.device == "auto" && env.visible_gpus > 0) ||
@@ -90,7 +87,7 @@ void split_controlled_batch(const PlanContext& context, const SweepRowSpec& spec
                                       [](const auto& o) { return o.first == "batch-size"; });
   if (overridden || (spec.mode_options.contains("controlled") && given(spec.mode_options.at("controlled")))) return;
   const int64_t global = context.definition.controlled_global_batch / (cpu ? kCpuBatchDivisor : 1);
-  c.batch_size = std::max<int64_t>(1, global / ranks_of(c));
+  c.batch_size = std::max<int64_t>(1, global / planned_ranks(c));
 }
 
 // A controlled row whose own options give a batch-size that the controlled global batch's share
@@ -103,7 +100,7 @@ std::vector<std::string> controlled_batch_note(const SweepRowSpec& spec, const R
   if (own == c.batch_size) return {};
   return {"controlled mode: its own batch-size " + std::to_string(own) + " is replaced by its share of the "
           "controlled global batch, " + std::to_string(c.batch_size) + " a process over " +
-          std::to_string(ranks_of(c)) + (ranks_of(c) == 1 ? " process" : " processes") +
+          std::to_string(planned_ranks(c)) + (planned_ranks(c) == 1 ? " process" : " processes") +
           " (a batch-size in its \"mode_options\" for \"controlled\" keeps one of its own)"};
 }
 
@@ -151,7 +148,7 @@ void judge_row(const PlanContext& context, const RunConfig& c, const std::string
 
 void check_node_spread(const SweepRowSpec& spec, const RunConfig& c, const std::string& where) {
   if (spec.nodes <= 1) return;
-  const int64_t ranks = ranks_of(c);
+  const int64_t ranks = planned_ranks(c);
   if (ranks % spec.nodes != 0 || ranks < spec.nodes) {
     throw InputError(where + ": " + std::to_string(ranks) + (ranks == 1 ? " process" : " processes") +
                      " cannot be spread evenly over 'nodes' " + std::to_string(spec.nodes));
@@ -163,7 +160,7 @@ void check_node_spread(const SweepRowSpec& spec, const RunConfig& c, const std::
 std::vector<std::string> srun_launch(const SweepCommand& command, const SweepEnvironment& env, const SweepRowSpec& spec,
                                      const RunConfig& c) {
   if (command.launcher != "srun") return {};
-  const int64_t tasks = ranks_of(c);
+  const int64_t tasks = planned_ranks(c);
   // A rank stuck after its peer failed (alive, in no collective that could time out) would keep
   // the step, and the sweep, waiting: srun stops the others once a task fails, and the sweep says
   // which failed (run_planned_row).
@@ -355,7 +352,7 @@ PlannedRowGroup plan_row(const PlanContext& context, const SweepRowSpec& spec, c
   row.skip_reason = skip_reason(context, spec, row.config);
   check_node_spread(spec, row.config, where);
   row.launch = srun_launch(context.command, context.environment, spec, row.config);
-  row.world_size = ranks_of(row.config);
+  row.world_size = planned_ranks(row.config);
   if (context.command.reference) add_reference_rows(context, spec, group);
   for (const PlannedRow* member : group.members()) {
     check_planned_row(context, spec, *member,
@@ -371,7 +368,7 @@ void check_planned_row(const PlanContext& context, const SweepRowSpec& spec, con
   c.out = row_result_file(context.command, row.info.mode, c.name, 0).string();  // as each repetition is given
   RowStart start;
   start.distributed = is_distributed(c);
-  start.world_size = ranks_of(c);
+  start.world_size = planned_ranks(c);
   const bool here = row.launch.empty();
   start.local_ranks = here ? start.world_size : std::max<int64_t>(1, start.world_size / spec.nodes);
   start.world_source = here ? "--nproc " + std::to_string(c.nproc)
@@ -457,6 +454,8 @@ void check_unique_names(const SweepInfo& info, const std::string& sweep_name) {
     }
   }
 }
+
+int64_t planned_ranks(const RunConfig& config) { return is_distributed(config) ? config.nproc : 1; }
 
 SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& env) {
   if (env.launcher_world && env.launcher_world->world_size > 1) {

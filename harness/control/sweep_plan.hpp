@@ -82,6 +82,9 @@ struct SweepPlan {
 
 /// Every row, mode and repetition the command asks for, fully configured and validated.
 /// Throws InputError for an unknown row, a bad sweep file or an invalid resulting config.
+/// The processes a row runs as: its --nproc ranks where its strategy is DDP's, else one.
+int64_t planned_ranks(const RunConfig& config);
+
 SweepPlan plan_sweep(const SweepCommand& command, const SweepEnvironment& environment);
 
 // The rules plan_sweep applies, in its order; each is tested on its own.

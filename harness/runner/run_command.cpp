@@ -52,14 +52,15 @@ namespace {
 // and each can be written.
 void check_run_files(const RunConfig& config, int64_t world, bool traces) {
   std::vector<CommandOutput> outputs = row_outputs(config, world, traces, is_checkpoint_file);
+  // The row's own files, each writable before any work (its traces too, where row_outputs says it
+  // writes them); the synthetic cache's folder is made when the set is.
+  std::vector<std::pair<std::filesystem::path, std::string>> written;
+  for (const CommandOutput& output : outputs) {
+    if (!output.path.empty()) written.emplace_back(output.path, output.name);
+  }
   for (auto& cache : synthetic_cache_outputs(config)) outputs.push_back(std::move(cache));
   check_command_files({{"--init-from", config.init_from}}, outputs);
-  std::vector<std::pair<std::filesystem::path, std::string>> written;
-  if (!config.out.empty()) written.emplace_back(config.out, "--out");
-  if (!config.save_checkpoint.empty()) written.emplace_back(config.save_checkpoint, "--save-checkpoint");
   require_all_writable(written);
-  const bool traced = traces && trace_step_range(config) && !config.out.empty();
-  for (int64_t rank = 0; traced && rank < world; ++rank) require_trace_writable(std::filesystem::absolute(config.out), rank);
 }
 
 // 0 ok or skipped, 1 failed, 130/143 stopped by SIGINT/SIGTERM.

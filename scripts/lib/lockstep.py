@@ -117,8 +117,9 @@ class PastDeadline(Exception):
 class Coordinator:
     def __init__(self, listener: socket.socket, processes: dict[str, subprocess.Popen], seed: int, run: str,
                  turn_timeout_s: float, start_timeout_s: float, hang_grace_s: float,
-                 deadline_s: float | None = None):
+                 deadline_s: float | None = None, on_exit: Callable[[str], None] = lambda label: None):
         self.listener = listener
+        self.on_exit, self.reported = on_exit, set()
         self.processes = processes
         self.seed, self.run = seed, run
         self.turn_timeout_s, self.start_timeout_s, self.hang_grace_s = turn_timeout_s, start_timeout_s, hang_grace_s
@@ -138,7 +139,9 @@ class Coordinator:
 
     # --- the socket ---
     def pump(self, timeout_s: float) -> None:
-        """One wait for what the ranks send: new connections, lines, hang-ups."""
+        """One wait for what the ranks send: new connections, lines, hang-ups (and the builds'
+        ends, reported)."""
+        self.report_exits()
         self.check_deadline()
         for key, _ in self.selector.select(max(0.0, timeout_s)):
             if key.fileobj is self.listener:
@@ -238,6 +241,15 @@ class Coordinator:
 
     def exited(self, label: str) -> bool:
         return self.processes[label].poll() is not None
+
+    def report_exits(self) -> None:
+        """`on_exit(label)` once for each build whose process has ended, as soon as it is seen (the
+        gate reads what the build wrote then: the other, still running as the same user, could
+        rewrite it later)."""
+        for label in self.processes:
+            if label not in self.reported and self.exited(label):
+                self.reported.add(label)
+                self.on_exit(label)
 
     # --- which row runs next ---
     def ready(self) -> tuple[str, dict[str, list[Connection]]] | None:
@@ -494,12 +506,13 @@ class LockstepRun:
 def run_lockstep(participants: list[Participant], seed: int, run: str, record_path: Path | None = None,
                  turn_timeout_s: float = 300, start_timeout_s: float = 900, hang_grace_s: float = 30,
                  deadline_s: float | None = None,
-                 starting: Callable[[], ContextManager[None]] = contextlib.nullcontext) -> LockstepRun:
+                 starting: Callable[[], ContextManager[None]] = contextlib.nullcontext,
+                 on_exit: Callable[[str], None] = lambda label: None) -> LockstepRun:
     """Both builds' commands at once, in lockstep; returns when both have ended (or `deadline_s`
     passed: every build still running is stopped). The record (JSON at `record_path`) holds each
     row's turns and culprits, and the builds the coordinator stopped, with why. Each build is
     started inside `starting()` (the gate's: a signal then waits until the build is held here, to
-    be stopped)."""
+    be stopped); `on_exit(label)` is called as soon as each build's process is seen to end."""
     # A socket's path has at most 107 characters: under /tmp where TMPDIR's would pass them.
     temporary = tempfile.gettempdir()
     folder = Path(tempfile.mkdtemp(prefix="ddpb-lockstep-", dir=temporary if len(temporary) <= 64 else "/tmp"))
@@ -526,9 +539,10 @@ def run_lockstep(participants: list[Participant], seed: int, run: str, record_pa
             except OSError as error:
                 raise CannotStart(p.label, error) from None
         coordinator = Coordinator(listener, processes, seed, run, turn_timeout_s, start_timeout_s, hang_grace_s,
-                                  deadline_s)
+                                  deadline_s, on_exit)
         coordinator.serve()
         returncodes = {label: process.wait() for label, process in processes.items()}
+        coordinator.report_exits()
         for process in processes.values():  # what a build left running in its group ends with it
             kill_leftovers(process)
     except BaseException:

@@ -219,7 +219,7 @@ def run_rounds(baseline: Arm, candidate: Arm, gate: PairedCompare, floor: Floor 
         ruling, undecided = rounds_until_decided(rounds, gate, settings, out, found, log or sys.stderr)
         return verdict(rounds, ruling, undecided, found.regressed, floor, settings, out)
     except Stop as stop:
-        if not found.regressed or stop.outcome.side is not Side.BASELINE:
+        if not found.regressed or not stands_beside(stop):
             raise
         text = (found.text.rstrip("\n") + "\n\n" + "".join(
             f"**Regression**: {name} was a regression after round {at}; " for name, at in found.regressed.items())
@@ -316,8 +316,8 @@ def verdict(rounds: Rounds, ruling: Ruling, undecided: list[str], regressed: dic
     if floor is not None:
         try:
             floor_ruling, floor_text = floor.check(out / "candidate-rounds.json")
-        except Stop as stop:  # the floor's judge failed: a regression the comparison found stands
-            if rc != 1 or stop.outcome.side is not Side.BASELINE:
+        except Stop as stop:  # the floor could not be judged: a regression the comparison found stands
+            if rc != 1 or not stands_beside(stop):
                 raise
             floor_ruling, floor_text = Ruling(2, "", 2, what=What.CANNOT_JUDGE), f"Cannot judge the floor: {stop}\n"
         out.write("floor.md", floor_text)
@@ -325,6 +325,14 @@ def verdict(rounds: Rounds, ruling: Ruling, undecided: list[str], regressed: dic
         rc, what = whole_gate((rc, what), (floor_ruling.rc, floor_ruling.what))
     last = [line for line in text.splitlines() if line.strip()][-1:] or [""]
     return Outcome(side if rc == 2 else Side.CANDIDATE, what, last[0]), text
+
+
+def stands_beside(stop: Stop) -> bool:
+    """Whether a regression already found stands beside `stop`, a build's end that would not fail
+    the candidate (the baseline build's failure; the candidate's compare interrupted or unable to
+    judge, which voided the judge's regression: 125 under --bisect). The candidate's own failure
+    is raised as it is (1 either way); the gate's, the input's and a signal's end the gate."""
+    return stop.outcome.side in (Side.BASELINE, Side.CANDIDATE) and stop.outcome.code.plain != 1
 
 
 def whole_gate(comparison: tuple[int, What], floor: tuple[int, What]) -> tuple[int, What]:

@@ -57,10 +57,10 @@ def starting() -> Iterator[None]:
     Starting.now = True
     try:
         yield
-    finally:
+    finally:  # the block's own error too (a child that could not start) gives way to the signal
         Starting.now = False
-    if Starting.signal is not None:
-        raise Signalled(Starting.signal)
+        if Starting.signal is not None:
+            raise Signalled(Starting.signal)
 STOP_GRACE_S = 10.0
 # What the gate keeps of a captured stream: its first and its last this many bytes (a compare's
 # table is kilobytes). A child that floods its output past it costs the gate no more memory.
@@ -228,7 +228,8 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
     except OSError as error:
         if log_file:
             log_file.close()
-        raise Stop(side, What.CRASH, f"{what} could not start: {error}") from None
+        # The gate's own child (git) that cannot start is the gate's failure; a build's, its crash.
+        raise Stop(side, What.FAILED if side is Side.GATE else What.CRASH, f"{what} could not start: {error}") from None
     out, err = keep(process.stdout, markers), keep(process.stderr, markers)
     timed_out = False
     try:

@@ -32,11 +32,19 @@ HELP = Outcome(Side.INPUT, What.REFUSED, "--help judges nothing")  # 0, or 128 u
 ROOT = Path(__file__).resolve().parents[3]
 
 
+class FirstSignal:
+    taken: int | None = None
+
+
 def on_signal(signum: int, frame: object) -> None:
     """The first signal ends the gate; any after it is ignored, so that stopping every child it
-    started is never cut short."""
+    started is never cut short (one come before the first was ignored waits its turn: it is
+    dropped here)."""
     for sig in SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    if FirstSignal.taken is not None:
+        return
+    FirstSignal.taken = signum
     if children.Starting.now:  # a child is starting: raised once it is registered, so that it is stopped
         children.Starting.signal = signum
         return
@@ -129,7 +137,7 @@ class GateRun:
                 inputs["--baseline"] = s.baseline
             if s.current:
                 inputs["--current"] = s.current
-            self.out = OutDir(s.out_dir, inputs, {})
+            self.out = OutDir(s.out_dir, inputs, self.apart(s))
             self.out.claim()
             children.check_after_each(self.out.left_by)
             return stored_gate(s, self.out, candidate_binary(s, self.out))
@@ -138,13 +146,20 @@ class GateRun:
         said = rev.refusal(s.out_dir, inputs)  # both folders are checked before either is made or locked
         if said:
             raise Stop(Side.INPUT, What.REFUSED, said)
-        self.out = OutDir(s.out_dir, inputs, {"--against-dir": s.against_dir})
+        self.out = OutDir(s.out_dir, inputs, {"--against-dir": s.against_dir, **self.apart(s)})
         self.out.check()
         self.out.claim()
         children.check_after_each(self.out.left_by)
         rev.claim(s.out_dir, inputs)
         self.rev = rev
         return paired_gate(s, self.out, rev, sha)
+
+    @staticmethod
+    def apart(s: cli.Settings) -> dict[str, Path]:
+        """The folders --out-dir must lie apart from in either mode: the candidate's build folder,
+        where the gate builds it (inside --out-dir, its build was set aside as a stranger's and
+        the candidate blamed: 1 for the user's setting)."""
+        return {"the candidate's build folder (DDPBENCH_BUILD_DIR)": s.build_dir} if s.binary is None else {}
 
     def record_rev_worktree(self) -> None:
         """What REV's set-up and runs left in its worktree, recorded once every child has ended (a
@@ -238,14 +253,21 @@ def main(argv: list[str], restore_handlers: bool = True) -> int:
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # no child writes bytecode into a build's tree
     for name in [name for name in os.environ if name.startswith("GIT_")]:
         del os.environ[name]  # a hook's GIT_DIR or GIT_INDEX_FILE: no child reaches the caller's repository
-    previous = {sig: signal.signal(sig, on_signal) for sig in SIGNALS}
+    previous: dict[int, object] = {}
+    FirstSignal.taken, children.Starting.signal = None, None  # one gate's: main may run again in one process
     gate = GateRun(ROOT)
+    # A signal at any instant from its handler's installation to the block is caught here: raised
+    # before the run, in it, or as it returns (a signal after the block waits, and is ignored).
     try:
+        for sig in SIGNALS:
+            previous[sig] = signal.signal(sig, on_signal)
         outcome, text = ended(gate, argv)
+        signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # the verdict is written whole
     except Signalled as signalled:
+        signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # on_signal raises once: no other can come here
         outcome, text = Outcome(Side.SIGNAL, What.INTERRUPTED, f"interrupted: {signalled}", signalled.signum), ""
     finally:
-        signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # the verdict is written whole
+        signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
         children.stop_all()
         gate.record_rev_worktree()
     try:

@@ -33,6 +33,7 @@ OUTPUTS = ("verdict.txt", "verdict.json", "compare.md", "candidate-build.log", "
            "candidate-paired.md", "candidate-undecided.txt", "floor.md", "candidate-floor.md",
            "machine-load.json")
 FOLDERS = ("current", "baseline", "candidate")
+VERDICTS = ("verdict.txt", "verdict.json")  # written by the gate alone, last
 
 
 def marker_text(out: Path) -> str:
@@ -91,12 +92,14 @@ def marked_refusal(out: Path, real: Path) -> str:
     return ""
 
 
-def strangers(real: Path) -> list[Path]:
+def strangers(real: Path, running: bool = False) -> list[Path]:
     """What stands at one of the gate's names in `real` that the gate does not make there: a folder
     of FOLDERS without its marker (or a link, or no folder), anything but a plain file at a file's
-    name. The gate could neither replace it nor remove it: checked at every claim, after every
-    process the gate ran (`OutDir.left_by`), and before the verdict."""
-    found = []
+    name, and, while the gate runs (`running`), anything at VERDICTS: the claim removed the last
+    gate's, and the gate writes its own last, so one there now is a process's (a candidate's "no
+    regression" stood beside a signalled gate). Checked at every claim, after every process the
+    gate ran (`OutDir.left_by`), and before the verdict."""
+    found = [real / name for name in VERDICTS if running and ((real / name).exists() or (real / name).is_symlink())]
     for name in FOLDERS:
         folder = real / name
         if (folder.exists() or folder.is_symlink()) and (folder.is_symlink() or not folder.is_dir() or
@@ -104,7 +107,7 @@ def strangers(real: Path) -> list[Path]:
             found.append(folder)
     for name in (*OUTPUTS, LOCK):
         path = real / name
-        if path.is_symlink() or (path.exists() and not path.is_file()):
+        if path not in found and (path.is_symlink() or (path.exists() and not path.is_file())):
             found.append(path)
     return found
 
@@ -198,18 +201,19 @@ class OutDir:
     def left_by(self, what: str) -> str:
         """What `what` (a process the gate ran, which has ended) left at the gate's names, in a
         phrase, or "": only a process could have put it there while the gate held the folder."""
-        found = strangers(self.path) if self.lock_fd >= 0 else []
+        found = strangers(self.path, running=True) if self.lock_fd >= 0 else []
         if not found:
             return ""
         return (f"{what} left {', '.join(map(str, found))} at the gate's own name{'s' if len(found) > 1 else ''} in "
-                f"--out-dir, where only the gate writes (not a plain file, or a folder without the gate's marker)")
+                f"--out-dir, where only the gate writes (a verdict, which the gate writes last; not a plain file; or a "
+                f"folder without the gate's marker)")
 
     def set_strangers_aside(self) -> list[tuple[Path, Path]]:
         """Whatever stands at the gate's names that it did not make, renamed NAME.stranger-RANDOM
         (never removed: it is no file of the gate's), so that the verdict can be written and the
         next gate is not refused. Each (where it stood, where it is now)."""
         moved = []
-        for path in strangers(self.path):
+        for path in strangers(self.path, running=True):
             to = path.with_name(f"{path.name}.stranger-{secrets.token_hex(8)}")
             path.rename(to)
             moved.append((path, to))

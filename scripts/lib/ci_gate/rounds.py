@@ -10,6 +10,7 @@ judge).
 """
 from __future__ import annotations
 
+import copy
 import json
 import random
 from dataclasses import dataclass, field
@@ -58,9 +59,30 @@ class Refusal(Exception):
         self.side = side
 
 
+# Each build's result file as the gate first read it once that build's process had ended: what is
+# proven, merged and judged is that, whatever is written there later (the other build runs as the
+# same user: a candidate that copied its own file over the baseline's passed 50 % slower).
+_taken: dict[Path, object] = {}
+
+
+def taken(results: Path) -> object:
+    """`results`' JSON as first read (read now where it was not yet); Unreadable where it could
+    not be. A copy: the caller may change it."""
+    if results not in _taken:
+        try:
+            _taken[results] = read_json(results)
+        except Unreadable as error:
+            _taken[results] = error
+    found = _taken[results]
+    if isinstance(found, Unreadable):
+        raise found
+    return copy.deepcopy(found)
+
+
 def sweep_command(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path) -> list[str]:
     """One row (and its PyTorch twin) on one build, its results in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
+    _taken.pop(folder / "results.json", None)  # a run to come writes it afresh
     command = [builds.checked(arm.binary), "sweep", "--file", str(sweep_file), "--mode", "faithful", "--table", "tutorial", "--rows",
                row, "--repeat", "1", "--out-dir", str(folder), *arm.sweep_args, *arm.row_args.get(row, ())]
     return command + (["--reference"] if twins else [])
@@ -109,7 +131,7 @@ def result_runs(results: Path) -> tuple[list, list] | str:
     """A result file's runs and its sweep's planned rows, each a list of objects, the runs named;
     or why the file is no such thing (whatever it holds: never the gate's own failure)."""
     try:
-        doc = read_json(results)
+        doc = taken(results)
     except Unreadable as error:
         return f"wrote no readable result file ({error})"
     runs = doc.get("runs") if isinstance(doc, dict) else None
@@ -151,13 +173,23 @@ def lockstep_row(sides: list[tuple[Arm, Path]], sweep_file: Path, row: str, twin
     participants = [lockstep.Participant(arm.label, tuple(sweep_command(arm, sweep_file, row, twins, folder)),
                                          folder / "sweep.log") for arm, folder in sides]
     try:
+        folders = {arm.label: folder for arm, folder in sides}
         ran = lockstep.run_lockstep(participants, seed, run, record, turn_timeout_s, start_timeout_s,
-                                    deadline_s=deadline_s, starting=children.starting)
+                                    deadline_s=deadline_s, starting=children.starting,
+                                    on_exit=lambda label: take_quietly(folders[label] / "results.json"))
     except lockstep.CannotStart as failed:  # as children.run reads a child that cannot start: its side's crash
         side = next(arm.side for arm, _ in sides if arm.label == failed.label)
         raise Stop(side, What.CRASH, str(failed)) from None
     children.require_nothing_left(tuple(arm.side for arm, _ in sides), f"the builds' sweeps of row {row} in lockstep")
     return ran
+
+
+def take_quietly(results: Path) -> None:
+    """`results` read as it is now, its build's process just ended (what it holds is proven later)."""
+    try:
+        taken(results)
+    except Unreadable:
+        pass
 
 
 def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
@@ -166,7 +198,7 @@ def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
     runs: list[dict] = []
     rows: list[dict] = []
     for round_index, path in sorted(files, key=lambda item: (item[0], str(item[1]))):
-        doc = read_json(path)  # proven a result file of the row (rows_problem) when it was taken
+        doc = taken(path)  # proven a result file of the row (rows_problem) when it was taken
         if merged is None:
             merged = doc
         for run in doc["runs"]:
@@ -192,7 +224,7 @@ def require_turns_taken(arm: Arm, results: Path, sessions: list[dict]) -> None:
     and nothing it timed can be compared: the baseline build's is older than lockstep (cannot judge:
     --round-level compares it), the candidate's broke lockstep."""
     turned = {session.get("row") for session in sessions if arm.label in session.get("builds", [])}
-    for run in read_json(results)["runs"]:
+    for run in taken(results)["runs"]:
         if run.get("status") != "ok":
             continue
         if run.get("lockstep_wait_s") is None:

@@ -19,9 +19,11 @@ STAND_IN_FAULTS (JSON), what each build plays: {BUILD: {"sweep": FAULT, "after":
   list), deep-json (JSON nested past any parser's depth), fifo-results (results.json a FIFO),
   other-env (another LibTorch in its environment), other-row (in lockstep, its hello names another
   row: it takes turns alone), plant (writes its row, then makes a folder at the gate's
-  verdict.txt, a file in it); from the
+  verdict.txt, a file in it), plant-verdict-hang (writes the gate's verdict.txt and verdict.json,
+  plain, "no regression", then hangs), overwrite-baseline (writes its row, then copies its result
+  file over the baseline build's of the same round, 3 s after that one was written); from the
   build's Nth sweep on ("after", default 0). "slowdown" makes every time of its rows 1 + X longer.
-  HOW: lie (prints "No regression." and exits 0), refuse (nothing on stdout, exit 2), bytes (a
+  HOW: lie (prints "No regression." and exits 0), interrupted (the real compare, then exit 143), refuse (nothing on stdout, exit 2), bytes (a
   refusal that says bytes no UTF-8 reads, exit 2),
   cannot-judge (the real table, then a "Cannot judge" line, exit 2), crash (SIGSEGV), hang,
   erase-judge (the real compare, then the judge's undecided rows beside its own removed), or,
@@ -148,7 +150,7 @@ def row_runs(row: str, reference: bool, factor: float, seconds: float | None, wa
     return runs, planned
 
 
-def played(fault: str | None, row: str) -> None:
+def played(fault: str | None, row: str, out: Path) -> None:
     """The faults that end the sweep before it writes anything."""
     if fault == "refuse":
         print(f"ddpbench: error: row '{row}': refused on purpose (test)", file=sys.stderr)
@@ -164,6 +166,11 @@ def played(fault: str | None, row: str) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         with open(Path(os.environ["STAND_IN_STATE"]) / "orphans", "a") as orphans:
             orphans.write(f"{os.getpid()}\n")
+        time.sleep(3600)
+    if fault == "plant-verdict-hang":  # the gate's verdict files, plain, saying "no regression"; then hangs
+        gate_out = next(folder for folder in out.parents if (folder / ".ddpbench-ci-bench-out").is_file())
+        (gate_out / "verdict.json").write_text('{"verdict": "no regression", "exit_code": 0}\n')
+        (gate_out / "verdict.txt").write_text("no regression\n")
         time.sleep(3600)
     if fault == "hang":
         time.sleep(3600)
@@ -198,7 +205,7 @@ def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> 
     how = times.get("rows", {}).get(row, {}).get(build)
     if isinstance(how, str):  # a fault of this row alone
         fault = "refuse" if how == "refuse-after-first" and runs_of_row > 0 else None if how == "refuse-after-first" else how
-    played(fault, row)
+    played(fault, row, out)
     in_lockstep = os.environ.get("DDPBENCH_LOCKSTEP_SOCKET") and fault != "no-turns"
     step_s = 1.5 if fault == "slow-steps" else 0.002
     # Each run that will be written takes its turns under its own name, the twin's too, as ddpbench's
@@ -241,7 +248,21 @@ def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> 
     (out / "results.json").write_text(text[:100] if fault == "garbage" else text)
     if fault == "plant":
         plant(out)
+    if fault == "overwrite-baseline":
+        overwrite_baseline(out)
     return 1 if fault == "failed" else 0
+
+
+def overwrite_baseline(out: Path) -> None:
+    """This build's result file copied over the baseline build's of the same round and row, once
+    that one has been written and its build has had time to end (up to 5 s for it to come)."""
+    theirs = out.parents[2] / "baseline" / out.parent.name / out.name / "results.json"
+    for _ in range(50):
+        if theirs.is_file():
+            time.sleep(3)
+            theirs.write_bytes((out / "results.json").read_bytes())
+            return
+        time.sleep(0.1)
 
 
 def plant(out: Path) -> None:
@@ -254,7 +275,7 @@ def plant(out: Path) -> None:
 
 def compare(args: list[str], how: str) -> int:
     """A compare that misbehaves as `how` says, writing what the real one would write."""
-    played({"crash": "sigsegv", "hang": "hang"}.get(how), "")
+    played({"crash": "sigsegv", "hang": "hang"}.get(how), "", Path("."))
     if how == "refuse":
         print("ddpbench compare: refused on purpose (test)", file=sys.stderr)
         return 2
@@ -318,6 +339,9 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["sweep"]:
         return sweep(argv[1:], build, spec, times, Path(os.environ["STAND_IN_STATE"]))
     how = compare_how(argv, spec) if argv[:1] == ["compare"] else None
+    if how == "interrupted":  # the real compare, then exit 143 as if SIGTERM had stopped it
+        subprocess.run([os.environ["STAND_IN_REAL"], *argv], check=False)
+        return 143
     if how == "erase-judge":  # the real compare, then the judge's undecided rows beside its own removed
         real = subprocess.run([os.environ["STAND_IN_REAL"], *argv], check=False)
         undecided = value_of(argv, "--undecided-out")

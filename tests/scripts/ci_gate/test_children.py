@@ -118,6 +118,25 @@ class ProblemTest(unittest.TestCase):
             children.run(Side.BASELINE, "the baseline build's sweep", ["/no/such/binary"], 10)
         self.assertEqual((raised.exception.outcome.side, raised.exception.outcome.what), (Side.BASELINE, What.CRASH))
 
+    def test_the_gates_own_child_that_cannot_start_is_the_gates_failure(self) -> None:
+        # git absent from PATH: a crash of the gate's side has no exit code (a ValueError, caught
+        # only by the report's last resort).
+        with self.assertRaises(Stop) as raised:
+            children.run(Side.GATE, "git rev-parse", ["/nonexistent/git"], 5.0)
+        self.assertEqual((raised.exception.outcome.side, raised.exception.outcome.what), (Side.GATE, What.FAILED))
+        self.assertEqual(raised.exception.outcome.exit_code(bisect=True), 128)
+
+    def test_a_signal_while_a_child_fails_to_start_is_never_lost(self) -> None:
+        # Popen raising OSError after the signal came (a binary gone mid-run): the side's crash
+        # went on, the signal dropped, the gate's answer 1 where it was signalled.
+        from ci_gate.outcomes import Signalled
+        self.addCleanup(setattr, children.Starting, "signal", None)
+        with self.assertRaises(Signalled) as raised:
+            with children.starting():
+                children.Starting.signal = signal.SIGTERM  # as main.on_signal leaves it, mid-start
+                raise OSError("exec failed")
+        self.assertEqual(raised.exception.signum, signal.SIGTERM)
+
     def test_a_signal_to_the_gate_stops_every_child(self) -> None:
         # A program that runs one child through children.run, signalled while it waits.
         folder = Path(tempfile.mkdtemp(prefix="ddpbench-children-"))

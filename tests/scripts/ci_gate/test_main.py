@@ -233,6 +233,62 @@ class GateTest(unittest.TestCase):
         done = self.stand_in.gate("--against", "HEAD", *QUICK)
         self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
 
+    def test_a_verdict_a_build_writes_never_stands_for_the_gates(self) -> None:
+        # The candidate's sweep writes verdict.txt "no regression" (plain), then hangs: a signalled
+        # gate left it standing beside its 143.
+        state = self.stand_in.state
+        state.mkdir(exist_ok=True)
+        for mode in ([], ["--round-level"]):
+            with self.subTest(mode=mode):
+                env = self.stand_in.env({"candidate": {"sweep": "plant-verdict-hang"}})
+                gate = subprocess.Popen(["scripts/ci-bench", "--against", "HEAD", *QUICK, *mode], cwd=self.stand_in.repo,
+                                        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(300):
+                    if (self.out / "verdict.txt").is_file():
+                        break
+                    time.sleep(0.1)
+                gate.send_signal(signal.SIGTERM)
+                _, stderr = gate.communicate(timeout=120)
+                self.assertEqual(gate.returncode, 143, stderr)
+                self.assertFalse((self.out / "verdict.txt").exists(), stderr)
+                self.assertFalse((self.out / "verdict.json").exists(), stderr)
+                aside = sorted(self.out.glob("verdict.*.stranger-*"))
+                self.assertEqual([p.name.split(".stranger-")[0] for p in aside], ["verdict.json", "verdict.txt"])
+                for path in aside:
+                    path.unlink()
+
+    def test_a_judges_regression_stands_whatever_the_candidates_compare_says(self) -> None:
+        # The candidate's compare exiting 143 (as if SIGTERM stopped it) turned the judge's
+        # regression into "the candidate, interrupted": cannot judge, 125 under --bisect.
+        for flags, code in (([], 1), (["--bisect"], 1)):
+            with self.subTest(flags=flags):
+                done = self.stand_in.gate("--against", "HEAD", *QUICK, *flags,
+                                          faults={"candidate": {"slowdown": 0.5, "compare": {"paired": "interrupted"}}})
+                self.assertEqual(done.returncode, code, done.stdout + done.stderr)
+                self.assertEqual((self.out / "verdict.txt").read_text(), "regression\n")
+
+    def test_what_a_build_wrote_is_judged_as_it_was_when_its_process_ended(self) -> None:
+        # A 50 % slower candidate that copies its own result file over the baseline build's of the
+        # same round, once the baseline build has ended: both sides read alike, "no regression" (0).
+        for mode in ([], ["--round-level"]):
+            with self.subTest(mode=mode):
+                done = self.stand_in.gate("--against", "HEAD", *QUICK, *mode,
+                                          faults={"candidate": {"slowdown": 0.5, "sweep": "overwrite-baseline"}})
+                self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+                self.assertEqual((self.out / "verdict.txt").read_text(), "regression\n")
+
+    def test_the_candidates_build_folder_inside_the_out_dir_is_the_inputs_fault(self) -> None:
+        # Built by its own set-up into --out-dir/current: the stored gate set its build aside as a
+        # stranger's and blamed the candidate (1).
+        baseline = self.stand_in.stored_baseline(self.dir / "baseline.json", repeat=3)
+        env = self.stand_in.env(DDPBENCH_BUILD_DIR=str(self.out / "current"))
+        del env["DDPBENCH_BINARY"]
+        for args in (["--baseline", str(baseline)], ["--against", "HEAD", *QUICK]):
+            with self.subTest(args=args[0]):
+                done = self.stand_in.gate(*args, "--bisect", env=env)
+                self.assertEqual(done.returncode, 128, done.stdout + done.stderr)
+                self.assertIn("lie one inside the other", done.stderr)
+
     def test_no_child_outlives_the_gate(self) -> None:
         # A sweep whose child ignores SIGTERM: at the row's deadline, and after a signal to the gate;
         # a sweep that ignores SIGTERM itself, signalled again while the gate waits for it to stop.

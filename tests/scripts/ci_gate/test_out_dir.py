@@ -120,13 +120,17 @@ class OutDirTest(unittest.TestCase):
         (self.out / "verdict.txt").mkdir()
         (self.out / "verdict.txt" / "theirs").write_text("planted\n")
         (self.out / "baseline").mkdir()  # no FOLDER_MARKER: not the gate's
+        # A plain verdict.json: the claim removed the last gate's, so one there now is a process's
+        # (a candidate's "no regression" stood beside a signalled gate).
+        (self.out / "verdict.json").write_text('{"verdict": "no regression"}\n')
         said = claim.left_by("the candidate's sweep")
-        self.assertIn(f"the candidate's sweep left {self.out / 'baseline'}, {self.out / 'verdict.txt'}", said)
+        self.assertIn(f"the candidate's sweep left {self.out / 'verdict.txt'}, {self.out / 'verdict.json'}, "
+                      f"{self.out / 'baseline'}", said)
         moved = claim.set_strangers_aside()
-        self.assertEqual([was.name for was, _ in moved], ["baseline", "verdict.txt"])
+        self.assertEqual([was.name for was, _ in moved], ["verdict.txt", "verdict.json", "baseline"])
         for was, now in moved:
             self.assertRegex(now.name, rf"^{was.name}\.stranger-[0-9a-f]{{16}}$")
-        self.assertEqual((moved[1][1] / "theirs").read_text(), "planted\n")  # kept: never removed
+        self.assertEqual((moved[0][1] / "theirs").read_text(), "planted\n")  # kept: never removed
         self.assertEqual(claim.left_by("the candidate's sweep"), "")
         claim.write("verdict.txt", "regression\n")
         claim.release()

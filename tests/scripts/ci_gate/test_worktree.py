@@ -153,6 +153,23 @@ class WorktreeTest(unittest.TestCase):
                               if not line.startswith("H ")], [], "entries of the gate's index flagged")
             self.assertTrue((src / "harness" / "launch" / "lockstep_turns.hpp").is_file(), "REV checked out in part")
 
+    def test_the_users_attributes_and_filters_shape_neither_the_checkout_nor_its_next_check(self) -> None:
+        # A global attributes file with `* text eol=crlf` checked REV out with CRLF (its set-up failed:
+        # "does not build", 128), and the next gate refused its own checkout as the user's edits; a
+        # global filter driver's smudge command ran in the gate's checkout.
+        home = self.dir / "home"
+        (home / ".config" / "git").mkdir(parents=True)
+        (home / ".config" / "git" / "attributes").write_text("* text eol=crlf\n*.sh filter=mine\n")
+        ran = self.dir / "the-users-filter-ran"
+        (home / ".gitconfig").write_text(f"[filter \"mine\"]\n\tsmudge = touch {ran} && cat\n\tclean = touch {ran} && cat\n")
+        env = self.stand_in.env(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+        for _ in range(2):
+            done = self.stand_in.gate("--against", "HEAD", *QUICK, env=env)
+            self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        src = self.stand_in.repo / "build-against" / "src"
+        self.assertNotIn(b"\r\n", (src / "scripts" / "lib" / "setup.sh").read_bytes())
+        self.assertFalse(ran.exists(), "the user's filter ran in the gate's checkout")
+
     def test_an_edit_the_users_stat_settings_would_hide_is_seen(self) -> None:
         # core.trustctime=false: a same-size edit with its mtime restored looked unchanged, and the
         # gate's checkout of another REV overwrote it.
