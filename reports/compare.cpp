@@ -86,27 +86,37 @@ class Normaliser {
  public:
   static constexpr const char* kTwin = "twin";
 
-  Normaliser(const CompareOptions& options, const ResultDocument& baseline_doc, const ResultDocument& current_doc,
+  Normaliser(const CompareOptions& options, const ProvenResults& baseline_file, const ProvenResults& current_file,
              const Rows& baseline, const Rows& current, const std::vector<std::string>& metrics)
-      : twin_(options.normalize_by == kTwin) {
+      : twin_(options.normalize_by == kTwin),
+        base_defaults_(baseline_file.option_defaults()),
+        cur_defaults_(current_file.option_defaults()) {
     if (!options.normalize_by) return;
     if (twin_) {
-      pair_twins(baseline_doc, current_doc, baseline, current);
+      pair_twins(baseline_file.document(), current_file.document(), baseline, current);
+      find_other_settings();
     } else {
       yardstick_ = *options.normalize_by;
-      measure_yardstick(baseline_doc, baseline, current, metrics);
+      measure_yardstick(baseline_file.document(), baseline, current, metrics);
     }
   }
 
   // --normalize-by twin: the row's values now have nothing to be divided by (its twin, or the
   // one that stands in for it, ran no repetition now); empty where they have.
   [[nodiscard]] std::string missing_divisor(const RowKey& row) const {
-    if (!twin_ || twin_runs_.count({true, row}) == 0 || twin_runs_.count({false, row}) != 0) return {};
+    if (!twin_ || twin_runs_.count({true, row}) == 0) return {};
     const auto own = twins_.find(true);
     const std::string name = substitutes_.count(row) != 0 || own == twins_.end() || own->second.count(row) == 0
                                  ? "that stands in for its own"
                                  : own->second.at(row);
-    return "the PyTorch twin " + name + " ran no repetition now, so nothing divides its values (--normalize-by twin)";
+    if (twin_runs_.count({false, row}) == 0) {
+      return "the PyTorch twin " + name + " ran no repetition now, so nothing divides its values (--normalize-by twin)";
+    }
+    if (const auto it = other_settings_.find(row); it != other_settings_.end()) {
+      return "the PyTorch twin " + name + " runs other settings now (" + it->second +
+             "), so dividing by it compares other work (--normalize-by twin)";
+    }
+    return {};
   }
 
   // --normalize-by ROW's row: divided by itself it reads 1 whatever it did.
@@ -132,6 +142,7 @@ class Normaliser {
     if (runs.empty()) return out;
     const RowKey row{runs.front()->name, runs.front()->mode};
     if (twin_runs_.count({true, row}) == 0) return values(runs, metric, 1.0);  // no twin ran beside it: raw
+    if (!baseline && other_settings_.count(row) != 0) return out;  // divides nothing (missing_divisor says why)
     const auto pairs = twin_runs_.find({baseline, row});
     if (pairs == twin_runs_.end()) return out;
     for (const RunResult* r : runs) {
@@ -183,6 +194,7 @@ class Normaliser {
           throw InputError("--normalize-by " + yardstick_ + ": " + row + " did not run in " + side + " (" +
                            std::string(status_name(first.status)) + ": " + first.reason + ")");
         }
+        if (!in_baseline) require_same_settings(baseline.at({yardstick_, mode}), it->second, row);
         for (const auto& metric : metrics) {
           const double m = median(values(it->second, metric, 1.0));
           if (!(m > 0) || !std::isfinite(m)) {
@@ -235,7 +247,44 @@ class Normaliser {
     }
   }
 
+  // The first run that ran of each: a divisor configured otherwise on the two sides measures
+  // other work (a `single` of twice the steps hid a 1.9x slower ddp-2 under --allow-missing).
+  static const RunResult* first_ok(const std::vector<const RunResult*>& runs) {
+    for (const RunResult* r : runs) {
+      if (r->status == RunStatus::ok) return r;
+    }
+    return nullptr;
+  }
+
+  void require_same_settings(const std::vector<const RunResult*>& base_runs, const std::vector<const RunResult*>& cur_runs,
+                             const std::string& row) const {
+    const RunResult* a = first_ok(base_runs);
+    const RunResult* b = first_ok(cur_runs);
+    if (a == nullptr || b == nullptr) return;
+    if (const std::string differs = settings_difference_of(a->config, base_defaults_, b->config, cur_defaults_);
+        !differs.empty()) {
+      throw InputError("--normalize-by " + yardstick_ + ": " + row + " runs other settings in the two files (" +
+                       differs + "), so dividing by it compares other work");
+    }
+  }
+
+  void find_other_settings() {
+    for (const auto& [key, base_runs] : twin_runs_) {
+      if (!key.first) continue;
+      const auto cur = twin_runs_.find({false, key.second});
+      if (cur == twin_runs_.end() || base_runs.empty() || cur->second.empty()) continue;
+      const RunResult* a = base_runs.begin()->second;
+      const RunResult* b = cur->second.begin()->second;
+      if (std::string differs = settings_difference_of(a->config, base_defaults_, b->config, cur_defaults_);
+          !differs.empty()) {
+        other_settings_[key.second] = std::move(differs);
+      }
+    }
+  }
+
   bool twin_ = false;
+  nlohmann::json base_defaults_, cur_defaults_;
+  std::map<RowKey, std::string> other_settings_;  // row -> how its twin's settings differ now
   std::string yardstick_;  // --normalize-by ROW
   std::map<RowKey, std::string> substitutes_;  // row -> how it is normalised, for the output
   std::map<std::pair<bool, std::string>, double> divisors_;
@@ -496,6 +545,26 @@ bool ran_now(const RowJudgement& row, const std::vector<const RunResult*>& cur_r
 
 }  // namespace
 
+std::vector<std::string> planned_rows_absent_from_both(const ResultDocument& a, const ResultDocument& b) {
+  std::set<RowKey> present;
+  for (const ResultDocument* doc : {&a, &b}) {
+    for (const RunResult& r : doc->runs) present.insert({r.name, r.mode});
+  }
+  std::vector<std::string> out;
+  std::set<RowKey> named;
+  for (const ResultDocument* doc : {&a, &b}) {
+    if (!doc->sweep) continue;
+    for (const SweepRowInfo& info : doc->sweep->rows) {
+      const RowKey key{info.name, info.mode};
+      if (present.count(key) != 0 || !named.insert(key).second) continue;
+      out.push_back(row_label(info.name, info.mode) + ": planned (" + std::to_string(doc->sweep->repeat) +
+                    (doc->sweep->repeat == 1 ? " repetition" : " repetitions") +
+                    ") and absent from both files (a sweep cut short, or an edited file): nothing of it is compared");
+    }
+  }
+  return out;
+}
+
 // Found from the gaps between the present repetitions: a sweep cut short between rows leaves
 // them out altogether.
 std::string absent_repetitions(const std::vector<const RunResult*>& runs, int64_t planned, const std::string& side) {
@@ -694,7 +763,7 @@ Comparison compare_results(const ProvenResults& baseline_file, const ProvenResul
   const Rows base_rows = rows_of(baseline);
   const Rows cur_rows = rows_of(current);
   require_rows_known(options.allow_missing, base_rows);
-  const Normaliser normaliser(options, baseline, current, base_rows, cur_rows, metric_names);
+  const Normaliser normaliser(options, baseline_file, current_file, base_rows, cur_rows, metric_names);
   const std::set<RowKey> twins = agreed_twins(baseline, current, base_rows);
   const RowRules rules{baseline_file,
                        current_file,
@@ -713,6 +782,7 @@ Comparison compare_results(const ProvenResults& baseline_file, const ProvenResul
   for (const auto& [key, runs] : cur_rows) {
     if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only in the current file");
   }
+  for (auto& absent : planned_rows_absent_from_both(baseline, current)) result.not_compared.push_back(std::move(absent));
   if (options.min_vs_pytorch) judge_floor(current, metric_names, options, result);
   require_common_row(matched, result);
   require_something_timed(result);

@@ -139,6 +139,11 @@ std::string markdown_comparison(const Comparison& comparison, const CompareOptio
 /// and counted ("2 of 6 planned repetitions (2, 4) are absent from SIDE ..."); empty where none is.
 std::string absent_repetitions(const std::vector<const RunResult*>& runs, int64_t planned, const std::string& side);
 
+/// Rows a file's sweep planned that neither file holds a run of, each named with its planned
+/// repetitions ("single (faithful): planned (5 repetitions) and absent from both files ..."):
+/// nothing was dropped without a word.
+std::vector<std::string> planned_rows_absent_from_both(const ResultDocument& a, const ResultDocument& b);
+
 /// The first line of every file compare --out writes, stored or paired: what marks it as
 /// compare's own (a Markdown comment, not shown where the table is rendered).
 inline constexpr std::string_view kComparisonFileMarker =

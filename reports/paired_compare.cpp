@@ -504,6 +504,9 @@ PairedResult compare_paired(const ProvenResults& baseline_file, const ProvenResu
                      cand == cand_rows.end() ? nullptr : &cand->second, baseline_file, candidate_file,
                      candidate_rounds, metrics, options);
   }
+  for (auto& absent : planned_rows_absent_from_both(baseline_file.document(), candidate_file.document())) {
+    result.not_compared.push_back(std::move(absent));
+  }
   for (const auto& [key, rounds] : cand_rows) {
     if (base_rows.count(key) == 0) result.not_compared.push_back(row_label(key.first, key.second) + ": only on the candidate");
     if (base_rows.count(key) == 0) continue;

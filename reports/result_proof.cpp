@@ -249,13 +249,75 @@ bool config_is_null(const RunResult& r, const json& writer_defaults, const char*
   return writer_defaults.contains(key) && writer_defaults.at(key).is_null();
 }
 
-// Where a row says it ran: NCCL on the CPU is no run's, nor a GPU on a machine whose
-// environment (written by the same sweep) found none ("other: " work).
-std::string misplaced(const RunResult& r, const Environment& environment) {
-  const json backend = r.strategy_details.is_object() ? r.strategy_details.value("backend", json()) : json();
-  if (backend == "nccl" && r.device.starts_with("cpu")) return "other: it says it reduced with NCCL on " + r.device;
+std::string config_text(const RunResult& r, const json& writer_defaults, const char* key) {
+  const json* value = r.config.is_object() && r.config.contains(key) ? &r.config.at(key)
+                      : writer_defaults.contains(key)                  ? &writer_defaults.at(key)
+                                                                       : nullptr;
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+// The device kind a device's name says ("cpu", "cuda"), empty for "auto" or none.
+std::string device_kind(const std::string& device) {
+  if (device.starts_with("cpu")) return "cpu";
+  if (device.starts_with("cuda")) return "cuda";
+  return {};
+}
+
+// Where a row says it ran, against its configuration and its file's machine ("other: " work):
+// the device kind and the reduction's backend its configuration asks (under auto, NCCL on GPUs and
+// Gloo on CPUs), a GPU only where the environment found one, DataParallel over as many devices as
+// its configuration lists.
+std::string misplaced(const RunResult& r, const json& writer_defaults, const Environment& environment) {
+  const std::string asked_kind = device_kind(config_text(r, writer_defaults, "device"));
+  if (!asked_kind.empty() && device_kind(r.device) != asked_kind) {
+    return "other: it says it ran on " + r.device + " where its configuration asks " + asked_kind;
+  }
   if (r.device.starts_with("cuda") && environment.gpus.empty()) {
     return "other: it says it ran on " + r.device + ", but its file's environment found no GPU";
+  }
+  const json details = r.strategy_details.is_object() ? r.strategy_details : json::object();
+  const json backend = details.value("backend", json());
+  if (backend == "nccl" && r.device.starts_with("cpu")) return "other: it says it reduced with NCCL on " + r.device;
+  std::string asked_backend = config_text(r, writer_defaults, "backend");
+  if (asked_backend == "auto") asked_backend = r.device.starts_with("cuda") ? "nccl" : "gloo";
+  if (backend.is_string() && !asked_backend.empty() && backend != asked_backend) {
+    return "other: it says it reduced with " + backend.get<std::string>() + " where its configuration asks " +
+           asked_backend;
+  }
+  const std::string listed = config_text(r, writer_defaults, "devices");
+  if ((r.strategy == "dp" || r.strategy == "torch-dp") && !listed.empty() && details.contains("devices") &&
+      details.at("devices").is_array()) {
+    const auto asked = static_cast<std::size_t>(std::count(listed.begin(), listed.end(), ',') + 1);
+    if (details.at("devices").size() != asked) {
+      return "other: it scattered over " + std::to_string(details.at("devices").size()) + " devices where its "
+             "configuration lists " + std::to_string(asked) + " (" + listed + ")";
+    }
+  }
+  return {};
+}
+
+// What a row recorded of its ranks and its steps, against the work proven from its configuration
+// (less_work): a rank's record for each rank, a step record for each step it trained, holding the
+// images it trained (the paired statistic reads the records one by one: half of them read as a
+// row twice as fast).
+std::string recorded_otherwise(const RunResult& r) {
+  if (!r.ranks.empty() && static_cast<int64_t>(r.ranks.size()) != r.world_size) {
+    return "other: it records " + std::to_string(r.ranks.size()) + " ranks' timings where it ran " +
+           std::to_string(r.world_size) + " ranks";
+  }
+  if (r.step_records.empty()) return {};
+  if (static_cast<int64_t>(r.step_records.size()) != r.steps) {
+    return "other: it holds " + std::to_string(r.step_records.size()) + " step records where it trained " +
+           std::to_string(r.steps) + " steps";
+  }
+  int64_t images = 0;
+  for (const StepRecord& step : r.step_records) {
+    if (__builtin_add_overflow(images, step.images, &images)) return "other: its step records' images overflow";
+  }
+  if (product(images, r.world_size) != std::optional<int64_t>(r.images_trained)) {
+    return "other: its step records hold " + std::to_string(images) + " images a rank where it trained " +
+           std::to_string(r.images_trained) + " over " + std::to_string(r.world_size) +
+           (r.world_size == 1 ? " rank" : " ranks");
   }
   return {};
 }
@@ -509,8 +571,9 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
     if (r.status == RunStatus::ok) prove_step_records(r, proven.side_);
     if (r.status != RunStatus::ok) continue;
     const std::string unmeasured = unmeasured_figure(r);
-    std::string less = unmeasured.empty() ? misplaced(r, document.environment) : std::string();
+    std::string less = unmeasured.empty() ? misplaced(r, document.option_defaults, document.environment) : std::string();
     if (unmeasured.empty() && less.empty()) less = less_work(r, document.option_defaults);
+    if (unmeasured.empty() && less.empty()) less = recorded_otherwise(r);
     if (unmeasured.empty() && less.empty()) continue;
     r.status = RunStatus::failed;
     r.reason = !unmeasured.empty()         ? "says ok, but " + unmeasured

@@ -377,11 +377,13 @@ TIMELINE_ID = "ddpbench-trace-timeline"
 
 
 def is_figures_file(path: Path) -> bool:
-    """An earlier figures file of this report (--json): the keys it writes."""
+    """An earlier figures file of this report (--json): an object with the keys it writes (a
+    user's list of those names, ["row", "ranks", ...], was taken for one and replaced)."""
     try:
-        return set(json.loads(path.read_bytes()[: 1 << 26])) >= {"row", "ranks", "steps", "gpu"}
-    except (OSError, ValueError, TypeError):
+        found = json.loads(path.read_bytes()[: 1 << 26])
+    except (OSError, ValueError):
         return False
+    return isinstance(found, dict) and set(found) >= {"row", "ranks", "steps", "gpu"}
 
 
 def is_timeline(path: Path) -> bool:

@@ -308,6 +308,53 @@ TEST(Compare, NormalisingByARowGatesOnRatios) {
   for (const auto& m : c.metrics) EXPECT_NEAR(m.ratio, 1.0, 1e-12) << m.row;
 }
 
+// The fifth attack on the outputs: a normalising row (or a twin) that ran other settings now
+// (twice the steps, so twice the time) hid a 1.9x slower ddp-2 under --allow-missing: "ok".
+TEST(Compare, ADivisorRunningOtherSettingsOnTheTwoSidesDividesNothing) {
+  auto base = document_with(repetitions("single", {10.0}));
+  base.runs.push_back(repetitions("ddp-2gpu", {6.0})[0]);
+  auto cur = document_with(repetitions("single", {20.0}));
+  cur.runs.push_back(repetitions("ddp-2gpu", {11.4})[0]);
+  cur.runs[0].config["max-steps"] = 392;  // the yardstick trained twice its steps
+  CompareOptions options;
+  options.metrics = {"train_time_s"};
+  options.normalize_by = "single";
+  options.allow_missing = {"single"};
+  try {
+    (void)compare_results(base, cur, options);
+    FAIL() << "a yardstick of other settings divided the rows";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--normalize-by single: single (faithful) runs other settings in the two "
+                                         "files (max-steps"),
+              std::string::npos)
+        << e.what();
+  }
+  const ResultDocument twins = testing::twin_document({100, 100, 100}, {100, 100, 100});
+  ResultDocument other = testing::twin_document({50, 50, 50}, {50, 50, 50});  // both 2x slower: ratios held
+  for (auto& r : other.runs) {
+    if (r.name == "ddp.torch") r.config["max-steps"] = 20;  // the twin ran twice the steps
+  }
+  CompareOptions by_twin;
+  by_twin.normalize_by = "twin";
+  by_twin.allow_missing = {"ddp.torch"};
+  const Comparison c = compare_results(twins, other, by_twin);
+  EXPECT_TRUE(c.cannot_judge_any());
+  EXPECT_TRUE(std::any_of(c.cannot_judge.begin(), c.cannot_judge.end(), [](const std::string& s) {
+    return s.find("the PyTorch twin ddp.torch runs other settings now (max-steps") != std::string::npos;
+  })) << ::testing::PrintToString(c.cannot_judge);
+}
+
+// A row the sweep planned that neither file holds a run of was dropped without a word.
+TEST(Compare, APlannedRowAbsentFromBothFilesIsNamed) {
+  ResultDocument base = testing::sample_sweep_document();
+  std::erase_if(base.runs, [](const RunResult& r) { return r.name == "single" && r.mode == "faithful"; });
+  const Comparison c = compare_results(base, base, {});
+  EXPECT_TRUE(std::any_of(c.not_compared.begin(), c.not_compared.end(), [](const std::string& s) {
+    return s == "single (faithful): planned (2 repetitions) and absent from both files (a sweep cut short, or an "
+                "edited file): nothing of it is compared";
+  })) << ::testing::PrintToString(c.not_compared);
+}
+
 // --normalize-by twin: each repetition over its PyTorch twin's, run back to back with it. A
 // machine 30 % slower in the current sweep slows both alike and is no regression; ddpbench 15 %
 // slower than its twin on the same machine is one, whatever the machine did.

@@ -33,6 +33,9 @@ const std::vector<double> kScipyTrimMeans = {0.09866291472916613, 0.089435119592
 RunResult with_steps(const std::vector<double>& times, int64_t repetition) {
   RunResult r = sample_run("single", "faithful", 1, 4.0, 2000.0, repetition);
   r.warmup_steps = 4;
+  r.steps = static_cast<int64_t>(times.size());  // an epoch cut by max-steps: a record a step
+  r.config["max-steps"] = r.steps;
+  r.images_trained = 256 * r.steps;
   r.step_records.clear();
   for (std::size_t k = 0; k < times.size(); ++k) {
     r.step_records.push_back({0, static_cast<int64_t>(k), 256, times[k], 2.0, {}});
@@ -107,21 +110,30 @@ TEST(MatchedSteps, RowsMatchedNowhereUseMediansAndOneUnmatchedRoundIsBadInput) {
   options.min_rounds = 4;
   options.max_rounds = 4;
   ResultDocument none = lockstep_rounds(true);
-  for (auto& run : none.runs) run.step_records.pop_back();
+  for (auto& run : none.runs) run.step_records.clear();  // files from before step records
   const PairedResult r = compare_paired(lockstep_rounds(false), none, options);
   ASSERT_EQ(r.comparisons.size(), 1u);
   EXPECT_FALSE(r.comparisons.front().matched_steps);
   for (const double d : r.comparisons.front().log_ratios) EXPECT_NEAR(d, 0.0, 1e-12) << "sample_run's median, both sides";
+  // One round's records without the others': bad input, never half its rounds matched.
+  ResultDocument one_unmatched = lockstep_rounds(true);
+  one_unmatched.runs[2].step_records.clear();
+  try {
+    (void)compare_paired(lockstep_rounds(false), one_unmatched, options);
+    FAIL() << "a round without step records was read beside matched ones";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the steady steps of round 2 do not match"), std::string::npos) << e.what();
+  }
+  // A record dropped or added: a row whose records are not its steps did other work (the proof).
   for (const auto damage : {0, 1}) {
     ResultDocument cand = lockstep_rounds(true);
-    if (damage == 0) cand.runs[2].step_records.pop_back();                      // a record dropped
-    if (damage == 1) cand.runs[2].step_records.push_back({0, 16, 256, 0.2, 2.0, {}});  // one added
-    try {
-      (void)compare_paired(lockstep_rounds(false), cand, options);
-      FAIL() << "damage " << damage << " was read";
-    } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find("the steady steps of round 2 do not match"), std::string::npos) << e.what();
-    }
+    if (damage == 0) cand.runs[2].step_records.pop_back();
+    if (damage == 1) cand.runs[2].step_records.push_back({0, 16, 256, 0.2, 2.0, {}});
+    cand.sweep = SweepInfo{};
+    cand.sweep->repeat = static_cast<int64_t>(cand.runs.size());  // its rounds, as the gate merges them
+    const ProvenResults proven = prove_results(cand, "the candidate");
+    EXPECT_NE(proven.document().runs[2].reason.find("step records where it trained 16 steps"), std::string::npos)
+        << "damage " << damage << ": " << proven.document().runs[2].reason;
   }
 }
 

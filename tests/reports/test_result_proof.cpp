@@ -86,6 +86,7 @@ TEST(ResultProof, WorkIsTheConfiguredStepsBatchWorldImagesAndEvaluation) {
     r.config["max-steps"] = nullptr;
     r.config["max-eval-batches"] = nullptr;
     edit(r);
+    testing::record_steps(r);  // its step records as a run of those steps writes them
     const ProvenResults p = proven(swept({r}, 1));
     return p.document().runs[0].status == RunStatus::ok ? std::string("ok") : p.document().runs[0].reason;
   };
@@ -134,6 +135,7 @@ RunResult issue_ddp2_row() {
   r.images_trained = 1024;
   r.eval_images = 64;
   r.eval_cut = true;
+  testing::record_steps(r);
   return r;
 }
 
@@ -428,6 +430,7 @@ TEST(ResultProof, TheWorkIsReadFromTheRowsOwnFileDefaultsAndWholeFloats) {
   RunResult r = sample_run("ddp-2", "faithful", 2, 10, 5000);
   r.steps = 16;
   r.images_trained = 16 * 512;
+  testing::record_steps(r);
   ResultDocument doc = swept({r}, 1);
   doc.option_defaults = {{"max-steps", 16}};
   EXPECT_EQ(proven(doc).document().runs[0].status, RunStatus::ok) << proven(doc).document().runs[0].reason;
@@ -495,6 +498,50 @@ TEST(ResultProof, AGpuRowOnAMachineWithoutGpusIsOtherWork) {
   doc.runs[0].device = "cpu";
   doc.environment.gpus.clear();
   EXPECT_EQ(proven(doc).document().runs[0].status, RunStatus::ok) << proven(doc).document().runs[0].reason;
+}
+
+// The fifth attack on the outputs: a row that says it ran on another device or backend than its
+// configuration asks, DataParallel over fewer devices than it lists, fewer ranks' records than
+// ranks, or half its step records (or steps of half the images) passed, "improved", exit 0: the
+// paired statistic reads the records one by one.
+TEST(ResultProof, WhereAndHowARowRanIsItsConfigurationsAndItsRecordsAreItsSteps) {
+  const auto reason_for = [](const std::function<void(RunResult&)>& edit) {
+    RunResult r = sample_run("ddp-2", "faithful", 2, 10, 5000);
+    edit(r);
+    const ProvenResults p = proven(swept({r}, 1));
+    return p.document().runs[0].status == RunStatus::ok ? std::string("ok") : p.document().runs[0].reason;
+  };
+  EXPECT_EQ(reason_for([](RunResult& r) { r.config["device"] = "cuda"; }), "ok");
+  EXPECT_EQ(reason_for([](RunResult& r) { r.config["device"] = "auto"; }), "ok");
+  EXPECT_EQ(reason_for([](RunResult& r) { r.config["device"] = "cpu"; }),
+            "did other work than configured: it says it ran on cuda:0 where its configuration asks cpu");
+  EXPECT_EQ(reason_for([](RunResult& r) { r.device = "cpu"; r.config["device"] = "cuda:1"; }),
+            "did other work than configured: it says it ran on cpu where its configuration asks cuda");
+  EXPECT_EQ(reason_for([](RunResult& r) { r.strategy_details["backend"] = "nccl"; r.config["backend"] = "auto"; }), "ok");
+  EXPECT_EQ(reason_for([](RunResult& r) { r.strategy_details["backend"] = "nccl"; r.config["backend"] = "gloo"; }),
+            "did other work than configured: it says it reduced with nccl where its configuration asks gloo");
+  EXPECT_EQ(reason_for([](RunResult& r) { r.strategy_details["backend"] = "gloo"; r.config["backend"] = "auto"; }),
+            "did other work than configured: it says it reduced with gloo where its configuration asks nccl");
+  EXPECT_EQ(reason_for([](RunResult& r) { r.ranks.resize(2); }), "ok");
+  EXPECT_EQ(reason_for([](RunResult& r) { r.ranks.resize(1); }),
+            "did other work than configured: it records 1 ranks' timings where it ran 2 ranks");
+  EXPECT_EQ(reason_for([](RunResult& r) { r.step_records.resize(r.step_records.size() / 2); }),
+            "did other work than configured: it holds 49 step records where it trained 98 steps");
+  EXPECT_EQ(reason_for([](RunResult& r) {
+              for (auto& step : r.step_records) step.images /= 2;
+            }),
+            "did other work than configured: its step records hold 12500 images a rank where it trained 50000 over 2 "
+            "ranks");
+  RunResult dp = sample_run("dp-2", "faithful", 1, 10, 5000);
+  dp.strategy = "dp";
+  dp.config["strategy"] = "dp";
+  dp.config["devices"] = "cpu,cpu";
+  dp.device = "cpu";
+  dp.strategy_details["devices"] = {"cpu", "cpu"};
+  EXPECT_EQ(proven(swept({dp}, 1)).document().runs[0].status, RunStatus::ok) << proven(swept({dp}, 1)).document().runs[0].reason;
+  dp.strategy_details["devices"] = {"cpu"};
+  EXPECT_EQ(proven(swept({dp}, 1)).document().runs[0].reason,
+            "did other work than configured: it scattered over 1 devices where its configuration lists 2 (cpu,cpu)");
 }
 
 TEST(ResultProof, AFailedTwinLeavesTheFloorUnjudged) {

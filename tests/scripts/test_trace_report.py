@@ -457,5 +457,19 @@ class GpuFiguresTest(unittest.TestCase):
         self.assertEqual(trace_report.longest_calls({"traceEvents": None}, {}), [])
 
 
+
+class FiguresFileTest(unittest.TestCase):
+    def test_only_an_object_with_the_reports_keys_is_an_earlier_figures_file(self) -> None:
+        # A user's list of the figure names was taken for an earlier --json and replaced (the attack).
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "columns.json"
+            path.write_text(json.dumps(["row", "ranks", "steps", "gpu", "mine"]))
+            self.assertFalse(trace_report.is_figures_file(path))
+            path.write_text(json.dumps({"row": "ddp-2", "ranks": [], "steps": [], "gpu": None}))
+            self.assertTrue(trace_report.is_figures_file(path))
+            path.write_text("not json")
+            self.assertFalse(trace_report.is_figures_file(path))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -508,5 +508,30 @@ class ShortRunOnEmulatedHostsTest(unittest.TestCase):
         self.assertEqual(len(advice["ranks"][0]["settings"]), 4)
 
 
+
+class KeepTest(unittest.TestCase):
+    def test_the_recording_is_kept_through_a_folder_of_its_own_never_one_left_there(self) -> None:
+        # keep() copied into the fixed name .KEEP.partial-PID: a folder left there (an earlier run
+        # killed with the same pid) made the copy fail, and its clean-up removed that folder whole.
+        import importlib.machinery
+        import importlib.util
+        loader = importlib.machinery.SourceFileLoader("validate_script", str(SOURCE / "scripts" / "validate"))
+        spec = importlib.util.spec_from_loader("validate_script", loader)
+        validate = importlib.util.module_from_spec(spec)
+        loader.exec_module(validate)
+        with tempfile.TemporaryDirectory() as folder:
+            recording, keep = Path(folder) / "recording", Path(folder) / "kept"
+            (recording / "rows").mkdir(parents=True)
+            (recording / "rows" / "row.json").write_text("{}")
+            left = Path(folder) / f".kept.partial-{os.getpid()}"
+            left.mkdir()
+            (left / "theirs.txt").write_text("not the tool's\n")
+            validate.keep(recording, keep)
+            self.assertEqual((keep / "rows" / "row.json").read_text(), "{}")
+            self.assertEqual((left / "theirs.txt").read_text(), "not the tool's\n")
+            self.assertEqual(sorted(p.name for p in Path(folder).iterdir()), sorted([".kept.partial-" + str(os.getpid()),
+                                                                                   "kept", "recording"]))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -6,6 +6,22 @@
 
 namespace ddpbench::testing {
 
+/// Rank 0's step records of `r` as a run writes them: one a step it trained, each a whole batch
+/// a rank but the last of its images (`images_trained` over its ranks); the first two slower (the
+/// warm-up), the rest `steady_s`. Call again after changing a row's steps or images.
+inline void record_steps(RunResult& r, double steady_s = 0.065) {
+  r.step_records.clear();
+  const int64_t world = std::max<int64_t>(1, r.world_size);
+  const int64_t per_step = std::max<int64_t>(1, r.global_batch / world);
+  int64_t left = r.images_trained / world;
+  const int64_t per_epoch = std::max<int64_t>(1, r.steps_per_epoch);
+  for (int64_t i = 0; i < r.steps; ++i) {
+    const int64_t images = i + 1 == r.steps ? left : std::min(per_step, left);
+    left -= images;
+    r.step_records.push_back({i / per_epoch, i % per_epoch, images, i == 0 ? 0.9 : i == 1 ? 0.12 : steady_s, 2.3, {}});
+  }
+}
+
 inline RunResult sample_run(const std::string& name, const std::string& mode, int64_t world, double train_time_s,
                             double images_per_s, int64_t repetition = 0) {
   RunResult r;
@@ -27,7 +43,6 @@ inline RunResult sample_run(const std::string& name, const std::string& mode, in
   // A round 1 GFLOP per image: achieved FLOP/s is then 1e9 x the steady images/s.
   r.train_flops_per_image = 1.0e9;
   r.achieved_flops_per_s = r.train_flops_per_image * r.steady_images_per_s;
-  r.step_records = {{0, 0, 256, 0.9, 2.3, {}}, {0, 1, 256, 0.12, 2.2, {}}, {0, 2, 256, 0.065, 2.1, {}}};
   r.test_accuracy = 0.27;
   r.eval_images = 10000;
   r.final_loss = 1.9;
@@ -43,6 +58,7 @@ inline RunResult sample_run(const std::string& name, const std::string& mode, in
   r.config = {{"strategy", r.strategy}, {"batch-size", per_process}, {"nproc", world}, {"loader", mode == "controlled" ? "device" : "host"},
               {"num-classes", mode == "controlled" ? 10 : 1000}, {"sync-bn", true},
               {"amp", world > 1 ? "fp16" : "off"}, {"tf32", false}};
+  record_steps(r);
   return r;
 }
 
@@ -118,6 +134,7 @@ inline ResultDocument cpu_sweep_document() {
                 {"device", "cpu"},        {"num-classes", 10},         {"loader", "host"},
                 {"max-steps", 4},         {"max-eval-batches", 2},     {"synthetic-test-images", 1024},
                 {"warmup-steps", 1},      {"amp", "off"},              {"sync-bn", true}};
+    record_steps(r);
     return r;
   };
   doc.runs = {run("single", 1, 0, 2.0), run("ddp-2", 2, 0, 2.5), run("single", 1, 1, 2.1),
