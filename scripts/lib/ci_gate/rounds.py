@@ -59,21 +59,26 @@ class Refusal(Exception):
         self.side = side
 
 
-# Each build's result file as the gate first read it once that build's process had ended: what is
-# proven, merged and judged is that, whatever is written there later (the other build runs as the
-# same user: a candidate that copied its own file over the baseline's passed 50 % slower).
+# Each build's result file as the gate read it once that build's process had ended (`take`):
+# what is proven, merged and judged is that, whatever is written there later (the other build runs
+# as the same user: a candidate that copied its own file over the baseline's passed 50 % slower).
 _taken: dict[Path, object] = {}
 
 
+def take(results: Path) -> None:
+    """`results` read now, its build's process just ended (what it holds is proven later)."""
+    try:
+        _taken[results] = read_json(results)
+    except Unreadable as error:
+        _taken[results] = error
+
+
 def taken(results: Path) -> object:
-    """`results`' JSON as first read (read now where it was not yet); Unreadable where it could
-    not be. A copy: the caller may change it."""
-    if results not in _taken:
-        try:
-            _taken[results] = read_json(results)
-        except Unreadable as error:
-            _taken[results] = error
-    found = _taken[results]
+    """`results`' JSON as taken (a copy: the caller may change it), else as it is now; Unreadable
+    where it could not be read."""
+    found = _taken[results] if results in _taken else None
+    if found is None:
+        return read_json(results)
     if isinstance(found, Unreadable):
         raise found
     return copy.deepcopy(found)
@@ -93,6 +98,7 @@ def run_row(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path, dea
     """One row (and its PyTorch twin) on one build; its result file (checked_result)."""
     done = children.run(arm.side, f"the {arm.label} build's sweep of row {row}",
                         sweep_command(arm, sweep_file, row, twins, folder), deadline_s, log=folder / "sweep.log")
+    take(folder / "results.json")
     return checked_result(arm, row, folder, done, ran_before=ran_before)
 
 
@@ -176,20 +182,12 @@ def lockstep_row(sides: list[tuple[Arm, Path]], sweep_file: Path, row: str, twin
         folders = {arm.label: folder for arm, folder in sides}
         ran = lockstep.run_lockstep(participants, seed, run, record, turn_timeout_s, start_timeout_s,
                                     deadline_s=deadline_s, starting=children.starting,
-                                    on_exit=lambda label: take_quietly(folders[label] / "results.json"))
+                                    on_exit=lambda label: take(folders[label] / "results.json"))
     except lockstep.CannotStart as failed:  # as children.run reads a child that cannot start: its side's crash
         side = next(arm.side for arm, _ in sides if arm.label == failed.label)
         raise Stop(side, What.CRASH, str(failed)) from None
     children.require_nothing_left(tuple(arm.side for arm, _ in sides), f"the builds' sweeps of row {row} in lockstep")
     return ran
-
-
-def take_quietly(results: Path) -> None:
-    """`results` read as it is now, its build's process just ended (what it holds is proven later)."""
-    try:
-        taken(results)
-    except Unreadable:
-        pass
 
 
 def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
