@@ -223,6 +223,18 @@ void require_side_by_side(const Environment& baseline, const Environment& candid
   }
 }
 
+// A round that says it ran on one host other than its file's (a row `sweep --resume` kept from
+// another machine, under this machine's environment) was not run side by side either.
+void require_rounds_on_the_files_host(const ResultDocument& doc, const std::string& side) {
+  for (const RunResult& r : doc.runs) {
+    if (r.nodes.size() == 1 && !doc.environment.host.empty() && r.nodes.front() != doc.environment.host) {
+      throw InputError(side + ": " + row_label(r.name, r.mode) + " round " + std::to_string(r.repetition) + " ran on " +
+                       r.nodes.front() + ", not on the file's host " + doc.environment.host +
+                       ": a paired comparison runs both builds on one machine");
+    }
+  }
+}
+
 // Nothing timed is nothing judged (every row allowed missing): no regression then would be a
 // pass that measured nothing.
 void require_something_timed(PairedResult& result) {
@@ -485,6 +497,8 @@ PairedResult compare_paired(const ProvenResults& baseline_file, const ProvenResu
   result.looks = options.max_rounds - options.min_rounds + 1;
   result.failed_by_proof = failed_by_proofs(baseline_file, candidate_file);
   require_side_by_side(baseline.environment, candidate.environment);
+  require_rounds_on_the_files_host(baseline, "the baseline build's file");
+  require_rounds_on_the_files_host(candidate, "the candidate's file");
   check_allowed_aspects(options.allow_env_mismatch);
   std::vector<EnvironmentDifference> env = environment_differences(baseline.environment, candidate.environment);
   const auto base_rows = rounds_of(baseline);

@@ -285,12 +285,15 @@ std::string misplaced(const RunResult& r, const json& writer_defaults, const Env
            asked_backend;
   }
   const std::string listed = config_text(r, writer_defaults, "devices");
-  if ((r.strategy == "dp" || r.strategy == "torch-dp") && !listed.empty() && details.contains("devices") &&
-      details.at("devices").is_array()) {
-    const auto asked = static_cast<std::size_t>(std::count(listed.begin(), listed.end(), ',') + 1);
-    if (details.at("devices").size() != asked) {
-      return "other: it scattered over " + std::to_string(details.at("devices").size()) + " devices where its "
-             "configuration lists " + std::to_string(asked) + " (" + listed + ")";
+  if ((r.strategy == "dp" || r.strategy == "torch-dp") && details.contains("devices") && details.at("devices").is_array()) {
+    // "all" (or unset) is every GPU the environment found; a list names its devices.
+    const bool every_gpu = listed.empty() || listed == "all";
+    const std::size_t asked = every_gpu ? (r.device.starts_with("cuda") ? environment.gpus.size() : 0)
+                                        : static_cast<std::size_t>(std::count(listed.begin(), listed.end(), ',') + 1);
+    if (asked > 0 && details.at("devices").size() != asked) {
+      return "other: it scattered over " + std::to_string(details.at("devices").size()) + " devices where its " +
+             (every_gpu ? "configuration asks every GPU its environment found: " + std::to_string(asked)
+                        : "configuration lists " + std::to_string(asked) + " (" + listed + ")");
     }
   }
   return {};

@@ -118,6 +118,13 @@ std::string plan_difference(const RunConfig& planned, const RunResult& ran) {
 std::string measured_elsewhere(const Environment& before, const Environment& now) {
   std::string why;
   for (const auto& d : environment_differences(before, now)) why += (why.empty() ? "" : "; ") + d.text;
+  // This build, which the comparable environment leaves out (compare judges twin builds alike):
+  // a row built by another compiler is not this one's to keep. (The host alone is not: hosts are
+  // renamed; --paired refuses rounds that say they ran on another host than their file's.)
+  if (before.compiler != now.compiler) {
+    why += (why.empty() ? "" : "; ") + std::string("compiler: ") +
+           (before.compiler.empty() ? "not recorded" : before.compiler) + " vs " + now.compiler;
+  }
   if (before.git_revision != now.git_revision) {
     why += (why.empty() ? "" : "; ") + std::string("git revision: ") +
            (before.git_revision.empty() ? "not recorded" : before.git_revision) + " vs " + now.git_revision;

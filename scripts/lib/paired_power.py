@@ -38,7 +38,8 @@ from ci_gate.adaptive_rounds import row_of  # noqa: E402
 from ci_gate.cli import Usage, sweep_rows  # noqa: E402
 from ci_gate.judge import PairedCompare, regressions as compared_regressions  # noqa: E402
 from ci_gate.outcomes import Side, Stop  # noqa: E402
-from ci_gate.rounds import Arm, Refusal, checked_result, lockstep_row, merge_rounds, round_order, run_row  # noqa: E402
+from ci_gate.rounds import (Arm, Refusal, checked_result, forget_taken, lockstep_row, merge_rounds,  # noqa: E402
+                            round_order, run_row)
 from output_rule import write_whole  # noqa: E402
 
 
@@ -289,6 +290,7 @@ def complete_rounds(work: Path, rows: list[str], arms: list[str], in_lockstep: b
 
 def evaluate(binary: str, sweep_file: Path, levels: list[float], targets: list[str], work: Path,
              gate: PairedCompare, resample: int, seed: int, in_lockstep: bool = False) -> str:
+    forget_taken()  # the rounds as they lie in `work`, whoever measured them
     rows = list(sweep_rows(sweep_file))
     arms = ["base", "aa"] + [arm_label(level) for level in levels]
     pool = complete_rounds(work, rows, arms, in_lockstep)

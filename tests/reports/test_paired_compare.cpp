@@ -527,6 +527,20 @@ TEST(AdversarialPairedGate, AbsentRoundsAllowedRowsSlowedBaselinesAndOtherMachin
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("not run side by side (host:"), std::string::npos) << e.what();
   }
+  // A round that ran on another host than its file's (a row `sweep --resume` kept from another
+  // machine, under this one's environment: the sixth attack's "regression" from two machines).
+  auto moved = base;
+  moved.environment.host = "vm";
+  for (auto& r : moved.runs) r.nodes = {"vm"};
+  auto kept = moved;
+  kept.runs[0].nodes = {"ci-runner-17"};
+  EXPECT_NO_THROW(compare_paired(moved, moved, {}));
+  try {
+    compare_paired(moved, kept, mismatch);
+    ADD_FAILURE() << "a round of another machine was paired";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ran on ci-runner-17, not on the file's host vm"), std::string::npos) << e.what();
+  }
   // Another build type, or threads, is the stored mode's rule: cannot judge, until allowed.
   auto debug = base;
   debug.environment.build_type = "Debug";

@@ -542,6 +542,19 @@ TEST(ResultProof, WhereAndHowARowRanIsItsConfigurationsAndItsRecordsAreItsSteps)
   dp.strategy_details["devices"] = {"cpu"};
   EXPECT_EQ(proven(swept({dp}, 1)).document().runs[0].reason,
             "did other work than configured: it scattered over 1 devices where its configuration lists 2 (cpu,cpu)");
+  // `--devices all` (the default) is every GPU the environment found, never one (the sixth attack:
+  // a right 2-GPU row failed, one on 1 of 2 GPUs passed).
+  ResultDocument gpus = swept({dp}, 1);
+  gpus.environment.gpus.resize(2);
+  RunResult& all = gpus.runs[0];
+  all.device = "cuda:0";
+  all.config["devices"] = "all";
+  all.strategy_details["devices"] = {"cuda:0", "cuda:1"};
+  EXPECT_EQ(proven(gpus).document().runs[0].status, RunStatus::ok) << proven(gpus).document().runs[0].reason;
+  all.strategy_details["devices"] = {"cuda:0"};
+  EXPECT_EQ(proven(gpus).document().runs[0].reason,
+            "did other work than configured: it scattered over 1 devices where its configuration asks every GPU its "
+            "environment found: 2");
 }
 
 TEST(ResultProof, AFailedTwinLeavesTheFloorUnjudged) {

@@ -5,6 +5,7 @@ build can judge no commit (128)."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -74,11 +75,19 @@ def checked(binary: str) -> str:
 def dry_run(side: Side, binary: str, s: Settings) -> str:
     """Why `binary`'s sweep refuses the sweep file's rows or the arguments after `--` (or ""):
     `sweep --dry-run` reads both, runs and writes nothing (its --out-dir a folder of its own)."""
-    with tempfile.TemporaryDirectory(prefix="ddpbench-ci-bench-dry-run-") as scratch:
+    scratch = Path(tempfile.mkdtemp(prefix="ddpbench-ci-bench-dry-run-"))
+    try:
         command = [binary, "sweep", "--file", str(s.sweep_file), "--mode", "faithful", "--table", "tutorial",
-                   "--repeat", "1", "--out-dir", str(Path(scratch) / "out"), "--dry-run",
+                   "--repeat", "1", "--out-dir", str(scratch / "out"), "--dry-run",
                    *(["--reference"] if s.twins else []), *s.sweep_args]
         done = children.run(side, f"{side.value}'s `sweep --dry-run`", command, s.deadlines.compare_s, capture=True)
+    finally:
+        replaced = scratch.is_symlink() or not scratch.is_dir()
+        if not replaced:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if replaced:  # its own doing, never the gate's failure; what it put there is left, untouched
+        raise Stop(side, What.GARBAGE, f"{side.value}'s `sweep --dry-run` replaced the gate's scratch folder {scratch} "
+                   f"(the folder of its --out-dir) with something else, which the gate leaves there")
     found = done.problem(fine=(0,))
     if found is None:
         return ""

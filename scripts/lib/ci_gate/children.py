@@ -59,8 +59,9 @@ def starting() -> Iterator[None]:
         yield
     finally:  # the block's own error too (a child that could not start) gives way to the signal
         Starting.now = False
-        if Starting.signal is not None:
-            raise Signalled(Starting.signal)
+        signum, Starting.signal = Starting.signal, None  # raised once: never again by a later start
+        if signum is not None:
+            raise Signalled(signum)
 STOP_GRACE_S = 10.0
 # What the gate keeps of a captured stream: its first and its last this many bytes (a compare's
 # table is kilobytes). A child that floods its output past it costs the gate no more memory.

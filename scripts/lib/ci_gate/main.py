@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import resource
 import signal
 import sys
 import traceback
@@ -169,7 +170,7 @@ class GateRun:
             return
         try:
             self.rev.record_left()
-        except (Stop, OSError) as error:
+        except (Stop, OSError, Signalled) as error:  # the signals are blocked by now; never an answer's end
             say(f"ci-bench: what REV's runs left in {self.rev.src} could not be recorded ({error}): the next gate may "
                 f"refuse it as a user's change\n", sys.stderr)
 
@@ -241,6 +242,22 @@ def ended(gate: GateRun, argv: list[str]) -> tuple[Outcome, str]:
                                                f"scripts/ci-bench or of the machine, never the candidate's"), ""
 
 
+def give_back_core_limit() -> None:
+    """The core-size limit scripts/ci-bench took from the gate alone (a SIGQUIT before its handlers
+    dumped core into the user's checkout), given back for every process the gate starts."""
+    given = os.environ.pop("DDPBENCH_CI_CORE_LIMIT", None)
+    if given is None:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_CORE)
+    wanted = resource.RLIM_INFINITY if given == "unlimited" else int(given) * 1024 if given.isdigit() else soft
+    if hard != resource.RLIM_INFINITY and (wanted == resource.RLIM_INFINITY or wanted > hard):
+        wanted = hard
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (wanted, hard))
+    except (ValueError, OSError):
+        pass
+
+
 def main(argv: list[str], restore_handlers: bool = True) -> int:
     """The gate; its exit code. `restore_handlers` False (the program's own run, __main__) leaves
     every signal ignored once the answer is known, until the process ends: a signal after the
@@ -251,6 +268,7 @@ def main(argv: list[str], restore_handlers: bool = True) -> int:
         sys.stdout, sys.stderr = (ReaderGone(stream if stream is not None else open(os.devnull, "w"))
                                   for stream in (sys.stdout, sys.stderr))
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"  # no child writes bytecode into a build's tree
+    give_back_core_limit()
     for name in [name for name in os.environ if name.startswith("GIT_")]:
         del os.environ[name]  # a hook's GIT_DIR or GIT_INDEX_FILE: no child reaches the caller's repository
     previous: dict[int, object] = {}

@@ -25,6 +25,9 @@ MARKER = ".ddpbench-ci-bench-out"
 LOCK = ".ddpbench-ci-bench.lock"
 TMP_SUFFIX = ".ci-bench-tmp"
 ASIDE = re.compile(r"\.[0-9a-f]{16}" + re.escape(TMP_SUFFIX))  # what follows a folder's name in its temporary one
+# What follows a file's name in its temporary one (write_whole: mkstemp's 8 random characters): a
+# user's "compare.md.my-notes.ci-bench-tmp" is no name of the gate's, and stays.
+FILE_ASIDE = re.compile(r"\.[a-z0-9_]{8}" + re.escape(TMP_SUFFIX))
 FOLDER_MARKER = ".ddpbench-ci-bench-rounds"
 # Stored mode: current/ (the sweep), compare.md; paired: the rounds' files and each build's
 # round folders; both: the two builds' set-up logs and the verdict.
@@ -185,7 +188,8 @@ class OutDir:
         """Nothing of an earlier gate that could be read as this one's: its files and folders, by
         their documented names, and their temporary names."""
         for name in OUTPUTS:
-            for path in (self.path / name, *self.path.glob(f"{name}.*{TMP_SUFFIX}")):
+            temporaries = [p for p in self.path.glob(f"{name}.*{TMP_SUFFIX}") if FILE_ASIDE.fullmatch(p.name[len(name):])]
+            for path in (self.path / name, *temporaries):
                 if path.is_file() and not path.is_symlink():
                     path.unlink()
         for name in FOLDERS:

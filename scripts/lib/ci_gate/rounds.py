@@ -73,6 +73,12 @@ def take(results: Path) -> None:
         _taken[results] = error
 
 
+def forget_taken() -> None:
+    """Every file taken forgotten: what is read next is what is on disk (scripts/gate-power measures
+    rounds, then judges them as they lie, in one process)."""
+    _taken.clear()
+
+
 def taken(results: Path) -> object:
     """`results`' JSON as taken (a copy: the caller may change it), else as it is now; Unreadable
     where it could not be read."""

@@ -287,6 +287,17 @@ TEST(SweepCommand, ResumeKeepsOnlyARowMeasuredOnThisMachineAndBuild) {
       << resumed.err;
   EXPECT_NE(resumed.err.find("git revision: 0123456789ab vs "), std::string::npos) << resumed.err;
   EXPECT_EQ(nlohmann::json::parse(testing::read_text(row_file))["environment"], here) << "the row ran again, here";
+  // Another compiler, which compare's environment leaves out (the sixth attack's row kept as this
+  // build's).
+  for (const auto& [aspect, other] : {std::pair{"compiler", "Clang 17"}}) {
+    auto moved = nlohmann::json::parse(testing::read_text(row_file));
+    moved["environment"][aspect] = other;
+    testing::write_text(row_file, moved.dump());
+    const auto rerun = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume"}));
+    ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+    EXPECT_NE(rerun.err.find(std::string("not kept, run again (") + aspect + ": " + other + " vs "), std::string::npos)
+        << rerun.err;
+  }
   // Measured here, it is kept.
   const auto again = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume"}));
   EXPECT_NE(again.err.find("quick (faithful): done before, kept (--resume)"), std::string::npos) << again.err;

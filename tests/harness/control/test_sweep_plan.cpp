@@ -310,6 +310,7 @@ TEST(Sweep, ARowMeasuredOnAnotherMachineBuildOrRevisionIsNotKept) {
     return measured_elsewhere(before, here);
   };
   EXPECT_EQ(edited([](Environment& e) { e.git_revision = "def"; }), "git revision: def vs abc");
+  EXPECT_EQ(edited([](Environment& e) { e.compiler = "Clang 17"; }), "compiler: Clang 17 vs ");
   EXPECT_EQ(edited([](Environment& e) { e.cpu_affinity = "0"; }), "CPUs the process could use: 0 vs 0-1");
   EXPECT_EQ(edited([](Environment& e) { e.omp_num_threads = "1"; }), "OMP_NUM_THREADS: 1 vs unset");
   EXPECT_EQ(edited([](Environment& e) { e.build_type = "Debug"; }), "build type: Debug vs Release");

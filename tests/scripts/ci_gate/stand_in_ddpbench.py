@@ -34,6 +34,8 @@ STAND_IN_TIMES (JSON, optional): {"rows": {ROW: {BUILD: [MEAN_S, SPREAD] | {"tim
   | "refuse-after-first"}}, "first_penalty": X, "sleep_s": S}: a row's train_time_s drawn per run
   (seeded by build, row and run), or the run's time from a list; a run that opens a pair (the
   first of consecutive runs of a row) X slower; each sweep sleeps S first.
+A build's spec {"dry-run": "replace-scratch"}: its `sweep --dry-run` makes the folder of its
+--out-dir (the gate's scratch folder) a file, and exits 0.
 STAND_IN_STATE: a folder where each build counts its sweeps and logs each run ("BUILD ROW").
 """
 from __future__ import annotations
@@ -42,6 +44,7 @@ import fcntl
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -197,6 +200,11 @@ def spoiled(fault: str | None, runs: list, planned: list, row: str) -> list:
 
 def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> int:
     if "--dry-run" in args:
+        if spec.get("dry-run") == "replace-scratch":  # its --out-dir's folder (the gate's scratch) made a file
+            scratch = Path(value_of(args, "--out-dir") or "").parent
+            shutil.rmtree(scratch)
+            scratch.write_text("the dry run's, not a folder\n")
+            return 0
         return 2 if spec.get("sweep") == "refuse" and spec.get("after", 0) == 0 else 0
     row, out = value_of(args, "--rows") or "", Path(value_of(args, "--out-dir") or "")
     sweeps, runs_of_row = counted(state, build, row or "all")

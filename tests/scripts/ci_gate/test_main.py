@@ -10,6 +10,7 @@ import contextlib
 import io
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -121,6 +122,43 @@ class FinishTest(unittest.TestCase):
             code = gate.finish(main.Outcome(main.Side.CANDIDATE, main.What.NO_REGRESSION), "No regression.\n", False)
         self.assertEqual(code, 2)
         self.assertIn("cannot write the verdict", stderr.getvalue())
+
+
+class EntryTest(unittest.TestCase):
+    """scripts/ci-bench, the bash that starts the gate, with a stand-in python3 on PATH."""
+
+    def setUp(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="ddpbench-entry-"))
+        self.addCleanup(shutil.rmtree, self.dir)
+        # Its version check takes 3 s; the gate itself says where it started and with what core limit.
+        (self.dir / "python3").write_text(
+            '#!/bin/bash\nif [ "$2" = -c ]; then sleep 3; exit 0; fi\n'
+            'echo "gate ran: core $(ulimit -S -c), given ${DDPBENCH_CI_CORE_LIMIT-none}"\n')
+        (self.dir / "python3").chmod(0o755)
+        self.env = dict(os.environ, PATH=f"{self.dir}:{os.environ['PATH']}")
+
+    def test_a_signal_while_the_version_is_checked_is_the_signals(self) -> None:
+        # bash ignores SIGQUIT untrapped: the gate then ran and passed (0); SIGUSR1/2 and SIGALRM alike.
+        for signum in (signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGTERM):
+            with self.subTest(signal=signum.name):
+                entry = subprocess.Popen(["bash", str(SOURCE / "scripts" / "ci-bench"), "--help"], env=self.env,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                time.sleep(1)
+                entry.send_signal(signum)
+                out, _ = entry.communicate(timeout=30)
+                self.assertEqual(entry.returncode, 128 + signum, out)
+                self.assertNotIn("gate ran", out)
+
+    def test_the_gate_itself_dumps_no_core_and_gives_the_limit_back(self) -> None:
+        done = subprocess.run(["bash", "-c", f'ulimit -S -c 1024; exec bash {SOURCE / "scripts" / "ci-bench"} --help'],
+                              env=self.env, capture_output=True, text=True, timeout=30)
+        self.assertIn("gate ran: core 0, given 1024", done.stdout)
+        with mock.patch.dict(os.environ, {"DDPBENCH_CI_CORE_LIMIT": "0"}):
+            before = resource.getrlimit(resource.RLIMIT_CORE)
+            self.addCleanup(resource.setrlimit, resource.RLIMIT_CORE, before)
+            main.give_back_core_limit()
+            self.assertEqual(resource.getrlimit(resource.RLIMIT_CORE), (0, before[1]))
+            self.assertNotIn("DDPBENCH_CI_CORE_LIMIT", os.environ)
 
 
 class GateTest(unittest.TestCase):
@@ -276,6 +314,18 @@ class GateTest(unittest.TestCase):
                                           faults={"candidate": {"slowdown": 0.5, "sweep": "overwrite-baseline"}})
                 self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
                 self.assertEqual((self.out / "verdict.txt").read_text(), "regression\n")
+
+    def test_a_dry_run_that_replaces_its_scratch_folder_is_its_sides_fault(self) -> None:
+        # The candidate's `sweep --dry-run` made the gate's scratch folder a file: rmtree raised, read
+        # as the gate's own failure (128 under --bisect: the bisection stopped).
+        for flags, code in (([], 1), (["--bisect"], 1)):
+            with self.subTest(flags=flags):
+                done = self.stand_in.gate("--against", "HEAD", *QUICK, *flags,
+                                          faults={"candidate": {"dry-run": "replace-scratch"}})
+                self.assertEqual(done.returncode, code, done.stdout + done.stderr)
+                self.assertIn("replaced the gate's scratch folder", done.stderr)
+                left = done.stderr.split("replaced the gate's scratch folder ")[1].split(" ")[0]
+                Path(left).unlink()  # the stand-in's file, which the gate leaves
 
     def test_the_candidates_build_folder_inside_the_out_dir_is_the_inputs_fault(self) -> None:
         # Built by its own set-up into --out-dir/current: the stored gate set its build aside as a

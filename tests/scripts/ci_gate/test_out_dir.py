@@ -68,15 +68,18 @@ class OutDirTest(unittest.TestCase):
         claim = self.claimed()
         claim.release()
         claim.folder("baseline")
-        for name in ("verdict.txt", "paired.md", "baseline-rounds.json.k2x9" + out_dir.TMP_SUFFIX):
-            (self.out / name).write_text("an earlier gate's\n")
+        for name in ("verdict.txt", "paired.md", "baseline-rounds.json.k2x9_ab1" + out_dir.TMP_SUFFIX):
+            (self.out / name).write_text("an earlier gate's\n")  # mkstemp's 8 characters: the gate's own name
+        # A user's names near the gate's, its temporary ones included (the tenth attack: "compare.md.my-notes"
+        # + the suffix was removed).
         near = {"baseline-rounds.tmp": "mine", "verdict.txt.orig": "mine", ".lock": "mine", "notes.md": "mine",
-                "candidate-rounds.json.ci-bench-tmp": "mine"}
+                "candidate-rounds.json.ci-bench-tmp": "mine", "compare.md.my-notes" + out_dir.TMP_SUFFIX: "mine",
+                "verdict.txt.from-monday" + out_dir.TMP_SUFFIX: "mine", "paired.md.k2x9" + out_dir.TMP_SUFFIX: "mine"}
         for name, text in near.items():
             (self.out / name).write_text(text)
         self.claimed()
         left = {p.name for p in self.out.iterdir()}
-        self.assertFalse({"verdict.txt", "paired.md", "baseline", "baseline-rounds.json.k2x9" + out_dir.TMP_SUFFIX} & left)
+        self.assertFalse({"verdict.txt", "paired.md", "baseline", "baseline-rounds.json.k2x9_ab1" + out_dir.TMP_SUFFIX} & left)
         for name, text in near.items():
             self.assertEqual((self.out / name).read_text(), text, f"{name} is the user's")
 
