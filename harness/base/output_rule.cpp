@@ -51,6 +51,18 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
+// Whether `inner` lands under `outer` (a folder to be made there): a file output one write makes
+// a folder of for another (`--reports-dir` at a row's result file: its results written into it,
+// the row failed, exit 1).
+bool lands_under(const fs::path& inner, const fs::path& outer) {
+  const fs::path ri = resolved(inner), ro = resolved(outer);
+  auto i = ri.begin();
+  for (auto o = ro.begin(); o != ro.end(); ++o, ++i) {
+    if (i == ri.end() || *i != *o) return false;
+  }
+  return i != ri.end();
+}
+
 }  // namespace
 
 void check_command_files(const std::vector<CommandInput>& inputs, const std::vector<CommandOutput>& outputs) {
@@ -68,6 +80,13 @@ void check_command_files(const std::vector<CommandInput>& inputs, const std::vec
       if (!outputs[j].path.empty() && same_file(out.path, outputs[j].path)) {
         throw InputError(named + " is the file " + outputs[j].name + " " + quoted(outputs[j].path) +
                          " writes too: each output is a file of its own (give another path)");
+      }
+    }
+    for (const CommandOutput& other : outputs) {
+      if (&other == &out || other.path.empty()) continue;
+      if (lands_under(out.path, other.path)) {
+        throw InputError(named + " lies under the file " + other.name + " " + quoted(other.path) +
+                         " writes: one output would be made a folder of for the other (give another path)");
       }
     }
     // What is there where the write lands (through links and ".."), not only at the spelling.

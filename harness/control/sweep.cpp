@@ -155,6 +155,9 @@ std::string not_this_slots_run(const PlannedRow& row, const ProvenResults& file)
   if (row.info.reference_of.empty() && run.threads_per_rank <= 0) {
     return "it does not record its threads per rank, which this build records";
   }
+  if (run.status == RunStatus::ok && run.step_records.empty()) {
+    return "it holds no step records, which this build records (one a step)";
+  }
   return "";
 }
 

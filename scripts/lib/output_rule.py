@@ -61,6 +61,12 @@ def _same_file(a: PathLike, b: PathLike) -> bool:
     return ia is not None and ia == ib
 
 
+def _lands_under(inner: PathLike, outer: PathLike) -> bool:
+    """Whether `inner` lands under `outer`, both where the kernel resolves them."""
+    ri, ro = Path(os.path.realpath(inner)), Path(os.path.realpath(outer))
+    return ro in ri.parents
+
+
 def check_outputs(inputs: Mapping[str, PathLike | None], outputs: Mapping[str, Output]) -> None:
     given_inputs = [(name, path) for name, path in inputs.items() if path]
     seen: list[tuple[str, PathLike]] = []
@@ -75,6 +81,10 @@ def check_outputs(inputs: Mapping[str, PathLike | None], outputs: Mapping[str, O
             if _same_file(path, other_path):
                 raise OutputClash(f"{name} '{path}' is the file {other_name} '{other_path}' writes too: each output "
                                   "is a file of its own (give another path)")
+        for other_name, (other_path, _, _) in outputs.items():
+            if other_path and other_name != name and _lands_under(path, other_path):
+                raise OutputClash(f"{name} '{path}' lies under the file {other_name} '{other_path}' writes: one output "
+                                  "would be made a folder of for the other (give another path)")
         seen.append((name, path))
         # What is there where the write lands (realpath resolves "link/.." as the kernel does), not
         # only at the spelling: "missing/../link/../notes.md" lands on notes.md once "missing" is made.

@@ -100,6 +100,12 @@ class OutputRuleTest(unittest.TestCase):
         why = refusal({}, {"--json": self.dir / "a", "--svg": self.dir / "sub/../a"})
         self.assertIn(f"--svg '{self.dir / 'sub/../a'}' is the file --json '{self.dir / 'a'}' writes too", why)
 
+    def test_an_output_never_lies_under_another_outputs_file(self) -> None:
+        why = refusal({}, {"--json": self.dir / "a.json", "--svg": self.dir / "a.json/timeline.svg"})
+        self.assertIn(f"--svg '{self.dir / 'a.json/timeline.svg'}' lies under the file --json '{self.dir / 'a.json'}' "
+                      f"writes", why)
+        self.assertEqual(refusal({}, {"--json": self.dir / "a.json", "--svg": self.dir / "a.svg"}), "")
+
     def test_an_existing_file_is_replaced_only_where_it_is_of_its_own_kind(self) -> None:
         (self.dir / "earlier.json").write_text("ours from before")
         (self.dir / "mine.svg").write_text("<svg a user's own drawing")

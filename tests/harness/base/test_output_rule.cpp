@@ -96,6 +96,24 @@ TEST(OutputRule, TwoOutputsAreNeverOneFile) {
       << why;
 }
 
+// The seventh attack: `sweep --reports-dir` at a row's result file made a folder of it and wrote
+// its reports there; the row failed ("a folder, not a file"), exit 1, files written.
+TEST(OutputRule, AnOutputNeverLiesUnderAnotherOutputsFile) {
+  TempDir dir;
+  const std::string why = refusal({}, {output("row single's result file", dir / "rows/single.json"),
+                                       output("--reports-dir's results.json", dir / "rows/single.json/results.json")});
+  EXPECT_NE(why.find("--reports-dir's results.json '" + (dir / "rows/single.json/results.json").string() +
+                     "' lies under the file row single's result file '" + (dir / "rows/single.json").string() +
+                     "' writes"),
+            std::string::npos)
+      << why;
+  const std::string dotted = refusal({}, {output("--reports-dir's results.md", dir / "r/x/../single.json/results.md"),
+                                          output("row single's result file", dir / "r/single.json")});
+  EXPECT_NE(dotted.find("lies under the file row single's result file"), std::string::npos) << dotted;
+  EXPECT_EQ(refusal({}, {output("--out", dir / "rows/single.json"), output("--trace", dir / "rows/single.rank0.json")}),
+            "");
+}
+
 TEST(OutputRule, AnExistingFileIsReplacedOnlyWhereItIsOfItsOwnKind) {
   TempDir dir;
   testing::write_text(dir / "earlier.json", "ours from before");

@@ -289,6 +289,17 @@ TEST(SweepCommand, ResumeKeepsOnlyARowMeasuredOnThisMachineAndBuild) {
   EXPECT_EQ(nlohmann::json::parse(testing::read_text(row_file))["environment"], here) << "the row ran again, here";
   // Another compiler, which compare's environment leaves out (the sixth attack's row kept as this
   // build's).
+  // Its step records emptied (the seventh attack): kept, and then compared by its figures alone.
+  {
+    auto emptied = nlohmann::json::parse(testing::read_text(row_file));
+    emptied["runs"][0]["step_records"] = nlohmann::json::array();
+    testing::write_text(row_file, emptied.dump());
+    const auto rerun = testing::run_process(sweep_args(dir, {"--rows", "quick", "--resume"}));
+    ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+    EXPECT_NE(rerun.err.find("not kept, run again (it holds no step records, which this build records"),
+              std::string::npos)
+        << rerun.err;
+  }
   for (const auto& [aspect, other] : {std::pair{"compiler", "Clang 17"}}) {
     auto moved = nlohmann::json::parse(testing::read_text(row_file));
     moved["environment"][aspect] = other;

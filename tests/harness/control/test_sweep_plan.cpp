@@ -13,6 +13,7 @@
 #include "reports/compare.hpp"
 #include "support/proven_documents.hpp"
 #include "reports/result_file.hpp"
+#include "support/sample_results.hpp"
 #include "support/temp_dir.hpp"
 
 namespace ddpbench {
@@ -345,10 +346,24 @@ TEST(Sweep, ARowFileIsKeptOnlyAsItsOwnSlotsRunOnWhatAutoFindsNow) {
   run.name = "r";
   run.dataset = "synthetic";
   run.threads_per_rank = 1;
+  run.status = RunStatus::failed;  // what it ran, not how it ended, is asked below (a failed row is never kept)
   run.config = {{"out", "results/rows/faithful/r.r1.json"}};
   ResultDocument doc;
   doc.runs = {run};
   const auto why = [&](const ResultDocument& d) { return not_this_slots_run(row, prove_results(d, "the row's result")); };
+  // An ok row with its step records emptied (the seventh attack): kept, then compared by its figures.
+  PlannedRow on_cifar = row;
+  on_cifar.config.dataset = DatasetKind::cifar10;
+  RunResult ok_row = testing::sample_run("r", "faithful", 1, 10, 5000);
+  ok_row.config["out"] = "results/rows/faithful/r.r1.json";
+  ok_row.threads_per_rank = 1;
+  ResultDocument recorded;
+  recorded.environment.gpus = {{"NVIDIA A100-SXM4-40GB", 40LL << 30, "8.0"}};
+  recorded.runs = {ok_row};
+  ASSERT_EQ(not_this_slots_run(on_cifar, prove_results(recorded, "the row's result")), "");
+  recorded.runs[0].step_records.clear();
+  EXPECT_EQ(not_this_slots_run(on_cifar, prove_results(recorded, "the row's result")),
+            "it holds no step records, which this build records (one a step)");
   EXPECT_EQ(why(doc), "");
   std::filesystem::create_directories(dir / "data/cifar-10-batches-bin");
   testing::write_text(dir / "data/cifar-10-batches-bin/data_batch_1.bin", "");
