@@ -48,6 +48,7 @@ def rev_binary(s: Settings, rev: RevFolder, sha: str, out: OutDir) -> str:
     env.update(DDPBENCH_BUILD_DIR=str(rev.build), DDPBENCH_BUILD_TARGETS="ddpbench")
     set_up(Side.BASELINE, f"{s.against} ({sha[:12]})'s set-up", rev.src / "scripts" / "lib" / "setup.sh",
            s.deadlines.build_s, out / "baseline-build.log", env)
+    rev.check_own_files(sha)
     if not os.access(rev.binary_path, os.X_OK):
         raise Stop(Side.BASELINE, What.BUILD_FAILED, f"{s.against} ({sha[:12]}) does not build: its set-up left no "
                    f"{rev.binary_path}, so no commit can be compared with it")

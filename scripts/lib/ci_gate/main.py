@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
-from . import children, cli
+from . import children, cli, rounds
 from .builds import candidate_binary
 from .out_dir import OutDir
 from .outcomes import Outcome, Side, Signalled, Stop, What, wants_bisect
@@ -140,7 +140,7 @@ class GateRun:
                 inputs["--current"] = s.current
             self.out = OutDir(s.out_dir, inputs, self.apart(s))
             self.out.claim()
-            children.check_after_each(self.out.left_by)
+            children.check_after_each(self.left_by)
             return stored_gate(s, self.out, candidate_binary(s, self.out))
         sha = resolve_rev(self.root, s.against)
         rev = RevFolder(self.root, s.against_dir, s.build_dir, s.binary)
@@ -150,10 +150,17 @@ class GateRun:
         self.out = OutDir(s.out_dir, inputs, {"--against-dir": s.against_dir, **self.apart(s)})
         self.out.check()
         self.out.claim()
-        children.check_after_each(self.out.left_by)
+        children.check_after_each(self.left_by)
         rev.claim(s.out_dir, inputs)
         self.rev = rev
         return paired_gate(s, self.out, rev, sha)
+
+    def left_by(self, what: str) -> str:
+        """What `what` (a build's process, just ended) left where only the gate makes things: at
+        the gate's names in --out-dir, or in the builds' round folders."""
+        assert self.out is not None
+        return self.out.left_by(what) or (rounds.left_in_round_folders(self.out.path, what)
+                                          if self.out.lock_fd >= 0 else "")
 
     @staticmethod
     def apart(s: cli.Settings) -> dict[str, Path]:

@@ -33,7 +33,7 @@ FOLDER_MARKER = ".ddpbench-ci-bench-rounds"
 # round folders; both: the two builds' set-up logs and the verdict.
 OUTPUTS = ("verdict.txt", "verdict.json", "compare.md", "candidate-build.log", "baseline-build.log",
            "baseline-rounds.json", "candidate-rounds.json", "order.jsonl", "paired.md", "undecided.txt",
-           "candidate-paired.md", "candidate-undecided.txt", "floor.md", "candidate-floor.md",
+           "candidate-paired.md", "candidate-undecided.txt", "floor.md",
            "machine-load.json")
 FOLDERS = ("current", "baseline", "candidate")
 VERDICTS = ("verdict.txt", "verdict.json")  # written by the gate alone, last
@@ -70,6 +70,11 @@ def refusal(out: Path, inputs: dict[str, Path], apart: dict[str, Path]) -> str:
         other = resolved(path)
         if inside(other, real) or inside(real, other):
             return f"--out-dir {out} and {name} {path} lie one inside the other: choose an --out-dir apart from it"
+    here = resolved(Path.cwd())
+    for name in FOLDERS:  # made afresh by every gate: where the gate was started from, it would remove
+        if inside(here, real / name):
+            return (f"the current folder {Path.cwd()} lies in --out-dir {out}'s {name}/, which the gate removes and "
+                    f"makes afresh (every process it starts would run in a removed folder): start it from elsewhere")
     if not real.exists():
         return ""
     entries = sorted(os.listdir(real))

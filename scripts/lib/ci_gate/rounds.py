@@ -90,9 +90,31 @@ def taken(results: Path) -> object:
     return copy.deepcopy(found)
 
 
+# Every build's round folder the gate made (sweep_command): anything else in the builds' round
+# folders was made by a process the gate ran.
+_started: set[Path] = set()
+
+
+def left_in_round_folders(out: Path, what: str) -> str:
+    """What `what` (a process that just ended) made in the builds' round folders of --out-dir
+    (OUT/BUILD/round-NN/...) that the gate did not make, in a phrase, or "" (the baseline build's
+    sweep made the candidate's next results.json a folder: the candidate was blamed)."""
+    found = [path for path in sorted(out.glob("*/round-*/*")) if path not in _started]
+    if not found:
+        return ""
+    return (f"{what} made {', '.join(map(str, found[:3]))} in the builds' round folders of --out-dir, where only the "
+            f"gate makes a round's folder")
+
+
 def sweep_command(arm: Arm, sweep_file: Path, row: str, twins: bool, folder: Path) -> list[str]:
-    """One row (and its PyTorch twin) on one build, its results in `folder`."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """One row (and its PyTorch twin) on one build, its results in `folder`, made afresh here: one
+    there already was left by a build (the baseline build's sweep planted the candidate's next
+    results.json as a folder: the candidate was blamed, 1 under --bisect)."""
+    if folder.exists() or folder.is_symlink():  # made by no process the gate saw make it (left_in_round_folders)
+        raise Stop(Side.BASELINE, What.GARBAGE, f"{folder} existed before the {arm.label} build's sweep of it, made by "
+                   f"a process the gate did not see make it: nothing run there can be judged")
+    folder.mkdir(parents=True)
+    _started.add(folder)
     _taken.pop(folder / "results.json", None)  # a run to come writes it afresh
     command = [builds.checked(arm.binary), "sweep", "--file", str(sweep_file), "--mode", "faithful", "--table", "tutorial", "--rows",
                row, "--repeat", "1", "--out-dir", str(folder), *arm.sweep_args, *arm.row_args.get(row, ())]

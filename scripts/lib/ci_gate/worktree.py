@@ -40,9 +40,10 @@ BUILT_REV = "built-rev"
 # What DIR/src held besides REV's tree when the last gate ended (a stamp REV's own set-up wrote,
 # a file its sweep made), by path and content: the gate's runs', not a user's change.
 LEFT = ".ddpbench-ci-bench-left"
+LEFT_BESIDE = ".ddpbench-ci-bench-left-beside"  # the names REV's runs made in DIR beside the gate's
 LOCK = ".lock"
 ADDING = ".ddpbench-ci-bench-adding"  # while the gate adds its worktree: a cut-short add is the gate's to redo
-OWN_NAMES = {MARKER, TOKEN, CHECKED_OUT, CHECKING_OUT, ADDING, BUILT_REV, LEFT, LOCK, "src", "build"}
+OWN_NAMES = {MARKER, TOKEN, CHECKED_OUT, CHECKING_OUT, ADDING, BUILT_REV, LEFT, LEFT_BESIDE, LOCK, "src", "build"}
 GIT_DEADLINE_S = 600.0
 # What of the user's configuration would change what the gate's git sees or does in its own
 # worktree, pinned (hooks, index flags, sparse checkout, how a change is detected: trustctime=false
@@ -65,9 +66,18 @@ def git_env() -> dict[str, str]:
     return env
 
 
+# The gate's own worktrees (DIR/src of each RevFolder): their git commands name their worktree
+# themselves (GIT_WORK_TREE, which outranks core.worktree: a per-worktree config of the user's
+# sent the gate's checkout into another folder, writing and removing files there).
+_OWN_WORKTREES: set[Path] = set()
+
+
 def git(cwd: Path, *args: str, side: Side = Side.GATE) -> children.Finished:
+    env = git_env()
+    if cwd in _OWN_WORKTREES:
+        env["GIT_WORK_TREE"] = str(cwd)
     return children.run(side, f"git {' '.join(args[:2])} in {cwd}", ["git", *GIT_SETTINGS, *args], GIT_DEADLINE_S,
-                        capture=True, env=git_env(), cwd=cwd)
+                        capture=True, env=env, cwd=cwd)
 
 
 def git_out(cwd: Path, *args: str) -> str:
@@ -134,6 +144,7 @@ class RevFolder:
         self.dir = resolved(self.given)
         self.src, self.build = self.dir / "src", self.dir / "build"
         self.binary_path = self.build / "ddpbench"
+        _OWN_WORKTREES.add(self.src)
 
     # --- refusals, before anything is made, locked or removed -------------------------------
     def marker_text(self) -> str:
@@ -178,11 +189,11 @@ class RevFolder:
         if marker.is_symlink() or not marker.is_file() or read_text(marker) != self.marker_text().strip():
             return (f"--against-dir {self.given}: its marker {marker} is another repository's or another folder's; "
                     f"choose another --against-dir")
-        strangers = [name for name in entries if name not in OWN_NAMES]
+        strangers = [name for name in entries if name not in OWN_NAMES and name not in self.left_beside()]
         if strangers:
             return (f"--against-dir {self.given} holds {self.dir / strangers[0]}, which scripts/ci-bench does not make "
                     f"there: move it, or choose another --against-dir")
-        for name in entries:
+        for name in [name for name in entries if name in OWN_NAMES]:  # REV's own beside them are its
             path = self.dir / name
             kind_ok = path.is_dir() if name in ("build", "src") else path.is_file()
             if path.is_symlink() or not kind_ok:
@@ -274,6 +285,28 @@ class RevFolder:
                     f"touched; commit or move them, or choose another --against-dir")
         return ""
 
+    def left_beside(self) -> set[str]:
+        """The names in DIR beside the gate's own that REV's set-up or runs made (a cache beside its
+        build), as the last gate recorded them: every later gate refused DIR for them (128)."""
+        try:
+            left = json.loads(read_text(self.dir / LEFT_BESIDE) or "[]")
+        except ValueError:
+            return set()
+        return {name for name in left if isinstance(name, str)} if isinstance(left, list) else set()
+
+    def check_own_files(self, sha: str) -> None:
+        """The gate's own files in DIR as it wrote them, once REV's set-up has run: one REV wrote
+        over is written again (the next gate refused DIR as "someone checked out there": 128), and
+        this REV cannot judge (125 under --bisect)."""
+        changed = [name for name, text in ((CHECKED_OUT, sha), (MARKER, self.marker_text().strip()))
+                   if read_text(self.dir / name) != text]
+        if not changed:
+            return
+        write_whole(self.dir / CHECKED_OUT, sha + "\n")
+        write_whole(self.dir / MARKER, self.marker_text())
+        raise Stop(Side.BASELINE, What.GARBAGE, f"REV's set-up wrote over the gate's own {', '.join(changed)} in "
+                   f"--against-dir {self.given} (written again): nothing it built can judge")
+
     def not_left_by_the_gates_runs(self, found: list[str]) -> list[str]:
         """Of the paths that differ, those not as the last gate left them (LEFT): what REV's own
         set-up or runs wrote into its tree is the gate's; a path changed since is a user's."""
@@ -294,6 +327,8 @@ class RevFolder:
             return
         found = sorted(set(changed_paths(self.src) + untracked(self.src)))
         write_whole(self.dir / LEFT, json.dumps(content_ids(self.src, found), indent=0) + "\n")
+        beside = sorted(name for name in os.listdir(self.dir) if name not in OWN_NAMES)
+        write_whole(self.dir / LEFT_BESIDE, json.dumps(beside) + "\n")
 
     # --- what the gate does, under its lock --------------------------------------------------
     def claim(self, out: Path, inputs: dict[str, Path]) -> None:

@@ -21,7 +21,8 @@ STAND_IN_FAULTS (JSON), what each build plays: {BUILD: {"sweep": FAULT, "after":
   row: it takes turns alone), plant (writes its row, then makes a folder at the gate's
   verdict.txt, a file in it), plant-verdict-hang (writes the gate's verdict.txt and verdict.json,
   plain, "no regression", then hangs), overwrite-baseline (writes its row, then copies its result
-  file over the baseline build's of the same round, 3 s after that one was written); from the
+  file over the baseline build's of the same round, 3 s after that one was written), plant-other
+  (writes its row, then makes the other build's results.json of round 2 a folder); from the
   build's Nth sweep on ("after", default 0). "slowdown" makes every time of its rows 1 + X longer.
   HOW: lie (prints "No regression." and exits 0), interrupted (the real compare, then exit 143), refuse (nothing on stdout, exit 2), bytes (a
   refusal that says bytes no UTF-8 reads, exit 2),
@@ -258,6 +259,9 @@ def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> 
         plant(out)
     if fault == "overwrite-baseline":
         overwrite_baseline(out)
+    if fault == "plant-other":  # the other build's next round of this row: its results.json a folder
+        other = "candidate" if out.parents[1].name == "baseline" else "baseline"
+        (out.parents[2] / other / "round-01" / out.name / "results.json").mkdir(parents=True, exist_ok=True)
     return 1 if fault == "failed" else 0
 
 

@@ -327,6 +327,39 @@ class GateTest(unittest.TestCase):
                 left = done.stderr.split("replaced the gate's scratch folder ")[1].split(" ")[0]
                 Path(left).unlink()  # the stand-in's file, which the gate leaves
 
+    def test_what_a_build_makes_in_the_other_builds_folders_is_its_own_fault(self) -> None:
+        # The baseline build's sweep made the candidate's next results.json a folder: the candidate
+        # was blamed, 1 under --bisect.
+        for flags, code in ((["--round-level"], 2), (["--round-level", "--bisect"], 125), ([], 2)):
+            with self.subTest(flags=flags):
+                done = self.stand_in.gate("--against", "HEAD", *QUICK, *flags, faults={"baseline": {"sweep": "plant-other"}})
+                self.assertEqual(done.returncode, code, done.stdout + done.stderr)
+                self.assertIn("round-01/single in the builds' round folders of --out-dir", done.stderr)
+        done = self.stand_in.gate("--against", "HEAD", *QUICK, "--round-level", faults={"candidate": {"sweep": "plant-other"}})
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)  # the candidate's own doing
+        self.assertIn("the candidate build's sweep of row single made", done.stderr)
+
+    def test_a_gate_started_from_a_folder_it_makes_afresh_is_refused(self) -> None:
+        # Started from --out-dir/current/: its claim removed the folder it ran in, every child then
+        # ran in a removed folder, and the candidate was blamed (1 under --bisect).
+        self.stand_in.gate("--against", "HEAD", *QUICK)
+        inside = self.out / "candidate"
+        done = subprocess.run([str(self.stand_in.repo / "scripts" / "ci-bench"), "--bisect", "--against", "HEAD", *QUICK],
+                              cwd=inside, env=self.stand_in.env(), capture_output=True, text=True, timeout=120)
+        self.assertEqual(done.returncode, 128, done.stdout + done.stderr)
+        self.assertIn("which the gate removes and makes afresh", done.stderr)
+        self.assertTrue(inside.is_dir())
+
+    def test_a_link_to_the_entry_starts_the_gate_beside_it(self) -> None:
+        # ~/bin/ci-bench -> checkout/scripts/ci-bench: Python found no gate beside the link (exit 2: "bad").
+        link = self.dir / "bin" / "ci-bench"
+        link.parent.mkdir()
+        link.symlink_to(self.stand_in.repo / "scripts" / "ci-bench")
+        done = subprocess.run([str(link), "--bisect", "--help"], cwd=self.stand_in.repo, env=self.stand_in.env(),
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 128, done.stdout + done.stderr)
+        self.assertIn("--against", done.stdout)
+
     def test_the_candidates_build_folder_inside_the_out_dir_is_the_inputs_fault(self) -> None:
         # Built by its own set-up into --out-dir/current: the stored gate set its build aside as a
         # stranger's and blamed the candidate (1).

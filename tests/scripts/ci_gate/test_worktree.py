@@ -137,6 +137,29 @@ class WorktreeTest(unittest.TestCase):
                     (src / name).write_text(before)
         self.made()  # each put back as the gate left it
 
+    def test_what_revs_set_up_writes_beside_its_build_never_stops_a_later_gate(self) -> None:
+        # A set-up that keeps a cache beside its build in --against-dir, or writes over the gate's own
+        # record of its checkout: every later gate refused the folder (128: the bisection stopped).
+        setup = self.stand_in.repo / "scripts" / "lib" / "setup.sh"
+        original = setup.read_text()
+        setup.write_text(original.replace(
+            "ddpbench_setup() {\n", 'ddpbench_setup() {\n  mkdir -p "$DDPBENCH_BUILD_DIR/../deps-cache"\n'))
+        self.git("commit", "-q", "-am", "a set-up with a cache beside its build")
+        for _ in range(2):
+            self.made()
+        self.assertTrue((self.stand_in.repo / "build-against" / "deps-cache").is_dir())
+        (self.stand_in.repo / "build-against" / "mine.txt").write_text("the user's\n")  # not REV's: refused
+        self.refused("which scripts/ci-bench does not make there")
+        (self.stand_in.repo / "build-against" / "mine.txt").unlink()
+        setup.write_text(original.replace(
+            "ddpbench_setup() {\n",
+            'ddpbench_setup() {\n  echo 0000 >"$DDPBENCH_BUILD_DIR/../.ddpbench-ci-bench-checked-out"\n'))
+        self.git("commit", "-q", "-am", "a set-up that writes over the gate's record")
+        for flags, code in (([], 2), (["--bisect"], 125)):
+            done = self.gate(*flags)
+            self.assertEqual(done.returncode, code, done.stdout + done.stderr)
+            self.assertIn("REV's set-up wrote over the gate's own .ddpbench-ci-bench-checked-out", done.stderr)
+
     def test_the_users_index_settings_shape_neither_the_gates_checkout_nor_its_next_check(self) -> None:
         # core.ignoreStat marked the gate's own checkout assume-unchanged (every later gate refused
         # its worktree as holding the user's changes); a sparse checkout left REV's harness/ out (read
@@ -169,6 +192,23 @@ class WorktreeTest(unittest.TestCase):
         src = self.stand_in.repo / "build-against" / "src"
         self.assertNotIn(b"\r\n", (src / "scripts" / "lib" / "setup.sh").read_bytes())
         self.assertFalse(ran.exists(), "the user's filter ran in the gate's checkout")
+
+    def test_a_per_worktree_config_sends_the_gates_checkout_nowhere_else(self) -> None:
+        # extensions.worktreeConfig with core.worktree in the gate's worktree's config.worktree: the
+        # next checkout wrote and removed files in that other folder, and REV was built from the old tree.
+        src = self.made()
+        self.git("config", "extensions.worktreeConfig", "true")
+        elsewhere = self.dir / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "mine.txt").write_text("mine\n")
+        self.git("config", "--worktree", "core.worktree", str(elsewhere), cwd=src)
+        (self.stand_in.repo / "added-in-rev2.txt").write_text("rev2\n")
+        self.git("add", "-A")
+        self.git("commit", "-q", "-m", "REV2")
+        done = self.gate()
+        self.assertEqual(sorted(p.name for p in elsewhere.iterdir()), ["mine.txt"], done.stdout + done.stderr)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+        self.assertTrue((src / "added-in-rev2.txt").is_file(), "REV2 was not checked out into the gate's worktree")
 
     def test_an_edit_the_users_stat_settings_would_hide_is_seen(self) -> None:
         # core.trustctime=false: a same-size edit with its mtime restored looked unchanged, and the
