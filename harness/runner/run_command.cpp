@@ -491,7 +491,10 @@ int run_command(const RunCommand& command, const std::vector<std::string>& argv)
   check_row(config, row_start_of(config, strategy, starts_ranks, launched));
   const auto env = strategy.distributed ? launched : std::nullopt;
   const int64_t world = env ? env->world_size : (starts_ranks ? config.nproc : 1);
-  check_run_files(config, world, /*traces=*/!env);
+  // The ranks' traces: checked by the process that starts the ranks, and by each rank another
+  // launcher started (torchrun, srun, mpirun: no one else checks them; a rank 0 of torchrun's wrote
+  // its trace over --init-from). Every rank checks them before its world meets: none is written yet.
+  check_run_files(config, world, /*traces=*/!env || !own_rank);
   if (const auto skipped = preflight_skip(config, strategy, env, argv)) return *skipped;
   if (strategy.distributed) {
     if (starts_ranks) return launch(config, argv);

@@ -268,7 +268,14 @@ def parse(argv: list[str], root: Path, environ: dict[str, str]) -> Settings:
     paired = args.against is not None
     env = read_env_file(root / "scripts" / "ci-bench.env", environ)
     sweep = args.sweep_file or root / "scripts" / "ci-bench.sweep.json"
-    rows = sweep_rows(sweep)
+    try:
+        rows = sweep_rows(sweep)
+    except Usage as error:
+        if args.sweep_file is None and not sweep_args:
+            # This commit's own sweep file, which no build can read: this commit cannot be judged (a
+            # bisection skips it, 125), where the user's input would stop every step (128).
+            raise Stop(Side.CANDIDATE, What.CANNOT_JUDGE, f"this commit's own sweep file: {error}") from None
+        raise
     threshold = args.threshold or env["DDPBENCH_CI_PAIRED_THRESHOLD" if paired else "DDPBENCH_CI_THRESHOLD"]
     alpha = args.alpha or env["DDPBENCH_CI_PAIRED_ALPHA" if paired else "DDPBENCH_CI_ALPHA"]
     metrics = args.metric or env["DDPBENCH_CI_METRICS"]
@@ -311,7 +318,9 @@ def sweep_rows(path: Path) -> tuple[str, ...]:
         rows = tuple(row["name"] for row in read_json(path)["rows"])
     except (Unreadable, KeyError, TypeError) as error:
         raise Usage(f"--sweep-file: cannot read the rows of {path}: {error}") from None
-    if not rows or len(set(rows)) != len(rows) or not all(isinstance(row, str) and row for row in rows):
+    if not all(isinstance(row, str) and row for row in rows):  # a list as a name was the gate's own failure
+        raise Usage(f"--sweep-file: {path} names a row that is no name: {next(r for r in rows if not isinstance(r, str) or not r)!r}")
+    if not rows or len(set(rows)) != len(rows):
         raise Usage(f"--sweep-file: {path} must name each row once (rows: {', '.join(map(str, rows)) or 'none'})")
     # Each name becomes a folder of the gate's (ROUND/ROW under --out-dir): a plain name, whatever a
     # build's own --dry-run would accept (an older ddpbench took '../../x').

@@ -48,7 +48,8 @@ GIT_DEADLINE_S = 600.0
 # What of the user's configuration would change what the gate's git sees or does in its own
 # worktree, pinned (hooks, index flags, sparse checkout, how a change is detected: trustctime=false
 # hid a same-size edit, which the checkout then overwrote; attributes: a global `* text eol=crlf`
-# broke REV's set-up, 128, and its filter's commands ran in the gate's checkout); the rest
+# broke REV's set-up, 128, and its filter's commands ran in the gate's checkout; ignoreCase=true hid a
+# user's file named as a tracked one but for its case, which the checkout then overwrote); the rest
 # (safe.directory, the repository's own format and its info/attributes, which git 2.39 reads
 # whatever it is told) is the user's to keep.
 GIT_SETTINGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
@@ -56,7 +57,8 @@ GIT_SETTINGS = ("-c", "core.hooksPath=/dev/null", "-c", "gc.auto=0", "-c", "main
                 "-c", "core.untrackedCache=false", "-c", "advice.detachedHead=false", "-c", "core.fileMode=true",
                 "-c", "submodule.recurse=false", "-c", "core.ignoreStat=false", "-c", "core.sparseCheckout=false",
                 "-c", "core.sparseCheckoutCone=false", "-c", "index.sparse=false", "-c", "core.trustctime=true",
-                "-c", "core.checkStat=default", "-c", "core.attributesFile=/dev/null")
+                "-c", "core.checkStat=default", "-c", "core.attributesFile=/dev/null", "-c", "core.ignoreCase=false",
+                "-c", "core.precomposeUnicode=false")
 
 
 def git_env() -> dict[str, str]:

@@ -218,6 +218,22 @@ TEST(Main, AnOutputNeverReplacesAnInputAnotherOutputOrAFileNotItsOwn) {
   EXPECT_EQ(nlohmann::json::parse(testing::read_text(dir / "results.json")), swept);
 }
 
+// The eighth attack: a rank of another launcher's world (torchrun's variables) wrote its trace
+// over a user's file at the trace's name, and over its own --init-from, exit 0.
+TEST(Main, ARankOfAnotherLaunchersWorldKeepsTheOutputRuleForItsTraces) {
+  TempDir dir;
+  const std::string out = (dir / "r.json").string();
+  testing::write_text(dir / "r.rank0.trace.json", "a user's notes");
+  const std::vector<std::string> torchrun = {"RANK=0", "WORLD_SIZE=1", "LOCAL_RANK=0", "LOCAL_WORLD_SIZE=1",
+                                             "MASTER_ADDR=127.0.0.1", "MASTER_PORT=29531"};
+  std::vector<std::string> args = quick_run({"--strategy", "ddp", "--out", out, "--trace-steps", "0:0"});
+  args.insert(args.begin(), testing::ddpbench_binary());
+  const auto r = testing::run_process(args, torchrun);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("r.rank0.trace.json' exists and is not a rank's trace"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::read_text(dir / "r.rank0.trace.json"), "a user's notes");
+}
+
 TEST(Main, HelpExitsZero) {
   const auto r = ddpbench({"run", "--help"});
   EXPECT_EQ(r.exit_code, 0);

@@ -87,6 +87,29 @@ class ParseTest(unittest.TestCase):
                 self.assertIn("a row's name is letters, digits", str(raised.exception))
             sweep.write_text(json.dumps({"rows": [{"name": "ddp-2.torch"}, {"name": "single_1"}]}))
             self.assertEqual(cli.sweep_rows(sweep), ("ddp-2.torch", "single_1"))
+            # A name that is a list or an object: TypeError, the gate's own failure (the twelfth attack).
+            for name in (["single"], {"a": 1}, "", 7):
+                sweep.write_text(json.dumps({"rows": [{"name": "single"}, {"name": name}]}))
+                with self.subTest(name=name), self.assertRaises(cli.Usage) as raised:
+                    cli.sweep_rows(sweep)
+                self.assertIn("names a row that is no name", str(raised.exception))
+
+    def test_this_commits_own_unreadable_sweep_file_cannot_be_judged(self) -> None:
+        # Merge-conflict markers in this commit's own sweep file stopped `git bisect run` (128); it
+        # is this commit that cannot be judged (125). A file the user names stays a usage error.
+        from ci_gate.outcomes import Side, Stop, What
+        with tempfile.TemporaryDirectory() as folder:
+            root = Path(folder)
+            (root / "scripts").mkdir()
+            shutil.copy2(SOURCE / "scripts" / "ci-bench.env", root / "scripts" / "ci-bench.env")
+            (root / "scripts" / "ci-bench.sweep.json").write_text('<<<<<<< HEAD\n{"rows": []}\n=======\n')
+            with self.assertRaises(Stop) as raised:
+                cli.parse(["--against", "HEAD~1"], root, {})
+            self.assertEqual((raised.exception.outcome.side, raised.exception.outcome.what),
+                             (Side.CANDIDATE, What.CANNOT_JUDGE))
+            self.assertEqual(raised.exception.outcome.exit_code(bisect=True), 125)
+            with self.assertRaises(cli.Usage):
+                cli.parse(["--against", "HEAD~1", "--sweep-file", str(root / "scripts" / "ci-bench.sweep.json")], root, {})
 
     def test_a_flag_of_the_other_mode_twice_or_unknown_is_a_usage_error(self) -> None:
         for args, says in ((["--seed", "1"], "--seed is a flag of the paired mode"),

@@ -193,6 +193,20 @@ class WorktreeTest(unittest.TestCase):
         self.assertNotIn(b"\r\n", (src / "scripts" / "lib" / "setup.sh").read_bytes())
         self.assertFalse(ran.exists(), "the user's filter ran in the gate's checkout")
 
+    def test_a_users_ignorecase_hides_no_file_of_theirs_from_the_check(self) -> None:
+        # core.ignoreCase=true in the user's config: an untracked CI-BENCH.ENV beside the tracked
+        # ci-bench.env was unseen, and a REV tracking that name overwrote it.
+        src = self.made()
+        home = self.dir / "home"
+        home.mkdir()
+        (home / ".gitconfig").write_text("[core]\n\tignoreCase = true\n")
+        (src / "scripts" / "CI-BENCH.ENV").write_text("the user's\n")
+        env = self.stand_in.env(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"))
+        done = self.stand_in.gate("--against", "HEAD", *QUICK, "--bisect", env=env)
+        self.assertEqual(done.returncode, 128, done.stdout + done.stderr)
+        self.assertIn("CI-BENCH.ENV", done.stderr)
+        self.assertEqual((src / "scripts" / "CI-BENCH.ENV").read_text(), "the user's\n")
+
     def test_a_per_worktree_config_sends_the_gates_checkout_nowhere_else(self) -> None:
         # extensions.worktreeConfig with core.worktree in the gate's worktree's config.worktree: the
         # next checkout wrote and removed files in that other folder, and REV was built from the old tree.
