@@ -88,9 +88,7 @@ class Normaliser {
 
   Normaliser(const CompareOptions& options, const ProvenResults& baseline_file, const ProvenResults& current_file,
              const Rows& baseline, const Rows& current, const std::vector<std::string>& metrics)
-      : twin_(options.normalize_by == kTwin),
-        base_defaults_(baseline_file.option_defaults()),
-        cur_defaults_(current_file.option_defaults()) {
+      : twin_(options.normalize_by == kTwin), baseline_file_(baseline_file), current_file_(current_file) {
     if (!options.normalize_by) return;
     if (twin_) {
       pair_twins(baseline_file.document(), current_file.document(), baseline, current);
@@ -247,8 +245,14 @@ class Normaliser {
     }
   }
 
-  // The first run that ran of each: a divisor configured otherwise on the two sides measures
-  // other work (a `single` of twice the steps hid a 1.9x slower ddp-2 under --allow-missing).
+  // How a divisor's settings differ on the two sides (empty where either did not run): one
+  // configured otherwise measures other work (a `single` of twice the steps hid a 1.9x slower
+  // ddp-2 under --allow-missing).
+  [[nodiscard]] std::string divisor_difference(const RunResult* in_baseline, const RunResult* now) const {
+    if (in_baseline == nullptr || now == nullptr) return {};
+    return settings_difference(*in_baseline, baseline_file_, *now, current_file_);
+  }
+
   static const RunResult* first_ok(const std::vector<const RunResult*>& runs) {
     for (const RunResult* r : runs) {
       if (r->status == RunStatus::ok) return r;
@@ -258,11 +262,7 @@ class Normaliser {
 
   void require_same_settings(const std::vector<const RunResult*>& base_runs, const std::vector<const RunResult*>& cur_runs,
                              const std::string& row) const {
-    const RunResult* a = first_ok(base_runs);
-    const RunResult* b = first_ok(cur_runs);
-    if (a == nullptr || b == nullptr) return;
-    if (const std::string differs = settings_difference_of(a->config, base_defaults_, b->config, cur_defaults_);
-        !differs.empty()) {
+    if (const std::string differs = divisor_difference(first_ok(base_runs), first_ok(cur_runs)); !differs.empty()) {
       throw InputError("--normalize-by " + yardstick_ + ": " + row + " runs other settings in the two files (" +
                        differs + "), so dividing by it compares other work");
     }
@@ -273,9 +273,7 @@ class Normaliser {
       if (!key.first) continue;
       const auto cur = twin_runs_.find({false, key.second});
       if (cur == twin_runs_.end() || base_runs.empty() || cur->second.empty()) continue;
-      const RunResult* a = base_runs.begin()->second;
-      const RunResult* b = cur->second.begin()->second;
-      if (std::string differs = settings_difference_of(a->config, base_defaults_, b->config, cur_defaults_);
+      if (std::string differs = divisor_difference(base_runs.begin()->second, cur->second.begin()->second);
           !differs.empty()) {
         other_settings_[key.second] = std::move(differs);
       }
@@ -283,7 +281,8 @@ class Normaliser {
   }
 
   bool twin_ = false;
-  nlohmann::json base_defaults_, cur_defaults_;
+  const ProvenResults& baseline_file_;
+  const ProvenResults& current_file_;
   std::map<RowKey, std::string> other_settings_;  // row -> how its twin's settings differ now
   std::string yardstick_;  // --normalize-by ROW
   std::map<RowKey, std::string> substitutes_;  // row -> how it is normalised, for the output

@@ -231,10 +231,14 @@ std::optional<int64_t> product(int64_t a, int64_t b) {
 // The row's own setting of `key`, else its writer's default: the configuration the row ran
 // with, as its file says it (a default of another binary asks nothing of it). A whole number
 // written as 16.0 is 16.
+const json* config_value(const RunResult& r, const json& writer_defaults, const char* key) {
+  return r.config.is_object() && r.config.contains(key) ? &r.config.at(key)
+         : writer_defaults.contains(key)                  ? &writer_defaults.at(key)
+                                                          : nullptr;
+}
+
 std::optional<int64_t> config_integer(const RunResult& r, const json& writer_defaults, const char* key) {
-  const json* value = r.config.is_object() && r.config.contains(key) ? &r.config.at(key)
-                      : writer_defaults.contains(key)                  ? &writer_defaults.at(key)
-                                                                       : nullptr;
+  const json* value = config_value(r, writer_defaults, key);
   if (value == nullptr) return std::nullopt;
   if (value->is_number_integer()) return value->get<int64_t>();
   if (value->is_number_float()) {
@@ -245,14 +249,12 @@ std::optional<int64_t> config_integer(const RunResult& r, const json& writer_def
 }
 
 bool config_is_null(const RunResult& r, const json& writer_defaults, const char* key) {
-  if (r.config.is_object() && r.config.contains(key)) return r.config.at(key).is_null();
-  return writer_defaults.contains(key) && writer_defaults.at(key).is_null();
+  const json* value = config_value(r, writer_defaults, key);
+  return value != nullptr && value->is_null();
 }
 
 std::string config_text(const RunResult& r, const json& writer_defaults, const char* key) {
-  const json* value = r.config.is_object() && r.config.contains(key) ? &r.config.at(key)
-                      : writer_defaults.contains(key)                  ? &writer_defaults.at(key)
-                                                                       : nullptr;
+  const json* value = config_value(r, writer_defaults, key);
   return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
 }
 

@@ -51,21 +51,23 @@ bool same_file(const fs::path& a, const fs::path& b) {
 
 std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
 
-// Whether `inner` lands under `outer` (a folder to be made there): a file output one write makes
-// a folder of for another (`--reports-dir` at a row's result file: its results written into it,
-// the row failed, exit 1).
-bool lands_under(const fs::path& inner, const fs::path& outer) {
-  const fs::path ri = resolved(inner), ro = resolved(outer);
-  auto i = ri.begin();
-  for (auto o = ro.begin(); o != ro.end(); ++o, ++i) {
-    if (i == ri.end() || *i != *o) return false;
+// Whether `inner` lies under `outer`, both resolved: a file output one write makes a folder of
+// for another (`--reports-dir` at a row's result file: its results written into it, the row
+// failed, exit 1).
+bool lies_under(const fs::path& inner, const fs::path& outer) {
+  auto i = inner.begin();
+  for (auto o = outer.begin(); o != outer.end(); ++o, ++i) {
+    if (i == inner.end() || *i != *o) return false;
   }
-  return i != ri.end();
+  return i != inner.end();
 }
 
 }  // namespace
 
 void check_command_files(const std::vector<CommandInput>& inputs, const std::vector<CommandOutput>& outputs) {
+  std::vector<fs::path> lands;  // where each output's write lands, resolved once (a sweep has hundreds)
+  lands.reserve(outputs.size());
+  for (const CommandOutput& out : outputs) lands.push_back(out.path.empty() ? fs::path() : resolved(out.path));
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const CommandOutput& out = outputs[i];
     if (out.path.empty()) continue;
@@ -82,19 +84,17 @@ void check_command_files(const std::vector<CommandInput>& inputs, const std::vec
                          " writes too: each output is a file of its own (give another path)");
       }
     }
-    for (const CommandOutput& other : outputs) {
-      if (&other == &out || other.path.empty()) continue;
-      if (lands_under(out.path, other.path)) {
-        throw InputError(named + " lies under the file " + other.name + " " + quoted(other.path) +
+    for (std::size_t j = 0; j < outputs.size(); ++j) {
+      if (j != i && !outputs[j].path.empty() && lies_under(lands[i], lands[j])) {
+        throw InputError(named + " lies under the file " + outputs[j].name + " " + quoted(outputs[j].path) +
                          " writes: one output would be made a folder of for the other (give another path)");
       }
     }
     // What is there where the write lands (through links and ".."), not only at the spelling.
-    const fs::path lands = resolved(out.path);
     std::error_code error;
     const fs::file_status status = fs::symlink_status(out.path, error);
-    if (!fs::exists(status) && !fs::exists(fs::symlink_status(lands, error))) continue;
-    if (out.own_kind && out.own_kind(fs::exists(status) ? out.path : lands)) continue;
+    if (!fs::exists(status) && !fs::exists(fs::symlink_status(lands[i], error))) continue;
+    if (out.own_kind && out.own_kind(fs::exists(status) ? out.path : lands[i])) continue;
     throw InputError(named + " exists and is not " + out.kind + " (what " + out.name +
                      " writes): it replaces only what is of its own kind (give a new path, or remove what is there)");
   }

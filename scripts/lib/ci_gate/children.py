@@ -21,13 +21,16 @@ from .outcomes import Side, Signalled, Stop, What
 from .reading import tail
 
 _live: set[subprocess.Popen] = set()
-# What the gate checks once each build's process has ended (main sets it when --out-dir is
-# claimed): what that process left where only the gate writes, in a phrase, or "".
-_left_by: list[Callable[[str], str]] = []
+
+
+class AfterEach:
+    """What the gate checks once each build's process has ended (main sets it when --out-dir is
+    claimed): what that process left where only the gate writes, in a phrase, or ""."""
+    check: Callable[[str], str] | None = None
 
 
 def check_after_each(check: Callable[[str], str]) -> None:
-    _left_by[:] = [check]
+    AfterEach.check = check
 
 
 def require_nothing_left(sides: tuple[Side, ...], what: str) -> None:
@@ -35,12 +38,11 @@ def require_nothing_left(sides: tuple[Side, ...], what: str) -> None:
     side's fault, found as soon as it ended, so that no other side's is blamed; where two builds
     ran at once (lockstep), neither can be told: the baseline's side, which cannot judge (125
     under --bisect), never a pass and never the candidate blamed for REV's."""
-    for check in _left_by:
-        said = check(what)
-        if said and len(sides) == 1:
-            raise Stop(sides[0], What.GARBAGE, said)
-        if said:
-            raise Stop(Side.BASELINE, What.GARBAGE, f"{said}; both builds ran at once, so neither can be blamed")
+    said = AfterEach.check(what) if AfterEach.check is not None else ""
+    if said and len(sides) == 1:
+        raise Stop(sides[0], What.GARBAGE, said)
+    if said:
+        raise Stop(Side.BASELINE, What.GARBAGE, f"{said}; both builds ran at once, so neither can be blamed")
 
 
 class Starting:

@@ -318,8 +318,9 @@ def sweep_rows(path: Path) -> tuple[str, ...]:
         rows = tuple(row["name"] for row in read_json(path)["rows"])
     except (Unreadable, KeyError, TypeError) as error:
         raise Usage(f"--sweep-file: cannot read the rows of {path}: {error}") from None
-    if not all(isinstance(row, str) and row for row in rows):  # a list as a name was the gate's own failure
-        raise Usage(f"--sweep-file: {path} names a row that is no name: {next(r for r in rows if not isinstance(r, str) or not r)!r}")
+    no_names = [row for row in rows if not isinstance(row, str) or not row]  # a list as a name failed the gate itself
+    if no_names:
+        raise Usage(f"--sweep-file: {path} names a row that is no name: {no_names[0]!r}")
     if not rows or len(set(rows)) != len(rows):
         raise Usage(f"--sweep-file: {path} must name each row once (rows: {', '.join(map(str, rows)) or 'none'})")
     # Each name becomes a folder of the gate's (ROUND/ROW under --out-dir): a plain name, whatever a

@@ -113,13 +113,13 @@ def rule(what: str, judge: Compared, accused: Compared, final: bool = True) -> R
     unable to judge; a regression the judge found stands whatever the candidate says."""
     judge_fails(what, judge)
     judged, said = judge.verdict, accused.verdict
-    if said == "interrupted" and judged != "regression":  # the judge's regression stands: an accused's 143 voided it
-        raise Stop(Side.CANDIDATE, What.INTERRUPTED, f"the candidate's `{what}` was interrupted (exit {accused.rc})")
     last = accused.last_said()
     shown = "stopped at its deadline" if accused.rc is None else f"exit {accused.rc}"
     disagreement = (f"**The candidate fails**: its `{what}` disagreed with the baseline build's (baseline build: "
                     f"exit {judge.rc}, candidate: {shown}{': ' + last if last else ''}).\n")
-    if said == "interrupted":
+    if said == "interrupted":  # the judge's regression stands: an accused's 143 voided it (125)
+        if judged != "regression":
+            raise Stop(Side.CANDIDATE, What.INTERRUPTED, f"the candidate's `{what}` was interrupted (exit {accused.rc})")
         return Ruling(1, judge.stdout, 1, disagreement, what=What.REGRESSION)
     if said in ACCUSED_FAILURES:  # its compare crashed, hung or refused: its own, whatever the judge said
         return Ruling(1, judge.stdout, judge.rc or 0, disagreement, what=ACCUSED_FAILURES[said])

@@ -287,14 +287,18 @@ class RevFolder:
                     f"touched; commit or move them, or choose another --against-dir")
         return ""
 
+    def recorded(self, name: str, kind: type) -> list | dict:
+        """A record the last gate wrote in DIR (LEFT, LEFT_BESIDE): of `kind`, else empty."""
+        try:
+            found = json.loads(read_text(self.dir / name) or "null")
+        except ValueError:
+            found = None
+        return found if isinstance(found, kind) else kind()
+
     def left_beside(self) -> set[str]:
         """The names in DIR beside the gate's own that REV's set-up or runs made (a cache beside its
         build), as the last gate recorded them: every later gate refused DIR for them (128)."""
-        try:
-            left = json.loads(read_text(self.dir / LEFT_BESIDE) or "[]")
-        except ValueError:
-            return set()
-        return {name for name in left if isinstance(name, str)} if isinstance(left, list) else set()
+        return {name for name in self.recorded(LEFT_BESIDE, list) if isinstance(name, str)}
 
     def check_own_files(self, sha: str) -> None:
         """The gate's own files in DIR as it wrote them, once REV's set-up has run: one REV wrote
@@ -312,11 +316,8 @@ class RevFolder:
     def not_left_by_the_gates_runs(self, found: list[str]) -> list[str]:
         """Of the paths that differ, those not as the last gate left them (LEFT): what REV's own
         set-up or runs wrote into its tree is the gate's; a path changed since is a user's."""
-        try:
-            left = json.loads(read_text(self.dir / LEFT) or "{}")
-        except ValueError:
-            left = {}
-        if not isinstance(left, dict) or not left:
+        left = self.recorded(LEFT, dict)
+        if not left:
             return found
         now = content_ids(self.src, [p for p in found if p in left])
         return [p for p in found if p not in left or left[p] != now[p]]

@@ -172,7 +172,7 @@ def played(fault: str | None, row: str, out: Path) -> None:
             orphans.write(f"{os.getpid()}\n")
         time.sleep(3600)
     if fault == "plant-verdict-hang":  # the gate's verdict files, plain, saying "no regression"; then hangs
-        gate_out = next(folder for folder in out.parents if (folder / ".ddpbench-ci-bench-out").is_file())
+        gate_out = gate_out_dir(out)
         (gate_out / "verdict.json").write_text('{"verdict": "no regression", "exit_code": 0}\n')
         (gate_out / "verdict.txt").write_text("no regression\n")
         time.sleep(3600)
@@ -277,10 +277,14 @@ def overwrite_baseline(out: Path) -> None:
         time.sleep(0.1)
 
 
+def gate_out_dir(out: Path) -> Path:
+    """The gate's --out-dir above a sweep's --out-dir: the folder that holds the gate's marker."""
+    return next(folder for folder in out.parents if (folder / ".ddpbench-ci-bench-out").is_file())
+
+
 def plant(out: Path) -> None:
-    """A folder at the gate's verdict.txt, in the gate's --out-dir (the folder above that holds its
-    marker), a file of the planter's in it."""
-    gate_out = next(folder for folder in out.parents if (folder / ".ddpbench-ci-bench-out").is_file())
+    """A folder at the gate's verdict.txt, in the gate's --out-dir, a file of the planter's in it."""
+    gate_out = gate_out_dir(out)
     (gate_out / "verdict.txt").mkdir(exist_ok=True)
     (gate_out / "verdict.txt" / "planted").write_text("planted by a build\n")
 
