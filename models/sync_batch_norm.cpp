@@ -152,4 +152,14 @@ int64_t convert_sync_batch_norm(torch::nn::Module& module, const std::shared_ptr
   return converted;
 }
 
+std::vector<int64_t> synchronised_features(torch::nn::Module& module) {
+  std::vector<int64_t> features;
+  for (const auto& child : module.modules(/*include_self=*/true)) {
+    if (auto bn = std::dynamic_pointer_cast<SyncBatchNorm2dImpl>(child); bn && bn->synchronised()) {
+      features.push_back(bn->features);
+    }
+  }
+  return features;
+}
+
 }  // namespace ddpbench

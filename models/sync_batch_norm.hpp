@@ -38,4 +38,8 @@ TORCH_MODULE(SyncBatchNorm2d);
 /// how many it converted.
 int64_t convert_sync_batch_norm(torch::nn::Module& module, const std::shared_ptr<CrossProcessSum>& group);
 
+/// The channels of each SyncBatchNorm2d in `module` that reduces over a group, in the order
+/// modules() visits them: each one's forward gathers 2C+1 values a rank, its backward sums 2C.
+std::vector<int64_t> synchronised_features(torch::nn::Module& module);
+
 }  // namespace ddpbench

@@ -8,6 +8,7 @@
 
 #include "harness/base/input_error.hpp"
 #include "harness/base/units.hpp"
+#include "reports/step_collectives.hpp"
 
 namespace ddpbench {
 namespace {
@@ -99,14 +100,26 @@ struct RowSteps {
   std::vector<MeasuredBucket> buckets;
   double backward_compute_s = kNotMeasured;
   PhaseSeconds phases;
+  std::optional<StepCollectives> collectives;  // SyncBatchNorm's, taken out of forward and backward
 };
+
+// The waits in the step's collectives out of forward and backward: their compute alone, each
+// bucket ready that much earlier as backward's compute shrinks (the collectives are spread
+// through it, a layer at a time).
+void take_out_waits(RowSteps& steps, const StepCollectives& c) {
+  const double compute_s = steps.backward_compute_s - c.backward_wait_s;
+  for (auto& b : steps.buckets) b.ready_s *= compute_s / steps.backward_compute_s;
+  steps.backward_compute_s = compute_s;
+  steps.phases.forward_s -= c.forward_wait_s;
+  steps.collectives = c;
+}
 
 // The row's bucket timeline, or nullopt where it has none the model can run (a bucket with no
 // ready time or no bytes, or backward's compute unmeasured). Without overlap the row held every
 // bucket until backward ended, and so does its projection.
 std::optional<RowSteps> read_steps(const RunResult& r) {
   const json& details = r.strategy_details;
-  RowSteps steps{{}, json_number_or(details, "backward_compute_s", kNotMeasured), r.mean_phase_s};
+  RowSteps steps{{}, json_number_or(details, "backward_compute_s", kNotMeasured), r.mean_phase_s, std::nullopt};
   if (details.is_object() && details.contains("bucket_timeline") && details.at("bucket_timeline").is_array()) {
     for (const json& b : details.at("bucket_timeline")) {
       steps.buckets.push_back({json_number_or(b, "bytes", 0) * wire_fraction(r), json_number_or(b, "ready_s", kNotMeasured),
@@ -189,9 +202,22 @@ void require_bandwidths(const Fabric& fabric, const ProjectionOptions& options) 
   }
 }
 
+// The in-step collectives at `ranks` lengthen forward and backward; backward's stretch delays
+// each bucket in proportion.
 ProjectedPoint step_of(const RowSteps& steps, int64_t ranks, int64_t per_node, const Fabric& fabric) {
-  return step_at(ranks, per_node, fabric, steps.buckets, steps.phases.forward_s, steps.backward_compute_s,
-                 steps.phases.optimizer_s, steps.phases.data_s);
+  if (!steps.collectives) {
+    return step_at(ranks, per_node, fabric, steps.buckets, steps.phases.forward_s, steps.backward_compute_s,
+                   steps.phases.optimizer_s, steps.phases.data_s);
+  }
+  const double forward_s = steps.collectives->forward_s(ranks, per_node, fabric);
+  const double backward_s = steps.collectives->backward_s(ranks, per_node, fabric);
+  std::vector<MeasuredBucket> buckets = steps.buckets;
+  const double stretch = (steps.backward_compute_s + backward_s) / steps.backward_compute_s;
+  for (auto& b : buckets) b.ready_s *= stretch;
+  ProjectedPoint p = step_at(ranks, per_node, fabric, buckets, steps.phases.forward_s + forward_s,
+                             steps.backward_compute_s + backward_s, steps.phases.optimizer_s, steps.phases.data_s);
+  p.in_step_collectives_s = forward_s + backward_s;
+  return p;
 }
 
 // The model at the row's own point: its ranks, all on one node (the measured run had one rank
@@ -338,12 +364,31 @@ std::string phases_problem(const PhaseSeconds& p) {
   return "";
 }
 
+// A timed bucket holds the bytes the Reducer's bucket of its number holds (bucket_bytes): the
+// projection costs the timeline's bytes, so one edited there moved every projected allreduce.
+std::string bucket_size_problem(const json& d, const json& bucket, double bytes) {
+  if (!d.contains("bucket_bytes") || !d.at("bucket_bytes").is_array() || !bucket.contains("bucket")) return "";
+  const json& sizes = d.at("bucket_bytes");
+  const json& index = bucket.at("bucket");
+  if (!index.is_number_integer() || index.get<int64_t>() < 0 || index.get<uint64_t>() >= sizes.size()) {
+    return "bucket_timeline: bucket " + index.dump() + " is none of the " + std::to_string(sizes.size()) +
+           " in bucket_bytes";
+  }
+  const json& size = sizes.at(index.get<std::size_t>());
+  if (!size.is_number() || size.get<double>() != bytes) {
+    return "bucket_timeline: bucket " + index.dump() + " of " + json(bytes).dump() + " bytes, where bucket_bytes says " +
+           size.dump();
+  }
+  return "";
+}
+
 std::string bucket_timeline_problem(const json& d, double backward_s) {
   if (!d.contains("bucket_timeline")) return "";  // none: the model says so itself
   if (!d.at("bucket_timeline").is_array()) return "bucket_timeline: not a list";
   for (const json& b : d.at("bucket_timeline")) {
     const double bytes = json_number_or(b, "bytes", kNotMeasured), ready = json_number_or(b, "ready_s", kNotMeasured);
     if (!(bytes > 0) || bytes != std::floor(bytes)) return "bucket_timeline: a bucket of " + number_text(b, "bytes") + " bytes";
+    if (std::string why = bucket_size_problem(d, b, bytes); !why.empty()) return why;
     if (!(ready >= 0 && ready <= backward_s * 1.05 + 1e-3)) {
       return "bucket_timeline: a bucket ready at " + number_text(b, "ready_s") + " s, outside backward (0 to " +
              json(backward_s).dump() + " s)";
@@ -367,16 +412,12 @@ std::string step_model_problem(const RunResult& r) {
   if (r.global_batch <= 0) return "global_batch " + std::to_string(r.global_batch) + ": no step to model";
   if (std::string why = phases_problem(r.mean_phase_s); !why.empty()) return why;
   const json& d = r.strategy_details;
-  // SyncBatchNorm's collectives wait inside forward and backward: the model would carry those
-  // waits, measured at this row's ranks, to every world size as compute (a SyncBN row measured
-  // slower than the one without projected to 85 % at 8 ranks where it ran at 36 %); measured on one
-  // rank, where they do not communicate, it would leave out what they cost at every larger world
-  // (projected to 99.5 % at 8 ranks).
-  if (const double layers = json_number_or(d, "sync_bn_layers", 0); layers > 0) {
-    return "SyncBatchNorm across " + std::to_string(r.world_size) + (r.world_size == 1 ? " rank (" : " ranks (") +
-           std::to_string(static_cast<int64_t>(layers)) +
-           " layers): its collectives wait inside forward and backward, which the model neither separates from "
-           "compute nor costs at other world sizes; the row cannot be projected from (run it with --no-sync-bn)";
+  // SyncBatchNorm's collectives wait inside forward and backward: taken for compute, those waits
+  // were carried to every world size (a SyncBN row measured slower than the one without
+  // projected to 85 % at 8 ranks where it ran at 36 %); a row that does not record them apart
+  // cannot be projected from.
+  if (std::string why = step_collectives(r, json_number_or(d, "backward_compute_s", kNotMeasured)).why; !why.empty()) {
+    return why;
   }
   if (!d.is_object() || !d.contains("backward_compute_s")) return "";  // no timeline: the model says so itself
   const double backward_s = json_number_or(d, "backward_compute_s", kNotMeasured);
@@ -416,13 +457,21 @@ RowProjection project_row(const std::vector<const RunResult*>& repetitions, cons
   p.measured_ranks = r.world_size;
   p.measured_images_per_s = r.steady_images_per_s;
   p.measured_step_s = static_cast<double>(r.global_batch) / r.steady_images_per_s;
-  const std::optional<RowSteps> steps = read_steps(r);
+  std::optional<RowSteps> steps = read_steps(r);
   if (!steps) {
     p.not_projected = "no bucket timeline (rows of ddpbench's own hook have one; --comm-hook builtin-fp16 runs out of "
                       "sight)";
     return p;
   }
+  if (const std::optional<StepCollectives> c = step_collectives(r, steps->backward_compute_s).collectives) {
+    take_out_waits(*steps, *c);
+    p.sync_bn_layers = static_cast<int64_t>(c->sync_bn_features.size());
+    p.measured_collective_wait_s = c->forward_wait_s + c->backward_wait_s;
+  }
   if (!set_measured_link(p, r, steps->buckets, options)) return p;
+  // A link measured without a latency (the row's buckets cannot tell one) takes the one its
+  // SyncBatchNorm collectives waited: small messages, latency all but alone.
+  if (steps->collectives) (void)take_latency_from_waits(p.measured_link, *steps->collectives);
   p.fabric = chosen_fabric(options, p.measured_link);
   require_bandwidths(p.fabric, options);
   check_own_point(p, r, *steps);
@@ -503,7 +552,8 @@ json projection_json(const std::vector<RowProjection>& projections) {
                         {"speedup", json_number(q.speedup)},
                         {"scaling_efficiency", json_number(q.scaling_efficiency)},
                         {"comm_s", json_number(q.comm_s)},
-                        {"exposed_comm_s", json_number(q.exposed_comm_s)}});
+                        {"exposed_comm_s", json_number(q.exposed_comm_s)},
+                        {"in_step_collectives_s", json_number(q.in_step_collectives_s)}});
     }
     out.push_back({{"row", p.row},
                    {"mode", p.mode},
@@ -516,6 +566,8 @@ json projection_json(const std::vector<RowProjection>& projections) {
                    {"model_error", json_number(p.model_error)},
                    {"model_off", model_off(p)},
                    {"unchecked", p.unchecked},
+                   {"sync_bn_layers", p.sync_bn_layers},
+                   {"measured_collective_wait_s", json_number(p.measured_collective_wait_s)},
                    {"measured_link", {{"intra", link(p.measured_link.intra)}, {"source", p.measured_link.source}}},
                    {"fabric", {{"name", p.fabric.name}, {"intra", link(p.fabric.intra)}, {"inter", link(p.fabric.inter)},
                                {"nics_per_node", p.fabric.nics_per_node}, {"source", p.fabric.source}}},
@@ -572,6 +624,12 @@ std::string markdown_projection(const std::vector<RowProjection>& projections) {
          << format_fixed(100 * (p.model_step_s / p.measured_step_s - 1), 1) << " %)";
     }
     md << ". " << measured_link_words(p);
+    if (p.sync_bn_layers > 0) {
+      md << " SyncBatchNorm (" << p.sync_bn_layers << " layers): its collectives and the buffers' broadcast waited "
+         << format_seconds(p.measured_collective_wait_s)
+         << " a step here, taken out of forward's and backward's compute and costed as communication at each world "
+            "size (in the steps below).";
+    }
     if (p.repetitions_left_out > 0) {  // as advise says it: the median is over the others
       md << " From repetition " << p.repetition << ", the median of the others: " << p.repetitions_left_out
          << " of its repetitions did not run to a steady state and are left out.";

@@ -84,6 +84,7 @@ struct ProjectedPoint {
   double scaling_efficiency = kNotMeasured;
   double comm_s = kNotMeasured;            // every bucket's allreduce, one after another
   double exposed_comm_s = kNotMeasured;    // what backward's compute did not hide
+  double in_step_collectives_s = 0;        // SyncBatchNorm's and the broadcast inside forward and backward
 };
 
 struct RowProjection {
@@ -97,6 +98,8 @@ struct RowProjection {
   double model_step_s = kNotMeasured;           // the model at the measured ranks, on the measured link
   double model_error = kNotMeasured;            // model_step_s / measured_step_s - 1: its own check
   std::string unchecked;                        // why the model could not be set at its own point
+  int64_t sync_bn_layers = 0;                   // their collectives costed as communication
+  double measured_collective_wait_s = 0;        // a step's waits in them, taken out of its compute
   Fabric measured_link;                         // the link the row ran on, as fitted
   Fabric fabric;                                // the link projected to
   std::vector<ProjectedPoint> points;

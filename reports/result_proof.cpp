@@ -117,7 +117,8 @@ struct Figure {
 std::vector<std::pair<const char*, double>> phases_of(const PhaseSeconds& p) {
   return {{"data_s", p.data_s},         {"forward_s", p.forward_s},     {"backward_s", p.backward_s},
           {"comm_s", p.comm_s},         {"optimizer_s", p.optimizer_s}, {"allreduce_s", p.allreduce_s},
-          {"collective_wait_s", p.collective_wait_s}, {"replicate_s", p.replicate_s}};
+          {"collective_wait_s", p.collective_wait_s}, {"replicate_s", p.replicate_s},
+          {"forward_collective_wait_s", p.forward_collective_wait_s}};
 }
 
 std::vector<Figure> figures_of(const RunResult& r) {
@@ -164,6 +165,12 @@ void prove_figures(const RunResult& r, const std::string& side) {
       throw InputError(side + ": " + run_label(r) + " has mean_phase_s." + name + " " + scientific(seconds) +
                        ": not a time a step spends (a damaged or edited file)");
     }
+  }
+  const PhaseSeconds& p = r.mean_phase_s;
+  if (p.forward_collective_wait_s > p.collective_wait_s * (1 + 1e-9) + 1e-12) {
+    throw InputError(side + ": " + run_label(r) + " has mean_phase_s.forward_collective_wait_s " +
+                     scientific(p.forward_collective_wait_s) + " above collective_wait_s " +
+                     scientific(p.collective_wait_s) + ", the whole it is part of (a damaged or edited file)");
   }
   if (std::isfinite(r.lockstep_wait_s) && (r.lockstep_wait_s < 0 || r.lockstep_wait_s > 365.0 * 24 * 3600)) {
     throw InputError(side + ": " + run_label(r) + " has lockstep_wait_s " + scientific(r.lockstep_wait_s) +
@@ -228,17 +235,17 @@ std::optional<int64_t> product(int64_t a, int64_t b) {
   return out;
 }
 
-// The row's own setting of `key`, else its writer's default: the configuration the row ran
-// with, as its file says it (a default of another binary asks nothing of it). A whole number
-// written as 16.0 is 16.
-const json* config_value(const RunResult& r, const json& writer_defaults, const char* key) {
+// The row's own setting of `key`, else the default (its writer's, else the reader's for an option
+// its file names nowhere): the configuration the verdicts read. A whole number written as 16.0
+// is 16.
+const json* config_value(const RunResult& r, const json& defaults, const char* key) {
   return r.config.is_object() && r.config.contains(key) ? &r.config.at(key)
-         : writer_defaults.contains(key)                  ? &writer_defaults.at(key)
+         : defaults.contains(key)                  ? &defaults.at(key)
                                                           : nullptr;
 }
 
-std::optional<int64_t> config_integer(const RunResult& r, const json& writer_defaults, const char* key) {
-  const json* value = config_value(r, writer_defaults, key);
+std::optional<int64_t> config_integer(const RunResult& r, const json& defaults, const char* key) {
+  const json* value = config_value(r, defaults, key);
   if (value == nullptr) return std::nullopt;
   if (value->is_number_integer()) return value->get<int64_t>();
   if (value->is_number_float()) {
@@ -248,13 +255,13 @@ std::optional<int64_t> config_integer(const RunResult& r, const json& writer_def
   return std::nullopt;
 }
 
-bool config_is_null(const RunResult& r, const json& writer_defaults, const char* key) {
-  const json* value = config_value(r, writer_defaults, key);
+bool config_is_null(const RunResult& r, const json& defaults, const char* key) {
+  const json* value = config_value(r, defaults, key);
   return value != nullptr && value->is_null();
 }
 
-std::string config_text(const RunResult& r, const json& writer_defaults, const char* key) {
-  const json* value = config_value(r, writer_defaults, key);
+std::string config_text(const RunResult& r, const json& defaults, const char* key) {
+  const json* value = config_value(r, defaults, key);
   return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
 }
 
@@ -269,8 +276,8 @@ std::string device_kind(const std::string& device) {
 // the device kind and the reduction's backend its configuration asks (under auto, NCCL on GPUs and
 // Gloo on CPUs), a GPU only where the environment found one, DataParallel over as many devices as
 // its configuration lists.
-std::string misplaced(const RunResult& r, const json& writer_defaults, const Environment& environment) {
-  const std::string asked_kind = device_kind(config_text(r, writer_defaults, "device"));
+std::string misplaced(const RunResult& r, const json& defaults, const Environment& environment) {
+  const std::string asked_kind = device_kind(config_text(r, defaults, "device"));
   if (!asked_kind.empty() && device_kind(r.device) != asked_kind) {
     return "other: it says it ran on " + r.device + " where its configuration asks " + asked_kind;
   }
@@ -280,13 +287,13 @@ std::string misplaced(const RunResult& r, const json& writer_defaults, const Env
   const json details = r.strategy_details.is_object() ? r.strategy_details : json::object();
   const json backend = details.value("backend", json());
   if (backend == "nccl" && r.device.starts_with("cpu")) return "other: it says it reduced with NCCL on " + r.device;
-  std::string asked_backend = config_text(r, writer_defaults, "backend");
+  std::string asked_backend = config_text(r, defaults, "backend");
   if (asked_backend == "auto") asked_backend = r.device.starts_with("cuda") ? "nccl" : "gloo";
   if (backend.is_string() && !asked_backend.empty() && backend != asked_backend) {
     return "other: it says it reduced with " + backend.get<std::string>() + " where its configuration asks " +
            asked_backend;
   }
-  const std::string listed = config_text(r, writer_defaults, "devices");
+  const std::string listed = config_text(r, defaults, "devices");
   if ((r.strategy == "dp" || r.strategy == "torch-dp") && details.contains("devices") && details.at("devices").is_array()) {
     // "all" (or unset) is every GPU the environment found; a list names its devices.
     const bool every_gpu = listed.empty() || listed == "all";
@@ -342,13 +349,13 @@ std::string against_configured(int64_t did, int64_t configured, const std::strin
 // The test images a row's evaluation counts: each rank's shard (rank, rank + world, ...: every
 // image once over the ranks), cut to max-eval-batches batches a rank where set. nullopt where its
 // file does not say the test set's size, its batch or its ranks.
-std::optional<int64_t> configured_eval_images(const RunResult& r, const json& writer_defaults,
+std::optional<int64_t> configured_eval_images(const RunResult& r, const json& defaults,
                                               const std::string& dataset) {
   const int64_t test_images = dataset == "cifar10"     ? kCifar10TestImages
-                              : dataset == "synthetic" ? config_integer(r, writer_defaults, "synthetic-test-images").value_or(0)
+                              : dataset == "synthetic" ? config_integer(r, defaults, "synthetic-test-images").value_or(0)
                                                        : 0;
-  const int64_t batch = config_integer(r, writer_defaults, "batch-size").value_or(0);
-  const auto batches = config_integer(r, writer_defaults, "max-eval-batches");
+  const int64_t batch = config_integer(r, defaults, "batch-size").value_or(0);
+  const auto batches = config_integer(r, defaults, "max-eval-batches");
   constexpr int64_t kMost = int64_t{1} << 30;  // as configured_work: an edited file's figures must not overflow
   if (test_images <= 0 || test_images > kMost || batch <= 0 || batch > kMost || r.world_size <= 0 ||
       r.world_size > kMost || (batches && (*batches < 0 || *batches > kMost))) {
@@ -364,13 +371,13 @@ std::optional<int64_t> configured_eval_images(const RunResult& r, const json& wr
 
 // An ok row evaluated: the whole test set where its configuration says so (max-eval-batches
 // unset), some of it where it asks for batches; as many images as those make where its file says them.
-std::string less_evaluation(const RunResult& r, const json& writer_defaults, const std::string& dataset) {
-  const bool whole_test_set = config_is_null(r, writer_defaults, "max-eval-batches");
-  const auto batches = config_integer(r, writer_defaults, "max-eval-batches");
+std::string less_evaluation(const RunResult& r, const json& defaults, const std::string& dataset) {
+  const bool whole_test_set = config_is_null(r, defaults, "max-eval-batches");
+  const auto batches = config_integer(r, defaults, "max-eval-batches");
   const std::string asked = batches ? std::to_string(*batches) + " batches a rank" : std::string("the whole test set");
   // Its own count is held to the configuration's, never taken from it: one image evaluated read
   // as an accuracy of 100 %.
-  if (const auto configured = configured_eval_images(r, writer_defaults, dataset)) {
+  if (const auto configured = configured_eval_images(r, defaults, dataset)) {
     if (auto why = against_configured(r.eval_images, *configured,
                                       "it evaluated " + std::to_string(r.eval_images) +
                                           " test images where its configuration asks for " + asked + ": " +
@@ -390,8 +397,8 @@ std::string less_evaluation(const RunResult& r, const json& writer_defaults, con
 // epoch, steps, ranks, batch, images, evaluation); empty where it did. Such a row is failed: less
 // work reads as speed, other work measures another row. "other: " marks work that is not less
 // but other. Nothing here trusts the row's own figures to say what a full epoch is.
-std::string less_work(const RunResult& r, const json& writer_defaults) {
-  const ConfiguredWork work = configured_work(r, writer_defaults);
+std::string less_work(const RunResult& r, const json& defaults) {
+  const ConfiguredWork work = configured_work(r, defaults);
   if (!work.unknown.empty()) return "its work cannot be proven: " + work.unknown;
   if (const json* asked = r.config.is_object() && r.config.contains("strategy") ? &r.config.at("strategy") : nullptr;
       asked && asked->is_string() && asked->get<std::string>() != r.strategy) {
@@ -419,10 +426,10 @@ std::string less_work(const RunResult& r, const json& writer_defaults) {
       !why.empty()) {
     return why;
   }
-  if (const auto nproc = config_integer(r, writer_defaults, "nproc"); nproc && *nproc != r.world_size) {
+  if (const auto nproc = config_integer(r, defaults, "nproc"); nproc && *nproc != r.world_size) {
     return "other: it ran " + std::to_string(r.world_size) + " ranks where its configuration asks " + std::to_string(*nproc);
   }
-  const auto batch = config_integer(r, writer_defaults, "batch-size");
+  const auto batch = config_integer(r, defaults, "batch-size");
   if (product(*batch, r.world_size) != std::optional<int64_t>(r.global_batch)) {
     return "other: its global batch is " + std::to_string(r.global_batch) + " where its configuration asks " +
            std::to_string(*batch) + " x " + std::to_string(r.world_size) + " ranks";
@@ -436,31 +443,31 @@ std::string less_work(const RunResult& r, const json& writer_defaults) {
   }
   // Its warm-up is its configuration's: fewer read as more steady steps (the paired statistic fell
   // back from matched steps to the row's own quantiles).
-  if (const auto warmup = config_integer(r, writer_defaults, "warmup-steps"); warmup && *warmup != r.warmup_steps) {
+  if (const auto warmup = config_integer(r, defaults, "warmup-steps"); warmup && *warmup != r.warmup_steps) {
     return "other: its file says " + std::to_string(r.warmup_steps) + " warm-up steps where its configuration asks " +
            std::to_string(*warmup);
   }
   // --threads N sets each rank's threads; the count a row records is what LibTorch then had.
-  if (const auto threads = config_integer(r, writer_defaults, "threads");
+  if (const auto threads = config_integer(r, defaults, "threads");
       threads && *threads > 0 && r.threads_per_rank > 0 && r.threads_per_rank != *threads) {
     return "other: it computed with " + std::to_string(r.threads_per_rank) + " threads a rank where its configuration "
            "asks " + std::to_string(*threads);
   }
-  return less_evaluation(r, writer_defaults, work.dataset);
+  return less_evaluation(r, defaults, work.dataset);
 }
 
 
 // The images a row's training set holds: the synthetic set's configured size, or CIFAR-10's 50,000
 // (ddpbench's loader reads its five files of 10,000 records and refuses any other); the row's own
 // count is held to it, never taken from it. 0 where unknown.
-int64_t training_set_images(const RunResult& r, const json& writer_defaults, const std::string& dataset) {
-  if (dataset == "synthetic") return config_integer(r, writer_defaults, "synthetic-train-images").value_or(0);
+int64_t training_set_images(const RunResult& r, const json& defaults, const std::string& dataset) {
+  if (dataset == "synthetic") return config_integer(r, defaults, "synthetic-train-images").value_or(0);
   return dataset == "cifar10" ? kCifar10TrainImagesInAnEpoch : 0;
 }
 
 }  // namespace
 
-ConfiguredWork configured_work(const RunResult& run, const json& writer_defaults) {
+ConfiguredWork configured_work(const RunResult& run, const json& defaults) {
   ConfiguredWork work;
   // The dataset its configuration asks; only where it asks "auto" (the data found decides) does the
   // row's own record of what it found say which.
@@ -469,9 +476,9 @@ ConfiguredWork configured_work(const RunResult& run, const json& writer_defaults
   work.dataset_asked = asked == "synthetic" || asked == "cifar10" ? asked : "";
   const std::string dataset = !work.dataset_asked.empty() ? work.dataset_asked : run.dataset;
   work.dataset = dataset;
-  const int64_t epochs = config_integer(run, writer_defaults, "epochs").value_or(run.epochs);
-  const int64_t batch = config_integer(run, writer_defaults, "batch-size").value_or(0);
-  work.train_images = training_set_images(run, writer_defaults, dataset);
+  const int64_t epochs = config_integer(run, defaults, "epochs").value_or(run.epochs);
+  const int64_t batch = config_integer(run, defaults, "batch-size").value_or(0);
+  work.train_images = training_set_images(run, defaults, dataset);
   // No run has a billion steps or images a step; an edited file's would overflow (and prove nothing).
   constexpr int64_t kMost = int64_t{1} << 30;
   if (work.train_images <= 0 || work.train_images > kMost || batch <= 0 || batch > kMost || run.world_size <= 0 ||
@@ -484,7 +491,7 @@ ConfiguredWork configured_work(const RunResult& run, const json& writer_defaults
   const int64_t shard = (work.train_images + run.world_size - 1) / run.world_size;
   work.steps_per_epoch = (shard + batch - 1) / batch;
   int64_t per_epoch = work.steps_per_epoch;
-  if (const auto max_steps = config_integer(run, writer_defaults, "max-steps"); max_steps && *max_steps > 0) {
+  if (const auto max_steps = config_integer(run, defaults, "max-steps"); max_steps && *max_steps > 0) {
     per_epoch = std::min(per_epoch, *max_steps);
   }
   work.steps = epochs * per_epoch;
@@ -566,9 +573,12 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
   proven.option_defaults_ = reader_defaults;
   for (const auto& [key, value] : document.option_defaults.items()) proven.option_defaults_[key] = value;
   prove_repetitions(document, proven.side_);
-  // The work is proven against the configuration the row's file states (its own settings, its
-  // writer's defaults), before the reader's defaults complete it: a default of another binary
-  // asks nothing of it.
+  // The work is proven against the configuration the verdicts read: the row's own settings, its
+  // writer's defaults, and, where the file has a table of them, the reader's for an option it
+  // names in neither (proven against the file alone, such an option was asked nothing of, and the
+  // comparison then took the reader's default: warm-up and epochs edited out of both judged 2x
+  // the work "the same"). A file with no table at all is proven against what it says.
+  const json& work_defaults = document.option_defaults.empty() ? document.option_defaults : proven.option_defaults_;
   for (auto& r : document.runs) {
     prove_names(r, proven.side_);
     prove_figures(r, proven.side_);
@@ -576,8 +586,8 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
     if (r.status == RunStatus::ok) prove_step_records(r, proven.side_);
     if (r.status != RunStatus::ok) continue;
     const std::string unmeasured = unmeasured_figure(r);
-    std::string less = unmeasured.empty() ? misplaced(r, document.option_defaults, document.environment) : std::string();
-    if (unmeasured.empty() && less.empty()) less = less_work(r, document.option_defaults);
+    std::string less = unmeasured.empty() ? misplaced(r, work_defaults, document.environment) : std::string();
+    if (unmeasured.empty() && less.empty()) less = less_work(r, work_defaults);
     if (unmeasured.empty() && less.empty()) less = recorded_otherwise(r);
     if (unmeasured.empty() && less.empty()) continue;
     r.status = RunStatus::failed;

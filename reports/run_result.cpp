@@ -95,7 +95,8 @@ TraceRecord read_trace(const json& j) {
 PhaseSeconds read_phases(const json& j) {
   return {read_number(j, "data_s"),     read_number(j, "forward_s"),   read_number(j, "backward_s"),
           read_number(j, "comm_s"),     read_number(j, "optimizer_s"), read_optional_number(j, "allreduce_s", 0.0),
-          read_optional_number(j, "collective_wait_s", 0.0), read_optional_number(j, "replicate_s", 0.0)};
+          read_optional_number(j, "collective_wait_s", 0.0), read_optional_number(j, "replicate_s", 0.0),
+          read_optional_number(j, "forward_collective_wait_s", kNotMeasured)};
 }
 
 json ranks_json(const std::vector<RankTiming>& ranks) {
@@ -125,7 +126,8 @@ json phases_json(const PhaseSeconds& p) {
   return {{"data_s", json_number(p.data_s)},           {"forward_s", json_number(p.forward_s)},
           {"backward_s", json_number(p.backward_s)},   {"comm_s", json_number(p.comm_s)},
           {"optimizer_s", json_number(p.optimizer_s)}, {"allreduce_s", json_number(p.allreduce_s)},
-          {"collective_wait_s", json_number(p.collective_wait_s)}, {"replicate_s", json_number(p.replicate_s)}};
+          {"collective_wait_s", json_number(p.collective_wait_s)}, {"replicate_s", json_number(p.replicate_s)},
+          {"forward_collective_wait_s", json_number(p.forward_collective_wait_s)}};
 }
 
 std::string row_label(const std::string& name, const std::string& mode) {

@@ -12,6 +12,7 @@
 #include "harness/base/input_error.hpp"
 #include "harness/base/units.hpp"
 #include "reports/bucket_assignment.hpp"
+#include "reports/step_collectives.hpp"
 
 namespace ddpbench {
 namespace {
@@ -78,6 +79,7 @@ struct StepParts {
   bool find_unused = false;  // the row's --find-unused-parameters: buckets in its first layout
   bool contention_measured = false;  // an allreduce ran beside backward, and backward ran alone
   bool allreduce_alone_measured = false;
+  std::optional<StepCollectives> collectives;  // SyncBatchNorm's, out of forward and backward
 };
 
 double wire_fraction_of(const StepParts& parts, const std::string& hook) {
@@ -303,6 +305,12 @@ SettingProjection project_setting(const TuningSetting& setting, const std::vecto
                                   const StepParts& parts, double cast_s_per_byte, int64_t ranks, int64_t per_node,
                                   const Fabric& fabric, double images_per_rank) {
   const auto buckets = ddp_buckets(gradients, setting.bucket_mb, parts.find_unused);
+  // The collectives inside the step at `ranks`: forward and backward longer by theirs, each
+  // gradient later as backward stretches.
+  const double forward_s = parts.forward_s + (parts.collectives ? parts.collectives->forward_s(ranks, per_node, fabric) : 0);
+  const double collectives_backward_s = parts.collectives ? parts.collectives->backward_s(ranks, per_node, fabric) : 0;
+  const double backward_compute_s = parts.backward_compute_s + collectives_backward_s;
+  const double stretch = backward_compute_s / parts.backward_compute_s;
   const bool compressed = setting.comm_hook != "allreduce";
   const double wire_fraction = wire_fraction_of(parts, setting.comm_hook);
   const double half_cast = compressed ? cast_s_per_byte / 2 : 0;
@@ -312,24 +320,24 @@ SettingProjection project_setting(const TuningSetting& setting, const std::vecto
     double bytes = 0, last_gradient = 0;
     for (std::size_t i : bucket) {
       bytes += static_cast<double>(gradients[i].size.bytes);
-      last_gradient = std::max(last_gradient, gradients[i].ready_s);
+      last_gradient = std::max(last_gradient, gradients[i].ready_s * stretch);
     }
     // Overlap off: held until backward's last gradient, then cast and launched in order.
-    ready = std::max(ready, setting.overlap ? last_gradient : parts.backward_compute_s);
+    ready = std::max(ready, setting.overlap ? last_gradient : backward_compute_s);
     casts += bytes * half_cast;
     launch_at.push_back(ready + casts);
     const double t = ranks > 1 ? allreduce_seconds(bytes * wire_fraction, ranks, per_node, fabric) + bytes * half_cast : 0;
     duration.push_back(t);
     comm += t;
   }
-  const double work_s = std::max(parts.backward_compute_s + casts, launch_at.empty() ? 0.0 : launch_at.back());
+  const double work_s = std::max(backward_compute_s + casts, launch_at.empty() ? 0.0 : launch_at.back());
   const Fluid f = run_fluid(launch_at, duration, work_s, parts.compute_slowdown, parts.comm_slowdown);
   SettingProjection p;
   p.setting = setting;
   p.buckets = static_cast<int64_t>(buckets.size());
   p.comm_s = comm;
   p.exposed_comm_s = std::max(0.0, f.stream_end_s - f.compute_end_s);
-  p.step_s = parts.data_s + parts.forward_s + std::max(f.compute_end_s, f.stream_end_s) + parts.optimizer_s;
+  p.step_s = parts.data_s + forward_s + std::max(f.compute_end_s, f.stream_end_s) + parts.optimizer_s;
   p.images_per_s = static_cast<double>(ranks) * images_per_rank / p.step_s;
   return p;
 }
@@ -432,7 +440,9 @@ double backward_spread_s(const RunResult& r, double alone_s) {
 // backward's own spread is its wobble, not contention: measured, and no slowdown.
 void measure_backward_slowdown(const RunResult& r, double beside_s, std::vector<MeasuredGradient>& gradients,
                                StepParts& parts) {
-  const double alone = json_number_or(r.strategy_details, "backward_alone_s", kNotMeasured);
+  // Backward alone ran the same SyncBatchNorm collectives at the same ranks: their waits out.
+  const double alone = json_number_or(r.strategy_details, "backward_alone_s", kNotMeasured) -
+                       (parts.collectives ? parts.collectives->backward_wait_s : 0);
   if (!std::isfinite(alone) || !(alone > 0)) return;
   parts.contention_measured = true;
   if (!(parts.backward_compute_s - alone > backward_spread_s(r, alone))) return;
@@ -573,18 +583,42 @@ struct AdviceModel {
   }
 };
 
+// A SyncBatchNorm row's waits in its collectives out of forward's and backward's compute (each
+// gradient ready that much earlier as backward shrinks), to be costed again at each world size.
+void take_out_waits(const RunResult& r, AdviceModel& m) {
+  const std::optional<StepCollectives> c = step_collectives(r, m.parts.backward_compute_s).collectives;
+  if (!c || !std::isfinite(m.parts.backward_compute_s)) return;
+  const double compute_s = m.parts.backward_compute_s - c->backward_wait_s;
+  for (auto& g : m.gradients) g.ready_s *= compute_s / m.parts.backward_compute_s;
+  m.parts.backward_compute_s = compute_s;
+  m.parts.forward_s -= c->forward_wait_s;
+  m.parts.collectives = c;
+}
+
+// The link measured without a latency (the largest bucket alone cannot tell one) takes the one
+// the SyncBatchNorm collectives waited in backward, as the projection's does; so does the measured fabric.
+void latency_from_waits(RowAdvice& a, const StepParts& parts, const ProjectionOptions& options) {
+  if (!parts.collectives || !take_latency_from_waits(a.measured_link, *parts.collectives)) return;
+  if (options.fabric == "measured" && !options.latency_us) {
+    a.fabric.intra.latency_s = a.fabric.inter.latency_s = a.measured_link.intra.latency_s;
+  }
+}
+
 // The model of the row's measured setting, its casts and how backward and the allreduces slowed
 // each other; the link alone, where measured, is the advice's measured link (and its fabric's,
 // where the fabric is the measured one).
 AdviceModel read_model(RowAdvice& a, const RunResult& r, const ProjectionOptions& options) {
   const json& details = r.strategy_details;
-  AdviceModel m{r,
-                StepParts{r.mean_phase_s.data_s, r.mean_phase_s.forward_s, r.mean_phase_s.optimizer_s,
-                          json_number_or(details, "backward_compute_s", kNotMeasured)},
-                {}};
+  StepParts parts;
+  parts.data_s = r.mean_phase_s.data_s;
+  parts.forward_s = r.mean_phase_s.forward_s;
+  parts.optimizer_s = r.mean_phase_s.optimizer_s;
+  parts.backward_compute_s = json_number_or(details, "backward_compute_s", kNotMeasured);
+  AdviceModel m{r, parts, {}};
   m.parts.find_unused = r.config.is_object() && r.config.value("find-unused-parameters", false);
   m.gradients = gradients_without_casts(r, a.measured_setting,
                                         cast_seconds_per_byte(details, a.measured_setting.comm_hook), m.parts);
+  take_out_waits(r, m);
   if (const std::optional<Link> alone = measure_contention(r, a.measured_setting, options.calibration, m.gradients, m.parts)) {
     a.measured_link.intra = a.measured_link.inter = *alone;
     a.measured_link.source = options.calibration ? a.measured_link.source
@@ -594,6 +628,7 @@ AdviceModel read_model(RowAdvice& a, const RunResult& r, const ProjectionOptions
       a.fabric.source = a.measured_link.source;
     }
   }
+  latency_from_waits(a, m.parts, options);
   a.compute_slowdown = m.parts.compute_slowdown;
   a.comm_slowdown = m.parts.comm_slowdown;
   a.contention_measured = m.parts.contention_measured;

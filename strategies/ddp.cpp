@@ -130,7 +130,10 @@ class DdpStrategy final : public Strategy {
         {"overlap", o.overlap},
         {"comm_hook", comm_hook_description(o.comm_hook)},
         {"sync_bn_layers", sync_bn_layers_},
+        // What project and advise cost the collectives inside a step by at other world sizes.
+        {"sync_bn_features", sync_bn_features_},
         {"broadcast_buffers", true},
+        {"broadcast_buffer_bytes", broadcast_buffer_bytes_},
         {"find_unused_parameters", o.find_unused_parameters},
         {"gradient_as_bucket_view", o.gradient_as_bucket_view},
         {"bucket_cap_bytes", bucket_cap_bytes_},
@@ -207,6 +210,8 @@ class DdpStrategy final : public Strategy {
     measure_compression(s.dist);
     make_reducer(params);
     buffers_ = module.buffers(/*recurse=*/true);
+    sync_bn_features_ = synchronised_features(module);
+    for (const auto& b : buffers_) broadcast_buffer_bytes_ += b.numel() * b.element_size();
   }
 
   // DistributedDataParallel.__init__: the parameters that need gradients (returned, their names
@@ -437,6 +442,8 @@ class DdpStrategy final : public Strategy {
   nlohmann::json allreduce_alone_runs_s_;  // every run's seconds per dtype, fastest first
   std::vector<at::Tensor> buffers_;
   int64_t sync_bn_layers_ = 0;
+  std::vector<int64_t> sync_bn_features_;
+  int64_t broadcast_buffer_bytes_ = 0;
   int64_t bucket_cap_bytes_ = 0;
   int64_t first_bucket_cap_bytes_ = 0;
   std::vector<int64_t> initial_bucket_bytes_;

@@ -1,5 +1,7 @@
 #include "strategies/strategy.hpp"
 
+#include "harness/distributed/communicator.hpp"
+
 #include <torch/nn/functional/loss.h>
 
 namespace ddpbench {
@@ -23,6 +25,16 @@ at::Tensor Strategy::forward_loss(const Batch& batch, const std::function<at::Te
   auto autocast = s.precision.autocast();
   at::Tensor loss = classification_loss(forward(batch.images), batch.labels);
   if (s.slow_down) s.slow_down(Phase::forward);
+  // The collectives inside forward (SyncBatchNorm's, the buffers' broadcast), told apart from
+  // those inside backward: the models take each out of its own phase's compute. The runner
+  // takes the rest after the step.
+  if (s.dist.comm) {
+    s.timer.add([wait = s.dist.comm->take_collective_wait()](PhaseSeconds& phases) {
+      const double seconds = wait();
+      phases.collective_wait_s += seconds;
+      phases.forward_collective_wait_s += seconds;
+    });
+  }
   return loss;
 }
 

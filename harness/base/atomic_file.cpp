@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,6 +21,24 @@ std::string errno_text() { return std::strerror(errno); }
 std::filesystem::path folder_of(const std::filesystem::path& path) {
   auto parent = path.parent_path();
   return parent.empty() ? std::filesystem::path(".") : parent;
+}
+
+// Read, not set and restored: umask(2) alone cannot read it without changing it for a moment,
+// under every other thread's files.
+mode_t process_umask() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
+  }
+  return 022;
+}
+
+// The mode the file it replaces had, else a new file's under the umask: mkstemp's 0600 would
+// narrow a shared result; a fixed 0644 widened a user's 0600 file and ignored `umask 077`.
+mode_t mode_for(const std::filesystem::path& path) {
+  struct stat there {};
+  if (::stat(path.c_str(), &there) == 0 && S_ISREG(there.st_mode)) return there.st_mode & 07777;
+  return 0666 & ~process_umask();
 }
 
 }  // namespace
@@ -53,8 +72,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
     data += n;
     left -= static_cast<std::size_t>(n);
   }
-  // mkstemp creates 0600; results are meant to be shared like any other output.
-  if (::fchmod(fd, 0644) != 0) fail("chmod");
+  if (::fchmod(fd, mode_for(path)) != 0) fail("chmod");
   if (::fsync(fd) != 0) fail("fsync");
   if (::close(fd) != 0) {
     ::unlink(tmp.c_str());
@@ -70,7 +88,9 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& folder) {
   std::vector<std::filesystem::path> missing;
   std::error_code ec;
-  for (auto f = folder; !f.empty() && !std::filesystem::exists(f, ec); f = f.parent_path()) {
+  // A link is there, whatever it leads to: never a folder the command made (one that led nowhere
+  // was removed as one when the command was refused).
+  for (auto f = folder; !f.empty() && !std::filesystem::exists(std::filesystem::symlink_status(f, ec)); f = f.parent_path()) {
     missing.push_back(f);
     if (f == f.parent_path()) break;
   }

@@ -11,14 +11,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Where a write to `path` lands, resolved part by part as the kernel does: an existing part with
-// its links followed, a missing one as the folder a writer would make, ".." the parent of what is
-// resolved so far. (weakly_canonical drops "x/.." by text once a part is missing, so that
-// "missing/../link/../input" resolved elsewhere than the write lands.)
-fs::path resolved(const fs::path& path) {
-  const fs::path absolute = fs::absolute(path);
-  fs::path out = absolute.root_path();
-  for (const fs::path& part : absolute.relative_path()) {
+// Where a write to `path` lands, resolved part by part as the kernel does: a link followed by its
+// text, whether or not where it leads exists yet (a link through a folder another output makes
+// leads there once it is made), a missing part as the folder a writer would make, ".." the parent
+// of what is resolved so far. (weakly_canonical drops "x/.." by text once a part is missing, so
+// that "missing/../link/../input" resolved elsewhere than the write lands; canonical fails on a
+// link through a missing folder, and such a link was taken for a place of its own.)
+constexpr int kMostLinks = 40;  // the kernel's ELOOP bound
+
+fs::path resolved_from(fs::path out, const fs::path& relative, int& links, const fs::path& named) {
+  for (const fs::path& part : relative) {
     if (part.empty() || part == ".") continue;
     if (part == "..") {
       out = out.parent_path();
@@ -26,15 +28,22 @@ fs::path resolved(const fs::path& path) {
     }
     std::error_code error;
     const fs::path next = out / part;
-    if (fs::exists(fs::symlink_status(next, error))) {
-      if (fs::path real = fs::canonical(next, error); !error) {
-        out = real;
-        continue;
-      }
+    if (!fs::is_symlink(fs::symlink_status(next, error))) {
+      out = next;
+      continue;
     }
-    out = next;
+    if (++links > kMostLinks) throw InputError("'" + named.string() + "': too many links to follow (a loop)");
+    const fs::path target = fs::read_symlink(next, error);
+    if (error) throw InputError("'" + named.string() + "': cannot read the link '" + next.string() + "' (" + error.message() + ")");
+    out = resolved_from(target.is_absolute() ? target.root_path() : out, target.relative_path(), links, named);
   }
   return out;
+}
+
+fs::path resolved(const fs::path& path) {
+  const fs::path absolute = fs::absolute(path);
+  int links = 0;
+  return resolved_from(absolute.root_path(), absolute.relative_path(), links, path);
 }
 
 // One file under two paths: the same place, or (hard links) the same inode.

@@ -17,12 +17,14 @@ PhaseSeconds& PhaseSeconds::operator+=(const PhaseSeconds& other) {
   allreduce_s += other.allreduce_s;
   collective_wait_s += other.collective_wait_s;
   replicate_s += other.replicate_s;
+  forward_collective_wait_s += other.forward_collective_wait_s;
   return *this;
 }
 
 PhaseSeconds PhaseSeconds::operator/(double divisor) const {
   return {data_s / divisor,      forward_s / divisor,   backward_s / divisor,        comm_s / divisor,
-          optimizer_s / divisor, allreduce_s / divisor, collective_wait_s / divisor, replicate_s / divisor};
+          optimizer_s / divisor, allreduce_s / divisor, collective_wait_s / divisor, replicate_s / divisor,
+          forward_collective_wait_s / divisor};
 }
 
 }  // namespace ddpbench

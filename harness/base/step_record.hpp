@@ -23,8 +23,11 @@ struct PhaseSeconds {
   // Time forward spent cloning the module onto its replicas (LibTorch's data_parallel does it
   // on every call): part of forward, host work rather than the device's.
   double replicate_s = 0;
+  // Of collective_wait_s, the part inside forward (the rest lies in backward): what `project` and
+  // `advise` take out of each to leave the compute. NaN in files from before it was recorded.
+  double forward_collective_wait_s = 0;
 
-  /// The step: every phase but allreduce, collective_wait and replicate, which lie inside the others.
+  /// The step: every phase but allreduce, the collective waits and replicate, which lie inside the others.
   [[nodiscard]] double total_s() const { return data_s + forward_s + backward_s + comm_s + optimizer_s; }
   /// Allreduce time hidden under backward (it ran while backward did): the allreduce time
   /// not left exposed after backward, at most backward's own time.

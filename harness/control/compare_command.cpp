@@ -24,12 +24,23 @@ void check_compare_files(const CompareCommand& command) {
                         own_kind_by_text(is_undecided_rows_text)}});
 }
 
-// Once the files are read and compared: a comparison is cheap, so the folders an output needs are
-// made only where there is something to write (bad input leaves none behind).
-void write_output(const std::string& path, const char* flag, const std::string& text) {
-  if (path.empty()) return;
-  require_writable(path, flag);
-  write_file_atomically(path, text);
+// Once the files are read and compared: a comparison is cheap, so the folders the outputs need
+// are made only where there is something to write (bad input leaves none behind), and every one
+// is found writable before any is written (an unwritable --undecided-out left a new --out).
+struct Output {
+  const std::string& path;
+  const char* flag;
+  std::string text;
+};
+void write_outputs(const std::vector<Output>& outputs) {
+  std::vector<std::pair<std::filesystem::path, std::string>> given;
+  for (const Output& o : outputs) {
+    if (!o.path.empty()) given.emplace_back(o.path, o.flag);
+  }
+  require_all_writable(given);
+  for (const Output& o : outputs) {
+    if (!o.path.empty()) write_file_atomically(o.path, o.text);
+  }
 }
 
 int paired_compare_command(const CompareCommand& command) {
@@ -46,8 +57,8 @@ int paired_compare_command(const CompareCommand& command) {
   const ProvenResults candidate = read_results_here(command.current, "the candidate's file");
   const PairedResult result = compare_paired(baseline, candidate, options);
   const std::string text = markdown_paired(result, options);
-  write_output(command.out, "--out", comparison_file(text));
-  write_output(command.undecided_out, "--undecided-out", undecided_rows_file(result.undecided_rows()));
+  write_outputs({{command.out, "--out", comparison_file(text)},
+                 {command.undecided_out, "--undecided-out", undecided_rows_file(result.undecided_rows())}});
   std::cout << text << std::flush;
   return result.exit_code();
 }
@@ -69,7 +80,7 @@ int compare_command(const CompareCommand& command) {
   const ProvenResults current = read_results_here(command.current, "the current file");
   const Comparison comparison = compare_results(baseline, current, options);
   const std::string table = markdown_comparison(comparison, options);
-  write_output(command.out, "--out", comparison_file(table));
+  write_outputs({{command.out, "--out", comparison_file(table)}});
   std::cout << table << std::flush;
   return comparison.exit_code();
 }

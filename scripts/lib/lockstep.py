@@ -31,11 +31,11 @@ import socket
 import struct
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, ContextManager
 
+import running_clock  # beside this file
 from output_rule import write_whole  # beside this file
 
 
@@ -75,7 +75,7 @@ class Connection:
     pid: int = 0
     sender: str = ""  # the build whose session the connecting process is in (its credentials): "" for none
     ended: bool = False
-    heard: float = field(default_factory=time.monotonic)  # when it last sent anything, or hung up
+    heard: float = field(default_factory=lambda: running_clock.now())  # when it last sent anything, or hung up
 
     def line(self) -> str | None:
         if b"\n" not in self.buffer:
@@ -130,7 +130,7 @@ class Coordinator:
         self.hung: dict[str, float] = {}  # build -> when it was found hung: killed hang_grace_s later
         self.stopped: dict[str, str] = {}  # build -> why the coordinator stopped it (hung, or stuck)
         self.first_exit: float | None = None  # when the first build's process ended
-        self.deadline = None if deadline_s is None else time.monotonic() + deadline_s
+        self.deadline = None if deadline_s is None else running_clock.now() + deadline_s
         self.deadline_s = deadline_s
         self.sessions: list[Session] = []
         self.problems: list[str] = []  # hellos that could not be read
@@ -151,7 +151,7 @@ class Coordinator:
                 self.selector.register(sock, selectors.EVENT_READ, connection)
                 continue
             connection = key.data
-            connection.heard = time.monotonic()
+            connection.heard = running_clock.now()
             try:
                 data = connection.sock.recv(4096)
             except OSError:
@@ -182,7 +182,7 @@ class Coordinator:
         return ""
 
     def check_deadline(self) -> None:
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        if self.deadline is not None and running_clock.now() > self.deadline:
             raise PastDeadline
 
     def close(self, connection: Connection) -> None:
@@ -223,7 +223,7 @@ class Coordinator:
                                      f"(pids {same[0].pid} and {pid})")
                 self.close(connection)
                 continue
-            self.first_seen.setdefault(connection.row, time.monotonic())
+            self.first_seen.setdefault(connection.row, running_clock.now())
 
     def impostor(self, connection: Connection, line: str) -> None:
         """A hello for a build the sender is not part of: dropped; a build that speaks for the other
@@ -278,7 +278,7 @@ class Coordinator:
         if ranks and len({c.rank for c in ranks}) == ranks[0].world:
             return sorted(ranks, key=lambda c: c.rank)
         gone = self.exited(label) or any(c.arm == label and c.row != row for c in waiting) or label in self.stopped
-        late = time.monotonic() - self.first_seen[row] > self.start_timeout_s
+        late = running_clock.now() - self.first_seen[row] > self.start_timeout_s
         if not (gone or late):
             return None
         if not gone:
@@ -302,7 +302,7 @@ class Coordinator:
         return outcome
 
     def take_turn(self, label: str, ranks: list[Connection], session: Session, pair: int) -> str:
-        start = time.monotonic()
+        start = running_clock.now()
         for c in ranks:
             if not c.ended:
                 c.send("go")
@@ -323,19 +323,19 @@ class Coordinator:
                 if line == "end":
                     c.ended = True
                 answered.add(id(c))
-            left_s = start + self.turn_timeout_s - time.monotonic()
+            left_s = start + self.turn_timeout_s - running_clock.now()
             if len(answered) < len(ranks):
                 if left_s <= 0:
                     silent = [c.describe() for c in ranks if id(c) not in answered]
                     session.culprits.append(f"the {label} build's row {session.row}: {', '.join(silent)} gave no "
                                             f"answer to its turn of pair {pair} within {self.turn_timeout_s:g} s: it hangs")
-                    self.hung[label] = time.monotonic()
+                    self.hung[label] = running_clock.now()
                     self.stopped[label] = session.culprits[-1]
                     return "broken"
                 self.pump(min(left_s, 1.0))
         if all(c.ended for c in ranks):
             return "ended"
-        session.turns.append((label, time.monotonic() - start))
+        session.turns.append((label, running_clock.now() - start))
         return "stepped"
 
     def run_session(self, row: str, present: dict[str, list[Connection]]) -> None:
@@ -368,20 +368,20 @@ class Coordinator:
 
     def kill_hung(self) -> None:
         for label, since in list(self.hung.items()):
-            if not self.exited(label) and time.monotonic() - since > self.hang_grace_s:
+            if not self.exited(label) and running_clock.now() - since > self.hang_grace_s:
                 stop_group(self.processes[label])
         # A build that has not ended start_timeout_s after the other did and after its own last word
         # is stuck after its training (its teardown, say); one whose ranks are still connected is
         # running a row on its own (the other build failed early), not stuck.
         if self.first_exit is None and any(self.exited(label) for label in self.processes):
-            self.first_exit = time.monotonic()
+            self.first_exit = running_clock.now()
         if self.first_exit is None:
             return
         for label in self.processes:
             mine = [c for c in self.connections if c.arm == label]
             if self.exited(label) or any(not c.closed for c in mine):
                 continue
-            if time.monotonic() - max([self.first_exit] + [c.heard for c in mine]) > self.start_timeout_s:
+            if running_clock.now() - max([self.first_exit] + [c.heard for c in mine]) > self.start_timeout_s:
                 self.stop(label, f"the {label} build did not end within {self.start_timeout_s:g} s of the other "
                                  f"build's end and its own last word: it is stuck")
 

@@ -1,4 +1,4 @@
-"""The projection's validation: DDP rows (overlap on, overlap off, fp16 compression) across 2, 3
+"""The projection's validation: DDP rows (overlap on, overlap off, fp16 compression, SyncBatchNorm) across 2, 3
 and 4 emulated hosts on two shapings of the links, each shaping's link measured with the
 allreduce microbenchmark across the hosts (BM_RankAllreduce: a shaped veth can be bursty, so
 the setting is not trusted), and `ddpbench project` held against the steps measured there.
@@ -35,7 +35,7 @@ PART = "projection"
 HOST_COUNTS = (2, 3, 4)
 SHAPINGS = {"1gbit": Shaping("1gbit", "1ms", "256kb"), "200mbit": Shaping("200mbit", "5ms", "64kb")}
 SHAPINGS_FASTEST_FIRST = ["1gbit", "200mbit"]
-VARIANTS = {"overlap": [], "no-overlap": ["--no-overlap"], "fp16": ["--comm-hook", "fp16"]}
+VARIANTS = {"overlap": [], "no-overlap": ["--no-overlap"], "fp16": ["--comm-hook", "fp16"], "sync-bn": []}
 SWEEPS = 2  # forwards, then backwards
 GOAL = 0.15  # of |predicted / measured - 1|, every row
 # The bounds the CI test asserted before (see the docstring): the median over the rows, and every
@@ -48,6 +48,14 @@ BOUND_COMPRESSION = 0.25
 
 # The figures of a row the analysis reads itself (the rest it asks `ddpbench project`).
 FIGURES_READ = (("steady_images_per_s",), ("mean_phase_s", "allreduce_s"), ("strategy_details", "backward_compute_s"))
+
+
+def row_arguments(variant: str) -> list[str]:
+    """The row's command line: the ResNet-18 row with the variant's flags; the SyncBatchNorm
+    variant is the row with SyncBatchNorm on, as the default DDP row runs (its collectives inside
+    forward and backward, which the model costs as communication)."""
+    base = [a for a in RESNET18_ROW if not (variant == "sync-bn" and a == "--no-sync-bn")]
+    return [*base, *VARIANTS[variant]]
 
 
 def row_name(hosts: int, shaping: str, variant: str, sweep: int) -> str:
@@ -75,7 +83,7 @@ def run_of(recording: Recording, name: str) -> dict:
     rows = {row_name(hosts, shaping, variant, sweep): (hosts, variant) for shaping, hosts, variant in plan()
             for sweep in range(SWEEPS)}
     hosts, variant = rows[name]
-    return recording.run_of(name, [*RESNET18_ROW, *VARIANTS[variant]], hosts)
+    return recording.run_of(name, row_arguments(variant), hosts)
 
 
 def measure(hosts: EmulatedHosts, binary: Path, microbench: Path, folder: Path, log=print) -> None:
@@ -96,7 +104,7 @@ def measure(hosts: EmulatedHosts, binary: Path, microbench: Path, folder: Path, 
                 Path(str(out).replace("{rank}", "0")).rename(folder / link_name(count, shaping))
                 measured_links.add((count, shaping))
             name = row_name(count, shaping, variant, sweep)
-            hosts.world(count, [str(binary), *RESNET18_ROW, *VARIANTS[variant], "--out", str(folder / name)])
+            hosts.world(count, [str(binary), *row_arguments(variant), "--out", str(folder / name)])
             log(f"  {name}")
 
 
@@ -200,7 +208,8 @@ def kept_rows(recording: Recording) -> tuple[dict[tuple[int, str, str], str], st
 
 
 def variant_words(variant: str) -> str:
-    return f"{'off' if variant == 'no-overlap' else 'on'} | {'fp16' if variant == 'fp16' else 'none'}"
+    compression = {"fp16": "fp16", "sync-bn": "none, SyncBatchNorm"}.get(variant, "none")
+    return f"{'off' if variant == 'no-overlap' else 'on'} | {compression}"
 
 
 def own_point(project: Projector, rows: dict) -> tuple[list[str], list[tuple[float, str]]]:

@@ -488,7 +488,10 @@ TEST(AdversarialGate, DuplicatedMixedOrZeroRowsAreBadInput) {
   }
   expect_refused(copies, "the current file: row 'ddp (faithful)' holds repetition 0 more than once");
   auto renumbered = copies;
-  for (std::size_t i = 3; i < renumbered.runs.size(); ++i) renumbered.runs[i].repetition = static_cast<int64_t>(i);
+  for (std::size_t i = 3; i < renumbered.runs.size(); ++i) {
+    renumbered.runs[i].repetition = static_cast<int64_t>(i);
+    testing::record_steps(renumbered.runs[i]);
+  }
   expect_refused(renumbered, "the current file: the repetitions of row 'ddp (faithful)' were run with different "
                              "configurations (batch-size 256 vs 64)");
   for (const double zero : {0.0, -1.0}) {

@@ -166,6 +166,16 @@ RunResult measured_row(const std::string& hook = "allreduce") {
   return r;
 }
 
+// measured_row with SyncBatchNorm in two layers (64 and 128 channels) and 1000 bytes of buffers,
+// its collectives recorded apart: 10 ms waited in forward, 20 ms in backward, a step.
+void with_sync_bn(RunResult& r) {
+  r.strategy_details["sync_bn_layers"] = 2;
+  r.strategy_details["sync_bn_features"] = json::array({64, 128});
+  r.strategy_details["broadcast_buffer_bytes"] = 1000;
+  r.mean_phase_s.collective_wait_s = 0.03;
+  r.mean_phase_s.forward_collective_wait_s = 0.01;
+}
+
 // One set of rules for what the step model reads, in project and advise alike (the second
 // attack: project projected from a negative backward, a bucket ready before backward began and
 // an unmeasured optimizer, which advise refused, and exited 0 over a table of dashes).
@@ -201,10 +211,12 @@ TEST(AdversarialProjection, ProjectRefusesTheStepInputsAdviseRefuses) {
             "mean_phase_s.forward_s -0.5: not a time its steps spent");
   // SyncBatchNorm's collectives wait inside forward and backward: the default DDP row, slower
   // measured than the one without, projected to 85 % at 8 ranks where it ran at 36 %.
+  // A file that does not record those waits apart cannot be projected from.
   EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["sync_bn_layers"] = 53; }),
-            "SyncBatchNorm across 2 ranks (53 layers): its collectives wait inside forward and backward, which the "
-            "model neither separates from compute nor costs at other world sizes; the row cannot be projected from "
-            "(run it with --no-sync-bn)");
+            "SyncBatchNorm across 2 ranks (53 layers): the file does not record the waits in its collectives apart "
+            "from forward's and backward's compute (mean_phase_s.forward_collective_wait_s, "
+            "strategy_details.sync_bn_features), so the model cannot cost them at other world sizes; run the row "
+            "again with this build, or with --no-sync-bn");
   // Measured on one rank, where they do not communicate, its projection left out what they cost at
   // 8 and 64 ranks (99.5 % at 8).
   EXPECT_NE(not_projected([](RunResult& r) {
@@ -213,6 +225,33 @@ TEST(AdversarialProjection, ProjectRefusesTheStepInputsAdviseRefuses) {
             }).find("SyncBatchNorm across 1 rank (53 layers)"),
             std::string::npos);
   EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["sync_bn_layers"] = 0; }), "");
+  // Recorded apart, a wait longer than its phase leaves no compute, and a layer count the
+  // features do not hold is no record of them.
+  EXPECT_EQ(not_projected([](RunResult& r) {
+              with_sync_bn(r);
+              r.mean_phase_s.forward_collective_wait_s = 0.2;
+              r.mean_phase_s.collective_wait_s = 0.25;
+            }),
+            "its collectives inside forward waited 200.0 ms a step, forward took 90.0 ms: no compute is left to model");
+  EXPECT_EQ(not_projected([](RunResult& r) {
+              with_sync_bn(r);
+              r.mean_phase_s.collective_wait_s = 0.4;
+            }),
+            "its collectives inside backward waited 390.0 ms a step, backward's compute took 300.0 ms: no compute is "
+            "left to model");
+  EXPECT_EQ(not_projected([](RunResult& r) {
+              with_sync_bn(r);
+              r.strategy_details["sync_bn_layers"] = 3;
+            }),
+            "strategy_details.sync_bn_features: 2 layers where sync_bn_layers says 3");
+  // A bucket's bytes are the Reducer's bucket's (the ninth attack: a timeline's bytes divided by
+  // 10 projected the allreduce at 8 ranks to a sixth).
+  EXPECT_EQ(not_projected([](RunResult& r) {
+              r.strategy_details["bucket_bytes"] = json::array({150e6, 100e6});
+              r.strategy_details["bucket_timeline"][1]["bytes"] = 10e6;
+            }),
+            "bucket_timeline: bucket 1 of 10000000.0 bytes, where bucket_bytes says 100000000.0");
+  EXPECT_EQ(not_projected([](RunResult& r) { r.strategy_details["bucket_bytes"] = json::array({150e6, 100e6}); }), "");
   // A row the proof failed says why it cannot be projected, not that it never reached a steady state.
   RunResult failed = measured_row();
   failed.status = RunStatus::failed;
@@ -220,6 +259,69 @@ TEST(AdversarialProjection, ProjectRefusesTheStepInputsAdviseRefuses) {
   EXPECT_EQ(project_row({&failed}, options).not_projected,
             "no repetition ran to a steady state (repetition 0: failed: did less work than configured: it trained 3 "
             "of the 16 steps)");
+}
+
+// SyncBatchNorm's collectives are communication (issue 55, item 4): their waits at the measured
+// ranks come out of forward's and backward's compute, and each world size costs them again on
+// the fabric: per layer a [ranks, 2C+1] sum in forward and a 2C sum in backward, ring-allreduced,
+// and the buffers' broadcast as a chain. One rank waits for nobody.
+TEST(Projection, SyncBatchNormCollectivesAreCostedAsCommunicationAtEachWorldSize) {
+  RunResult r = measured_row();
+  with_sync_bn(r);
+  ProjectionOptions options;
+  options.ranks = {1, 4};
+  options.ranks_per_node = 8;
+  options.fabric = "hdr-ib";
+  options.latency_us = 10;  // both levels: 10 us a ring step
+  options.intra_node_gbps = 8;  // 1 GB/s
+  const RowProjection p = project_row({&r}, options);
+  ASSERT_EQ(p.not_projected, "");
+  EXPECT_EQ(p.sync_bn_layers, 2);
+  EXPECT_NEAR(p.measured_collective_wait_s, 0.03, 1e-12);
+  ASSERT_EQ(p.points.size(), 2u);
+  // One rank: data + forward's compute + backward's compute + optimizer, the waits left out.
+  EXPECT_NEAR(p.points[0].step_s, 0.01 + (0.09 - 0.01) + (0.30 - 0.02) + 0.05, 1e-12);
+  EXPECT_EQ(p.points[0].in_step_collectives_s, 0);
+  // Four ranks on one node: 2(n-1) = 6 ring steps an allreduce, 3 hops the broadcast.
+  const double latency = 10e-6, bandwidth = 1e9;
+  double expected = 3 * latency + 1000 / bandwidth;
+  for (const double c : {64.0, 128.0}) {
+    expected += 6 * latency + 1.5 * (4 * (2 * c + 1) * 4) / bandwidth;  // forward's gather as a sum
+    expected += 6 * latency + 1.5 * (2 * c * 4) / bandwidth;            // backward's sum
+  }
+  EXPECT_NEAR(p.points[1].in_step_collectives_s, expected, 1e-12);
+  // Against the same compute without them: the step longer by at least forward's part.
+  RunResult plain = measured_row();
+  plain.mean_phase_s.forward_s -= 0.01;
+  plain.strategy_details["backward_compute_s"] = 0.28;
+  for (auto& b : plain.strategy_details["bucket_timeline"]) b["ready_s"] = b["ready_s"].get<double>() * 0.28 / 0.3;
+  const RowProjection q = project_row({&plain}, options);
+  ASSERT_EQ(q.not_projected, "");
+  EXPECT_NEAR(q.points[0].step_s, p.points[0].step_s, 1e-12) << "one rank: the compute alone, both";
+  EXPECT_GT(p.points[1].step_s, q.points[1].step_s + 3 * latency + 2 * 6 * latency);
+  EXPECT_LE(p.points[1].step_s, q.points[1].step_s + expected + 1e-12);
+}
+
+// On the link the row's own buckets measured (no latency seen there), the latency is the one its
+// SyncBatchNorm collectives waited in backward: their time past their bytes', over the ring steps.
+TEST(Projection, ALinkWithoutLatencyTakesTheOneSyncBatchNormWaitedInBackward) {
+  RunResult r = measured_row();
+  with_sync_bn(r);
+  ProjectionOptions options;
+  options.ranks = {2, 8};
+  const RowProjection p = project_row({&r}, options);
+  ASSERT_EQ(p.not_projected, "");
+  const double bandwidth = p.measured_link.intra.bytes_per_s;
+  ASSERT_GT(bandwidth, 0);
+  // Two ranks: 2 ring steps an allreduce, 2 layers; 2(n-1)/n = 1 of each sum's bytes.
+  const double bytes_s = (2 * 64 * 4 + 2 * 128 * 4) / bandwidth;
+  EXPECT_NEAR(p.measured_link.intra.latency_s, (0.02 - bytes_s) / 4, 1e-12);
+  EXPECT_NE(p.measured_link.source.find("the latency from its SyncBatchNorm collectives' waits in backward"),
+            std::string::npos);
+  EXPECT_NEAR(p.fabric.intra.latency_s, p.measured_link.intra.latency_s, 1e-15);
+  // Without SyncBatchNorm, nothing to take one from: the link keeps none.
+  const RowProjection plain = project_row({&(r = measured_row())}, options);
+  EXPECT_EQ(plain.measured_link.intra.latency_s, 0);
 }
 
 TEST(Projection, BucketsRunOneAfterAnotherFromWhenBackwardMadeThemReady) {

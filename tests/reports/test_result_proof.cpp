@@ -268,6 +268,24 @@ TEST(ResultProof, RepetitionsAreUniqueAndWithinTheSweepsRepeat) {
   EXPECT_NE(message_of([&] { prove_results(swept(negative, 2), "f"); }).find("not one of"), std::string::npos);
 }
 
+// An option its file names nowhere (its configuration and its table of defaults both edited) is
+// proven at the reader's default, as the comparison reads it (the ninth attack on the outputs:
+// warm-up 8 and twice the epochs, edited out of both, were asked nothing of, and compared "the
+// same", 2x faster). A file with no table at all says only what it says.
+TEST(ResultProof, AnOptionTheFileNamesNowhereIsProvenAtTheReadersDefault) {
+  RunResult r = sample_run("single", "faithful", 1, 10, 5000);
+  r.config.erase("warmup-steps");
+  r.warmup_steps = 8;
+  testing::record_steps(r);
+  ResultDocument doc = swept({r}, 1);
+  doc.option_defaults = {{"epochs", 1}};  // a table, without warmup-steps
+  const ProvenResults p = prove_results(doc, "f", {{"warmup-steps", 5}});
+  EXPECT_EQ(p.document().runs[0].reason,
+            "did other work than configured: its file says 8 warm-up steps where its configuration asks 5");
+  doc.option_defaults = nlohmann::json::object();
+  EXPECT_EQ(prove_results(doc, "f", {{"warmup-steps", 5}}).document().runs[0].status, RunStatus::ok);
+}
+
 // A value that is not a number is never a pass: a row that says ok measured every figure a
 // verdict reads, or it is failed; a figure no run measures is a damaged file.
 TEST(ResultProof, AnOkRowWithoutAFigureIsFailedUnlessNoStepRanPastWarmup) {
@@ -286,6 +304,7 @@ TEST(ResultProof, AnOkRowWithoutAFigureIsFailedUnlessNoStepRanPastWarmup) {
   r.steady_images_per_s = nan;
   EXPECT_EQ(reason_for(r), "says ok, but it measured no steady_images_per_s (null, NaN or infinite)");
   r.warmup_steps = r.steps;  // nothing ran past warm-up: unmeasured, and said so by the steps
+  r.config["warmup-steps"] = r.steps;
   r.step_time_s = {nan, nan, nan};
   EXPECT_EQ(reason_for(r), "ok");
   r = sample_run("single", "faithful", 1, 10, 5000);

@@ -17,8 +17,8 @@ from . import builds, children, machine_load
 from .judge import Floor, PairedCompare, Ruling, read_by_its_proof, regressions, run_compare
 from .out_dir import OutDir, open_new
 from .outcomes import Outcome, Side, Stop, What
-from .rounds import (Arm, Refusal, checked_result, lockstep_row, merge_rounds, require_turns_taken, round_order,
-                     run_row, sweep_row_of)
+from .rounds import (Arm, Refusal, checked_result, lockstep_row, merge_rounds, require_steps_as_timed,
+                     require_turns_taken, round_order, run_row, sweep_row_of)
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,7 @@ class Rounds:
             path = checked_result(arm, row, folder, done, ran_before=ran_before, culprits=culprits,
                                   stopped=ran.record["stopped"].get(arm.label, ""))
             require_turns_taken(arm, path, ran.record["sessions"])
+            require_steps_as_timed(arm, path, ran.record["sessions"])
             return path
         return result
 

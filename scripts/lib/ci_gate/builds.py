@@ -32,12 +32,18 @@ def set_up(side: Side, what: str, setup_sh: Path, deadline_s: float, log: Path, 
 def candidate_binary(s: Settings, out: OutDir) -> str:
     """The candidate's ddpbench: DDPBENCH_BINARY, or this checkout built by its own set-up."""
     if s.binary is not None:
-        return str(s.binary)
+        return pin(Side.CANDIDATE, Path(s.binary))
     set_up(Side.CANDIDATE, "the candidate's set-up", s.root / "scripts" / "lib" / "setup.sh", s.deadlines.build_s,
            out / "candidate-build.log", dict(os.environ, DDPBENCH_BUILD_DIR=str(s.build_dir)))
     binary = s.build_dir / "ddpbench"
     if not os.access(binary, os.X_OK):
         raise Stop(Side.CANDIDATE, What.BUILD_FAILED, f"the set-up or build failed: it left no {binary}")
+    return pin(Side.CANDIDATE, binary)
+
+
+def pin(side: Side, binary: Path) -> str:
+    """`binary` as it is now, checked before every later use (checked)."""
+    _pinned[str(binary)] = (side, file_digest(binary))
     return str(binary)
 
 
@@ -52,24 +58,30 @@ def rev_binary(s: Settings, rev: RevFolder, sha: str, out: OutDir) -> str:
     if not os.access(rev.binary_path, os.X_OK):
         raise Stop(Side.BASELINE, What.BUILD_FAILED, f"{s.against} ({sha[:12]}) does not build: its set-up left no "
                    f"{rev.binary_path}, so no commit can be compared with it")
-    digest = file_digest(rev.binary_path)
-    rev.mark_built(sha, digest)
-    _pinned[str(rev.binary_path)] = digest
-    return str(rev.binary_path)
+    rev.mark_built(sha, file_digest(rev.binary_path))
+    return pin(Side.BASELINE, rev.binary_path)
 
 
-# REV's binary and its SHA-256 as the gate built it: checked before every use.
-_pinned: dict[str, str] = {}
+# Each build's binary and its SHA-256 as the gate took it: checked before every use.
+_pinned: dict[str, tuple[Side, str]] = {}
+
+
+def forget_pins() -> None:
+    _pinned.clear()
 
 
 def checked(binary: str) -> str:
-    """`binary`, unchanged since the gate built it where it is REV's: the candidate runs as the
-    same user and could write over it (a 50 % slower candidate passed, both "builds" and the judge
-    its own). A changed one judges nothing: cannot judge (125 under --bisect), never a pass."""
-    want = _pinned.get(binary)
+    """`binary`, unchanged since the gate took it: the candidate runs as the same user and could
+    write over REV's (a 50 % slower candidate passed, both "builds" and the judge its own), and
+    another build into build/ (a second gate, an IDE) replaced the candidate's between rounds (a
+    50 % slower one judged a regression of this commit). A changed one judges nothing: cannot
+    judge (125 under --bisect), never a pass and never this commit's regression."""
+    side, want = _pinned.get(binary, (None, None))
     if want is not None and file_digest(Path(binary)) != want:
-        raise Stop(Side.BASELINE, What.GARBAGE, f"REV's binary {binary} changed since the gate built it (not by the "
-                   f"gate): nothing measured or judged with it can judge the candidate")
+        name = "REV's binary" if side is Side.BASELINE else "the candidate's binary"
+        raise Stop(side, What.GARBAGE if side is Side.BASELINE else What.CANNOT_JUDGE,
+                   f"{name} {binary} changed since the gate took it (not by the gate): nothing measured or judged "
+                   f"with it can judge the candidate")
     return binary
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Callable, Iterator
 
 import lockstep  # scripts/lib, beside the package
+import running_clock  # scripts/lib
 
 from .out_dir import open_new
 from .outcomes import Side, Signalled, Stop, What
@@ -212,6 +213,21 @@ def keep(stream: IO[bytes] | None, markers: tuple[str, ...] = ()) -> Kept:
     return kept
 
 
+def ended_within(process: subprocess.Popen, deadline_s: float) -> bool:
+    """Whether `process` ended within `deadline_s` of the time the gate ran (running_clock: a
+    stopped job's pause is no build's)."""
+    deadline = running_clock.now() + deadline_s
+    while True:
+        left_s = deadline - running_clock.now()
+        if left_s <= 0:
+            return process.poll() is not None
+        try:
+            process.wait(timeout=min(left_s, 1.0))
+            return True
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Path | None = None,
         capture: bool = False, markers: tuple[str, ...] = (), env: dict[str, str] | None = None,
         cwd: Path | None = None) -> Finished:
@@ -236,10 +252,9 @@ def run(side: Side, what: str, command: list[str], deadline_s: float, *, log: Pa
     out, err = keep(process.stdout, markers), keep(process.stderr, markers)
     timed_out = False
     try:
-        process.wait(timeout=deadline_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        stop(process)
+        timed_out = not ended_within(process, deadline_s)
+        if timed_out:
+            stop(process)
     except BaseException:
         stop(process)
         raise

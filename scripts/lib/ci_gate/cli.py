@@ -124,35 +124,49 @@ def read_env_file(path: Path, environ: dict[str, str]) -> dict[str, str]:
     return values
 
 
+def nonempty(text: str) -> str:
+    """A flag's value, never empty: `--threshold=` once took the default and `--metric=` the
+    stored mode's metrics in a lockstep gate, silently."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty value")
+    return text
+
+
+def nonempty_path(text: str) -> Path:
+    return Path(nonempty(text))
+
+
 def parser() -> Parser:
     p = Parser(prog="scripts/ci-bench", usage=USAGE, allow_abbrev=False, add_help=True)
     common = p.add_argument_group("both modes")
-    common.add_argument("--out-dir", type=Path, help="results and verdict.txt (default results/ci-bench); only a "
-                        "folder the gate made (its marker), an empty one, or a new one")
-    common.add_argument("--sweep-file", type=Path, help="the rows (default scripts/ci-bench.sweep.json)")
-    common.add_argument("--threshold", help="a change smaller than this is never a regression")
-    common.add_argument("--alpha", help="the tests' significance level")
-    common.add_argument("--metric", help="the metrics that gate, comma-separated")
-    common.add_argument("--min-vs-pytorch", help="each row against its PyTorch twin: the floor")
+    common.add_argument("--out-dir", type=nonempty_path, help="results and verdict.txt (default results/ci-bench); "
+                        "only a folder the gate made (its marker), an empty one, or a new one")
+    common.add_argument("--sweep-file", type=nonempty_path, help="the rows (default scripts/ci-bench.sweep.json)")
+    common.add_argument("--threshold", type=nonempty, help="a change smaller than this is never a regression")
+    common.add_argument("--alpha", type=nonempty, help="the tests' significance level")
+    common.add_argument("--metric", type=nonempty, help="the metrics that gate, comma-separated")
+    common.add_argument("--min-vs-pytorch", type=nonempty, help="each row against its PyTorch twin: the floor")
     common.add_argument("--no-twins", action="store_true", help="leave PyTorch's twins and the floor out")
-    common.add_argument("--expected-not-ok", help="rows expected not to run on this machine, on either build "
-                        "(never excuses a row the baseline ran)")
+    common.add_argument("--expected-not-ok", help="rows expected not to run on this machine, on either build (never "
+                        "excuses a row the baseline ran; empty: none)")
     common.add_argument("--bisect", action="store_true", help="exit codes for git bisect run")
     stored = p.add_argument_group("stored mode (no --against)")
-    stored.add_argument("--baseline", type=Path, help="the stored baseline (default scripts/ci-bench.baseline.json)")
-    stored.add_argument("--current", type=Path, help="judge this result file instead of measuring")
+    stored.add_argument("--baseline", type=nonempty_path,
+                        help="the stored baseline (default scripts/ci-bench.baseline.json)")
+    stored.add_argument("--current", type=nonempty_path, help="judge this result file instead of measuring")
     stored.add_argument("--update-baseline", action="store_true", help="measure and make this the baseline")
     stored.add_argument("--no-compare", action="store_true", help="measure only")
-    stored.add_argument("--repeat", help="repetitions of each row")
-    stored.add_argument("--normalize-by", help="twin, or a row of the sweep file")
+    stored.add_argument("--repeat", type=nonempty, help="repetitions of each row")
+    stored.add_argument("--normalize-by", type=nonempty, help="twin, or a row of the sweep file")
     paired = p.add_argument_group("paired mode")
-    paired.add_argument("--against", help="the baseline commit, built beside this checkout")
-    paired.add_argument("--against-dir", type=Path, help="REV's worktree and build (default build-against/)")
-    paired.add_argument("--seed", help="the order of the runs (printed; repeats it)")
-    paired.add_argument("--min-rounds", help="rounds before the first look")
-    paired.add_argument("--max-rounds", help="rounds at most (<= 100)")
+    paired.add_argument("--against", type=nonempty, help="the baseline commit, built beside this checkout")
+    paired.add_argument("--against-dir", type=nonempty_path, help="REV's worktree and build (default build-against/)")
+    paired.add_argument("--seed", type=nonempty, help="the order of the runs (printed; repeats it)")
+    paired.add_argument("--min-rounds", type=nonempty, help="rounds before the first look")
+    paired.add_argument("--max-rounds", type=nonempty, help="rounds at most (<= 100)")
     paired.add_argument("--round-level", action="store_true", help="rounds back to back, not in lockstep")
-    paired.add_argument("--turn-timeout-s", help="lockstep: a rank not done with its step this long after its turn hangs")
+    paired.add_argument("--turn-timeout-s", type=nonempty,
+                        help="lockstep: a rank not done with its step this long after its turn hangs")
     return p
 
 
@@ -259,6 +273,13 @@ def normalizer(args: argparse.Namespace, env: dict[str, str], rows: tuple[str, .
     return normalize_by
 
 
+def is_own_sweep_file(path: Path, root: Path) -> bool:
+    """Whether `path` is this commit's own sweep file, however it is spelled (the default,
+    "scripts/ci-bench.sweep.json", "./scripts/...", a link): one broken there is this commit's
+    (125 under --bisect), where the user's own file is the input's (128)."""
+    return os.path.realpath(path) == os.path.realpath(root / "scripts" / "ci-bench.sweep.json")
+
+
 def parse(argv: list[str], root: Path, environ: dict[str, str]) -> Settings:
     """Settings from the command line, or Usage naming what is wrong; nothing is touched."""
     own, sweep_args = split_sweep_arguments(argv)
@@ -271,7 +292,7 @@ def parse(argv: list[str], root: Path, environ: dict[str, str]) -> Settings:
     try:
         rows = sweep_rows(sweep)
     except Usage as error:
-        if args.sweep_file is None and not sweep_args:
+        if is_own_sweep_file(sweep, root) and not sweep_args:
             # This commit's own sweep file, which no build can read: this commit cannot be judged (a
             # bisection skips it, 125), where the user's input would stop every step (128).
             raise Stop(Side.CANDIDATE, What.CANNOT_JUDGE, f"this commit's own sweep file: {error}") from None

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
-from . import children, cli, rounds
+from . import builds, children, cli, rounds
 from .builds import candidate_binary
 from .out_dir import OutDir
 from .outcomes import Outcome, Side, Signalled, Stop, What, wants_bisect
@@ -280,12 +280,16 @@ def main(argv: list[str], restore_handlers: bool = True) -> int:
         del os.environ[name]  # a hook's GIT_DIR or GIT_INDEX_FILE: no child reaches the caller's repository
     previous: dict[int, object] = {}
     FirstSignal.taken, children.Starting.signal = None, None  # one gate's: main may run again in one process
+    builds.forget_pins()  # one gate's binaries: main may run again in one process
     gate = GateRun(ROOT)
     # A signal at any instant from its handler's installation to the block is caught here: raised
     # before the run, in it, or as it returns (a signal after the block waits, and is ignored).
     try:
         for sig in SIGNALS:
-            previous[sig] = signal.signal(sig, on_signal)
+            # One the caller ignores stays ignored, as it asked (nohup's SIGHUP; a script's `cmd &`,
+            # SIGINT and SIGQUIT): the handler overrode it, and nohup no longer kept the gate alive.
+            if signal.getsignal(sig) is not signal.SIG_IGN:
+                previous[sig] = signal.signal(sig, on_signal)
         outcome, text = ended(gate, argv)
         signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # the verdict is written whole
     except Signalled as signalled:

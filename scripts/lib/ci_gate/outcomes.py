@@ -59,7 +59,8 @@ TABLE: dict[tuple[Side, What], Code] = {
                                             "failed, missing, or below the PyTorch floor; or its compare disagreed "
                                             "with the baseline build's"),
     (Side.CANDIDATE, What.CANNOT_JUDGE): Code(2, 125, _CANNOT, "too noisy, undecided at the cap, too few rounds, "
-                                              "another environment, or its compare cannot read the baseline"),
+                                              "another environment, its compare cannot read the baseline, or its "
+                                              "binary changed under the gate"),
     (Side.CANDIDATE, What.CRASH): Code(1, 1, _REGRESSION, "its sweep or compare died: a signal (SIGSEGV, an OOM "
                                        "kill) or an exit status it never gives"),
     (Side.CANDIDATE, What.GARBAGE): Code(1, 1, _REGRESSION, "its sweep wrote no result the gate can read"),
@@ -70,8 +71,10 @@ TABLE: dict[tuple[Side, What], Code] = {
     (Side.CANDIDATE, What.INTERRUPTED): Code(2, 125, _CANNOT, "its process was stopped by SIGINT or SIGTERM that "
                                              "the gate did not send"),
     (Side.CANDIDATE, What.UPDATED): Code(0, 0, None, "--update-baseline: the measured file is the new baseline"),
-    (Side.CANDIDATE, What.MEASURED): Code(0, 0, None, "--no-compare: the sweep ran, every row ok (not under --bisect)"),
-    (Side.CANDIDATE, What.ROW_FAILED): Code(1, 1, None, "--no-compare: the sweep ran, and a row failed"),
+    (Side.CANDIDATE, What.MEASURED): Code(0, 0, None, "--no-compare: the sweep ran, every row ok in every "
+                                          "repetition (not under --bisect)"),
+    (Side.CANDIDATE, What.ROW_FAILED): Code(1, 1, None, "--no-compare: the sweep ran, and a row failed or a planned "
+                                            "repetition did not run"),
     (Side.BASELINE, What.CANNOT_JUDGE): Code(2, 125, _CANNOT, "the baseline build never ran a row: it can judge "
                                              "no candidate's"),
     (Side.BASELINE, What.CRASH): Code(2, 125, _CANNOT, "the baseline build's sweep or compare died"),

@@ -2,13 +2,12 @@
 then both builds' rounds at once, judged by REV's compare (docs/paired-gate.md)."""
 from __future__ import annotations
 
-import os
 import random
 import sys
 
 from . import builds
 from .adaptive_rounds import RoundsSettings, run_rounds
-from .cli import Settings, rounds_plan
+from .cli import Settings, is_own_sweep_file, rounds_plan
 from .judge import Floor, PairedCompare
 from .out_dir import OutDir
 from .outcomes import Outcome, Side, Stop, What
@@ -28,8 +27,7 @@ def paired_gate(s: Settings, out: OutDir, rev: RevFolder, sha: str) -> tuple[Out
     if refused:
         if not builds.dry_run(Side.BASELINE, baseline, s):
             raise Stop(Side.CANDIDATE, What.REFUSED, f"{refused}, which the baseline build's accepts")
-        own = os.path.realpath(s.sweep_file) == os.path.realpath(s.root / "scripts" / "ci-bench.sweep.json")
-        if own and not s.sweep_args:  # however it is spelled: "scripts/ci-bench.sweep.json", "./scripts/..."
+        if is_own_sweep_file(s.sweep_file, s.root) and not s.sweep_args:
             # This commit's own sweep file, which neither build reads: this commit cannot be judged
             # (a bisection skips it), where the user's input would stop every step.
             raise Stop(Side.CANDIDATE, What.CANNOT_JUDGE, f"{refused}, and so does the baseline build's: this "

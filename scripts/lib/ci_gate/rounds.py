@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -241,6 +242,34 @@ def merge_rounds(files: list[tuple[int, Path]], out: Path) -> None:
     sweep["rows"] = rows
     sweep["repeat"] = 1 + max(index for index, _ in files)
     write_whole(out, json.dumps(merged, indent=1))
+
+
+# A build's steps, as its file says them, may be shorter than the turns the gate timed by the
+# messages of a turn and a little more (a rank's step ends before the last rank's "done"); more
+# than this is time its file leaves out.
+HIDDEN_SHARE, HIDDEN_SLACK_S = 0.10, 0.005
+
+
+def require_steps_as_timed(arm: Arm, results: Path, sessions: list[dict]) -> None:
+    """Each row's steps, as the build's file says them, took the time the gate timed its turns (the
+    coordinator's clock, from its "go" to the last rank's "done"): a build whose median step is
+    more than HIDDEN_SHARE (and HIDDEN_SLACK_S) shorter than its median turn leaves time out of its
+    own timing (the thirteenth attack: a candidate 25 times slower by the gate's clock reported its
+    steps as before, 0.0 % slower, exit 0). The candidate's is its garbage (1); the baseline
+    build's cannot judge."""
+    turns = {session.get("row"): [turn.get("s") for turn in session.get("turns", []) if turn.get("build") == arm.label]
+             for session in sessions}
+    for run in taken(results)["runs"]:
+        steps = [record.get("time_s") for record in run.get("step_records") or [] if isinstance(record, dict)]
+        timed = turns.get(run.get("name")) or []
+        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in steps + timed)
+        if run.get("status") != "ok" or not steps or not timed or not numbers:
+            continue  # what is missing or no number is the proof's to refuse
+        said, turned = statistics.median(steps), statistics.median(timed)
+        if turned - said > HIDDEN_SHARE * turned + HIDDEN_SLACK_S:
+            raise Stop(arm.side, What.GARBAGE, f"the {arm.label} build's row {run.get('name')} says its steps took a "
+                       f"median {said * 1e3:.1f} ms, where the gate timed its turns at {turned * 1e3:.1f} ms: its "
+                       f"file leaves out time its steps took ({results})")
 
 
 def require_turns_taken(arm: Arm, results: Path, sessions: list[dict]) -> None:

@@ -93,7 +93,9 @@ def git_out(cwd: Path, *args: str) -> str:
 def resolve_rev(root: Path, rev: str) -> str:
     done = git(root, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}")
     if done.returncode != 0 or not done.stdout.strip():
-        raise Stop(Side.INPUT, What.REFUSED, f"--against: '{rev}' is not a commit of the repository at {root}")
+        said = done.stderr.strip()  # --quiet keeps "unknown revision" out; what is left is git's own refusal
+        raise Stop(Side.INPUT, What.REFUSED, f"--against: '{rev}' is not a commit of the repository at {root}"
+                   + (f" (git: {said})" if said else ""))
     return done.stdout.strip()
 
 

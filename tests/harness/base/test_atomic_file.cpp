@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "harness/base/atomic_file.hpp"
 #include "harness/base/input_error.hpp"
@@ -73,6 +74,32 @@ TEST(AtomicFile, AllWritableOrNoFolderMadeForAny) {
   EXPECT_EQ(testing::read_text(dir / "kept/mine"), "x") << "a folder that was there stays, with what it holds";
   EXPECT_NO_THROW(require_all_writable({{dir / "a/out.json", "--out-dir"}, {dir / "b/c/g.json", "--gbench-json"}}));
   EXPECT_TRUE(std::filesystem::is_directory(dir / "b/c"));
+}
+
+// A link at an output's folder that leads nowhere is no folder the command made: refused, the
+// link stays (the ninth attack: every command removed it on its way out).
+TEST(AtomicFile, ARefusedOutputLeavesALinkThatLeadsNowhere) {
+  TempDir dir;
+  std::filesystem::create_symlink("/nonexistent-scratch/me/results", dir / "results");
+  EXPECT_THROW(require_all_writable({{dir / "results/results.json", "--out-dir"}}), InputError);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "results"));
+  EXPECT_THROW(require_writable(dir / "results/x.md", "--out"), InputError);
+  EXPECT_TRUE(std::filesystem::is_symlink(dir / "results"));
+}
+
+// A file replaced keeps its mode (a user's 0600 was made 0644); a new one takes the umask's.
+TEST(AtomicFile, AReplacedFileKeepsItsModeAndANewOneTakesTheUmask) {
+  TempDir dir;
+  testing::write_text(dir / "mine.md", "x");
+  std::filesystem::permissions(dir / "mine.md", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  write_file_atomically(dir / "mine.md", "y");
+  EXPECT_EQ(std::filesystem::status(dir / "mine.md").permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const mode_t before = ::umask(077);
+  write_file_atomically(dir / "new.md", "z");
+  ::umask(before);
+  EXPECT_EQ(std::filesystem::status(dir / "new.md").permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
 }
 
 }  // namespace

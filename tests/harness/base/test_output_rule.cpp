@@ -86,6 +86,31 @@ TEST(OutputRule, ALinkFollowedByDotDotLandsWhereTheKernelSays) {
   EXPECT_EQ(refusal({{"CURRENT", dir / "sub/in.json"}}, {output("--out", dir / "l/../new.json")}), "");
 }
 
+// A link through a folder that is not there yet leads where the kernel will lead it once another
+// output makes that folder (the ninth attack: `B -> M/../real`, `--out M/x.md --undecided-out
+// B/base.json` wrote over the baseline, exit 0; a dangling `B -> A` made two outputs one file).
+TEST(OutputRule, ALinkThroughAFolderNotYetMadeLandsWhereItWillLead) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "real");
+  testing::write_text(dir / "real/base.json", "ours, and read");
+  testing::write_text(dir / "real/notes.txt", "a user's notes");
+  std::filesystem::create_symlink("M/../real", dir / "B");
+  std::filesystem::create_symlink("A", dir / "D");
+  EXPECT_NE(refusal({{"BASELINE", dir / "real/base.json"}}, {output("--out", dir / "M/x.md"),
+                                                             output("--undecided-out", dir / "B/base.json")})
+                .find("is the file BASELINE"),
+            std::string::npos);
+  EXPECT_NE(refusal({}, {output("--save-checkpoint", dir / "B/notes.txt")}).find("exists and is not a file of ours"),
+            std::string::npos);
+  EXPECT_NE(refusal({}, {output("--out", dir / "A/r.json"), output("--save-checkpoint", dir / "D/r.json")})
+                .find("writes too"),
+            std::string::npos);
+  // A loop of links leads nowhere: refused, naming the output.
+  std::filesystem::create_symlink("loop2", dir / "loop1");
+  std::filesystem::create_symlink("loop1", dir / "loop2");
+  EXPECT_NE(refusal({}, {output("--out", dir / "loop1/x.md")}).find("too many links to follow"), std::string::npos);
+}
+
 TEST(OutputRule, TwoOutputsAreNeverOneFile) {
   TempDir dir;
   const std::string why =

@@ -313,6 +313,12 @@ TEST(CompareCommand, ItsOutputsNeverReplaceAnInputOrAFileItDidNotWrite) {
     EXPECT_TRUE(paired.err.empty()) << "a verdict, not a refusal: " << paired.err;
     EXPECT_EQ(testing::read_text(dir / "t.md"), comparison_file(paired.out));
   }
+  // Every output found writable before any is written (the ninth attack: --out written, then
+  // exit 2 for an --undecided-out that could not be).
+  const auto unwritable = compare({(dir / "base.json").string(), (dir / "cur.json").string(), "--paired", "--min-rounds",
+                                   "2", "--out", (dir / "w.md").string(), "--undecided-out", "/proc/nope/u.txt"});
+  EXPECT_EQ(unwritable.exit_code, 2) << unwritable.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "w.md")) << "written before the other output was found unwritable";
 }
 
 // One rule for environments in both modes: the same code run with OMP_NUM_THREADS=1 against =2
@@ -389,6 +395,10 @@ TEST(CompareCommand, AConfigurationNoRunHasIsBadInput) {
     for (auto& r : doc.runs) {
       if (r.name == row) {
         r.config[key] = value;
+        if (key == "cuda-graphs" && value == true) {  // graphs capture after three eager warm-up steps
+          r.config["warmup-steps"] = 5;
+          r.warmup_steps = 5;
+        }
         r.status = status;
         if (status == RunStatus::skipped) r.reason = "--cuda-graphs captures the step on a GPU, and none is visible";
       }

@@ -13,7 +13,8 @@ STAND_IN_FAULTS (JSON), what each build plays: {BUILD: {"sweep": FAULT, "after":
   (the row failed), sigsegv, sigkill,
   hang (sleeps until stopped), refuse (exit 2, as for an option it does not have), no-turns (in
   lockstep, runs without taking turns, as a build older than lockstep), slow-steps (each of its 16
-  steps takes 1.5 s: every turn in time, the row far too long), orphan (starts a child that
+  steps takes 1.5 s: every turn in time, the row far too long), hide-steps (in lockstep, each turn
+  takes 50 ms and its file says each step took 2 ms: time left out of its own timing), orphan (starts a child that
   ignores SIGTERM, its pid in STAND_IN_STATE/orphans, then hangs), deaf (the sweep itself ignores
   SIGTERM, its pid in STAND_IN_STATE/orphans, and hangs), sweep-list (its "sweep" a
   list), deep-json (JSON nested past any parser's depth), fifo-results (results.json a FIFO),
@@ -216,7 +217,7 @@ def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> 
         fault = "refuse" if how == "refuse-after-first" and runs_of_row > 0 else None if how == "refuse-after-first" else how
     played(fault, row, out)
     in_lockstep = os.environ.get("DDPBENCH_LOCKSTEP_SOCKET") and fault != "no-turns"
-    step_s = 1.5 if fault == "slow-steps" else 0.002
+    step_s = {"slow-steps": 1.5, "hide-steps": 0.05}.get(fault or "", 0.002)
     # Each run that will be written takes its turns under its own name, the twin's too, as ddpbench's
     # ranks and PyTorch's twins do; other-row: under another row's name (alone, beside the other build).
     waited_s = None
@@ -239,6 +240,10 @@ def sweep(args: list[str], build: str, spec: dict, times: dict, state: Path) -> 
             runs += [dict(run, repetition=repetition) for run in more]
         planned += planned_here
     runs = spoiled(fault, runs, planned, row)
+    if fault == "hide-steps":
+        for run in runs:
+            for record in run.get("step_records", []):
+                record["time_s"] = 0.002
     template = json.loads(TEMPLATE.read_text())
     doc = dict(template, runs=runs, sweep=dict(template["sweep"], rows=planned, repeat=int(value_of(args, "--repeat") or 1)))
     doc.pop("summary", None)

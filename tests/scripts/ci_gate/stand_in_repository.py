@@ -42,7 +42,7 @@ class StandInRepository:
         lib.mkdir(parents=True)
         shutil.copy2(SOURCE / "scripts" / "ci-bench", self.repo / "scripts" / "ci-bench")
         shutil.copy2(SOURCE / "scripts" / "ci-bench.env", self.repo / "scripts" / "ci-bench.env")
-        for module in ("lockstep.py", "output_rule.py"):  # what the gate imports beside its package
+        for module in ("lockstep.py", "output_rule.py", "running_clock.py"):  # what the gate imports beside its package
             shutil.copy2(SOURCE / "scripts" / "lib" / module, lib / module)
         shutil.copytree(SOURCE / "scripts" / "lib" / "ci_gate", lib / "ci_gate",
                         ignore=shutil.ignore_patterns("__pycache__"))

@@ -65,7 +65,14 @@ class ParseTest(unittest.TestCase):
                            (["--against", "x", "--turn-timeout-s", "0.001"], "--turn-timeout-s must be a number in [1,"),
                            (["--update-baseline", "--no-compare"], "--update-baseline does not take"),
                            (["--no-compare", "--bisect"], "--no-compare judges nothing: it cannot --bisect"),
-                           (["--update-baseline", "--bisect"], "--update-baseline does not take")):
+                           (["--update-baseline", "--bisect"], "--update-baseline does not take"),
+                           # An empty value took the default, or the stored mode's metrics in a
+                           # lockstep gate, silently (the thirteenth attack).
+                           (["--threshold="], "--threshold: an empty value"),
+                           (["--against", "x", "--metric="], "--metric: an empty value"),
+                           (["--repeat", ""], "--repeat: an empty value"),
+                           (["--out-dir="], "--out-dir: an empty value"),
+                           (["--against", " "], "--against: an empty value")):
             with self.subTest(args=args), self.assertRaises(cli.Usage) as raised:
                 parse(*args)
             self.assertIn(says, str(raised.exception))
@@ -108,8 +115,16 @@ class ParseTest(unittest.TestCase):
             self.assertEqual((raised.exception.outcome.side, raised.exception.outcome.what),
                              (Side.CANDIDATE, What.CANNOT_JUDGE))
             self.assertEqual(raised.exception.outcome.exit_code(bisect=True), 125)
+            # However it is spelled (the thirteenth attack: named, it was 128 and stopped the bisection).
+            for spelled in (str(root / "scripts" / "ci-bench.sweep.json"), str(root / "scripts" / ".." / "scripts" /
+                                                                               "ci-bench.sweep.json")):
+                with self.subTest(spelled=spelled), self.assertRaises(Stop) as raised:
+                    cli.parse(["--against", "HEAD~1", "--sweep-file", spelled], root, {})
+                self.assertEqual(raised.exception.outcome.exit_code(bisect=True), 125)
+            # A file of the user's elsewhere stays the input's.
+            (root / "mine.json").write_text("{")
             with self.assertRaises(cli.Usage):
-                cli.parse(["--against", "HEAD~1", "--sweep-file", str(root / "scripts" / "ci-bench.sweep.json")], root, {})
+                cli.parse(["--against", "HEAD~1", "--sweep-file", str(root / "mine.json")], root, {})
 
     def test_a_flag_of_the_other_mode_twice_or_unknown_is_a_usage_error(self) -> None:
         for args, says in ((["--seed", "1"], "--seed is a flag of the paired mode"),

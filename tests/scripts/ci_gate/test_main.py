@@ -216,11 +216,51 @@ class GateTest(unittest.TestCase):
         done = self.stand_in.gate("--bisect", "--against", "HEAD", *QUICK, faults={"candidate": {"slowdown": 0.5}},
                                   DDPBENCH_BINARY=str(evil))
         self.assertEqual(done.returncode, 125, done.stdout + done.stderr)
-        self.assertIn("changed since the gate built it", done.stderr)
+        self.assertIn("REV's binary", done.stderr)
+        self.assertIn("changed since the gate took it", done.stderr)
         self.assertEqual((self.out / "verdict.txt").read_text(), "cannot judge\n")
         # The next gate builds REV afresh (the binary there is not the one it built) and judges.
         done = self.stand_in.gate("--against", "HEAD", *QUICK, faults={"candidate": {"slowdown": 0.5}})
         self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+
+    def test_a_candidates_binary_replaced_between_rounds_judges_nothing(self) -> None:
+        # Another build into build/ (a second gate, an IDE) replaced the candidate's binary after
+        # its first round: a 50 % slower one was judged this commit's regression (the thirteenth attack).
+        evil = self.stand_in.folder / "replaced-ddpbench"
+        evil.write_text(f"#!/bin/sh\ncase \"$*\" in *--dry-run*) ;; sweep*) echo '# rebuilt' >> \"$0\" ;; esac\n"
+                        f"exec {self.stand_in.candidate} \"$@\"\n")
+        evil.chmod(0o755)
+        done = self.stand_in.gate("--bisect", "--against", "HEAD", *QUICK, DDPBENCH_BINARY=str(evil))
+        self.assertEqual(done.returncode, 125, done.stdout + done.stderr)
+        self.assertIn("the candidate's binary", done.stderr)
+        self.assertIn("changed since the gate took it", done.stderr)
+
+    def test_a_build_whose_file_leaves_out_time_the_gate_timed_is_never_judged_by_it(self) -> None:
+        # A candidate 25 times slower by the gate's clock reported its steps as before: 0.0 %
+        # slower, exit 0 (the thirteenth attack). Its turns are the gate's own measurement.
+        done = self.stand_in.gate("--bisect", "--against", "HEAD", *QUICK, faults={"candidate": {"sweep": "hide-steps"}})
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn("where the gate timed its turns at", done.stderr)
+        self.assertIn("its file leaves out time its steps took", done.stderr)
+        done = self.stand_in.gate("--bisect", "--against", "HEAD", *QUICK, faults={"baseline": {"sweep": "hide-steps"}})
+        self.assertEqual(done.returncode, 125, done.stdout + done.stderr)
+        self.assertIn("the baseline build's row", done.stderr)
+
+    def test_a_signal_the_caller_ignores_stays_ignored(self) -> None:
+        # nohup's SIGHUP: the gate's handler overrode the ignore, and the gate ended 129 (the
+        # thirteenth attack); ignored, it runs to its answer.
+        shutil.rmtree(self.stand_in.state, ignore_errors=True)
+        self.stand_in.state.mkdir()
+        gate = subprocess.Popen(["scripts/ci-bench", "--against", "HEAD", *QUICK], cwd=self.stand_in.repo,
+                                env=self.stand_in.env({}), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+        for delay in (0.2, 1.0, 2.0):
+            time.sleep(delay)
+            if gate.poll() is None:
+                gate.send_signal(signal.SIGHUP)
+        _, stderr = gate.communicate(timeout=300)
+        self.assertEqual(gate.returncode, 0, stderr)
+        self.assertEqual((self.out / "verdict.txt").read_text(), "no regression\n")
 
     def test_a_closed_pipe_changes_no_answer(self) -> None:
         # Its stdout, its stderr (every progress line the gate prints: they raised BrokenPipeError,

@@ -209,6 +209,11 @@ class InputsTest(GateCase):
         measured.write_text(json.dumps(doc))
         given = stand_in.gate("--no-compare", "--current", str(measured), "--out-dir", str(self.dir / "given"))
         self.assertEqual(given.returncode, 1, given.stdout + given.stderr)
+        # A row that did not run at all is no measurement of it either (the thirteenth attack: 0,
+        # and the bisect recipe's good.json lacked the row).
+        missing = stand_in.gate("--no-compare", "--repeat", "2", faults={"candidate": {"sweep": "missing-row"}})
+        self.assertEqual(missing.returncode, 1, missing.stdout + missing.stderr)
+        self.assertIn("absent: planned by the sweep, not in the file", missing.stderr)
 
     def test_rows_whose_names_hold_a_dot_are_the_sweep_files(self) -> None:
         stand_in = StandInRepository(self.dir / "repo-folder")
