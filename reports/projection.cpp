@@ -202,21 +202,60 @@ void require_bandwidths(const Fabric& fabric, const ProjectionOptions& options) 
   }
 }
 
-// The in-step collectives at `ranks` lengthen forward and backward; backward's stretch delays
-// each bucket in proportion.
+// Backward with SyncBatchNorm's sums at `ranks`: one a layer, spread evenly through backward's
+// compute (the model's last layer first), each on the one communication stream behind whatever
+// bucket was launched before it, backward blocked until it is done; each bucket launched as
+// backward makes it ready. (Measured: a sum behind the buckets waited 14 ms where forward's
+// gathers, alone on the link, took 2.7.)
+struct BackwardTimeline {
+  double compute_end_s = 0, stream_end_s = 0, comm_s = 0, sums_s = 0;
+};
+BackwardTimeline backward_with_sums(const RowSteps& steps, int64_t ranks, int64_t per_node, const Fabric& fabric) {
+  const StepCollectives& c = *steps.collectives;
+  const std::size_t layers = c.sync_bn_features.size();
+  std::vector<std::pair<double, std::ptrdiff_t>> events;  // (where in backward's compute, bucket b or sum -1-k)
+  for (std::size_t b = 0; b < steps.buckets.size(); ++b) events.emplace_back(steps.buckets[b].ready_s, b);
+  for (std::size_t k = 0; k < layers; ++k) {
+    events.emplace_back((static_cast<double>(k) + 0.5) / static_cast<double>(layers) * steps.backward_compute_s,
+                        -1 - static_cast<std::ptrdiff_t>(k));
+  }
+  std::stable_sort(events.begin(), events.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  BackwardTimeline t;
+  double wall = 0, done = 0;
+  for (const auto& [at, what] : events) {
+    wall += at - done;
+    done = at;
+    if (what >= 0) {
+      const double s = ranks > 1 ? allreduce_seconds(steps.buckets[what].bytes, ranks, per_node, fabric) : 0;
+      t.stream_end_s = std::max(t.stream_end_s, wall) + s;
+      t.comm_s += s;
+    } else {
+      const double s = c.backward_sum_s(static_cast<std::size_t>(-1 - what), ranks, per_node, fabric);
+      t.stream_end_s = std::max(t.stream_end_s, wall) + s;
+      t.sums_s += s;
+      wall = t.stream_end_s;
+    }
+  }
+  t.compute_end_s = wall + std::max(0.0, steps.backward_compute_s - done);
+  return t;
+}
+
+// The in-step collectives at `ranks`: forward longer by its gathers and the broadcast, backward as
+// backward_with_sums lays it out.
 ProjectedPoint step_of(const RowSteps& steps, int64_t ranks, int64_t per_node, const Fabric& fabric) {
   if (!steps.collectives) {
     return step_at(ranks, per_node, fabric, steps.buckets, steps.phases.forward_s, steps.backward_compute_s,
                    steps.phases.optimizer_s, steps.phases.data_s);
   }
   const double forward_s = steps.collectives->forward_s(ranks, per_node, fabric);
-  const double backward_s = steps.collectives->backward_s(ranks, per_node, fabric);
-  std::vector<MeasuredBucket> buckets = steps.buckets;
-  const double stretch = (steps.backward_compute_s + backward_s) / steps.backward_compute_s;
-  for (auto& b : buckets) b.ready_s *= stretch;
-  ProjectedPoint p = step_at(ranks, per_node, fabric, buckets, steps.phases.forward_s + forward_s,
-                             steps.backward_compute_s + backward_s, steps.phases.optimizer_s, steps.phases.data_s);
-  p.in_step_collectives_s = forward_s + backward_s;
+  const BackwardTimeline t = backward_with_sums(steps, ranks, per_node, fabric);
+  ProjectedPoint p;
+  p.ranks = ranks;
+  p.comm_s = t.comm_s;
+  p.exposed_comm_s = std::max(0.0, t.stream_end_s - t.compute_end_s);
+  p.step_s = steps.phases.data_s + steps.phases.forward_s + forward_s + std::max(t.compute_end_s, t.stream_end_s) +
+             steps.phases.optimizer_s;
+  p.in_step_collectives_s = forward_s + t.sums_s;
   return p;
 }
 

@@ -25,14 +25,16 @@ struct StepCollectives {
   /// Seconds a step spends in them at `ranks` ranks, `per_node` a node, on `fabric`.
   [[nodiscard]] double forward_s(int64_t ranks, int64_t per_node, const Fabric& fabric) const;
   [[nodiscard]] double backward_s(int64_t ranks, int64_t per_node, const Fabric& fabric) const;
+  /// Backward's sum of the layer `from_last`-th from the model's end (backward's order).
+  [[nodiscard]] double backward_sum_s(std::size_t from_last, int64_t ranks, int64_t per_node, const Fabric& fabric) const;
 
-  /// `link` (one node's, all measured_ranks on it) with the latency backward's waits give: what
+  /// `link` (one node's, all measured_ranks on it) with the latency forward's waits give: what
   /// they took past their bytes' time on its bandwidth, over their ring steps. Unchanged where
   /// it has a latency already or nothing was waited for.
   [[nodiscard]] Link with_latency_from_waits(Link link) const;
 };
 
-/// `measured` (a link measured from a row, without a latency) with the one `c`'s backward waits
+/// `measured` (a link measured from a row, without a latency) with the one `c`'s forward waits
 /// give, at both levels, its source saying so; false, unchanged, where it has one or they give none.
 bool take_latency_from_waits(Fabric& measured, const StepCollectives& c);
 
