@@ -451,6 +451,12 @@ std::string step_model_problem(const RunResult& r) {
   if (r.global_batch <= 0) return "global_batch " + std::to_string(r.global_batch) + ": no step to model";
   if (std::string why = phases_problem(r.mean_phase_s); !why.empty()) return why;
   const json& d = r.strategy_details;
+  // A traced row's phases leave its profiled steps out, but its bucket timeline and backward's
+  // compute hold them (a model 40 % off, or 13 % and passing its own check).
+  if (r.trace.traced()) {
+    return "a traced row (--trace-steps): its bucket timeline and backward's compute hold the profiled steps, "
+           "which its phases leave out; project an untraced run of the row";
+  }
   // SyncBatchNorm's collectives wait inside forward and backward: taken for compute, those waits
   // were carried to every world size (a SyncBN row measured slower than the one without
   // projected to 85 % at 8 ranks where it ran at 36 %); a row that does not record them apart

@@ -574,11 +574,11 @@ ProvenResults prove_results(ResultDocument document, std::string side, const jso
   for (const auto& [key, value] : document.option_defaults.items()) proven.option_defaults_[key] = value;
   prove_repetitions(document, proven.side_);
   // The work is proven against the configuration the verdicts read: the row's own settings, its
-  // writer's defaults, and, where the file has a table of them, the reader's for an option it
-  // names in neither (proven against the file alone, such an option was asked nothing of, and the
-  // comparison then took the reader's default: warm-up and epochs edited out of both judged 2x
-  // the work "the same"). A file with no table at all is proven against what it says.
-  const json& work_defaults = document.option_defaults.empty() ? document.option_defaults : proven.option_defaults_;
+  // writer's defaults, and the reader's for an option the file names in neither (proven against
+  // the file alone, such an option was asked nothing of, and the comparison then took the reader's
+  // default: warm-up and epochs edited out of both, or the whole table deleted, judged 2x the work
+  // "the same").
+  const json& work_defaults = proven.option_defaults_;
   for (auto& r : document.runs) {
     prove_names(r, proven.side_);
     prove_figures(r, proven.side_);

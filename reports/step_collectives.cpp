@@ -11,6 +11,10 @@ namespace {
 using nlohmann::json;
 
 constexpr double kFloatBytes = 4;  // SyncBatchNorm reduces its statistics in fp32
+// Figures no row writes (a layer's channels, a model's buffers), refused before their products
+// overflow into a byte count of zero.
+constexpr int64_t kMostChannels = int64_t{1} << 24;
+constexpr double kMostBufferBytes = 1e12;
 
 // A pipelined chain from rank 0: each level's latency once per hop, the bytes once over its link.
 double broadcast_seconds(double bytes, int64_t ranks, int64_t per_node, const Fabric& fabric) {
@@ -86,6 +90,13 @@ RowCollectives step_collectives(const RunResult& r, double backward_compute_s) {
   const std::string sync_bn = "SyncBatchNorm across " + std::to_string(r.world_size) +
                               (r.world_size == 1 ? " rank (" : " ranks (") + std::to_string(static_cast<int64_t>(layers)) +
                               " layers)";
+  const bool lists_features = d.is_object() && d.contains("sync_bn_features") && d.at("sync_bn_features").is_array() &&
+                              !d.at("sync_bn_features").empty();
+  if (lists_features && !(layers > 0)) {  // its waits would be taken for compute
+    return {std::nullopt, "strategy_details.sync_bn_features lists " + std::to_string(d.at("sync_bn_features").size()) +
+                              " layers where sync_bn_layers says " + (d.contains("sync_bn_layers") ? d.at("sync_bn_layers").dump()
+                                                                                                  : std::string("none"))};
+  }
   if (layers <= 0) return {};  // its one collective in a step, the broadcast, stays in forward as always
   if (!recorded_apart) {
     return {std::nullopt, sync_bn + ": the file does not record the waits in its collectives apart from forward's and "
@@ -95,7 +106,7 @@ RowCollectives step_collectives(const RunResult& r, double backward_compute_s) {
   }
   StepCollectives c;
   for (const json& f : d.at("sync_bn_features")) {
-    if (!f.is_number_integer() || f.get<int64_t>() <= 0) {
+    if (!f.is_number_integer() || f.get<int64_t>() <= 0 || f.get<int64_t>() > kMostChannels) {
       return {std::nullopt, "strategy_details.sync_bn_features: a layer of " + f.dump() + " channels"};
     }
     c.sync_bn_features.push_back(f.get<int64_t>());
@@ -105,8 +116,11 @@ RowCollectives step_collectives(const RunResult& r, double backward_compute_s) {
                               " layers where sync_bn_layers says " + std::to_string(static_cast<int64_t>(layers))};
   }
   c.broadcast_bytes = json_number_or(d, "broadcast_buffer_bytes", -1);
-  if (!(c.broadcast_bytes >= 0) || !std::isfinite(c.broadcast_bytes)) {
+  if (!(c.broadcast_bytes >= 0) || !(c.broadcast_bytes <= kMostBufferBytes)) {
     return {std::nullopt, "strategy_details.broadcast_buffer_bytes " + d.at("broadcast_buffer_bytes").dump() + ": not a size"};
+  }
+  if (!std::isfinite(r.mean_phase_s.collective_wait_s)) {
+    return {std::nullopt, "mean_phase_s.collective_wait_s not recorded: forward's part of it cannot be told from backward's"};
   }
   c.measured_ranks = r.world_size;
   c.forward_wait_s = forward_wait;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -86,14 +87,32 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 }
 
 std::vector<std::filesystem::path> missing_folders(const std::filesystem::path& folder) {
-  std::vector<std::filesystem::path> missing;
+  // Walked from the root as the kernel walks it, each part where it lands: `m/../yours` makes `m`,
+  // never `yours` (taken by its spelling, a user's empty folder was removed as one made here); a
+  // link is there whatever it leads to (a link leading nowhere was removed as a folder made here).
+  namespace fs = std::filesystem;
+  std::vector<fs::path> missing;
   std::error_code ec;
-  // A link is there, whatever it leads to: never a folder the command made (one that led nowhere
-  // was removed as one when the command was refused).
-  for (auto f = folder; !f.empty() && !std::filesystem::exists(std::filesystem::symlink_status(f, ec)); f = f.parent_path()) {
-    missing.push_back(f);
-    if (f == f.parent_path()) break;
+  const fs::path absolute = fs::absolute(folder, ec);
+  if (ec) return missing;
+  fs::path at = absolute.root_path();
+  for (const fs::path& part : absolute.relative_path()) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      at = at.parent_path();
+      continue;
+    }
+    const fs::path next = at / part;
+    if (!fs::exists(fs::symlink_status(next, ec))) {
+      missing.push_back(next);
+      at = next;
+      continue;
+    }
+    const fs::path real = fs::canonical(next, ec);
+    if (ec) break;  // a link that leads nowhere: nothing past it is made here
+    at = real;
   }
+  std::reverse(missing.begin(), missing.end());
   return missing;
 }
 
@@ -119,8 +138,10 @@ void require_writable(const std::filesystem::path& path, std::string_view what) 
     undo();
     throw InputError(prefix + "'" + folder.string() + "' is not a folder");
   }
+  // Probed by the name the write will use (".NAME.XXXXXX", 8 bytes past NAME): a name the file
+  // system takes, but not its temporary's, failed after the work, exit 1.
   std::string probe = folder.string();
-  probe.append("/.ddpbench-probe.XXXXXX");
+  probe.append("/.").append(path.filename().string()).append(".XXXXXX");
   const int fd = mkstemp(probe.data());
   const bool wrote = fd >= 0 && ::write(fd, "probe", 5) == 5;
   const std::string error = errno_text();

@@ -158,7 +158,8 @@ std::string not_this_slots_run(const PlannedRow& row, const ProvenResults& file)
   if (run.status == RunStatus::ok && run.step_records.empty()) {
     return "it holds no step records, which this build records (one a step)";
   }
-  if (run.status == RunStatus::ok && static_cast<int64_t>(run.ranks.size()) != run.world_size) {
+  // A row of one process records no ranks' timings (its own are the row's); one of several, each.
+  if (run.status == RunStatus::ok && run.world_size > 1 && static_cast<int64_t>(run.ranks.size()) != run.world_size) {
     return "it records " + std::to_string(run.ranks.size()) + " of its " + std::to_string(run.world_size) +
            " ranks' timings, which this build records for each";
   }

@@ -25,7 +25,6 @@ import json
 import os
 import random
 import selectors
-import shutil
 import signal
 import socket
 import struct
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Callable, ContextManager
 
 import running_clock  # beside this file
-from output_rule import write_whole  # beside this file
+from output_rule import remove_tree, write_whole  # beside this file
 
 
 def first_build(labels: list[str], seed: int, run: str) -> str:
@@ -110,6 +109,11 @@ class Session:
                 "culprits": self.culprits}
 
 
+# Connections one build may hold to the turns' socket at once: a rank holds one, a row has at most
+# a node's ranks and its twin's.
+MOST_CONNECTIONS = 64
+
+
 class PastDeadline(Exception):
     """The whole run took longer than its deadline."""
 
@@ -145,10 +149,7 @@ class Coordinator:
         self.check_deadline()
         for key, _ in self.selector.select(max(0.0, timeout_s)):
             if key.fileobj is self.listener:
-                sock, _ = self.listener.accept()
-                connection = Connection(sock, sender=self.sender_of(sock))
-                self.connections.append(connection)
-                self.selector.register(sock, selectors.EVENT_READ, connection)
+                self.accept()
                 continue
             connection = key.data
             connection.heard = running_clock.now()
@@ -162,6 +163,27 @@ class Coordinator:
                 self.close(connection)
         self.read_hellos()
         self.kill_hung()
+
+    def accept(self) -> None:
+        """A connection from a build's process, kept; one from no build's process is closed at once,
+        and a build holding MOST_CONNECTIONS open is stopped as the one that flooded the socket (the
+        fourteenth attack: a candidate's thousand connections ran the gate out of files, its own
+        failure, 128; or took the row's deadline, the baseline blamed)."""
+        try:
+            sock, _ = self.listener.accept()
+        except OSError:  # out of files, or gone: what holds them is found below, as it is stopped
+            return
+        sender = self.sender_of(sock)
+        held = sum(1 for c in self.connections if c.sender == sender and not c.closed)
+        if not sender or held >= MOST_CONNECTIONS:
+            sock.close()
+            if sender and sender not in self.stopped:
+                self.stop(sender, f"the {sender} build held {held} connections to the turns' socket at once (a "
+                          f"rank needs one): it flooded the socket")
+            return
+        connection = Connection(sock, sender=sender)
+        self.connections.append(connection)
+        self.selector.register(sock, selectors.EVENT_READ, connection)
 
     def sender_of(self, sock: socket.socket) -> str:
         """The build the process at the other end belongs to, in the kernel's word (SO_PEERCRED): the
@@ -553,7 +575,8 @@ def run_lockstep(participants: list[Participant], seed: int, run: str, record_pa
         for log in logs:
             log.close()
         listener.close()
-        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            remove_tree(folder)
     record = {"seed": seed, "run": run, "sessions": [s.record() for s in coordinator.sessions],
               "problems": coordinator.problems, "hung": sorted(coordinator.hung), "stopped": coordinator.stopped,
               "deadline_culprits": coordinator.deadline_culprits, "returncodes": returncodes}

@@ -244,6 +244,35 @@ TEST(AdversarialProjection, ProjectRefusesTheStepInputsAdviseRefuses) {
               r.strategy_details["sync_bn_layers"] = 3;
             }),
             "strategy_details.sync_bn_features: 2 layers where sync_bn_layers says 3");
+  // Figures no row writes are named, never multiplied into nothing (the first attack on the models:
+  // 2^62 channels overflowed into a layer that cost nothing), and features with no layer count
+  // are no row without SyncBatchNorm (its waits were taken for compute).
+  EXPECT_EQ(not_projected([](RunResult& r) {
+              with_sync_bn(r);
+              r.strategy_details["sync_bn_features"] = json::array({int64_t{1} << 62, 16});
+            }),
+            "strategy_details.sync_bn_features: a layer of 4611686018427387904 channels");
+  EXPECT_EQ(not_projected([](RunResult& r) {
+              with_sync_bn(r);
+              r.strategy_details.erase("sync_bn_layers");
+            }),
+            "strategy_details.sync_bn_features lists 2 layers where sync_bn_layers says none");
+  EXPECT_EQ(not_projected([](RunResult& r) {
+              with_sync_bn(r);
+              r.strategy_details["broadcast_buffer_bytes"] = 1e300;
+            }),
+            "strategy_details.broadcast_buffer_bytes 1e+300: not a size");
+  EXPECT_EQ(not_projected([](RunResult& r) {
+              with_sync_bn(r);
+              r.mean_phase_s.collective_wait_s = kNotMeasured;
+            }),
+            "mean_phase_s.collective_wait_s not recorded: forward's part of it cannot be told from backward's");
+  // A traced row's timeline holds its profiled steps, which its phases leave out.
+  EXPECT_NE(not_projected([](RunResult& r) {
+              r.trace.first_step = 3;
+              r.trace.last_step = 10;
+            }).find("a traced row (--trace-steps)"),
+            std::string::npos);
   // A bucket's bytes are the Reducer's bucket's (the ninth attack: a timeline's bytes divided by
   // 10 projected the allreduce at 8 ranks to a sixth).
   EXPECT_EQ(not_projected([](RunResult& r) {

@@ -8,7 +8,8 @@ Usage: fake_lockstep_build.py SPEC.json
 SPEC: {"rows": [ROW, ...], "world": W, "steps": N, "step_s": S, "log": PATH,
        "die": [RANK, STEP] or null, "hang": [RANK, STEP] or null, "exit": CODE or null (exit at once),
        "linger_s": S (after its ranks end, the build stays S seconds before it exits: a stuck teardown),
-       "own_session": true (each rank process starts a session of its own)}
+       "own_session": true (each rank process starts a session of its own),
+       "flood": N (before its ranks, the build opens N connections to the turns' socket and keeps them)}
 The log's lines: "ARM ROW RANK STEP START_S END_S" (time.time()), then "ARM ROW RANK held END_S"
 once released after training.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -54,6 +56,11 @@ def main(argv: list[str]) -> int:
         return rank_main(spec, argv[1], int(argv[2]))
     if spec.get("exit") is not None:
         return spec["exit"]
+    held = []
+    for _ in range(spec.get("flood") or 0):  # kept open for as long as the build runs
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(os.environ["DDPBENCH_LOCKSTEP_SOCKET"])
+        held.append(sock)
     for row in spec["rows"]:
         # "own_session": each rank a session of its own, as the preloaded Python's forked PyTorch ranks are.
         ranks = [subprocess.Popen([sys.executable, __file__, argv[0], row, str(r)],

@@ -221,6 +221,14 @@ class CoordinatorTest(StandInLockstep):
         self.assertIn("did not all come within 3 s", ran.record["stopped"]["candidate"])
         self.assertEqual(Counter(arm for arm, *_ in self.steps()), {"baseline": 12})
 
+    def test_a_build_that_floods_the_socket_is_stopped_as_its_culprit(self) -> None:
+        # A candidate's thousand connections ran the gate out of files (its own failure, 128) or
+        # took the row's deadline (the baseline blamed): the fourteenth attack.
+        ran = self.run_lockstep([self.build("base"), self.build("cand", flood=lockstep.MOST_CONNECTIONS + 10)], 1, "r")
+        self.assertIn("cand", ran.record["stopped"])
+        self.assertIn("flooded the socket", ran.record["stopped"]["cand"])
+        self.assertNotIn("base", ran.record["stopped"])
+
     def test_a_run_past_its_deadline_stops_every_build_still_running(self) -> None:
         began = time.monotonic()
         ran = self.run_lockstep([self.build("baseline", step_s=0.5, steps=40), self.build("candidate", step_s=0.5,

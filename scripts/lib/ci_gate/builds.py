@@ -4,10 +4,12 @@ side: a candidate that does not build cannot be judged (125 under --bisect), a R
 build can judge no commit (128)."""
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
+
+import output_rule  # scripts/lib, beside the package
 
 from . import children
 from .cli import Settings
@@ -97,7 +99,8 @@ def dry_run(side: Side, binary: str, s: Settings) -> str:
     finally:
         replaced = scratch.is_symlink() or not scratch.is_dir()
         if not replaced:
-            shutil.rmtree(scratch, ignore_errors=True)
+            with contextlib.suppress(OSError):  # what cannot be removed stays in the system's temporary folder
+                output_rule.remove_tree(scratch)
     if replaced:  # its own doing, never the gate's failure; what it put there is left, untouched
         raise Stop(side, What.GARBAGE, f"{side.value}'s `sweep --dry-run` replaced the gate's scratch folder {scratch} "
                    f"(the folder of its --out-dir) with something else, which the gate leaves there")

@@ -178,7 +178,7 @@ def split_sweep_arguments(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
     rest = argv[at + 1:]
     index = 0
     while index < len(rest):
-        flag, has_value, _ = rest[index].partition("=")
+        flag, has_value, value = rest[index].partition("=")
         if flag not in SWEEP_ARGUMENTS:
             allowed = ", ".join(SWEEP_ARGUMENTS)
             raise Usage(f"argument after --: '{rest[index]}' is not one the gate passes to the sweeps (the gate decides "
@@ -187,6 +187,9 @@ def split_sweep_arguments(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
             if index + 1 >= len(rest) or rest[index + 1].startswith("--"):
                 raise Usage(f"argument after --: {flag} needs a value")
             index += 1
+            value = rest[index]
+        if SWEEP_ARGUMENTS[flag] and not value.strip():  # a build's refusal of it skipped every commit (125)
+            raise Usage(f"argument after --: {flag}: an empty value")
         elif not SWEEP_ARGUMENTS[flag] and has_value:
             raise Usage(f"argument after --: {flag} takes no value")
         index += 1
@@ -229,7 +232,11 @@ def metric_list(flag: str, text: str, allowed: tuple[str, ...], why: str = "") -
 def row_names(flag: str, text: str, rows: tuple[str, ...]) -> frozenset[str]:
     """The names in `text` (comma-separated), each a row of the sweep file or its twin (ROW.torch)."""
     known = set(rows) | {f"{row}.torch" for row in rows}
-    names = [n for n in text.split(",") if n]
+    if not text.strip():
+        return frozenset()  # none (--expected-not-ok "": no row expected not to run)
+    names = text.split(",")
+    if any(not n.strip() for n in names):
+        raise Usage(f"{flag} {text!r}: an empty name in the list")
     strangers = [n for n in names if n not in known]
     if strangers:
         raise Usage(f"{flag}: the sweep file has no row {', '.join(strangers)} (rows: {', '.join(rows)}, and each "

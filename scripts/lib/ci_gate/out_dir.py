@@ -14,7 +14,6 @@ import fcntl
 import os
 import re
 import secrets
-import shutil
 from pathlib import Path
 
 import output_rule  # scripts/lib, beside the package
@@ -205,7 +204,7 @@ class OutDir:
                 folder.rename(self.aside(name))
             for aside in self.path.glob(f"{name}.*{TMP_SUFFIX}"):
                 if ASIDE.fullmatch(aside.name[len(name):]) and aside.is_dir() and not aside.is_symlink():
-                    shutil.rmtree(aside)
+                    output_rule.remove_tree(aside)
 
     def left_by(self, what: str) -> str:
         """What `what` (a process the gate ran, which has ended) left at the gate's names, in a

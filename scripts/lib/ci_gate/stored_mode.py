@@ -106,7 +106,7 @@ def stored_gate(s: Settings, out: OutDir, ddpbench: str) -> tuple[Outcome, str]:
     if s.update_baseline:
         return update_baseline(s, current, ddpbench)
     if not s.compare:
-        return measured_outcome(current, s), ""
+        return measured_outcome(current, s, measured=side is Side.CANDIDATE), ""
     if side is Side.CANDIDATE:
         absent_from_own_sweep(current, s)
     prove(side, "--current" if side is Side.INPUT else "the candidate's result file", ddpbench, current, s)
@@ -159,7 +159,7 @@ def update_baseline(s: Settings, current: Path, ddpbench: str) -> tuple[Outcome,
                    f"itself (ddpbench compare, --normalize-by {s.normalize_by}"
                    + (f", floor {s.floor}x" if s.floor is not None else "") + f") exited with {said.rc}:\n"
                    + "".join(f"  {line}\n" for line in lines) + f"  nothing was copied to {s.baseline}")
-    refusal = not_a_baseline(current, s)
+    refusal = not_a_baseline(current, s, measured=current != s.current)
     if refusal:
         raise Stop(Side.INPUT, What.REFUSED, f"--update-baseline: {refusal}")
     write_whole(s.baseline, current.read_bytes())
@@ -172,7 +172,7 @@ def absent_from_own_sweep(current: Path, s: Settings) -> None:
     did not write is its fault (the thirteenth attack: 1 of 5 written, judged "no regression"),
     where a repetition it ran and failed is the comparison's to judge."""
     try:
-        _, bad = not_run(current, s)
+        _, bad = not_run(current, s, measured=True)
     except (KeyError, ValueError, TypeError, AttributeError, RecursionError):
         return  # the proof names what is wrong with it
     absent = [b for b in bad if b[3] == "absent"]
@@ -181,12 +181,15 @@ def absent_from_own_sweep(current: Path, s: Settings) -> None:
                    f"planned:\n{listed(absent)}")
 
 
-def not_run(path: Path, s: Settings) -> tuple[list[str], list[tuple[str, str, int, str, str]]]:
+def not_run(path: Path, s: Settings, measured: bool) -> tuple[list[str], list[tuple[str, str, int, str, str]]]:
     """The gate's rows `path` lacks altogether, and each repetition of a planned row that did not run
-    ok (failed, skipped, interrupted, or absent from the file), --expected-not-ok's left out.
+    ok (failed, skipped, interrupted, or absent from the file), --expected-not-ok's left out. The
+    repetitions planned are the gate's (--repeat) where the gate measured the file, never fewer
+    than the file's own (a candidate that dropped --repeat wrote 1 of 5, "repeat": 1, and passed).
     Raises what reading it raises (KeyError, ValueError, TypeError, ...)."""
     doc = read_json(path)
     runs, sweep = doc["runs"], doc.get("sweep") or {}
+    repeat = max(int(sweep.get("repeat", 1)), s.repeat if measured else 1)
     names, planned = {r["name"] for r in runs}, {row["name"] for row in sweep.get("rows", [])}
     lacking = [n for n in s.rows if n not in planned and n not in names and n not in s.expected_not_ok]
     bad = [(r["name"], r.get("mode", ""), r.get("repetition", 0), r["status"], str(r.get("reason", ""))[:160])
@@ -197,7 +200,7 @@ def not_run(path: Path, s: Settings) -> tuple[list[str], list[tuple[str, str, in
         ran = {r.get("repetition", 0) for r in runs if r["name"] == row["name"] and r.get("mode", "") ==
                row.get("mode", "")}
         bad += [(row["name"], row.get("mode", ""), repetition, "absent", "planned by the sweep, not in the file")
-                for repetition in sorted(set(range(int(sweep.get("repeat", 1)))) - ran)]
+                for repetition in sorted(set(range(repeat)) - ran)]
     return lacking, bad
 
 
@@ -205,11 +208,11 @@ def listed(bad: list[tuple[str, str, int, str, str]]) -> str:
     return "\n".join(f"  {name} ({mode}) repetition {rep}: {status}: {reason}" for name, mode, rep, status, reason in bad)
 
 
-def measured_outcome(current: Path, s: Settings) -> Outcome:
+def measured_outcome(current: Path, s: Settings, measured: bool) -> Outcome:
     """--no-compare: 0 only where every row of the sweep file ran ok in every planned repetition (a
     row absent, skipped or interrupted was "measured", 0, and the bisect recipe's good.json lacked it)."""
     try:
-        lacking, bad = not_run(current, s)
+        lacking, bad = not_run(current, s, measured)
     except (KeyError, ValueError, TypeError, AttributeError, RecursionError) as error:
         return Outcome(Side.CANDIDATE, What.GARBAGE, f"{current} is not a result file the gate can read "
                        f"({type(error).__name__}: {error})")
@@ -220,11 +223,11 @@ def measured_outcome(current: Path, s: Settings) -> Outcome:
     return Outcome(Side.CANDIDATE, What.MEASURED, f"measured: {current}")
 
 
-def not_a_baseline(path: Path, s: Settings) -> str:
+def not_a_baseline(path: Path, s: Settings, measured: bool) -> str:
     """Why `path` may not become the baseline (or ""): what did not run in the baseline is never
     compared again."""
     try:
-        lacking, bad = not_run(path, s)
+        lacking, bad = not_run(path, s, measured)
     except (KeyError, ValueError, TypeError, AttributeError, RecursionError) as error:
         return f"{path} is not a result file the gate can read ({type(error).__name__}: {error}); nothing was copied"
     if lacking:

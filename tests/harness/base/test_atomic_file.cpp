@@ -87,6 +87,21 @@ TEST(AtomicFile, ARefusedOutputLeavesALinkThatLeadsNowhere) {
   EXPECT_TRUE(std::filesystem::is_symlink(dir / "results"));
 }
 
+// What a refused command made is found where the kernel puts it: `m/../yours` makes `m`, never
+// `yours` (a user's empty folder was removed as one made); a name the file system takes whose
+// temporary name it does not is refused before any work (it failed after, exit 1).
+TEST(AtomicFile, ARefusedOutputRemovesOnlyWhatItMadeAndProbesTheTemporarysName) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "yours");
+  testing::write_text(dir / "afile", "x");
+  EXPECT_THROW(require_all_writable({{dir / "m/../yours/x.md", "--out"}, {dir / "afile/u.txt", "--undecided-out"}}),
+               InputError);
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "yours"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "m"));
+  EXPECT_THROW(require_writable(dir / std::string(250, 'w'), "--out"), InputError);
+  EXPECT_NO_THROW(require_writable(dir / std::string(240, 'w'), "--out"));
+}
+
 // A file replaced keeps its mode (a user's 0600 was made 0644); a new one takes the umask's.
 TEST(AtomicFile, AReplacedFileKeepsItsModeAndANewOneTakesTheUmask) {
   TempDir dir;

@@ -357,7 +357,6 @@ TEST(Sweep, ARowFileIsKeptOnlyAsItsOwnSlotsRunOnWhatAutoFindsNow) {
   RunResult ok_row = testing::sample_run("r", "faithful", 1, 10, 5000);
   ok_row.config["out"] = "results/rows/faithful/r.r1.json";
   ok_row.threads_per_rank = 1;
-  ok_row.ranks = {RankTiming{0, 10, {}, 0, 0.06, 0.004, 0}};
   ResultDocument recorded;
   recorded.environment.gpus = {{"NVIDIA A100-SXM4-40GB", 40LL << 30, "8.0"}};
   recorded.runs = {ok_row};
@@ -365,11 +364,17 @@ TEST(Sweep, ARowFileIsKeptOnlyAsItsOwnSlotsRunOnWhatAutoFindsNow) {
   recorded.runs[0].step_records.clear();
   EXPECT_EQ(not_this_slots_run(on_cifar, prove_results(recorded, "the row's result")),
             "it holds no step records, which this build records (one a step)");
-  // Nor one with its ranks' timings emptied (the ninth attack): the row is run again.
+  // A row of one process records no ranks' timings, and is kept (the fourteenth attack: every
+  // single row was run again); one of two with its ranks' timings emptied (the ninth) is not.
   recorded.runs[0] = ok_row;
-  recorded.runs[0].ranks.clear();
+  ASSERT_TRUE(recorded.runs[0].ranks.empty());
+  EXPECT_EQ(not_this_slots_run(on_cifar, prove_results(recorded, "the row's result")), "");
+  RunResult two_ranks = testing::sample_run("r", "faithful", 2, 10, 5000);
+  two_ranks.config["out"] = "results/rows/faithful/r.r1.json";
+  two_ranks.threads_per_rank = 1;
+  recorded.runs = {two_ranks};
   EXPECT_EQ(not_this_slots_run(on_cifar, prove_results(recorded, "the row's result")),
-            "it records 0 of its 1 ranks' timings, which this build records for each");
+            "it records 0 of its 2 ranks' timings, which this build records for each");
   EXPECT_EQ(why(doc), "");
   std::filesystem::create_directories(dir / "data/cifar-10-batches-bin");
   testing::write_text(dir / "data/cifar-10-batches-bin/data_batch_1.bin", "");

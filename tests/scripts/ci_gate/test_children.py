@@ -160,13 +160,14 @@ class ProblemTest(unittest.TestCase):
     def test_a_pause_of_the_gate_is_no_childs_hang(self) -> None:
         # SIGSTOP, Ctrl-Z or a frozen job: the deadline ran on the wall clock, and the child that
         # was running when the gate stopped was blamed for a hang (the thirteenth attack: exit 1
-        # under --bisect). A child of 2.5 s, a deadline of 2 s, the gate stopped 2 s of it.
+        # under --bisect). A child of 6 s, a deadline of 3.5 s, the gate stopped 4 s of it (its
+        # waits end each second: a clock that counted the pause finds the deadline passed at 5.3 s).
         program = (f"import sys; sys.path.insert(0, {str(SOURCE / 'scripts' / 'lib')!r})\n"
                    "from ci_gate import children\nfrom ci_gate.outcomes import Side\n"
                    "import running_clock; running_clock.now()\n"
-                   "done = children.run(Side.CANDIDATE, 'x', ['sleep', '2.5'], 2.0)\n"
+                   "done = children.run(Side.CANDIDATE, 'x', ['sleep', '6'], 3.5)\n"
                    "print('timed out' if done.timed_out else 'ended', done.returncode)\n")
-        for pause_s, says in ((2.0, "ended 0"), (0.0, "timed out")):
+        for pause_s, says in ((4.0, "ended 0"), (0.0, "timed out")):
             with self.subTest(pause_s=pause_s):
                 gate = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
                 time.sleep(0.3)

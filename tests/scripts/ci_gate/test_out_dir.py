@@ -92,7 +92,7 @@ class OutDirTest(unittest.TestCase):
         (made / "round-00").mkdir()
         claim.release()
         cut_short = out_dir.OutDir(self.out, {}, {})
-        with mock.patch.object(out_dir.shutil, "rmtree", side_effect=KeyboardInterrupt):
+        with mock.patch.object(out_dir.output_rule, "remove_tree", side_effect=KeyboardInterrupt):
             with self.assertRaises(KeyboardInterrupt):
                 cut_short.claim()
         cut_short.release()
@@ -104,6 +104,18 @@ class OutDirTest(unittest.TestCase):
         self.claimed()
         self.assertEqual(sorted(p.name for p in self.out.iterdir() if p.name.startswith("candidate")),
                          ["candidate.mine.ci-bench-tmp"])
+
+    def test_a_folder_of_any_depth_a_build_left_is_removed(self) -> None:
+        # 1500 nested folders in a round folder: rmtree's recursion failed every later gate (128).
+        claim = self.claimed()
+        deep = claim.folder("candidate") / "round-00"
+        deep.mkdir()
+        for _ in range(1500):  # one level at a time: pathlib's mkdir(parents=True) recurses too
+            deep = deep / "d"
+            os.mkdir(deep)
+        claim.release()
+        self.claimed()
+        self.assertEqual([p.name for p in self.out.iterdir() if p.name.startswith("candidate")], [])
 
     def test_a_documented_name_that_is_not_the_gates_kind_is_refused(self) -> None:
         claim = self.claimed()

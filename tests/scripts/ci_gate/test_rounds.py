@@ -17,7 +17,7 @@ from pathlib import Path
 
 SOURCE = Path(os.environ.get("DDPBENCH_SOURCE_DIR", Path(__file__).resolve().parents[3]))
 sys.path.insert(0, str(SOURCE / "scripts" / "lib"))
-from ci_gate.rounds import round_order, rows_problem  # noqa: E402
+from ci_gate.rounds import round_order, rows_problem, timing_problem  # noqa: E402
 
 ROWS = ["single", "ddp-2", "dp-2"]
 
@@ -57,6 +57,21 @@ class RoundOrderTest(unittest.TestCase):
 
         self.assertEqual(orders(5), orders(5))
         self.assertNotEqual(orders(5), orders(6))
+
+
+class TimingTest(unittest.TestCase):
+    def test_a_rows_steps_are_the_steps_the_gate_timed(self) -> None:
+        turns = [0.08] * 16
+        self.assertEqual(timing_problem([0.078] * 16, turns, 4), "", "an honest row, its turns' messages aside")
+        self.assertEqual(timing_problem([0.01] * 4 + [0.078] * 12, turns, 4), "", "warm-up is not compared")
+        # Hiding a steady step now and then is the machine's; more than a quarter of them, the build's
+        # (the fourteenth attack: 7 of 16 hidden, a candidate twice as slow read 80 % faster).
+        self.assertEqual(timing_problem([0.078] * 13 + [0.001] * 3, turns, 4), "")
+        self.assertIn("4 of its 12 steady steps took less than their turns",
+                      timing_problem([0.078] * 12 + [0.001] * 4, turns, 4))
+        self.assertIn("12 of its 12 steady steps", timing_problem([0.04] * 16, turns, 4))
+        # An empty turn beside each step halved the median turn.
+        self.assertEqual(timing_problem([0.078] * 16, turns * 2, 4), "it took 32 turns for its 16 steps")
 
 
 class ResultFileTest(unittest.TestCase):
