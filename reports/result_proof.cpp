@@ -240,7 +240,7 @@ std::optional<int64_t> product(int64_t a, int64_t b) {
 // is 16.
 const json* config_value(const RunResult& r, const json& defaults, const char* key) {
   return r.config.is_object() && r.config.contains(key) ? &r.config.at(key)
-         : defaults.contains(key)                  ? &defaults.at(key)
+         : defaults.contains(key)                         ? &defaults.at(key)
                                                           : nullptr;
 }
 

@@ -24,6 +24,16 @@ std::filesystem::path folder_of(const std::filesystem::path& path) {
   return parent.empty() ? std::filesystem::path(".") : parent;
 }
 
+// The template of the temporary name a write of `path` goes through, for mkstemp: ".NAME.XXXXXX"
+// beside it. The writability probe makes one of the same name, so that a name the file system
+// takes, but not its temporary's, is refused before the work (it failed after it, exit 1).
+std::string temporary_template(const std::filesystem::path& path) {
+  // Appended piecewise: GCC 12 warns falsely (-Wrestrict) on chained operator+ here.
+  std::string name = folder_of(path).string();
+  name.append("/.").append(path.filename().string()).append(".XXXXXX");
+  return name;
+}
+
 // Read, not set and restored: umask(2) alone cannot read it without changing it for a moment,
 // under every other thread's files.
 mode_t process_umask() {
@@ -50,9 +60,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   std::filesystem::create_directories(folder, ec);
   if (ec) throw std::runtime_error("cannot create folder '" + folder.string() + "': " + ec.message());
 
-  // Appended piecewise: GCC 12 warns falsely (-Wrestrict) on chained operator+ here.
-  std::string tmp_template = folder.string();
-  tmp_template.append("/.").append(path.filename().string()).append(".XXXXXX");
+  std::string tmp_template = temporary_template(path);
   const int fd = mkstemp(tmp_template.data());
   if (fd < 0) throw std::runtime_error("cannot write '" + path.string() + "': " + errno_text());
   const std::string tmp = tmp_template;
@@ -138,10 +146,7 @@ void require_writable(const std::filesystem::path& path, std::string_view what) 
     undo();
     throw InputError(prefix + "'" + folder.string() + "' is not a folder");
   }
-  // Probed by the name the write will use (".NAME.XXXXXX", 8 bytes past NAME): a name the file
-  // system takes, but not its temporary's, failed after the work, exit 1.
-  std::string probe = folder.string();
-  probe.append("/.").append(path.filename().string()).append(".XXXXXX");
+  std::string probe = temporary_template(path);  // the very name the write will go through
   const int fd = mkstemp(probe.data());
   const bool wrote = fd >= 0 && ::write(fd, "probe", 5) == 5;
   const std::string error = errno_text();

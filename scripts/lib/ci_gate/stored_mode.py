@@ -167,13 +167,17 @@ def update_baseline(s: Settings, current: Path, ddpbench: str) -> tuple[Outcome,
     return Outcome(Side.CANDIDATE, What.UPDATED, f"baseline {s.baseline} updated from {current}"), ""
 
 
+# What reading a file that is no result file the gate can read raises in not_run.
+NOT_A_RESULT = (KeyError, ValueError, TypeError, AttributeError, RecursionError)
+
+
 def absent_from_own_sweep(current: Path, s: Settings) -> None:
     """The gate asked the candidate's sweep for every repetition of every row: one it planned and
     did not write is its fault (the thirteenth attack: 1 of 5 written, judged "no regression"),
     where a repetition it ran and failed is the comparison's to judge."""
     try:
         _, bad = not_run(current, s, measured=True)
-    except (KeyError, ValueError, TypeError, AttributeError, RecursionError):
+    except NOT_A_RESULT:
         return  # the proof names what is wrong with it
     absent = [b for b in bad if b[3] == "absent"]
     if absent:
@@ -186,7 +190,7 @@ def not_run(path: Path, s: Settings, measured: bool) -> tuple[list[str], list[tu
     ok (failed, skipped, interrupted, or absent from the file), --expected-not-ok's left out. The
     repetitions planned are the gate's (--repeat) where the gate measured the file, never fewer
     than the file's own (a candidate that dropped --repeat wrote 1 of 5, "repeat": 1, and passed).
-    Raises what reading it raises (KeyError, ValueError, TypeError, ...)."""
+    Raises NOT_A_RESULT's errors where the file is none."""
     doc = read_json(path)
     runs, sweep = doc["runs"], doc.get("sweep") or {}
     repeat = max(int(sweep.get("repeat", 1)), s.repeat if measured else 1)
@@ -213,7 +217,7 @@ def measured_outcome(current: Path, s: Settings, measured: bool) -> Outcome:
     row absent, skipped or interrupted was "measured", 0, and the bisect recipe's good.json lacked it)."""
     try:
         lacking, bad = not_run(current, s, measured)
-    except (KeyError, ValueError, TypeError, AttributeError, RecursionError) as error:
+    except NOT_A_RESULT as error:
         return Outcome(Side.CANDIDATE, What.GARBAGE, f"{current} is not a result file the gate can read "
                        f"({type(error).__name__}: {error})")
     if lacking:
@@ -228,7 +232,7 @@ def not_a_baseline(path: Path, s: Settings, measured: bool) -> str:
     compared again."""
     try:
         lacking, bad = not_run(path, s, measured)
-    except (KeyError, ValueError, TypeError, AttributeError, RecursionError) as error:
+    except NOT_A_RESULT as error:
         return f"{path} is not a result file the gate can read ({type(error).__name__}: {error}); nothing was copied"
     if lacking:
         return (f"{path} lacks rows the gate's sweep file {s.sweep_file} measures: {', '.join(lacking)}; the gate "
