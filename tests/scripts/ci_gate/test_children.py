@@ -162,15 +162,23 @@ class ProblemTest(unittest.TestCase):
         # was running when the gate stopped was blamed for a hang (the thirteenth attack: exit 1
         # under --bisect). A child of 6 s, a deadline of 3.5 s, the gate stopped 4 s of it (its
         # waits end each second: a clock that counted the pause finds the deadline passed at 5.3 s).
+        # The gate is stopped once its child has started (the child's mark), however slowly the
+        # gate itself started on a busy machine.
+        folder = Path(tempfile.mkdtemp(prefix="ddpbench-children-"))
+        self.addCleanup(subprocess.run, ["rm", "-rf", str(folder)])
         program = (f"import sys; sys.path.insert(0, {str(SOURCE / 'scripts' / 'lib')!r})\n"
                    "from ci_gate import children\nfrom ci_gate.outcomes import Side\n"
                    "import running_clock; running_clock.now()\n"
-                   "done = children.run(Side.CANDIDATE, 'x', ['sleep', '6'], 3.5)\n"
+                   f"done = children.run(Side.CANDIDATE, 'x', ['sh', '-c', 'touch {folder}/started; sleep 6'], 3.5)\n"
                    "print('timed out' if done.timed_out else 'ended', done.returncode)\n")
         for pause_s, says in ((4.0, "ended 0"), (0.0, "timed out")):
             with self.subTest(pause_s=pause_s):
+                (folder / "started").unlink(missing_ok=True)
                 gate = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
-                time.sleep(0.3)
+                for _ in range(300):
+                    if (folder / "started").exists():
+                        break
+                    time.sleep(0.05)
                 if pause_s:
                     gate.send_signal(signal.SIGSTOP)
                     time.sleep(pause_s)
